@@ -1,0 +1,48 @@
+"""Errors a user can act on. Each carries the exit status the CLI returns and, where known, the
+file and line it is about, so a message always says where to look and what to change."""
+from __future__ import annotations
+
+
+class AtrexError(Exception):
+    """A usage or input error: exit status 2, nothing written."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None, hint: str | None = None):
+        self.message = message
+        self.path = path
+        self.line = line
+        self.hint = hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path:
+            where = f"{self.path}:{self.line}: " if self.line else f"{self.path}: "
+        text = f"{where}{self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def to_json(self) -> dict:
+        return {"error": self.message, "path": self.path, "line": self.line, "hint": self.hint}
+
+
+class SpecError(AtrexError):
+    """The probe spec is malformed or asks for something impossible."""
+
+
+class AnchorError(SpecError):
+    """An anchor matched nothing or several places; the message lists the candidates."""
+
+
+class SourceParseError(AtrexError):
+    """The kernel source is outside what the island grammar recognizes."""
+
+
+class SnapshotError(AtrexError):
+    """apply/revert refused: the tree is not in the state the manifest describes."""
+
+
+class CaptureError(AtrexError):
+    """A raw capture cannot be decoded: wrong magic, version, source identity, or a short file."""

@@ -1,0 +1,18 @@
+"""Loads the Lark grammars shipped with the package (grammars/ in the source tree)."""
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from lark import Lark
+
+
+def grammar_text(name: str) -> str:
+    return resources.files("atrex_inject.grammars").joinpath(name).read_text()
+
+
+@cache
+def parser(name: str, *starts: str) -> Lark:
+    """An LALR parser with positions; built once per process (about 0.1 s)."""
+    return Lark(grammar_text(name), parser="lalr", start=list(starts) or ["start"], propagate_positions=True,
+                maybe_placeholders=False)

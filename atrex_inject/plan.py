@@ -1,0 +1,52 @@
+"""The probe plan: the spec's sites with stable ids and their owner groups, backend-neutral.
+
+Site ids are the sites' order in the spec; group ids the order in which a (role, density,
+predicate) combination first appears. Both are written to the manifest and read by decode.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .spec import ProbeSpec, Site
+
+ROLE_CODES = {"thread": 0, "lane0": 1, "warpgroup": 2, "cta": 3, "predicate": 4}
+
+
+@dataclass(frozen=True)
+class Group:
+    id: int
+    role: str
+    cta_stride: int
+    cta_limit: int
+    warp_mask: int
+    predicate: str | None
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "role": self.role, "role_code": ROLE_CODES[self.role], "cta_stride": self.cta_stride,
+                "cta_limit": self.cta_limit, "warp_mask": self.warp_mask, "predicate": self.predicate}
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: ProbeSpec
+    groups: tuple[Group, ...]
+    site_group: tuple[int, ...]  # site id -> group id
+
+    @property
+    def wide_events(self) -> bool:
+        """16-byte events when any site carries a payload or the clock is recorded; else 8 bytes."""
+        return self.spec.capture.clock or any(s.payload for s in self.spec.sites)
+
+    def group_of(self, site: Site) -> Group:
+        return self.groups[self.site_group[self.spec.site_id(site.name)]]
+
+
+def make_plan(spec: ProbeSpec) -> Plan:
+    keys: list[tuple] = []
+    site_group = []
+    for s in spec.sites:
+        if s.group_key not in keys:
+            keys.append(s.group_key)
+        site_group.append(keys.index(s.group_key))
+    groups = tuple(Group(i, *k) for i, k in enumerate(keys))
+    return Plan(spec, groups, tuple(site_group))

@@ -1,0 +1,333 @@
+"""Probe spec v1: TOML in, typed objects out.
+
+The spec chooses everything (sites, roles, density, intervals); nothing here adds a site. Every
+error names the spec file and the line of the offending key and says what to change, because the
+usual author is an agent that will fix the line and retry. docs/spec.md documents the format.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SpecError
+
+SPEC_VERSION = 1
+BACKENDS = ("cuda", "cutedsl")
+ANCHOR_KINDS = ("call", "stmt", "ptx", "loop", "entry", "exit")
+POSITIONS = ("before", "after", "loop-begin", "loop-end", "entry", "exit")
+ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
+# Which positions make sense for which anchor kind.
+ANCHOR_POSITIONS = {
+    "call": ("before", "after"),
+    "stmt": ("before", "after"),
+    "ptx": ("before", "after"),
+    "loop": ("before", "after", "loop-begin", "loop-end"),
+    "entry": ("entry",),
+    "exit": ("exit",),
+}
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,31}$")
+INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
+
+TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "capture", "site", "intervals", "expect"}
+CAPTURE_KEYS = {"capacity", "clock", "skip", "count"}
+SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
+CTAS_KEYS = {"stride", "limit"}
+
+
+@dataclass(frozen=True)
+class Anchor:
+    kind: str  # one of ANCHOR_KINDS
+    pattern: str  # text to find ("" for entry/exit)
+    occurrence: int | None = None  # 1-based pick among several matches
+
+
+@dataclass(frozen=True)
+class Site:
+    name: str
+    anchor: Anchor
+    position: str
+    role: str = "lane0"
+    predicate: str | None = None
+    payload: str | None = None
+    cta_stride: int = 1
+    cta_limit: int = 0  # 0: every selected CTA
+    warps: tuple[int, ...] | None = None  # None: all warps
+    every: int = 1
+    line: int | None = None  # line of [[site]] in the spec, for messages
+
+    @property
+    def warp_mask(self) -> int:
+        if self.warps is None:
+            return 0xFFFFFFFF
+        mask = 0
+        for w in self.warps:
+            mask |= 1 << w
+        return mask
+
+    @property
+    def group_key(self) -> tuple:
+        """Sites with equal keys share one recorder (one owner per launch)."""
+        return (self.role, self.cta_stride, self.cta_limit, self.warp_mask, self.predicate)
+
+
+@dataclass(frozen=True)
+class Interval:
+    start: str
+    end: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.start} -> {self.end}"
+
+
+@dataclass(frozen=True)
+class Capture:
+    capacity: int = 64  # events per owner
+    clock: bool = False
+    skip: int = 0  # launches before the first one written
+    count: int = 1  # launches written; 0 = all
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    path: Path
+    root: Path
+    name: str
+    question: str
+    backend: str
+    source: Path  # absolute, inside root
+    kernel: str
+    sites: tuple[Site, ...]
+    intervals: tuple[Interval, ...] = ()
+    capture: Capture = field(default_factory=Capture)
+    expect: dict[str, int] = field(default_factory=dict)
+    text: str = ""
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def site_id(self, name: str) -> int:
+        return [s.name for s in self.sites].index(name)
+
+    @property
+    def source_rel(self) -> str:
+        return self.source.relative_to(self.root).as_posix()
+
+
+class _Lines:
+    """Maps TOML keys to their line numbers: tomllib keeps no positions."""
+
+    HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\"-]+)\s*\]\]?")
+    KEY = re.compile(r"^\s*([A-Za-z0-9_\"-]+)\s*=")
+
+    def __init__(self, text: str):
+        self.lines: dict[tuple, int] = {}
+        table: tuple = ()
+        counts: dict[str, int] = {}
+        for no, line in enumerate(text.splitlines(), 1):
+            m = self.HEADER.match(line)
+            if m:
+                name = m.group(2).strip('"')
+                if m.group(1) == "[[":
+                    counts[name] = counts.get(name, -1) + 1
+                    table = (name, counts[name])
+                else:
+                    table = (name,)
+                self.lines.setdefault(table, no)
+                continue
+            m = self.KEY.match(line)
+            if m:
+                self.lines.setdefault(table + (m.group(1).strip('"'),), no)
+
+    def of(self, *path) -> int | None:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
+
+
+def find_root(spec_path: Path) -> Path:
+    """The project tree: the nearest ancestor holding .git, else the spec's folder."""
+    for parent in [spec_path.parent, *spec_path.parent.parents]:
+        if (parent / ".git").exists():
+            return parent
+    return spec_path.parent
+
+
+def load_spec(path: str | Path, root: str | Path | None = None) -> ProbeSpec:
+    path = Path(path).resolve()
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError(f"cannot read spec: {e.strerror}", path=str(path)) from None
+    return parse_spec(text, path, Path(root).resolve() if root else find_root(path))
+
+
+def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
+    where = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise SpecError(f"malformed TOML: {e}", path=where, line=int(m.group(1)) if m else None,
+                        hint="fix the TOML syntax at that line") from None
+    lines = _Lines(text)
+
+    def err(msg: str, *keypath, hint: str | None = None) -> SpecError:
+        return SpecError(msg, path=where, line=lines.of(*keypath), hint=hint)
+
+    def unknown(table: dict, allowed: set, *keypath):
+        for k in table:
+            if k not in allowed:
+                raise err(f"unknown key {k!r}", *keypath, k, hint=f"allowed keys here: {', '.join(sorted(allowed))}")
+
+    def typed(table: dict, key: str, kind, *keypath, default=None, required=False):
+        if key not in table:
+            if required:
+                raise err(f"missing required key {key!r}", *keypath, hint=f"add `{key} = ...`")
+            return default
+        v = table[key]
+        if kind is int and (isinstance(v, bool) or not isinstance(v, int)):
+            raise err(f"{key!r} must be an integer, not {v!r}", *keypath, key)
+        if kind is not int and not isinstance(v, kind):
+            raise err(f"{key!r} must be a {kind.__name__}, not {type(v).__name__}", *keypath, key)
+        return v
+
+    unknown(data, TOP_KEYS)
+    version = typed(data, "version", int, required=True)
+    if version != SPEC_VERSION:
+        raise err(f"spec version {version} is not supported", "version", hint=f"this tool reads version = {SPEC_VERSION}")
+    name = typed(data, "name", str, required=True)
+    if not NAME_RE.match(name):
+        raise err(f"spec name {name!r} must be an identifier of at most 32 characters", "name")
+    question = typed(data, "question", str, required=True)
+    backend = typed(data, "backend", str, required=True)
+    if backend not in BACKENDS:
+        raise err(f"backend {backend!r} is not one of {', '.join(BACKENDS)}", "backend")
+    src_text = typed(data, "source", str, required=True)
+    source = confine(src_text, path.parent, root, where, lines.of("source"))
+    kernel = typed(data, "kernel", str, required=True)
+
+    cap_t = typed(data, "capture", dict, default={})
+    unknown(cap_t, CAPTURE_KEYS, "capture")
+    capture = Capture(
+        capacity=typed(cap_t, "capacity", int, "capture", default=64),
+        clock=typed(cap_t, "clock", bool, "capture", default=False),
+        skip=typed(cap_t, "skip", int, "capture", default=0),
+        count=typed(cap_t, "count", int, "capture", default=1),
+    )
+    if not 1 <= capture.capacity <= 1 << 20:
+        raise err("capture.capacity must be between 1 and 1048576 events per owner", "capture", "capacity")
+    if capture.skip < 0 or capture.count < 0:
+        raise err("capture.skip and capture.count must be >= 0", "capture")
+
+    raw_sites = data.get("site", [])
+    if not isinstance(raw_sites, list) or not raw_sites:
+        raise err("a spec needs at least one [[site]]", hint="add a [[site]] table with name, anchor and position")
+    sites = [_parse_site(t, i, err, unknown, typed, lines) for i, t in enumerate(raw_sites)]
+    names = [s.name for s in sites]
+    for i, n in enumerate(names):
+        if names.index(n) != i:
+            raise err(f"site name {n!r} is used twice", "site", i, "name", hint="site names must be unique")
+    groups = {s.group_key for s in sites}
+    if len(groups) > 8:
+        raise err(f"{len(groups)} owner groups (role + density + predicate combinations); at most 8",
+                  hint="let sites share roles and density")
+
+    intervals = []
+    for i, text_iv in enumerate(typed(data, "intervals", list, default=[])):
+        m = INTERVAL_RE.match(text_iv) if isinstance(text_iv, str) else None
+        if not m:
+            raise err(f"interval {text_iv!r} must read \"start_site -> end_site\"", "intervals")
+        for n in m.groups():
+            if n not in names:
+                raise err(f"interval {text_iv!r} names unknown site {n!r}", "intervals", hint=f"sites: {', '.join(names)}")
+        if m.group(1) == m.group(2):
+            raise err(f"interval {text_iv!r} starts and ends at the same site", "intervals")
+        intervals.append(Interval(*m.groups()))
+
+    expect_t = typed(data, "expect", dict, default={})
+    expect = {}
+    for k, v in expect_t.items():
+        if k not in names:
+            raise err(f"expect names unknown site {k!r}", "expect", k, hint=f"sites: {', '.join(names)}")
+        expect[k] = typed(expect_t, k, int, "expect")
+
+    return ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
+                     kernel=kernel, sites=tuple(sites), intervals=tuple(intervals), capture=capture,
+                     expect=expect, text=text)
+
+
+def _parse_site(t, i, err, unknown, typed, lines) -> Site:
+    k = ("site", i)
+    if not isinstance(t, dict):
+        raise err("each site must be a [[site]] table", *k)
+    unknown(t, SITE_KEYS, *k)
+    name = typed(t, "name", str, *k, required=True)
+    if not NAME_RE.match(name):
+        raise err(f"site name {name!r} must be an identifier (letters, digits, _ and .) of at most 32 characters",
+                  *k, "name")
+    a = typed(t, "anchor", dict, *k, required=True)
+    kinds = [x for x in a if x in ANCHOR_KINDS]
+    extra = [x for x in a if x not in ANCHOR_KINDS and x != "occurrence"]
+    if extra or len(kinds) != 1:
+        raise err(f"site {name!r}: anchor needs exactly one of {', '.join(ANCHOR_KINDS)} (plus optional occurrence)",
+                  *k, "anchor", hint='e.g. anchor = { ptx = "wgmma.commit_group" }')
+    kind = kinds[0]
+    if kind in ("entry", "exit"):
+        if a[kind] is not True:
+            raise err(f"site {name!r}: write `anchor = {{ {kind} = true }}`", *k, "anchor")
+        pattern = ""
+    else:
+        pattern = a[kind]
+        if not isinstance(pattern, str) or not pattern.strip():
+            raise err(f"site {name!r}: anchor {kind} must be a non-empty string", *k, "anchor")
+    occ = a.get("occurrence")
+    if occ is not None and (isinstance(occ, bool) or not isinstance(occ, int) or occ < 1):
+        raise err(f"site {name!r}: occurrence must be an integer >= 1", *k, "anchor")
+    position = typed(t, "position", str, *k, default={"entry": "entry", "exit": "exit"}.get(kind, "before"))
+    if position not in ANCHOR_POSITIONS[kind]:
+        raise err(f"site {name!r}: position {position!r} does not apply to a {kind} anchor", *k, "position",
+                  hint=f"use one of: {', '.join(ANCHOR_POSITIONS[kind])}")
+    role = typed(t, "role", str, *k, default="lane0")
+    if role not in ROLES:
+        raise err(f"site {name!r}: role {role!r} is not one of {', '.join(ROLES)}", *k, "role")
+    predicate = typed(t, "predicate", str, *k)
+    if (role == "predicate") != (predicate is not None):
+        raise err(f"site {name!r}: `predicate` goes with role = \"predicate\" and only with it", *k, "role")
+    ctas = typed(t, "ctas", dict, *k, default={})
+    unknown(ctas, CTAS_KEYS, *k, "ctas")
+    stride = typed(ctas, "stride", int, *k, "ctas", default=1)
+    limit = typed(ctas, "limit", int, *k, "ctas", default=0)
+    if stride < 1 or limit < 0:
+        raise err(f"site {name!r}: ctas.stride must be >= 1 and ctas.limit >= 0", *k, "ctas")
+    warps = typed(t, "warps", list, *k)
+    if warps is not None:
+        if not warps or not all(isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 32 for w in warps):
+            raise err(f"site {name!r}: warps must list warp indices 0..31", *k, "warps")
+        warps = tuple(sorted(set(warps)))
+    every = typed(t, "every", int, *k, default=1)
+    if every < 1:
+        raise err(f"site {name!r}: every must be >= 1", *k, "every")
+    return Site(name=name, anchor=Anchor(kind, pattern, occ), position=position, role=role, predicate=predicate,
+                payload=typed(t, "payload", str, *k), cta_stride=stride, cta_limit=limit, warps=warps, every=every,
+                line=lines.of(*k))
+
+
+def confine(rel: str, base: Path, root: Path, where: str, line: int | None) -> Path:
+    """Resolve a spec path and refuse anything outside the project tree."""
+    p = Path(rel)
+    full = (p if p.is_absolute() else base / p).resolve()
+    try:
+        full.relative_to(root)
+    except ValueError:
+        raise SpecError(f"path {rel!r} leaves the project tree {root}", path=where, line=line,
+                        hint="name a file inside the project, relative to the spec") from None
+    if not full.is_file():
+        raise SpecError(f"source file {rel!r} does not exist ({full})", path=where, line=line)
+    return full

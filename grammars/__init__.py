@@ -1,0 +1,1 @@
+"""Lark grammars shipped with atrex-inject (installed as atrex_inject.grammars)."""

@@ -1,0 +1,1 @@
+"""The device recorder header (installed as atrex_inject.runtime); see `atrex-inject include-dir`."""

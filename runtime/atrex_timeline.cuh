@@ -1,0 +1,386 @@
+// atrex_timeline.cuh — atrex-inject's device recorder and host capture session.
+//
+// Header-only. The rewriter includes it at the top of an instrumented .cu file; nothing else in
+// the user's code depends on it. Buffer layout (format v1) is documented in docs/format.md and
+// decoded by atrex_inject/decode.py; the two must change together (bump kFormatVersion).
+//
+// Device side: one atrex::Recorder per owner group, constructed once at kernel entry and reused by
+// every site of that group. The hot path (Recorder::rec) is a %globaltimer_lo read, one compare,
+// one address computation and one predicated 16-byte store: no atomics, no branch, no local memory.
+// Threads that are not the group's writer (or whose CTA/warp the density excludes) get capacity 0,
+// so the same predicate that guards overflow also masks them.
+//
+// Host side: atrex::host::Capture brackets one launch of the target kernel. With
+// ATREX_TIMELINE_OUT unset it binds a null buffer (probes off, nothing written).
+#pragma once
+#include <cstdint>
+#include <cuda_runtime.h>
+
+#ifndef ATREX_TL_CLOCK
+#define ATREX_TL_CLOCK 0  // 1: also record %clock (low 32 bits of the SM cycle counter) per event
+#endif
+#ifndef ATREX_TL_WIDE
+#define ATREX_TL_WIDE ATREX_TL_CLOCK  // 1: 16-byte events {t, clock, payload, tag}; 0: 8-byte {t, tag}
+#endif
+
+namespace atrex {
+
+constexpr uint64_t kMagic = 0x31304C5458525441ull;  // "ATRXTL01" little-endian
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kMaxGroups = 8;
+constexpr uint32_t kTagValid = 0x80000000u;  // set in every written event: zero slots are "never written"
+constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : 8u;
+constexpr uint32_t kFlags = (ATREX_TL_CLOCK ? 1u : 0u) | (ATREX_TL_WIDE ? 2u : 0u);
+
+enum Role : uint32_t { kThread = 0, kLane0 = 1, kWarpgroup = 2, kCta = 3, kPredicate = 4 };
+
+// One owner group: which threads own a recorder. Sites share a group when role and density match.
+struct GroupDesc {
+  uint32_t role, cta_stride, cta_limit, warp_mask, owner_base, n_owners;
+};
+
+// 512 bytes, written by the host before the launch, read (never written) by the device.
+struct LaunchHeader {
+  uint64_t magic;
+  uint32_t version, header_bytes;
+  uint8_t source_id[32];  // sha256 of the instrumented source with this digest zeroed (docs/format.md)
+  uint64_t launch_seq;
+  uint32_t grid[3], block[3];
+  uint32_t capacity, n_groups, n_owners, flags;  // flags bit0: clock recorded, bit1: 16-byte events
+  uint64_t owners_offset, events_offset, total_bytes;
+  uint32_t owner_bytes, event_bytes;
+  GroupDesc groups[kMaxGroups];
+  uint8_t tail[512 - 128 - kMaxGroups * sizeof(GroupDesc)];  // groups start at byte 128
+};
+static_assert(sizeof(LaunchHeader) == 512, "launch header is 512 bytes");
+
+// 32 bytes per owner, written by the owner's writer thread.
+struct OwnerHeader {
+  uint32_t claims;     // atomically incremented at construction: 1 for a valid capture
+  uint32_t attempted;  // events attempted (may exceed capacity: overflow), written at kernel exit
+  uint32_t smid, cta, thread;
+  uint32_t t0_lo, t0_hi;  // full %globaltimer at construction: decode unwraps event times against it
+  uint32_t clk0;
+};
+static_assert(sizeof(OwnerHeader) == 32, "owner header is 32 bytes");
+
+__host__ __device__ inline uint32_t popc32(uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return __popc(v);
+#else
+  return static_cast<uint32_t>(__builtin_popcount(v));
+#endif
+}
+
+// Warps of a CTA eligible for a role, before the density mask.
+__host__ __device__ inline uint32_t role_warp_mask(uint32_t role, uint32_t n_warps) {
+  uint32_t valid = n_warps >= 32 ? 0xffffffffu : ((1u << n_warps) - 1u);
+  if (role == kWarpgroup) return valid & 0x11111111u;
+  if (role == kCta) return valid & 1u;
+  return valid;
+}
+
+__host__ __device__ inline bool thread_level(uint32_t role) { return role == kThread || role == kPredicate; }
+
+__host__ __device__ inline uint32_t owners_per_cta(const GroupDesc& d, uint32_t n_threads) {
+  uint32_t m = d.warp_mask & role_warp_mask(d.role, (n_threads + 31u) / 32u);
+  return popc32(m) * (thread_level(d.role) ? 32u : 1u);
+}
+
+__host__ __device__ inline uint32_t ctas_selected(const GroupDesc& d, uint32_t n_ctas) {
+  uint32_t n = (n_ctas + d.cta_stride - 1u) / d.cta_stride;
+  return (d.cta_limit && d.cta_limit < n) ? d.cta_limit : n;
+}
+
+}  // namespace atrex
+
+// The launch's buffer, bound by the host before each launch; null = probes off.
+// extern "C" keeps the symbol name plain for cuModuleGetGlobal (Python capture).
+extern "C" {
+__device__ unsigned char* atrex_tl_buffer = nullptr;
+}
+
+namespace atrex {
+
+__device__ __forceinline__ uint32_t globaltimer_lo() {
+  uint32_t t;
+  asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(t));
+  return t;
+}
+
+__device__ __forceinline__ uint32_t clock_lo() {
+#if ATREX_TL_CLOCK
+  uint32_t c;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
+  return c;
+#else
+  return 0u;
+#endif
+}
+
+class Recorder {
+ public:
+  // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
+  __device__ __forceinline__ explicit Recorder(uint32_t group, bool pred = true)
+      : ev_(nullptr), oh_(nullptr), n_(0), cap_(0) {
+    unsigned char* buf = atrex_tl_buffer;
+    if (buf == nullptr) return;
+    const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
+    const GroupDesc d = h->groups[group];
+    const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (cta % d.cta_stride != 0u) return;
+    const uint32_t cta_rank = cta / d.cta_stride;
+    if (d.cta_limit != 0u && cta_rank >= d.cta_limit) return;
+    const uint32_t n_threads = blockDim.x * blockDim.y * blockDim.z;
+    const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const uint32_t warp = tid >> 5, lane = tid & 31u;
+    const uint32_t m = d.warp_mask & role_warp_mask(d.role, (n_threads + 31u) / 32u);
+    if (((m >> warp) & 1u) == 0u) return;
+    if (!thread_level(d.role) && lane != 0u) return;  // warp-level roles: lane 0 writes
+    if (d.role == kPredicate && !pred) return;
+    const uint32_t rank = popc32(m & ((1u << warp) - 1u));
+    const uint32_t local = thread_level(d.role) ? rank * 32u + lane : rank;
+    const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
+    oh_ = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
+    ev_ = buf + h->events_offset + static_cast<uint64_t>(owner) * h->capacity * kEventBytes;
+    cap_ = h->capacity;
+    uint64_t t0;
+    uint32_t sm;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    atomicAdd(&oh_->claims, 1u);  // construction only: a second claim of this owner is visible to decode
+    oh_->smid = sm;
+    oh_->cta = cta;
+    oh_->thread = tid;
+    oh_->t0_lo = static_cast<uint32_t>(t0);
+    oh_->t0_hi = static_cast<uint32_t>(t0 >> 32);
+    oh_->clk0 = clock_lo();
+  }
+
+  // The hot path: one timer read and one predicated 16-byte store.
+  // With on=true constant the select folds away: timer read, compare, address, store, increment.
+  __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) { rec_if(true, site, payload); }
+
+  // `on` thins a site (every-Nth hit); a skipped hit is not an attempt.
+  __device__ __forceinline__ void rec_if(bool on, uint32_t site, uint32_t payload = 0u) {
+    const uint32_t t = globaltimer_lo();
+    const uint32_t lim = on ? cap_ : 0u;
+#if ATREX_TL_WIDE
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.lt.u32 p, %1, %2;\n\t"
+        "@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
+        ::"l"(ev_ + n_ * 16u), "r"(n_), "r"(lim), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | kTagValid));
+#else
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.lt.u32 p, %1, %2;\n\t"
+        "@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
+        ::"l"(ev_ + n_ * 8u), "r"(n_), "r"(lim), "r"(t), "r"(site | kTagValid));
+    (void)payload;
+#endif
+    n_ += on ? 1u : 0u;
+  }
+
+  // Called on every exit path: publishes the attempt count (attempted > capacity = overflow).
+  __device__ __forceinline__ void finish() {
+    if (cap_ != 0u) oh_->attempted = n_;
+  }
+
+ private:
+  unsigned char* ev_;
+  OwnerHeader* oh_;
+  uint32_t n_, cap_;
+};
+
+}  // namespace atrex
+
+// ---------------------------------------------------------------------------------------------
+// Host capture session.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <unistd.h>
+
+namespace atrex {
+namespace host {
+
+// What the rewriter knows about one instrumented kernel; one static instance per kernel.
+struct KernelPlan {
+  const char* kernel;
+  const char* source_id_hex;  // 64 hex digits
+  const GroupDesc* groups;
+  uint32_t n_groups, capacity;
+  uint64_t capture_skip, capture_count;  // launches [skip, skip+count) are written; count 0 = all
+  uint64_t launches;                     // launches seen so far in this process
+  unsigned char* scratch;                // device buffer for launches that are not written
+  uint64_t scratch_bytes;
+};
+
+inline void fill_header(const KernelPlan& p, dim3 g, dim3 b, uint64_t seq, LaunchHeader& h) {
+  std::memset(&h, 0, sizeof h);
+  h.magic = kMagic;
+  h.version = kFormatVersion;
+  h.header_bytes = sizeof(LaunchHeader);
+  for (int i = 0; i < 32; ++i) {
+    unsigned v = 0;
+    std::sscanf(p.source_id_hex + 2 * i, "%2x", &v);
+    h.source_id[i] = static_cast<uint8_t>(v);
+  }
+  h.launch_seq = seq;
+  h.grid[0] = g.x; h.grid[1] = g.y; h.grid[2] = g.z;
+  h.block[0] = b.x; h.block[1] = b.y; h.block[2] = b.z;
+  h.capacity = p.capacity;
+  h.n_groups = p.n_groups;
+  h.flags = kFlags;
+  const uint32_t n_ctas = g.x * g.y * g.z, n_threads = b.x * b.y * b.z;
+  uint32_t base = 0;
+  for (uint32_t i = 0; i < p.n_groups; ++i) {
+    GroupDesc d = p.groups[i];
+    d.owner_base = base;
+    d.n_owners = ctas_selected(d, n_ctas) * owners_per_cta(d, n_threads);
+    base += d.n_owners;
+    h.groups[i] = d;
+  }
+  h.n_owners = base;
+  h.owner_bytes = sizeof(OwnerHeader);
+  h.event_bytes = kEventBytes;
+  h.owners_offset = sizeof(LaunchHeader);
+  h.events_offset = h.owners_offset + static_cast<uint64_t>(base) * sizeof(OwnerHeader);
+  h.total_bytes = h.events_offset + static_cast<uint64_t>(base) * p.capacity * kEventBytes;
+}
+
+inline bool ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "atrex: capture failed at %s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+// Write to a temporary name, fsync, rename: a file that exists under its final name is whole.
+inline bool write_atomic(const std::string& path, const void* data, size_t n) {
+  const std::string tmp = path + ".part";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return false;
+  bool good = std::fwrite(data, 1, n, f) == n && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  good = (std::fclose(f) == 0) && good;
+  if (good) good = std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!good) std::remove(tmp.c_str());
+  return good;
+}
+
+inline std::string json_escape(const char* s) {
+  std::string o;
+  for (; s && *s; ++s) {
+    if (*s == '"' || *s == '\\') o += '\\';
+    if (static_cast<unsigned char>(*s) < 0x20) continue;
+    o += *s;
+  }
+  return o;
+}
+
+// Brackets one launch: construct before the launch, finish() after it.
+class Capture {
+ public:
+  Capture(KernelPlan& plan, dim3 grid, dim3 block, cudaStream_t stream = 0)
+      : plan_(plan), grid_(grid), block_(block), stream_(stream), buf_(nullptr), write_(false) {
+    seq_ = plan_.launches++;
+    const char* out = std::getenv("ATREX_TIMELINE_OUT");
+    unsigned char* bind = nullptr;
+    if (out && *out) {
+      fill_header(plan_, grid_, block_, seq_, header_);
+      write_ = seq_ >= plan_.capture_skip &&
+               (plan_.capture_count == 0 || seq_ < plan_.capture_skip + plan_.capture_count);
+      bind = write_ ? alloc_fresh() : scratch();
+    }
+    ok(cudaMemcpyToSymbolAsync(atrex_tl_buffer, &bind, sizeof bind, 0, cudaMemcpyHostToDevice, stream_),
+       "bind buffer");
+  }
+
+  // After the launch: synchronize, read back and write one raw file plus its JSON sidecar.
+  void finish() {
+    if (!write_) return;
+    write_ = false;
+    const std::string base = std::string(std::getenv("ATREX_TIMELINE_OUT")) + "/" + plan_.kernel + "-launch" +
+                             std::to_string(seq_);
+    const size_t n = static_cast<size_t>(header_.total_bytes);
+    void* host = std::malloc(n);
+    bool good = host && ok(cudaGetLastError(), "kernel launch") && ok(cudaStreamSynchronize(stream_), "synchronize") &&
+                ok(cudaMemcpy(host, buf_, n, cudaMemcpyDeviceToHost), "read back");
+    if (good) good = write_atomic(base + ".atrex", host, n);
+    if (good) good = write_atomic(base + ".json", sidecar(base).c_str(), sidecar(base).size());
+    if (!good) std::fprintf(stderr, "atrex: launch %llu of %s was not captured\n",
+                            static_cast<unsigned long long>(seq_), plan_.kernel);
+    std::free(host);
+    cudaFree(buf_);
+  }
+
+ private:
+  unsigned char* alloc_fresh() {
+    const size_t n = static_cast<size_t>(header_.total_bytes);
+    if (!ok(cudaMalloc(&buf_, n), "allocate") || !ok(cudaMemsetAsync(buf_, 0, n, stream_), "clear") ||
+        !ok(cudaMemcpyAsync(buf_, &header_, sizeof header_, cudaMemcpyHostToDevice, stream_), "write header")) {
+      write_ = false;
+      return nullptr;
+    }
+    return buf_;
+  }
+
+  // Launches that are not written record into a reused scratch buffer: same code path, no file.
+  unsigned char* scratch() {
+    if (plan_.scratch_bytes < header_.total_bytes) {
+      if (plan_.scratch) cudaFree(plan_.scratch);
+      plan_.scratch = nullptr;
+      plan_.scratch_bytes = 0;
+      if (!ok(cudaMalloc(&plan_.scratch, header_.total_bytes), "allocate scratch")) return nullptr;
+      plan_.scratch_bytes = header_.total_bytes;
+    }
+    if (!ok(cudaMemcpyAsync(plan_.scratch, &header_, sizeof header_, cudaMemcpyHostToDevice, stream_),
+            "write scratch header"))
+      return nullptr;
+    return plan_.scratch;
+  }
+
+  std::string sidecar(const std::string& base) const {
+    int dev = 0, drv = 0, rt = 0;
+    cudaGetDevice(&dev);
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    cudaDeviceProp prop;
+    std::memset(&prop, 0, sizeof prop);
+    cudaGetDeviceProperties(&prop, dev);
+    char uuid[64];
+    const unsigned char* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
+    std::snprintf(uuid, sizeof uuid, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                  u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    char when[32];
+    std::time_t now = std::time(nullptr);
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    const char* workload = std::getenv("ATREX_WORKLOAD");
+    const std::string file = base.substr(base.find_last_of('/') + 1) + ".atrex";
+    char buf[2048];
+    std::snprintf(buf, sizeof buf,
+                  "{\"format\": \"atrex-timeline-capture\", \"version\": %u, \"file\": \"%s\", \"kernel\": \"%s\", "
+                  "\"launch_seq\": %llu, \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"source_id\": \"%s\", "
+                  "\"workload\": \"%s\", \"device\": {\"name\": \"%s\", \"uuid\": \"%s\", \"sm_count\": %d, "
+                  "\"cc\": \"%d.%d\"}, \"driver_version\": %d, \"runtime_version\": %d, \"time_utc\": \"%s\", "
+                  "\"bytes\": %llu}\n",
+                  kFormatVersion, file.c_str(), plan_.kernel, static_cast<unsigned long long>(seq_), grid_.x, grid_.y,
+                  grid_.z, block_.x, block_.y, block_.z, plan_.source_id_hex, json_escape(workload).c_str(),
+                  json_escape(prop.name).c_str(), uuid, prop.multiProcessorCount, prop.major, prop.minor, drv, rt, when,
+                  static_cast<unsigned long long>(header_.total_bytes));
+    return buf;
+  }
+
+  KernelPlan& plan_;
+  dim3 grid_, block_;
+  cudaStream_t stream_;
+  unsigned char* buf_;
+  bool write_;
+  uint64_t seq_;
+  LaunchHeader header_;
+};
+
+}  // namespace host
+}  // namespace atrex
