@@ -15,7 +15,7 @@ from ..fsio import sha256_bytes
 from ..plan import Plan, make_plan
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
-from .source import LOOP_KINDS, Kernel, SourceFile, Stmt, parse_source
+from .source import LOOP_KINDS, SourceFile, Stmt, parse_source
 
 SOURCE_ID_PLACEHOLDER = "0" * 64
 HEADER = "atrex_timeline.cuh"
@@ -107,10 +107,10 @@ class _Edits:
         else:
             self.insert(off, BLOCK_END, self._inline(items) + " ")
 
-    def statement(self, start: int, end: int, before, after, wrap: bool, depth: int, open_="{ ", close=" }"):
+    def statement(self, start: int, end: int, before, after, wrap: bool, depth: int):
         if wrap:
-            self.insert(start, BEFORE, open_ + "".join(self._inline([b]) + " " for b in before), depth)
-            self.insert(end, AFTER, "".join(" " + self._inline([a]) for a in after) + close, -depth)
+            self.insert(start, BEFORE, "{ " + "".join(self._inline([b]) + " " for b in before), depth)
+            self.insert(end, AFTER, "".join(" " + self._inline([a]) for a in after) + " }", -depth)
             return
         if before:
             if self._starts_line(start):
@@ -291,10 +291,3 @@ def _wrap_launches(edits: _Edits, src: SourceFile, kernel: str) -> list[dict]:
             edits.insert(l.end, AFTER, " " + edits._inline([close]), 1)
         out.append({"line": l.line, "via": l.via, "grid": l.grid, "block": l.block, "stream": l.stream})
     return out
-
-
-def instrument(spec: ProbeSpec) -> Rewrite:
-    return rewrite(spec, spec.source.read_text())
-
-
-__all__ = ["rewrite", "instrument", "Rewrite", "source_id_of", "make_plan", "Kernel"]

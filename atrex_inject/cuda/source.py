@@ -302,7 +302,7 @@ def asm_instructions(stmt: Stmt) -> list[ptx.PtxInstr]:
     for t in stmt.own[1:]:
         if t.type in ("STRING", "RAWSTRING"):
             strings.append(t.value)
-        elif t.type in ("ASM_QUAL", "LPAR"):
+        elif t.type in ("VOLATILE", "VOLATILE_GNU", "INLINE", "GOTO", "LPAR"):
             continue
         else:
             break
