@@ -85,5 +85,51 @@ def include_dir(as_json: bool = JsonOpt):
     _run(as_json, lambda: {"include_dir": str(snapshot.runtime_header().parent)}, lambda r: print(r["include_dir"]))
 
 
-def main():  # pragma: no cover - console entry
+def _manifest(capture_dir: Path, manifest: Optional[Path]) -> dict:
+    path = manifest or capture_dir / "manifest.json"
+    m = snapshot.load_manifest(path.parent) if path.name == "manifest.json" else None
+    if m is None:
+        raise AtrexError(f"no manifest at {path}", hint="pass --manifest .atrex/<spec name>/manifest.json")
+    return m
+
+
+@app.command()
+def decode(capture_dir: Path = typer.Argument(..., help="Folder the program wrote with ATREX_TIMELINE_OUT."),
+           manifest: Optional[Path] = typer.Option(None, help="manifest.json of the applied spec "
+                                                              "(default: CAPTURE_DIR/manifest.json)."),
+           out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to save canonical events "
+                                                                      "(default: CAPTURE_DIR/decoded)."),
+           as_json: bool = JsonOpt):
+    """Turn raw capture files into canonical events per launch (.npz + .json), refusing buffers whose
+    magic, version, source id or size do not match; report owners, overflow and duplicate claims."""
+    from . import decode as dec
+
+    def work():
+        m = _manifest(capture_dir, manifest)
+        names = [s["name"] for s in m["sites"]]
+        rows = []
+        for launch in dec.decode_dir(capture_dir, m):
+            saved = dec.save(launch, out_dir or capture_dir / "decoded")
+            per = dec.site_counts(launch, len(names))
+            sites = {n: {"min": int(per[:, i].min()) if per.size else 0, "max": int(per[:, i].max()) if per.size else 0,
+                         "total": int(per[:, i].sum())} for i, n in enumerate(names)}
+            rows.append({"launch": launch.name, "saved": str(saved), "counts": launch.counts, "sites": sites,
+                         "launch_seq": launch.meta["launch_seq"], "device": launch.meta.get("device", {})})
+        return {"manifest_source_id": m["source"]["source_id"], "launches": rows}
+
+    def render(r):
+        from rich.table import Table
+        for row in r["launches"]:
+            c = row["counts"]
+            out.print(f"{row['launch']}: {c['events']} events, {c['owners_claimed']}/{c['owners']} owners claimed, "
+                      f"overflow owners {c['overflow_owners']}, duplicate claims {c['duplicate_claims']}, "
+                      f"torn {c['torn_events']}, missing owners {c['owners_missing']} -> {row['saved']}", markup=False)
+            t = Table("site", "events", "min/owner", "max/owner")
+            for n, s in row["sites"].items():
+                t.add_row(n, str(s["total"]), str(s["min"]), str(s["max"]))
+            out.print(t)
+    _run(as_json, work, render)
+
+
+if __name__ == "__main__":
     app()

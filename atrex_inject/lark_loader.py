@@ -12,7 +12,7 @@ def grammar_text(name: str) -> str:
 
 
 @cache
-def parser(name: str, *starts: str) -> Lark:
+def parser(name: str, *starts: str, postlex: type | None = None) -> Lark:
     """An LALR parser with positions; built once per process (about 0.1 s)."""
     return Lark(grammar_text(name), parser="lalr", start=list(starts) or ["start"], propagate_positions=True,
-                maybe_placeholders=False)
+                maybe_placeholders=False, postlex=postlex() if postlex else None)

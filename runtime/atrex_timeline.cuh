@@ -217,6 +217,8 @@ struct KernelPlan {
   uint64_t launches;                     // launches seen so far in this process
   unsigned char* scratch;                // device buffer for launches that are not written
   uint64_t scratch_bytes;
+  unsigned char* bound;      // pointer last bound to atrex_tl_buffer: rebinding costs a copy per launch
+  uint32_t scratch_dims[6];  // geometry the scratch header was written for
 };
 
 inline void fill_header(const KernelPlan& p, dim3 g, dim3 b, uint64_t seq, LaunchHeader& h) {
@@ -294,8 +296,11 @@ class Capture {
                (plan_.capture_count == 0 || seq_ < plan_.capture_skip + plan_.capture_count);
       bind = write_ ? alloc_fresh() : scratch();
     }
-    ok(cudaMemcpyToSymbolAsync(atrex_tl_buffer, &bind, sizeof bind, 0, cudaMemcpyHostToDevice, stream_),
-       "bind buffer");
+    if (bind != plan_.bound || write_) {
+      plan_.bound = bind;
+      ok(cudaMemcpyToSymbolAsync(atrex_tl_buffer, &plan_.bound, sizeof bind, 0, cudaMemcpyHostToDevice, stream_),
+         "bind buffer");
+    }
   }
 
   // After the launch: synchronize, read back and write one raw file plus its JSON sidecar.
@@ -327,8 +332,11 @@ class Capture {
     return buf_;
   }
 
-  // Launches that are not written record into a reused scratch buffer: same code path, no file.
+  // Launches that are not written record into a reused scratch buffer: same code path, no file,
+  // and no host work per launch unless the geometry changes.
   unsigned char* scratch() {
+    const uint32_t dims[6] = {grid_.x, grid_.y, grid_.z, block_.x, block_.y, block_.z};
+    if (plan_.scratch && std::memcmp(dims, plan_.scratch_dims, sizeof dims) == 0) return plan_.scratch;
     if (plan_.scratch_bytes < header_.total_bytes) {
       if (plan_.scratch) cudaFree(plan_.scratch);
       plan_.scratch = nullptr;
@@ -339,6 +347,7 @@ class Capture {
     if (!ok(cudaMemcpyAsync(plan_.scratch, &header_, sizeof header_, cudaMemcpyHostToDevice, stream_),
             "write scratch header"))
       return nullptr;
+    std::memcpy(plan_.scratch_dims, dims, sizeof dims);
     return plan_.scratch;
   }
 

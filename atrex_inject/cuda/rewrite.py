@@ -186,7 +186,7 @@ def _prefix(plan: Plan, src_rel: str) -> str:
             f'static const char __atrex_source_id[] = "{SOURCE_ID_PLACEHOLDER}";  // atrex: source identity\n'
             f"static atrex::GroupDesc __atrex_groups[] = {{{groups}}};  // atrex: owner groups\n"
             f"static atrex::host::KernelPlan __atrex_plan = {{\"{spec.kernel}\", __atrex_source_id, __atrex_groups, "
-            f"{len(plan.groups)}u, {c.capacity}u, {c.skip}u, {c.count}u, 0u, nullptr, 0u}};  // atrex: capture plan\n")
+            f"{len(plan.groups)}u, {c.capacity}u, {c.skip}u, {c.count}u, 0u, nullptr, 0u, nullptr, {{0u}}}};  // atrex: capture plan\n")
 
 
 def rewrite(spec: ProbeSpec, text: str) -> Rewrite:

@@ -22,8 +22,37 @@ LOOP_KINDS = {"for_stmt", "while_stmt", "do_stmt"}
 ATTR_WORDS = {"__launch_bounds__", "__cluster_dims__", "__attribute__", "alignas", "__declspec", "__maxnreg__"}
 
 
+class MacroStatements:
+    """Postlexer: a zero-width VSEMI after a macro statement written without `;`.
+
+    Emitted when a WORD or `)` outside any parenthesis is followed by `}` or a statement keyword,
+    unless that `)` closes an if/for/while/switch header.
+    """
+
+    TRIGGERS = {"RBRACE", "FOR", "WHILE", "DO", "IF", "SWITCH", "RETURN", "BREAK", "CONTINUE", "CASE", "DEFAULT"}
+    HEADERS = {"IF", "FOR", "WHILE", "SWITCH", "CONSTEXPR"}
+    always_accept = ()
+
+    def process(self, stream):
+        prev = None
+        headers: list[bool] = []  # per open paren: does it hold a control header?
+        closed_header = False
+        for tok in stream:
+            if (prev is not None and tok.type in self.TRIGGERS and not headers and not closed_header
+                    and prev.type in ("WORD", "RPAR")):
+                yield Token("VSEMI", "", start_pos=prev.end_pos, end_pos=prev.end_pos, line=prev.end_line,
+                            column=prev.end_column, end_line=prev.end_line, end_column=prev.end_column)
+            closed_header = False
+            if tok.type in ("LPAR", "LSQB"):
+                headers.append(tok.type == "LPAR" and prev is not None and prev.type in self.HEADERS)
+            elif tok.type in ("RPAR", "RSQB") and headers:
+                closed_header = headers.pop()
+            yield tok
+            prev = tok
+
+
 def _parser():
-    return parser("cuda.lark", "file", "body")
+    return parser("cuda.lark", "file", "body", postlex=MacroStatements)
 
 
 class Lines:

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The whole GPU check in one call, on the GPU host, from the repository root:
+#   bash scripts/gpu-suite.sh            (results under $OUT, default /tmp/atrex-gpu)
+# For each example: build clean and instrumented for sm_90a, run both (each checks its output
+# against a float64 reference and prints the sample line), capture with ATREX_TIMELINE_OUT,
+# revert, decode; then the probe-cost benchmark. Python packages the GPU image lacks (lark)
+# travel as wheels in .whl/ (scripts/fetch-gpu-wheels.sh).
+set -uo pipefail
+OUT=${OUT:-/tmp/atrex-gpu}
+mkdir -p "$OUT/cap"
+log() { echo "== $*"; }
+fail=0
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
+fi
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+ATREX="python3 -m atrex_inject.cli"
+INC=$($ATREX include-dir)
+NVCC="nvcc -O3 -gencode=arch=compute_90a,code=sm_90a"
+
+log device
+nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee "$OUT/device.txt"
+nvcc --version | tail -2 | tee -a "$OUT/device.txt"
+
+work=$(mktemp -d)
+cp -r examples "$work/" && mkdir "$work/.git"
+for ex in gemm_mma reduce_sumsq; do
+  src="$work/examples/cuda/$ex.cu"
+  spec="$work/examples/specs/$ex.toml"
+  log "$ex: clean build + run"
+  $NVCC -o "$work/$ex.clean" "$src" || { fail=1; continue; }
+  "$work/$ex.clean" --warmup 3 --iters 10 | tee "$OUT/$ex.clean.txt" || fail=1
+  log "$ex: apply, instrumented build + capture"
+  $ATREX apply "$spec" --root "$work" || { fail=1; continue; }
+  cp "$src" "$OUT/cap/$ex.instrumented.cu"
+  $NVCC -I"$INC" -Xptxas -v -o "$work/$ex.inst" "$src" 2>&1 | grep -E "registers|spill" | tail -2
+  mkdir -p "$OUT/cap/$ex"
+  cp "$work/.atrex/$ex/manifest.json" "$work/.atrex/$ex/instrumented.patch" "$OUT/cap/$ex/"
+  ATREX_TIMELINE_OUT="$OUT/cap/$ex" ATREX_WORKLOAD="$ex:seed=1" "$work/$ex.inst" --warmup 3 --iters 10 \
+    | tee "$OUT/$ex.inst.txt" || fail=1
+  $ATREX revert "$spec" --root "$work" || fail=1
+  cmp -s "$src" "examples/cuda/$ex.cu" && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
+  log "$ex: decode"
+  $ATREX decode "$OUT/cap/$ex" || fail=1
+  $ATREX decode "$OUT/cap/$ex" --json > "$OUT/cap/$ex/decode.json" || fail=1
+done
+
+log "probe-cost benchmark"
+python3 bench/probe_cost/run.py --rounds 3 --reps 21 --json "$OUT/probe_cost.json" || fail=1
+
+tar -C "$OUT" -czf "$OUT/results.tar.gz" cap device.txt $(cd "$OUT" && ls *.txt *.json 2>/dev/null)
+rm -rf "$OUT/cap"
+log "done (fail=$fail)"
+exit $fail
