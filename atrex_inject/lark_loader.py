@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
 
 from lark import Lark
 
+from .assets import asset_dir
+
 
 def grammar_text(name: str) -> str:
-    return resources.files("atrex_inject.grammars").joinpath(name).read_text()
+    return (asset_dir("grammars") / name).read_text()
 
 
 @cache

@@ -13,10 +13,10 @@ import json
 import shutil
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from . import __version__
+from .assets import asset_dir
 from .errors import SnapshotError, SpecError
 from .fsio import sha256_bytes, write_atomic
 from .patch import diffstat, unified_diff
@@ -28,7 +28,7 @@ MANIFEST_VERSION = 1
 
 
 def runtime_header() -> Path:
-    return Path(str(resources.files("atrex_inject.runtime").joinpath("atrex_timeline.cuh")))
+    return asset_dir("runtime") / "atrex_timeline.cuh"
 
 
 def workspace(spec: ProbeSpec) -> Path:

@@ -122,7 +122,7 @@ class Recorder {
  public:
   // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
   __device__ __forceinline__ explicit Recorder(uint32_t group, bool pred = true)
-      : ev_(nullptr), oh_(nullptr), n_(0), cap_(0) {
+      : ev_(nullptr), n_(0), cap_(0), active_(false) {
     unsigned char* buf = atrex_tl_buffer;
     if (buf == nullptr) return;
     const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
@@ -136,61 +136,70 @@ class Recorder {
     const uint32_t warp = tid >> 5, lane = tid & 31u;
     const uint32_t m = d.warp_mask & role_warp_mask(d.role, (n_threads + 31u) / 32u);
     if (((m >> warp) & 1u) == 0u) return;
-    if (!thread_level(d.role) && lane != 0u) return;  // warp-level roles: lane 0 writes
     if (d.role == kPredicate && !pred) return;
+    active_ = true;                                   // warp-uniform except for explicit predicates
+    if (!thread_level(d.role) && lane != 0u) return;  // warp-level roles: lane 0 writes
     const uint32_t rank = popc32(m & ((1u << warp) - 1u));
     const uint32_t local = thread_level(d.role) ? rank * 32u + lane : rank;
     const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
-    oh_ = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
+    OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
     ev_ = buf + h->events_offset + static_cast<uint64_t>(owner) * h->capacity * kEventBytes;
     cap_ = h->capacity;
     uint64_t t0;
     uint32_t sm;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    atomicAdd(&oh_->claims, 1u);  // construction only: a second claim of this owner is visible to decode
-    oh_->smid = sm;
-    oh_->cta = cta;
-    oh_->thread = tid;
-    oh_->t0_lo = static_cast<uint32_t>(t0);
-    oh_->t0_hi = static_cast<uint32_t>(t0 >> 32);
-    oh_->clk0 = clock_lo();
+    atomicAdd(&oh->claims, 1u);  // construction only: a second claim of this owner is visible to decode
+    oh->smid = sm;
+    oh->cta = cta;
+    oh->thread = tid;
+    oh->t0_lo = static_cast<uint32_t>(t0);
+    oh->t0_hi = static_cast<uint32_t>(t0 >> 32);
+    oh->clk0 = clock_lo();
   }
 
-  // The hot path: one timer read and one predicated 16-byte store.
-  // With on=true constant the select folds away: timer read, compare, address, store, increment.
-  __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) { rec_if(true, site, payload); }
-
-  // `on` thins a site (every-Nth hit); a skipped hit is not an attempt.
-  __device__ __forceinline__ void rec_if(bool on, uint32_t site, uint32_t payload = 0u) {
+  // The hot path for dense sites: a timer read, one compare, one address computation, one
+  // predicated store and an increment. No branch: non-writers have capacity 0.
+  __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
     const uint32_t t = globaltimer_lo();
-    const uint32_t lim = on ? cap_ : 0u;
 #if ATREX_TL_WIDE
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
         "setp.lt.u32 p, %1, %2;\n\t"
         "@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
-        ::"l"(ev_ + n_ * 16u), "r"(n_), "r"(lim), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | kTagValid));
+        ::"l"(ev_ + n_ * 16u), "r"(n_), "r"(cap_), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | kTagValid));
 #else
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
         "setp.lt.u32 p, %1, %2;\n\t"
         "@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
-        ::"l"(ev_ + n_ * 8u), "r"(n_), "r"(lim), "r"(t), "r"(site | kTagValid));
+        ::"l"(ev_ + n_ * 8u), "r"(n_), "r"(cap_), "r"(t), "r"(site | kTagValid));
     (void)payload;
 #endif
-    n_ += on ? 1u : 0u;
+    ++n_;
+  }
+
+  // Sampled (every-Nth hit) or density-limited sites: warps that do not record skip the whole
+  // probe through a warp-uniform branch instead of paying for a masked-off store.
+  __device__ __forceinline__ void rec_if(bool on, uint32_t site, uint32_t payload = 0u) {
+    if (on && active_) rec(site, payload);
   }
 
   // Called on every exit path: publishes the attempt count (attempted > capacity = overflow).
+  // The owner header's address is recomputed here from the event pointer rather than kept in
+  // two registers for the whole kernel: registers decide occupancy.
   __device__ __forceinline__ void finish() {
-    if (cap_ != 0u) oh_->attempted = n_;
+    if (cap_ == 0u) return;
+    unsigned char* buf = atrex_tl_buffer;
+    const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
+    const uint64_t owner = static_cast<uint64_t>(ev_ - (buf + h->events_offset)) / (static_cast<uint64_t>(cap_) * kEventBytes);
+    (reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner)->attempted = n_;
   }
 
  private:
-  unsigned char* ev_;
-  OwnerHeader* oh_;
-  uint32_t n_, cap_;
+  unsigned char* ev_;  // this owner's first event slot
+  uint32_t n_, cap_;   // events attempted so far; capacity (0: this thread does not write)
+  bool active_;  // this thread's CTA and warp are selected (every lane of a recording warp)
 };
 
 }  // namespace atrex

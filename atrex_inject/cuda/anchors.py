@@ -77,14 +77,14 @@ def candidates(kernel: Kernel, site: Site) -> tuple[list[Match], list[Match]]:
             if s.kind in LOOP_KINDS:
                 m = Match(s, f"{s.kind.removesuffix('_stmt')} loop")
                 every.append(m)
-                if _squash(pat) in s.text:
+                if _squash(pat) in _squash(s.text):
                     hits.append(m)
     elif kind == "stmt":
         for s in stmts:
             if s.kind in PATTERN_KINDS:
                 m = Match(s, "statement")
                 every.append(m)
-                if _squash(pat) in s.text:
+                if _squash(pat) in _squash(s.text):
                     hits.append(m)
     return hits, every
 

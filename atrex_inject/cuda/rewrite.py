@@ -109,7 +109,11 @@ class _Edits:
 
     def statement(self, start: int, end: int, before, after, wrap: bool, depth: int):
         if wrap:
-            self.insert(start, BEFORE, "{ " + "".join(self._inline([b]) + " " for b in before), depth)
+            opening = "{ " + "".join(self._inline([b]) + " " for b in before)
+            if self.src.text.startswith("#", start):  # a directive must stay first on its line
+                self.insert(self.src.lines.line_start(start), BEFORE, self._indent(start) + opening + "\n", depth)
+            else:
+                self.insert(start, BEFORE, opening, depth)
             self.insert(end, AFTER, "".join(" " + self._inline([a]) for a in after) + " }", -depth)
             return
         if before:
@@ -146,6 +150,9 @@ def _site_code(plan: Plan, site: Site) -> str:
     payload = f", static_cast<unsigned>({site.payload})" if site.payload else ""
     if site.every > 1:
         return f"{rv}.rec_if((__atrex_n{sid}++ % {site.every}u) == 0u, {sid}u{payload});"
+    g = plan.group_of(site)
+    if g.cta_stride > 1 or g.cta_limit or g.warp_mask != 0xFFFFFFFF or g.predicate:
+        return f"{rv}.rec_if(true, {sid}u{payload});"
     return f"{rv}.rec({sid}u{payload});"
 
 

@@ -96,7 +96,8 @@ class Stmt:
 
     @property
     def body(self) -> "Stmt | None":
-        return self.children[0] if self.kind in LOOP_KINDS and self.children else None
+        """A loop's body: its last sub-statement (directives before it are separate pp_line children)."""
+        return self.children[-1] if self.kind in LOOP_KINDS and self.children else None
 
     @property
     def in_block(self) -> bool:
@@ -173,8 +174,7 @@ def _build(node: Tree, off: int) -> Stmt:
     s = Stmt(kind, start, end, own, subs, lead=start)
     for c in subs:
         c.parent = s
-    if kind == "block":
-        _mark_pragma_leads(subs)
+    _mark_pragma_leads(subs)
     return s
 
 

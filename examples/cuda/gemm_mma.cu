@@ -35,7 +35,7 @@ __device__ __forceinline__ void load_stage(Smem& s, int stage, const uint16_t* A
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(&s.full[stage])));
 }
 
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kThreads, 2)
     gemm_bf16(const uint16_t* __restrict__ A, const uint16_t* __restrict__ B,
               float* __restrict__ C, int M, int N, int K) {
   __shared__ Smem s;

@@ -1,0 +1,46 @@
+"""Shared test helpers: a throwaway project tree holding the examples, and real nvcc compiles."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from atrex_inject.snapshot import runtime_header
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_SPECS = sorted((REPO / "examples" / "specs").glob("*.toml"))
+NVCC_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): sha(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def nvcc_compile(src: Path, out: Path | None = None, extra: list[str] | None = None) -> subprocess.CompletedProcess:
+    """Compile for sm_90a; returns the process (stdout+stderr in .stdout)."""
+    out = out or src.with_suffix(".o")
+    cmd = ["nvcc", *NVCC_FLAGS, f"-I{runtime_header().parent}", f"-I{src.parent}", *(extra or ["-c"]), "-o",
+           str(out), str(src)]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of examples/ in a fresh project root (a .git folder marks the root)."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    (tmp_path / ".git").mkdir()
+    return tmp_path
+
+
+@pytest.fixture
+def sources_project(tmp_path: Path) -> Path:
+    shutil.copytree(REPO / "tests" / "sources", tmp_path / "src")
+    (tmp_path / ".git").mkdir()
+    return tmp_path

@@ -1,0 +1,64 @@
+"""SASS check of the probe path: one default probe (lane0, 8-byte event) adds few instructions and
+none of ATOM/RED (atomics) or LDL/STL (local memory). Disassembled with cuobjdump from the
+nvidia-cuda-cuobjdump wheel. The count is recorded in bench/RESULTS.md."""
+from __future__ import annotations
+
+import collections
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import nvcc_compile
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+KERNEL = """
+#include "atrex_timeline.cuh"
+__global__ void k(float* x, int n) {
+  atrex::Recorder r(0u);
+  float a = x[threadIdx.x];
+  a = a * 1.5f + 2.0f;
+  PROBE
+  a = a * 0.5f + 1.0f;
+  x[threadIdx.x] = a;
+  r.finish();
+}
+"""
+
+
+def _cuobjdump() -> str:
+    import nvidia.cu13  # the wheel's namespace
+
+    bin_dir = Path(list(nvidia.cu13.__path__)[0]) / "bin"
+    return str(bin_dir / "cuobjdump")
+
+
+def _sass(tmp: Path, probe: str) -> list[str]:
+    src = tmp / f"k{len(probe)}.cu"
+    src.write_text(KERNEL.replace("PROBE", probe))
+    cubin = src.with_suffix(".cubin")
+    proc = nvcc_compile(src, cubin, ["-cubin", "-O3"])
+    assert proc.returncode == 0, proc.stderr
+    env = dict(os.environ, PATH=str(Path(_cuobjdump()).parent) + os.pathsep + os.environ["PATH"])
+    out = subprocess.run([_cuobjdump(), "-sass", str(cubin)], capture_output=True, text=True, env=env, check=True)
+    return [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", out.stdout)]
+
+
+def probe_delta(tmp: Path) -> tuple[int, list[str]]:
+    """Marginal SASS of one probe: two probes minus one (the first also pays one-off setup).
+    Returns (net instruction count without NOP padding, the instructions the second probe adds)."""
+    one = collections.Counter(o for o in _sass(tmp, "r.rec(3u); a = a * 0.75f + 0.25f;") if o != "NOP")
+    two = collections.Counter(o for o in _sass(tmp, "r.rec(3u); a = a * 0.75f + 0.25f; r.rec(4u);") if o != "NOP")
+    return sum(two.values()) - sum(one.values()), sorted((two - one).elements())
+
+
+def test_probe_path_instructions(tmp_path):
+    net, ops = probe_delta(tmp_path)
+    assert not [o for o in ops if o.startswith(("ATOM", "RED", "LDL", "STL"))], ops
+    assert any(o.startswith("STG") for o in ops), ops  # the event store itself
+    assert any(o.startswith("CS2R") or o.startswith("S2R") for o in ops), ops  # the timer read
+    assert 2 <= net <= 6, ops
