@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput
@@ -52,7 +53,7 @@ class MacroStatements:
 
 
 def _parser():
-    return parser("cuda.lark", "file", "body", postlex=MacroStatements)
+    return parser("cuda.lark", "body", postlex=MacroStatements)
 
 
 class Lines:
@@ -111,9 +112,24 @@ class Stmt:
 
 @dataclass(eq=False)
 class Kernel:
+    """A __global__ definition; its body is parsed into statements on first use."""
     name: str
-    body: Stmt  # kind "block": the function body
     line: int
+    text: str
+    path: str
+    body_start: int  # offset of the body's `{`
+    body_end: int  # offset after its `}`
+
+    @cached_property
+    def body(self) -> Stmt:
+        """The body as a statement tree (kind "block"), from the grammar's `body` rule."""
+        a, b = self.body_start, self.body_end
+        try:
+            tree = _parser().parse(self.text[a:b], start="body")
+        except LarkError as e:
+            raise _parse_error(e, self.text, self.path, a) from None
+        tree.data = "block"
+        return _build(tree, a)
 
 
 @dataclass(eq=False)
@@ -187,142 +203,176 @@ def _mark_pragma_leads(stmts: list[Stmt]) -> None:
 
 
 def _parse_error(e: LarkError, text: str, path: str, base: int = 0) -> SourceParseError:
+    lines = Lines(text)
     if isinstance(e, UnexpectedInput):
-        pos = base + (e.pos_in_stream or 0)
-        line = Lines(text).line(pos)
-        return SourceParseError(f"cannot parse the source near {Lines(text).line_text(line).strip()!r}",
+        line = lines.line(base + (e.pos_in_stream or 0))
+        return SourceParseError(f"cannot parse the source near {lines.line_text(line).strip()!r}",
                                 path=path, line=line,
                                 hint="atrex-inject recognizes balanced braces/parens, statements, asm blocks; "
                                      "unbalanced braces across #if branches are not supported")
     return SourceParseError(f"cannot parse the source: {e}", path=path)
 
 
+OPEN = {"LBRACE": "RBRACE", "LPAR": "RPAR", "LSQB": "RSQB"}
+
+
+class _Tokens:
+    """The file as the grammar's token stream with brackets matched.
+
+    The whole file is only lexed (with the grammar's terminals, so comments, strings, raw strings,
+    directives and `#if 0` regions are single tokens); only the target kernel's body is parsed
+    into statements. Lexing is the bulk of the cost, so a 10k-line file applies in well under a second.
+    """
+
+    def __init__(self, text: str, path: str):
+        try:
+            self.toks = list(_parser().lex(text))
+        except LarkError as e:
+            raise _parse_error(e, text, path) from None
+        self.match: dict[int, int] = {}
+        stack: list[int] = []
+        for i, t in enumerate(self.toks):
+            if t.type in OPEN:
+                stack.append(i)
+            elif t.type in ("RBRACE", "RPAR", "RSQB"):
+                if not stack or OPEN[self.toks[stack[-1]].type] != t.type:
+                    line = Lines(text).line(t.start_pos)
+                    raise SourceParseError(f"unbalanced {t.value!r}", path=path, line=line,
+                                           hint="braces, parentheses and brackets must balance outside comments, "
+                                                "strings and #if 0 regions")
+                self.match[stack.pop()] = i
+        self.opener = {v: k for k, v in self.match.items()}
+        if stack:
+            t = self.toks[stack[-1]]
+            raise SourceParseError(f"{t.value!r} is never closed", path=path, line=Lines(text).line(t.start_pos))
+
+    def skip(self, i: int) -> int:
+        """Index after the token at i, or after its whole bracketed group."""
+        return self.match.get(i, i) + 1
+
+    def split_args(self, open_i: int) -> list[tuple[int, int]]:
+        """(first, last) token index of each top-level comma-separated part inside a group."""
+        parts, start, i, close = [], open_i + 1, open_i + 1, self.match[open_i]
+        while i < close:
+            if self.toks[i].value == "," and self.toks[i].type == "PUNCT":
+                parts.append((start, i - 1))
+                start = i + 1
+            i = self.skip(i)
+        if start < close:
+            parts.append((start, close - 1))
+        return parts
+
+
 def parse_source(text: str, path: str = "<source>") -> SourceFile:
-    p = _parser()
-    try:
-        tree = p.parse(text, start="file")
-    except LarkError as e:
-        raise _parse_error(e, text, path) from None
+    tk = _Tokens(text, path)
     lines = Lines(text)
     kernels: list[Kernel] = []
-    launch_sites: list[tuple[list, int]] = []
-    _scan(tree.children, kernels, launch_sites, text, path, lines)
-    launches = [l for l in (_launch(items, i, text, lines) for items, i in launch_sites) if l]
+    launches: list[Launch] = []
+    for i, t in enumerate(tk.toks):
+        if t.type == "WORD" and t.value == "__global__":
+            k = _kernel_at(tk, i, text, path, lines)
+            if k:
+                kernels.append(k)
+        elif t.type == "LAUNCH_OPEN" or (t.type == "WORD" and t.value == "cudaLaunchKernelEx"):
+            launch = _launch(tk, i, text, lines)
+            if launch:
+                launches.append(launch)
     return SourceFile(text, lines, kernels, launches)
 
 
-def _scan(items: list, kernels, launch_sites, text, path, lines) -> None:
-    for i, it in enumerate(items):
-        if isinstance(it, Tree):
-            _scan(it.children, kernels, launch_sites, text, path, lines)
-        elif it.type == "WORD" and it.value == "__global__":
-            k = _kernel_at(items, i, text, path, lines)
-            if k:
-                kernels.append(k)
-        elif it.type == "LAUNCH_OPEN" or (it.type == "WORD" and it.value == "cudaLaunchKernelEx"):
-            launch_sites.append((items, i))
-
-
-def _kernel_at(items: list, i: int, text: str, path: str, lines: Lines) -> Kernel | None:
-    name = None
-    for j in range(i + 1, len(items)):
-        it = items[j]
-        if isinstance(it, Token) and it.type == "SEMI":
+def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines) -> Kernel | None:
+    toks, name = tk.toks, None
+    j = i + 1
+    while j < len(toks):
+        t = toks[j]
+        if t.type == "SEMI":
             return None  # a declaration
-        if isinstance(it, Tree) and it.data == "paren":
-            prev = items[j - 1]
-            if isinstance(prev, Token) and prev.type == "WORD" and prev.value not in ATTR_WORDS:
-                name = prev.value
-        if isinstance(it, Tree) and it.data == "brace_expr":
+        if t.type == "LPAR" and toks[j - 1].type == "WORD" and toks[j - 1].value not in ATTR_WORDS:
+            name = toks[j - 1].value
+        if t.type == "LBRACE":
             if name is None:
                 return None
-            a, b = it.meta.start_pos, it.meta.end_pos
-            try:
-                body_tree = _parser().parse(text[a:b], start="body")
-            except LarkError as e:
-                raise _parse_error(e, text, path, a) from None
-            body_tree.data = "block"
-            return Kernel(name, _build(body_tree, a), lines.line(items[i].start_pos))
+            return Kernel(name, lines.line(toks[i].start_pos), text, path, t.start_pos, toks[tk.match[j]].end_pos)
+        j = tk.skip(j)
     return None
 
 
-def _is_boundary(items: list, k: int) -> bool:
-    it = items[k]
-    if isinstance(it, Token):
-        return it.type in ("SEMI", "PREPROC", "IF0", "LBRACE", "RBRACE", "ELSE", "DO", "COLON")
-    if it.data == "brace_expr":
-        return True
-    if it.data == "paren" and k > 0:
-        prev = items[k - 1]
-        return isinstance(prev, Token) and prev.type in ("IF", "FOR", "WHILE", "SWITCH", "CONSTEXPR")
-    return False
+BOUNDARY_TYPES = {"SEMI", "VSEMI", "PREPROC", "IF0", "LBRACE", "RBRACE", "ELSE", "DO", "COLON", "LPAR", "LSQB"}
+HEADER_KEYWORDS = {"IF", "FOR", "WHILE", "SWITCH", "CONSTEXPR"}
 
 
-def _statement_bounds(items: list, i: int) -> tuple[int, int] | None:
-    """Start/end offsets of the statement around items[i] in one item list."""
+def _statement_start(tk: _Tokens, i: int) -> int:
+    """Index of the first token of the statement holding token i (walking back at one depth)."""
     k = i
-    while k > 0 and not _is_boundary(items, k - 1):
-        k -= 1
-    end = next((j for j in range(i, len(items)) if isinstance(items[j], Token) and items[j].type == "SEMI"), None)
-    if end is None:
-        return None
-    return _span(items[k], 0)[0], items[end].end_pos
+    while k > 0:
+        prev = k - 1
+        t = tk.toks[prev]
+        if t.type in ("RPAR", "RSQB", "RBRACE") and prev in tk.opener:
+            opener = tk.opener[prev]
+            if t.type == "RBRACE" or (t.type == "RPAR" and opener > 0 and tk.toks[opener - 1].type in HEADER_KEYWORDS):
+                break
+            k = opener
+            continue
+        if t.type in BOUNDARY_TYPES:
+            break
+        k = prev
+    return k
 
 
-def _args(paren: Tree, text: str) -> list[str]:
-    """Top-level comma-separated argument texts of a paren group."""
-    inner = paren.children[1:-1]
-    out, cur = [], []
-    for c in inner:
-        if isinstance(c, Token) and c.type == "PUNCT" and c.value == ",":
-            out.append(cur)
-            cur = []
-        else:
-            cur.append(c)
-    out.append(cur)
-    return [text[_span(a[0], 0)[0]:_span(a[-1], 0)[1]] for a in out if a]
+def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
+    toks = tk.toks
 
+    def src(a: int, b: int) -> str:
+        return text[toks[a].start_pos:toks[b].end_pos]
 
-def _launch(items: list, i: int, text: str, lines: Lines) -> Launch | None:
-    it = items[i]
-    if it.type == "LAUNCH_OPEN":
-        close = next((j for j in range(i + 1, len(items)) if isinstance(items[j], Token)
-                      and items[j].type == "LAUNCH_CLOSE"), None)
-        if close is None or close + 1 >= len(items):
+    if toks[i].type == "LAUNCH_OPEN":
+        close = i + 1
+        while close < len(toks) and toks[close].type != "LAUNCH_CLOSE":
+            close = tk.skip(close)
+        if close + 1 >= len(toks) or toks[close + 1].type != "LPAR":
             return None
         k = i - 1
-        if isinstance(items[k], Token) and items[k].value == ">":  # template arguments
+        if k >= 0 and toks[k].value == ">":  # template arguments
             depth = 0
             while k >= 0:
-                v = items[k].value if isinstance(items[k], Token) else ""
-                depth += (v == ">") - (v == "<")
+                depth += (toks[k].value == ">") - (toks[k].value == "<")
                 if depth == 0:
                     break
                 k -= 1
             k -= 1
-        if k < 0 or not isinstance(items[k], Token) or items[k].type != "WORD":
+        if k < 0 or toks[k].type != "WORD":
             return None
-        name = items[k].value
-        cfg_tree = Tree("paren", [it, *items[i + 1:close], items[close]])
-        cfg = _args(cfg_tree, text)
+        name = toks[k].value
+        cfg, start = [], i + 1
+        j = i + 1
+        while j < close:
+            if toks[j].value == "," and toks[j].type == "PUNCT":
+                cfg.append(src(start, j - 1))
+                start = j + 1
+            j = tk.skip(j)
+        cfg.append(src(start, close - 1))
         if len(cfg) < 2:
             return None
-        stream = cfg[3] if len(cfg) > 3 else "0"
-        via = "<<<>>>"
-        grid, block = cfg[0], cfg[1]
+        grid, block, stream, via = cfg[0], cfg[1], cfg[3] if len(cfg) > 3 else "0", "<<<>>>"
+        after = tk.match[close + 1] + 1
     else:
-        if i + 1 >= len(items) or not isinstance(items[i + 1], Tree) or items[i + 1].data != "paren":
+        if i + 1 >= len(toks) or toks[i + 1].type != "LPAR":
             return None
-        args = _args(items[i + 1], text)
+        args = [src(a, b) for a, b in tk.split_args(i + 1)]
         if len(args) < 2:
             return None
         name = re.sub(r"<.*", "", args[1]).strip().lstrip("&").split("::")[-1].strip()
-        cfg = f"({args[0]})"
-        grid, block, stream, via = f"{cfg}->gridDim", f"{cfg}->blockDim", f"{cfg}->stream", "cudaLaunchKernelEx"
-    bounds = _statement_bounds(items, i)
-    if bounds is None:
+        c = f"({args[0]})"
+        grid, block, stream, via = f"{c}->gridDim", f"{c}->blockDim", f"{c}->stream", "cudaLaunchKernelEx"
+        after = tk.match[i + 1] + 1
+    start = _statement_start(tk, i)
+    end = after
+    while end < len(toks) and toks[end].type not in ("SEMI", "VSEMI"):
+        end = tk.skip(end)
+    if end >= len(toks):
         return None
-    return Launch(name, bounds[0], bounds[1], grid, block, stream, lines.line(bounds[0]), via)
+    a = toks[start].start_pos
+    return Launch(name, a, toks[end].end_pos, grid, block, stream, lines.line(a), via)
 
 
 def asm_instructions(stmt: Stmt) -> list[ptx.PtxInstr]:
