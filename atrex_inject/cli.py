@@ -131,5 +131,52 @@ def decode(capture_dir: Path = typer.Argument(..., help="Folder the program wrot
     _run(as_json, work, render)
 
 
+@app.command()
+def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON argv array, e.g. \'["./gemm", '
+                                                    '"--warmup", "{warmup}", "--iters", "{iterations}"]\'.'),
+            instrumented: str = typer.Option(..., help="Instrumented command, same form."),
+            out_file: Path = typer.Option(Path("measurement.json"), "--out", help="Artifact to write (JSON)."),
+            warmup: int = typer.Option(10, help="Warmup launches each sample must run ({warmup})."),
+            iterations: int = typer.Option(100, help="Timed launches each sample must run ({iterations})."),
+            pattern: str = typer.Option("ABBA,BAAB", help="Schedule: A = baseline, B = instrumented."),
+            rounds: int = typer.Option(1, help="Repeat the pattern this many times."),
+            timeout: float = typer.Option(300.0, help="Seconds before a sample is killed (and rejected)."),
+            source: list[Path] = typer.Option([], help="Source file measured (repeatable); hashed."),
+            binary: list[Path] = typer.Option([], help="Built binary measured (repeatable); hashed."),
+            capture_dir: Optional[Path] = typer.Option(None, help="Instrumented samples record here "
+                                                                  "(default: next to --out)."),
+            as_json: bool = JsonOpt):
+    """Measure probe perturbation: each sample a fresh process, ABBA then BAAB. Every sample must
+    print exactly one __ATREX_TIMELINE_SAMPLE__= line (docs/measure.md); any bad sample rejects the
+    run (exit 1). Overhead = median(B)/median(A) - 1 with a bootstrap 95% interval."""
+    from rich.progress import Progress
+
+    from . import measure as ms
+
+    def work():
+        req = ms.Request(ms.parse_argv(baseline, "--baseline"), ms.parse_argv(instrumented, "--instrumented"),
+                         warmup, iterations, pattern, rounds, timeout, tuple(map(str, source)),
+                         tuple(map(str, binary)), str(capture_dir or out_file.with_suffix("").with_name(
+                             out_file.stem + "-captures")))
+        with Progress(console=err, transient=True, disable=as_json) as bar:
+            task = bar.add_task("samples", total=len(req.schedule()))
+            art = ms.measure(req, out_file, lambda i, n, arm: bar.update(task, completed=i,
+                                                                         description=f"sample {i + 1}/{n} {arm}"))
+        return art
+
+    def render(a):
+        if not a["valid"]:
+            out.print(f"rejected: {'; '.join(a['reasons'])} (artifact {out_file})", markup=False)
+            return
+        lo, hi = a["overhead_ci95"]
+        out.print(f"baseline {a['median_ms']['baseline']:.4f} ms, instrumented {a['median_ms']['instrumented']:.4f} ms "
+                  f"(medians of {a['n']['baseline']}+{a['n']['instrumented']} fresh processes, {a['schedule']}): "
+                  f"overhead {100 * a['overhead']:+.2f}% [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}",
+                  markup=False)
+    art = _run(as_json, work, render)
+    if not art["valid"]:
+        raise typer.Exit(1)
+
+
 if __name__ == "__main__":
     app()

@@ -18,25 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CaptureError
+from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, selected_warps,
+                     thread_level)
 
-MAGIC = 0x31304C5458525441
-FORMAT_VERSION = 1
-HEADER_BYTES = 512
-MAX_GROUPS = 8
 TAG_VALID = np.uint32(0x80000000)
 ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
-
-HEADER_DTYPE = np.dtype([
-    ("magic", "<u8"), ("version", "<u4"), ("header_bytes", "<u4"), ("source_id", "u1", 32), ("launch_seq", "<u8"),
-    ("grid", "<u4", 3), ("block", "<u4", 3), ("capacity", "<u4"), ("n_groups", "<u4"), ("n_owners", "<u4"),
-    ("flags", "<u4"), ("owners_offset", "<u8"), ("events_offset", "<u8"), ("total_bytes", "<u8"),
-    ("owner_bytes", "<u4"), ("event_bytes", "<u4"),
-    ("groups", [("role", "<u4"), ("cta_stride", "<u4"), ("cta_limit", "<u4"), ("warp_mask", "<u4"),
-                ("owner_base", "<u4"), ("n_owners", "<u4")], MAX_GROUPS),
-    ("tail", "u1", 512 - 128 - 24 * MAX_GROUPS)])
-OWNER_DTYPE = np.dtype([("claims", "<u4"), ("attempted", "<u4"), ("smid", "<u4"), ("cta", "<u4"), ("thread", "<u4"),
-                        ("t0_lo", "<u4"), ("t0_hi", "<u4"), ("clk0", "<u4")])
-assert HEADER_DTYPE.itemsize == HEADER_BYTES and OWNER_DTYPE.itemsize == 32
 
 EVENT_COLUMNS = ("owner", "group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm", "site", "seq", "t_ns", "cycles",
                  "payload")
@@ -56,28 +42,18 @@ class Launch:
         return int(self.events["site"].size)
 
 
-def _popcount(x: np.ndarray) -> np.ndarray:
-    return np.unpackbits(x.astype("<u4").view(np.uint8).reshape(-1, 4), axis=1).sum(axis=1)
-
-
-def _role_mask(role: int, n_warps: int) -> int:
-    valid = 0xFFFFFFFF if n_warps >= 32 else (1 << n_warps) - 1
-    return valid & {2: 0x11111111, 3: 1}.get(role, 0xFFFFFFFF)
-
-
 def _expected_owners(g, grid, block) -> dict[str, np.ndarray]:
     """Who owns each slot of a group, from the launch geometry (mirrors atrex_timeline.cuh)."""
     role = int(g["role"])
     n_threads = int(block[0] * block[1] * block[2])
     n_ctas = int(grid[0] * grid[1] * grid[2])
-    mask = int(g["warp_mask"]) & _role_mask(role, (n_threads + 31) // 32)
-    warps = np.array([w for w in range(32) if mask >> w & 1], dtype=np.int64)
-    thread_level = role in (0, 4)
-    per_cta = len(warps) * (32 if thread_level else 1)
+    warps = np.array(selected_warps(role, int(g["warp_mask"]), n_threads), dtype=np.int64)
+    per_thread = thread_level(role)
+    per_cta = len(warps) * (32 if per_thread else 1)
     n = int(g["n_owners"])
     idx = np.arange(n, dtype=np.int64)
     cta_rank, local = (idx // per_cta, idx % per_cta) if per_cta else (idx, idx)
-    if thread_level:
+    if per_thread:
         thread = warps[local // 32] * 32 + local % 32 if per_cta else local
     else:
         thread = warps[local] * 32 if per_cta else local

@@ -47,6 +47,24 @@ for ex in gemm_mma reduce_sumsq; do
   $ATREX decode "$OUT/cap/$ex" --json > "$OUT/cap/$ex/decode.json" || fail=1
 done
 
+log "cuda-python capture"
+python3 scripts/pycapture_check.py "$OUT/cap" || fail=1
+
+log "perturbation: gemm_mma clean vs instrumented (fresh process per sample, ABBA BAAB x2)"
+mkdir -p "$OUT/cap/measure"
+argv() { printf '["%s", "--warmup", "{warmup}", "--iters", "{iterations}"]' "$1"; }
+$ATREX measure --baseline "$(argv "$work/gemm_mma.clean")" --instrumented "$(argv "$work/gemm_mma.inst")" \
+  --warmup 10 --iterations 200 --rounds 2 --source examples/cuda/gemm_mma.cu \
+  --source "$OUT/cap/gemm_mma.instrumented.cu" --binary "$work/gemm_mma.clean" --binary "$work/gemm_mma.inst" \
+  --out "$OUT/cap/measure/gemm_mma.json" --capture-dir "$work/measure-captures" || fail=1
+python3 -c "import json,sys; from atrex_inject.measure import validate_measurement as v; r=v(sys.argv[1]); print(json.dumps(r)); sys.exit(not r['valid'])" \
+  "$OUT/cap/measure/gemm_mma.json" | tee "$OUT/cap/measure/gemm_mma.validate.json" || fail=1
+log "evaluator records"
+python3 examples/evaluator.py --source "$OUT/cap/gemm_mma.instrumented.cu" --out "$OUT/cap/measure/evaluations.jsonl" \
+  -- "$work/gemm_mma.inst" --warmup 3 --iters 10 || fail=1
+python3 examples/evaluator.py --source examples/cuda/gemm_mma.cu --out "$OUT/cap/measure/evaluations.jsonl" \
+  -- "$work/gemm_mma.clean" --warmup 3 --iters 10 || fail=1
+
 log "probe-cost benchmark"
 python3 bench/probe_cost/run.py --rounds 3 --reps 21 --json "$OUT/probe_cost.json" || fail=1
 

@@ -1,0 +1,215 @@
+"""Perturbation measurement: baseline (A) vs instrumented (B), one fresh process per sample,
+ABBA then BAAB by default. docs/measure.md documents the sample protocol.
+
+Each command is a JSON argv array (never a shell string); `{warmup}` and `{iterations}` in it are
+replaced by the requested counts. A sample is valid only if its process exits 0 within the
+timeout and prints exactly one `__ATREX_TIMELINE_SAMPLE__={...}` line whose fields have the right
+types, say the output was checked and the device synchronized, and match the request and the
+first sample's workload and device. Any invalid sample rejects the whole measurement, naming it.
+The artifact keeps the schedule, every raw line and exit status, and sha256 of the sources and
+binaries, so `validate_measurement` can recompute medians, overhead and its interval.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .errors import AtrexError
+from .fsio import sha256_file, write_atomic
+
+PREFIX = "__ATREX_TIMELINE_SAMPLE__="
+FORMAT = "atrex-measurement"
+ARMS = {"A": "baseline", "B": "instrumented"}
+BOOTSTRAP = 2000
+SEED = 20261130  # fixed: validation recomputes the same interval
+
+
+@dataclass(frozen=True)
+class Request:
+    baseline: list[str]
+    instrumented: list[str]
+    warmup: int = 10
+    iterations: int = 100
+    pattern: str = "ABBA,BAAB"
+    rounds: int = 1
+    timeout_s: float = 300.0
+    sources: tuple[str, ...] = ()
+    binaries: tuple[str, ...] = ()
+    capture_dir: str | None = None  # arm B records into capture_dir/sample-<i> (probes active)
+
+    def schedule(self) -> list[str]:
+        seq = "".join(self.pattern.replace(",", "").split()) * self.rounds
+        if not seq or set(seq) - set(ARMS) or "A" not in seq or "B" not in seq:
+            raise AtrexError(f"pattern {self.pattern!r} must use both A (baseline) and B (instrumented) and nothing else")
+        return list(seq)
+
+    def argv(self, arm: str) -> list[str]:
+        cmd = self.baseline if arm == "A" else self.instrumented
+        return [a.replace("{warmup}", str(self.warmup)).replace("{iterations}", str(self.iterations)) for a in cmd]
+
+
+def parse_argv(text: str, what: str) -> list[str]:
+    try:
+        v = json.loads(text)
+    except ValueError as e:
+        raise AtrexError(f"{what} must be a JSON array of strings: {e}", hint='e.g. \'["./gemm", "--iters", "{iterations}"]\'')
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        raise AtrexError(f"{what} must be a non-empty JSON array of strings (argv, no shell)")
+    return v
+
+
+def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict | None) -> tuple[dict | None, str, str | None]:
+    """(parsed sample or None, the raw line, the reason it is invalid or None)."""
+    lines = [l for l in stdout.splitlines() if l.startswith(PREFIX)]
+    raw = lines[0] if len(lines) == 1 else ""
+    if exit_status is None:
+        return None, raw, "timed out"
+    if exit_status != 0:
+        return None, raw, f"exited with status {exit_status}"
+    if not lines:
+        return None, raw, "printed no sample line"
+    if len(lines) > 1:
+        return None, lines[0], f"printed {len(lines)} sample lines"
+    try:
+        s = json.loads(raw[len(PREFIX):])
+    except ValueError:
+        return None, raw, "sample line is not JSON"
+    if not isinstance(s, dict):
+        return None, raw, "sample is not a JSON object"
+    types = {"latency_ms": (int, float), "correctness": str, "synchronized": bool, "workload_identity": str,
+             "device_identity": dict, "warmup": int, "iterations": int}
+    for k, t in types.items():
+        if k not in s:
+            return None, raw, f"field {k!r} is missing"
+        if not isinstance(s[k], t) or (t is int and isinstance(s[k], bool)) or (
+                k == "latency_ms" and isinstance(s[k], bool)):
+            return None, raw, f"field {k!r} has the wrong type ({type(s[k]).__name__})"
+    if not isinstance(s["device_identity"].get("uuid"), str):
+        return None, raw, "field 'device_identity.uuid' is missing or not a string"
+    if not s["latency_ms"] > 0:
+        return None, raw, f"latency_ms {s['latency_ms']} is not positive"
+    if s["correctness"] != "passed":
+        return None, raw, f"correctness is {s['correctness']!r}"
+    if s["synchronized"] is not True:
+        return None, raw, "synchronized is false"
+    if s["warmup"] != req.warmup or s["iterations"] != req.iterations:
+        return None, raw, (f"ran warmup={s['warmup']} iterations={s['iterations']}, "
+                           f"requested warmup={req.warmup} iterations={req.iterations}")
+    if first is not None:
+        if s["workload_identity"] != first["workload_identity"]:
+            return None, raw, f"workload drifted: {s['workload_identity']!r} != {first['workload_identity']!r}"
+        if s["device_identity"]["uuid"] != first["device_identity"]["uuid"]:
+            return None, raw, f"device drifted: {s['device_identity']['uuid']} != {first['device_identity']['uuid']}"
+    return s, raw, None
+
+
+def summarize(samples: list[dict]) -> dict:
+    """Medians per arm, overhead = median(B)/median(A) - 1, and a seeded bootstrap 95% interval."""
+    a = np.array([s["sample"]["latency_ms"] for s in samples if s["arm"] == "A"], dtype=float)
+    b = np.array([s["sample"]["latency_ms"] for s in samples if s["arm"] == "B"], dtype=float)
+    rng = np.random.default_rng(SEED)
+    ra = np.median(rng.choice(a, (BOOTSTRAP, a.size)), axis=1)
+    rb = np.median(rng.choice(b, (BOOTSTRAP, b.size)), axis=1)
+    boot = rb / ra - 1
+    return {"median_ms": {"baseline": float(np.median(a)), "instrumented": float(np.median(b))},
+            "overhead": float(np.median(b) / np.median(a) - 1),
+            "overhead_ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
+            "n": {"baseline": int(a.size), "instrumented": int(b.size)}}
+
+
+def _hashes(paths) -> list[dict]:
+    out = []
+    for p in paths:
+        if not Path(p).is_file():
+            raise AtrexError(f"{p} does not exist", hint="pass the exact sources and built binaries that were measured")
+        out.append({"path": str(p), "sha256": sha256_file(p)})
+    return out
+
+
+def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] | None = None) -> dict:
+    schedule = req.schedule()
+    art = {"format": FORMAT, "version": 1, "schedule": "".join(schedule),
+           "requested": {"warmup": req.warmup, "iterations": req.iterations, "pattern": req.pattern,
+                         "rounds": req.rounds, "timeout_s": req.timeout_s},
+           "commands": {"A": req.baseline, "B": req.instrumented},
+           "sources": _hashes(req.sources), "binaries": _hashes(req.binaries), "samples": [],
+           "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    first, reasons = None, []
+    for i, arm in enumerate(schedule):
+        if progress:
+            progress(i, len(schedule), arm)
+        argv = req.argv(arm)
+        env = dict(os.environ)
+        if arm == "B" and req.capture_dir:
+            # probes record exactly as in capture; writes wait for process exit (docs/measure.md)
+            env.update(ATREX_TIMELINE_OUT=str(Path(req.capture_dir) / f"sample-{i}"), ATREX_TIMELINE_DEFER="1")
+            Path(env["ATREX_TIMELINE_OUT"]).mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=req.timeout_s, env=env)
+            stdout, status, err = p.stdout, p.returncode, p.stderr[-2000:]
+        except subprocess.TimeoutExpired as e:
+            stdout = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            status, err = None, "timeout"
+        except OSError as e:
+            stdout, status, err = "", 127, str(e)
+        s, raw, why = check_sample(stdout, status, req, first)
+        art["samples"].append({"index": i, "arm": arm, "argv": argv, "exit_status": status, "line": raw,
+                               "sample": s, "wall_s": round(time.perf_counter() - t0, 3), "stderr_tail": err,
+                               "valid": why is None, "reason": why})
+        if why:
+            reasons.append(f"sample {i} ({ARMS[arm]}): {why}")
+            break  # the measurement is rejected; no point in spending more GPU time
+        first = first or s
+    if progress:
+        progress(len(schedule), len(schedule), "")
+    art["valid"] = not reasons
+    art["reasons"] = reasons
+    if not reasons:
+        art.update(summarize(art["samples"]))
+    write_atomic(out, json.dumps(art, indent=2) + "\n")
+    return art
+
+
+def validate_measurement(path: Path, base: Path | None = None) -> dict:
+    """Recheck a measurement artifact: hashes against the files on disk, each raw line against its
+    parsed sample and the rules, and medians/overhead/interval recomputed from the raw samples."""
+    art = json.loads(Path(path).read_text())
+    problems = []
+    if art.get("format") != FORMAT:
+        return {"valid": False, "problems": [f"{path} is not an atrex measurement"]}
+    if not art.get("valid"):
+        problems += [f"measurement was rejected when taken: {r}" for r in art.get("reasons", [])]
+    for kind in ("sources", "binaries"):
+        for h in art.get(kind, []):
+            p = Path(h["path"]) if base is None or Path(h["path"]).is_absolute() else base / h["path"]
+            if not p.is_file():
+                problems.append(f"{kind[:-1]} {h['path']} is missing")
+            elif sha256_file(p) != h["sha256"]:
+                problems.append(f"{kind[:-1]} {h['path']} changed since the measurement (sha256 differs)")
+    r = art["requested"]
+    req = Request(art["commands"]["A"], art["commands"]["B"], r["warmup"], r["iterations"], r["pattern"], r["rounds"])
+    if "".join(req.schedule()) != art["schedule"] or [s["arm"] for s in art["samples"]] != list(art["schedule"]):
+        problems.append("schedule does not match the requested pattern and rounds, or samples are missing")
+    first = None
+    for s in art["samples"]:
+        parsed, _, why = check_sample(s["line"], s["exit_status"], req, first)
+        if why:
+            problems.append(f"sample {s['index']}: {why}")
+        elif parsed != s["sample"]:
+            problems.append(f"sample {s['index']}: parsed sample differs from its raw line")
+        first = first or parsed
+    if not problems:
+        rec = summarize(art["samples"])
+        for k in ("median_ms", "overhead", "overhead_ci95"):
+            if json.dumps(rec[k]) != json.dumps(art.get(k)):
+                problems.append(f"{k} {art.get(k)} does not recompute from the raw samples ({rec[k]})")
+    return {"valid": not problems, "problems": problems, "overhead": art.get("overhead"),
+            "overhead_ci95": art.get("overhead_ci95"), "median_ms": art.get("median_ms")}

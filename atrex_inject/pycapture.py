@@ -1,0 +1,127 @@
+"""Capture for instrumented kernels that Python loads from a cubin/PTX and launches itself.
+
+Uses cuda-python's driver bindings (cuda.bindings.driver). The instrumented module exports the
+device symbol `atrex_tl_buffer`; a LaunchCapture allocates the launch's buffer, writes the launch
+header, points the symbol at it, and after the user's launch reads it back and writes the same
+`.atrex` + `.json` pair as the C++ host session, so decode cannot tell them apart.
+
+    with LaunchCapture(module, manifest, grid, block, out_dir, launch_seq=0) as cap:
+        driver.cuLaunchKernel(func, *grid, *block, 0, stream, params, 0)
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .errors import CaptureError
+from .fsio import write_atomic
+from .layout import build_header
+
+SYMBOL = b"atrex_tl_buffer"
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:
+        raise CaptureError("cuda-python is not installed", hint="pip install 'atrex-inject[cuda]'") from e
+    return driver
+
+
+def gpu_available() -> bool:
+    """True when a driver and at least one device answer; False on a machine without them."""
+    try:
+        driver = _driver()
+        err, = driver.cuInit(0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return False
+        err, n = driver.cuDeviceGetCount()
+        return err == driver.CUresult.CUDA_SUCCESS and n > 0
+    except CaptureError:
+        return False
+    except Exception as e:  # cuda.pathfinder's DynamicLibNotFoundError: no libcuda on this machine
+        if type(e).__name__ == "DynamicLibNotFoundError":
+            return False
+        raise
+
+
+def _check(result, what: str):
+    driver = _driver()
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, msg = driver.cuGetErrorString(err)
+        raise CaptureError(f"{what} failed: {msg.decode() if msg else err}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+class LaunchCapture:
+    """One captured launch of an instrumented kernel from a loaded CUmodule."""
+
+    def __init__(self, module, manifest: dict, grid, block, out_dir: str | Path, launch_seq: int = 0,
+                 stream=0, workload: str | None = None):
+        self.driver = _driver()
+        self.module, self.manifest, self.stream = module, manifest, stream
+        self.grid, self.block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
+        self.out_dir, self.seq = Path(out_dir), launch_seq
+        self.workload = workload if workload is not None else os.environ.get("ATREX_WORKLOAD", "")
+        cap = manifest["capture"]
+        self.header = build_header(manifest["groups"], self.grid, self.block, cap["capacity"], cap["event_bytes"],
+                                   manifest["source"]["source_id"], launch_seq,
+                                   (1 if cap["clock"] else 0) | (2 if cap["event_bytes"] == 16 else 0))
+        self.nbytes = int(self.header["total_bytes"][0])
+        self.buf = None
+
+    def __enter__(self) -> "LaunchCapture":
+        d = self.driver
+        sym, size = _check(d.cuModuleGetGlobal(self.module, SYMBOL), "cuModuleGetGlobal(atrex_tl_buffer)")
+        if int(size) != 8:
+            raise CaptureError(f"atrex_tl_buffer has {int(size)} bytes, expected a pointer")
+        self.buf = _check(d.cuMemAlloc(self.nbytes), "cuMemAlloc")
+        _check(d.cuMemsetD8Async(self.buf, 0, self.nbytes, self.stream), "cuMemsetD8Async")
+        _check(d.cuMemcpyHtoDAsync(self.buf, self.header, self.header.nbytes, self.stream), "write header")
+        self._ptr = np.array([int(self.buf)], dtype=np.uint64)
+        _check(d.cuMemcpyHtoDAsync(sym, self._ptr, 8, self.stream), "bind atrex_tl_buffer")
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        d = self.driver
+        try:
+            if exc_type is None:
+                self.write()
+        finally:
+            if self.buf is not None:
+                d.cuMemFree(self.buf)
+                self.buf = None
+
+    def write(self) -> Path:
+        """Synchronize, read back, and write `<kernel>-launch<seq>.atrex` and its sidecar atomically."""
+        d = self.driver
+        _check(d.cuStreamSynchronize(self.stream), "cuStreamSynchronize (the kernel failed?)")
+        host = np.empty(self.nbytes, dtype=np.uint8)
+        _check(d.cuMemcpyDtoH(host, self.buf, self.nbytes), "read back")
+        base = self.out_dir / f"{self.manifest['kernel']}-launch{self.seq}"
+        write_atomic(base.with_suffix(".atrex"), host.tobytes())
+        write_atomic(base.with_suffix(".json"), json.dumps(self._sidecar(base)) + "\n")
+        return base.with_suffix(".atrex")
+
+    def _sidecar(self, base: Path) -> dict:
+        d = self.driver
+        dev = _check(d.cuCtxGetDevice(), "cuCtxGetDevice")
+        name = _check(d.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0")[0].decode()
+        uuid = bytes(_check(d.cuDeviceGetUuid(dev), "cuDeviceGetUuid").bytes).hex()
+        drv = _check(d.cuDriverGetVersion(), "cuDriverGetVersion")
+        sms = _check(d.cuDeviceGetAttribute(d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                     "cuDeviceGetAttribute")
+        u = uuid
+        return {"format": "atrex-timeline-capture", "version": 1, "file": base.name + ".atrex",
+                "kernel": self.manifest["kernel"], "launch_seq": self.seq, "grid": list(self.grid),
+                "block": list(self.block), "source_id": self.manifest["source"]["source_id"],
+                "workload": self.workload,
+                "device": {"name": name, "uuid": f"GPU-{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}",
+                           "sm_count": int(sms)},
+                "driver_version": int(drv), "runtime_version": None, "capture": "cuda-python",
+                "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bytes": self.nbytes}

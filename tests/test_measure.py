@@ -1,0 +1,87 @@
+"""measure with real processes: good samples give the right medians and overhead; each kind of
+bad sample rejects the run naming the sample and the reason; validate catches tampering."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from atrex_inject.measure import Request, measure, validate_measurement
+
+PROG = str(Path(__file__).parent / "sample_prog.py")
+
+
+def cmd(mode: str, lat: float) -> list[str]:
+    return [sys.executable, PROG, mode, str(lat), "{warmup}", "{iterations}"]
+
+
+def run(tmp_path, a_mode="good", b_mode="good", a=1.0, b=1.05, timeout=20.0, **kw):
+    src = tmp_path / "k.cu"
+    src.write_text("// kernel\n")
+    req = Request(cmd(a_mode, a), cmd(b_mode, b), warmup=3, iterations=7, timeout_s=timeout, sources=(str(src),), **kw)
+    return measure(req, tmp_path / "m.json"), tmp_path / "m.json", src
+
+
+def test_good_run_medians_and_overhead(tmp_path):
+    art, path, _ = run(tmp_path)
+    assert art["valid"] and art["schedule"] == "ABBABAAB"
+    assert art["median_ms"] == {"baseline": 1.0, "instrumented": 1.05}
+    assert art["overhead"] == pytest.approx(0.05)
+    lo, hi = art["overhead_ci95"]
+    assert lo == pytest.approx(0.05) and hi == pytest.approx(0.05)  # constant samples: a degenerate interval
+    assert [s["arm"] for s in art["samples"]] == list("ABBABAAB")
+    assert all(s["line"].startswith("__ATREX_TIMELINE_SAMPLE__=") and s["exit_status"] == 0 for s in art["samples"])
+    assert validate_measurement(path)["valid"]
+
+
+@pytest.mark.parametrize("b_mode,reason", [
+    ("drift_workload", "workload drifted"), ("drift_device", "device drifted"), ("two_lines", "printed 2 sample lines"),
+    ("none", "printed no sample line"), ("failed", "correctness is 'failed'"), ("nonzero", "exited with status 3"),
+    ("bad_field", "field 'latency_ms' has the wrong type"), ("wrong_iters", "requested warmup=3 iterations=7"),
+])
+def test_bad_sample_rejects(tmp_path, b_mode, reason):
+    art, path, _ = run(tmp_path, b_mode=b_mode)
+    assert not art["valid"]
+    assert art["reasons"] == [f"sample 1 (instrumented): {art['samples'][1]['reason']}"]
+    assert reason in art["reasons"][0]
+    assert "overhead" not in art
+    assert not validate_measurement(path)["valid"]
+
+
+def test_hang_times_out(tmp_path):
+    art, _, _ = run(tmp_path, a_mode="hang", timeout=1.0)
+    assert not art["valid"] and art["reasons"] == ["sample 0 (baseline): timed out"]
+
+
+def test_tampered_artifact_and_changed_source(tmp_path):
+    art, path, src = run(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["overhead"] = 0.01
+    path.write_text(json.dumps(doc))
+    v = validate_measurement(path)
+    assert not v["valid"] and any("does not recompute" in p for p in v["problems"])
+    doc["overhead"] = art["overhead"]
+    doc["samples"][2]["line"] = doc["samples"][2]["line"].replace("1.05", "0.5")
+    path.write_text(json.dumps(doc))
+    v = validate_measurement(path)
+    assert not v["valid"] and any("sample 2: parsed sample differs" in p for p in v["problems"])
+    doc["samples"][2]["line"] = doc["samples"][2]["line"].replace("0.5", "1.05")
+    path.write_text(json.dumps(doc))
+    assert validate_measurement(path)["valid"]
+    src.write_text("// edited\n")
+    v = validate_measurement(path)
+    assert not v["valid"] and any("changed since the measurement" in p for p in v["problems"])
+
+
+def test_bootstrap_interval_brackets_overhead(tmp_path):
+    """Varying latencies: the recomputed interval contains the point estimate."""
+    from atrex_inject.measure import summarize
+    rng = np.random.default_rng(1)
+    samples = [{"arm": arm, "sample": {"latency_ms": float(rng.normal(1.0 if arm == "A" else 1.1, 0.01))}}
+               for arm in "ABBABAABABBABAAB"]
+    r = summarize(samples)
+    assert r["overhead_ci95"][0] <= r["overhead"] <= r["overhead_ci95"][1]
+    assert 0.05 < r["overhead"] < 0.15
