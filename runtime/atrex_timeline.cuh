@@ -179,10 +179,19 @@ class Recorder {
     ++n_;
   }
 
-  // Sampled (every-Nth hit) or density-limited sites: warps that do not record skip the whole
-  // probe through a warp-uniform branch instead of paying for a masked-off store.
-  __device__ __forceinline__ void rec_if(bool on, uint32_t site, uint32_t payload = 0u) {
-    if (on && active_) rec(site, payload);
+  // Density-limited sites: warps that do not record skip the whole probe through one
+  // warp-uniform branch instead of paying for a masked-off store.
+  __device__ __forceinline__ void rec_active(uint32_t site, uint32_t payload = 0u) {
+    if (active_) rec(site, payload);
+  }
+
+  // Sampled sites (every Nth hit, counted per thread in `hits`): the hit counter is touched only
+  // in recording warps, so the rest pay one branch.
+  __device__ __forceinline__ void rec_every(uint32_t& hits, uint32_t every, uint32_t site, uint32_t payload = 0u) {
+    if (active_) {
+      if (hits == 0u) rec(site, payload);
+      hits = hits + 1u == every ? 0u : hits + 1u;
+    }
   }
 
   // Called on every exit path: publishes the attempt count (attempted > capacity = overflow).

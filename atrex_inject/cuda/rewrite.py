@@ -149,10 +149,10 @@ def _site_code(plan: Plan, site: Site) -> str:
     rv = f"__atrex_r{plan.group_of(site).id}"
     payload = f", static_cast<unsigned>({site.payload})" if site.payload else ""
     if site.every > 1:
-        return f"{rv}.rec_if((__atrex_n{sid}++ % {site.every}u) == 0u, {sid}u{payload});"
+        return f"{rv}.rec_every(__atrex_n{sid}, {site.every}u, {sid}u{payload});"
     g = plan.group_of(site)
     if g.cta_stride > 1 or g.cta_limit or g.warp_mask != 0xFFFFFFFF or g.predicate:
-        return f"{rv}.rec_if(true, {sid}u{payload});"
+        return f"{rv}.rec_active({sid}u{payload});"
     return f"{rv}.rec({sid}u{payload});"
 
 
