@@ -178,5 +178,155 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
         raise typer.Exit(1)
 
 
+def _claims(path: Optional[Path]):
+    from .validate import load_claims
+    return load_claims(path) if path else None
+
+
+def _render_checks(r: dict) -> None:
+    from rich.table import Table
+    t = Table("check", "result", "count", "first offenders / details", title=f"validation: {r['verdict']}")
+    for c in r["checks"]:
+        t.add_row(c["name"], "ok" if c["ok"] else "FAIL", str(c["count"]), "\n".join(c["details"][:3]))
+    out.print(t)
+    if r.get("unchecked_provenance"):
+        out.print(f"provenance not checked (pass the option to check it): {', '.join(r['unchecked_provenance'])}",
+                  markup=False)
+
+
+@app.command()
+def validate(capture_dir: Optional[Path] = typer.Argument(None, help="Capture folder (raw files)."),
+             manifest: Optional[Path] = typer.Option(None, help="manifest.json (default: CAPTURE_DIR/manifest.json)."),
+             source: Optional[Path] = typer.Option(None, help="Instrumented source the binary was built from."),
+             binary: Optional[Path] = typer.Option(None, help="Binary that ran (with --binary-sha256)."),
+             binary_sha256: Optional[str] = typer.Option(None, help="Expected sha256 of --binary."),
+             workload: Optional[str] = typer.Option(None, help="Expected workload identity (ATREX_WORKLOAD)."),
+             device: Optional[str] = typer.Option(None, help="Expected device UUID."),
+             claims: Optional[Path] = typer.Option(None, help="Numeric claims to recompute (TOML [[claim]] or JSON)."),
+             measurement: Optional[Path] = typer.Option(None, help="Also recheck a measurement artifact."),
+             as_json: bool = JsonOpt):
+    """Run the named checks (overflow, truncation, owner/site identity, duplicate ownership,
+    interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
+    and print the verdict. Exit 0 valid, 1 rejected, 2 usage error."""
+    from .measure import validate_measurement
+    from .validate import Provenance, validate_capture
+
+    def work():
+        r = {"verdict": "valid"}
+        if capture_dir is not None:
+            prov = Provenance(source, binary, binary_sha256, workload, device)
+            r = validate_capture(capture_dir, _manifest(capture_dir, manifest), prov, _claims(claims))
+            r.pop("summaries")
+        if measurement is not None:
+            r["measurement"] = validate_measurement(measurement)
+            if not r["measurement"]["valid"]:
+                r["verdict"] = "rejected"
+        if capture_dir is None and measurement is None:
+            raise AtrexError("nothing to validate", hint="give a CAPTURE_DIR and/or --measurement M.json")
+        return r
+
+    def render(r):
+        if "checks" in r:
+            _render_checks(r)
+        if "measurement" in r:
+            mv = r["measurement"]
+            out.print(f"measurement: {'valid' if mv['valid'] else 'rejected'}; "
+                      + ("; ".join(mv["problems"]) if mv["problems"] else f"overhead {mv['overhead']:+.2%}"),
+                      markup=False)
+    r = _run(as_json, work, render)
+    if r["verdict"] != "valid":
+        raise typer.Exit(1)
+
+
+@app.command()
+def summary(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = typer.Option(None),
+            as_json: bool = JsonOpt):
+    """Per launch: each interval `a -> b` (count, min, p10, median, p90, max in ns; per SM, per owner)
+    and each site's offsets from the launch's first event, recomputed from canonical events."""
+    from .decode import decode_dir
+    from .summary import render_text, summarize_launch
+
+    def work():
+        m = _manifest(capture_dir, manifest)
+        return {"launches": [summarize_launch(l, m) for l in decode_dir(capture_dir, m)]}
+    _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"])), markup=False))
+
+
+@app.command()
+def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = typer.Option(None),
+           perfetto: Optional[Path] = typer.Option(None, help="Write a Perfetto trace (.pftrace)."),
+           png: Optional[Path] = typer.Option(None, help="Write a swimlane picture of the first launch."),
+           rows: int = typer.Option(16, help="Owners shown in the picture."),
+           as_json: bool = JsonOpt):
+    """Export decoded launches: a native Perfetto trace (open it at ui.perfetto.dev) and/or a PNG."""
+    from .decode import decode_dir
+
+    def work():
+        m = _manifest(capture_dir, manifest)
+        launches = decode_dir(capture_dir, m)
+        r = {}
+        if perfetto:
+            from .export import export_perfetto
+            r["perfetto"] = str(export_perfetto(launches, m, perfetto))
+        if png:
+            from .timeline import render_png
+            r["png"] = str(render_png(launches[0], m, png, rows))
+        if not r:
+            raise AtrexError("nothing to export", hint="give --perfetto FILE and/or --png FILE")
+        return r
+    _run(as_json, work, lambda r: out.print("\n".join(f"{k}: {v}" for k, v in r.items()), markup=False))
+
+
+@app.command()
+def verdict(capture_dir: Optional[Path] = typer.Option(None, "--capture", help="Capture folder."),
+            manifest: Optional[Path] = typer.Option(None),
+            measurement: Optional[Path] = typer.Option(None, help="Measurement artifact (atrex-inject measure)."),
+            correctness_evidence: Optional[Path] = typer.Option(None, help="The evaluator's JSONL records."),
+            correctness: Optional[str] = typer.Option(None, help="Self-declared correctness: a note, never evidence."),
+            target: float = typer.Option(0.10, help="Overhead target (0.10 = 10%)."),
+            hard_threshold: bool = typer.Option(False, help="Overhead above target rejects instead of diagnostic."),
+            source: Optional[Path] = typer.Option(None, help="Instrumented source, for the provenance check."),
+            as_json: bool = JsonOpt):
+    """Grade the evidence: decision_grade (valid capture + valid measurement within target + a
+    matching evaluator record), diagnostic (something missing, listed), or rejected."""
+    import json as _json
+
+    from .grade import grade
+    from .measure import validate_measurement
+    from .validate import Provenance, validate_capture
+
+    def work():
+        if capture_dir is None and manifest is None:
+            raise AtrexError("verdict needs --capture (with its manifest) or --manifest")
+        m = _manifest(capture_dir or manifest.parent, manifest)
+        rep = validate_capture(capture_dir, m, Provenance(source=source)) if capture_dir else None
+        meas = _json.loads(measurement.read_text()) if measurement else None
+        check = validate_measurement(measurement) if measurement else None
+        return grade(rep, m, meas, check, correctness_evidence, correctness, target, hard_threshold)
+
+    def render(r):
+        out.print(f"grade: {r['grade']}", markup=False)
+        for k in ("failures", "missing", "notes"):
+            for x in r[k]:
+                out.print(f"  {k[:-1] if k != 'missing' else 'missing'}: {x}", markup=False)
+    r = _run(as_json, work, render)
+    if r["grade"] == "rejected":
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder (default: a new temp folder)."),
+         live: bool = typer.Option(False, help="Build and capture on this machine's GPU instead of the "
+                                               "bundled H200 capture."),
+         as_json: bool = JsonOpt):
+    """The whole pipeline on the bundled example (bf16 GEMM, inline PTX) and a real H200 capture of
+    that same instrumented source: apply, diff stat, decode, validate, summarize, export .pftrace
+    and PNG, revert byte-exact. Needs no GPU; --live captures for real where one is present."""
+    from .demo import run_demo
+    r = _run(as_json, lambda: run_demo(out_dir, live, None if as_json else out), lambda r: None)
+    if r["validation"] != "valid":
+        raise typer.Exit(1)
+
+
 if __name__ == "__main__":
     app()

@@ -249,6 +249,10 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
                 raise err(f"interval {text_iv!r} names unknown site {n!r}", "intervals", hint=f"sites: {', '.join(names)}")
         if m.group(1) == m.group(2):
             raise err(f"interval {text_iv!r} starts and ends at the same site", "intervals")
+        a, b = (sites[names.index(n)] for n in m.groups())
+        if a.group_key != b.group_key:
+            raise err(f"interval {text_iv!r} joins sites of different owners (role/density/predicate differ)",
+                      "intervals", hint="an interval is paired per owner: give both sites the same role and density")
         intervals.append(Interval(*m.groups()))
 
     expect_t = typed(data, "expect", dict, default={})

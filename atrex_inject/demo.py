@@ -1,0 +1,97 @@
+"""`atrex-inject demo`: the README's main job on the embedded default, with no GPU needed.
+
+Copies the bundled GEMM example and its spec into a work folder, applies the spec, checks that
+the bundled real H200 capture was recorded from exactly this instrumented source (same source
+id), then decodes, validates, summarizes, exports .pftrace and PNG, and reverts byte-exact.
+With --live it builds the instrumented example and captures on this machine's GPU instead.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import snapshot
+from .decode import capture_files, decode_dir
+from .errors import AtrexError
+from .export import export_perfetto
+from .fsio import sha256_file
+from .patch import diffstat
+from .summary import render_text
+from .timeline import render_png
+from .validate import Provenance, validate_capture
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+SPEC = "gemm_mma"
+CAPTURE = CHECKOUT / "tests" / "fixtures" / "h200" / SPEC
+
+
+def _say(console, text: str) -> None:
+    if console is not None:
+        console.print(text, markup=False, highlight=False)
+
+
+def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
+    from .pycapture import gpu_available
+    if shutil.which("nvcc") is None or not gpu_available():
+        raise AtrexError("--live needs nvcc and a CUDA GPU on this machine", hint="run the demo without --live")
+    exe = work / "gemm_mma.inst"
+    _say(console, "build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a (instrumented)")
+    subprocess.run(["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
+                    f"-I{snapshot.runtime_header().parent}", f"-I{src.parent}", "-o", str(exe), str(src)], check=True)
+    cap.mkdir(parents=True)
+    env = dict(os.environ, ATREX_TIMELINE_OUT=str(cap), ATREX_WORKLOAD="gemm_mma:seed=1")
+    run = subprocess.run([str(exe), "--warmup", "3", "--iters", "10"], env=env, capture_output=True, text=True)
+    _say(console, run.stdout.strip())
+    if run.returncode != 0:
+        raise AtrexError(f"the instrumented example failed (exit {run.returncode}): {run.stderr[-500:]}")
+
+
+def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
+    if not (CHECKOUT / "examples").is_dir() or not CAPTURE.is_dir():
+        raise AtrexError("the demo needs the source checkout (examples/ and tests/fixtures/h200/)",
+                         hint="clone the repository and `pip install -e .` there")
+    work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="atrex-demo-"))
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(CHECKOUT / "examples", work / "examples", dirs_exist_ok=True)
+    (work / ".git").mkdir(exist_ok=True)  # the project root the spec's paths are confined to
+    spec = work / "examples" / "specs" / f"{SPEC}.toml"
+    src = work / "examples" / "cuda" / f"{SPEC}.cu"
+    clean_sha = sha256_file(src)
+
+    res = snapshot.apply(spec)
+    m = res.manifest
+    added, removed = diffstat(res.patch)
+    _say(console, f"1. apply {spec.relative_to(work)}: {m['source']['path']} +{added} -{removed} lines, "
+                  f"{len(m['sites'])} sites, patch {res.workspace / 'instrumented.patch'}")
+    cap = work / "capture"
+    if live:
+        _live_capture(work, src, cap, console)
+    else:
+        shutil.copytree(CAPTURE, cap, dirs_exist_ok=True)
+        shutil.copy(res.workspace / "manifest.json", cap / "manifest.json")
+    files = capture_files(cap)
+    _say(console, f"2. capture: {len(files)} launch file(s) in {cap} "
+                  f"({'recorded now' if live else 'recorded on an H200, bundled'})")
+    report = validate_capture(cap, m, Provenance(source=src))
+    failed = [c for c in report["checks"] if not c["ok"]]
+    _say(console, f"3. validate: {report['verdict']} ({report['events']} events; "
+                  f"{len(report['checks']) - len(failed)}/{len(report['checks'])} checks pass)")
+    for c in report["checks"]:
+        _say(console, f"     {c['name']:<22} {'ok' if c['ok'] else 'FAIL ' + str(c['count'])}")
+    _say(console, "4. summary (recomputed from canonical events):")
+    for s in report["summaries"]:
+        _say(console, "   " + render_text(s).replace("\n", "\n   "))
+    launches = decode_dir(cap, m)
+    trace = export_perfetto(launches, m, work / "timeline.pftrace")
+    png = render_png(launches[0], m, work / "timeline.png")
+    _say(console, f"5. export: {trace} (open in https://ui.perfetto.dev) and {png}")
+    rv = snapshot.revert(spec)
+    restored = sha256_file(src) == clean_sha
+    _say(console, f"6. revert: {m['source']['path']} restored byte for byte: {'yes' if restored else 'NO'}")
+    _say(console, f"work folder: {work}")
+    return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],
+            "summaries": report["summaries"], "perfetto": str(trace), "png": str(png),
+            "reverted_byte_exact": restored, "archived": rv["archived"], "live": live}

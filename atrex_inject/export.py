@@ -1,0 +1,172 @@
+"""Perfetto export: one process per launch, tracks SM -> CTA -> owner, one child track per interval
+under each owner holding a slice per instance named `a -> b`, and instants for marks (sites that
+end no interval and start none). Payloads (16-byte events) become a `payload` debug annotation.
+
+Track descriptors, a few per owner, are built with the perfetto package's TraceProtoBuilder. The
+event packets, one or two per event, are the volume: they are encoded straight to the protobuf
+wire format with numpy (each field is a fixed tag byte plus a varint, so a packet is a row of
+fixed-width segments, masked to their true lengths and flattened in order). A Trace is only
+`repeated TracePacket packet = 1`, so the two byte strings concatenate into one valid trace.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from perfetto.trace_builder.proto_builder import TraceProtoBuilder
+
+from .decode import Launch
+from .fsio import write_atomic
+from .summary import pairs, site_ids
+
+SEQ_ID = 1
+SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
+CHUNK = 1 << 20
+KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL = range(5)
+
+
+def track_uuid(launch_no: int, kind: int, ident) -> np.ndarray | int:
+    """Deterministic 64-bit uuids: launch in bits 48+, kind in 40..47, id below."""
+    return (np.uint64(launch_no + 1) << np.uint64(48)) | (np.uint64(kind) << np.uint64(40)) | np.asarray(
+        ident, dtype=np.uint64)
+
+
+# ---- vectorized protobuf wire encoding -------------------------------------------------------
+def _varint(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    v = np.asarray(v, dtype=np.uint64).copy()
+    mat = np.zeros((v.size, 10), dtype=np.uint8)
+    lens = np.ones(v.size, dtype=np.int64)
+    for i in range(10):
+        low = (v & np.uint64(0x7F)).astype(np.uint8)
+        v >>= np.uint64(7)
+        more = v > 0
+        mat[:, i] = low | (more.astype(np.uint8) << 7)
+        if i < 9:
+            lens += more
+    return mat, lens
+
+
+def _const(b: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.broadcast_to(np.frombuffer(b, dtype=np.uint8), (n, len(b))), np.full(n, len(b), dtype=np.int64)
+
+
+def _strings(table: list[bytes], codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    width = max((len(t) for t in table), default=1) or 1
+    tab = np.zeros((len(table), width), dtype=np.uint8)
+    for i, t in enumerate(table):
+        tab[i, :len(t)] = np.frombuffer(t, dtype=np.uint8)
+    lens = np.array([len(t) for t in table], dtype=np.int64)
+    return tab[codes], lens[codes]
+
+
+def _length(segs) -> np.ndarray:
+    return sum(l for _, l in segs)
+
+
+def _flatten(segs) -> bytes:
+    mats = np.hstack([m for m, _ in segs])
+    mask = np.hstack([np.arange(m.shape[1])[None, :] < l[:, None] for m, l in segs])
+    return mats[mask].tobytes()
+
+
+def _when(seg, mask):
+    """A segment present only on rows where mask holds (length 0 elsewhere)."""
+    return seg[0], seg[1] * mask
+
+
+def encode_events(ts, kinds, uuid, name_codes=None, names: list[bytes] = (), payload=None) -> bytes:
+    """TracePackets {timestamp, trusted_packet_sequence_id, track_event {type, track_uuid, name?,
+    debug_annotations{payload}?}} for arrays of events, in chunks. A name code < 0 omits the name;
+    payloads go on rows that carry a name (slice begins, instants)."""
+    ts, kinds = np.asarray(ts), np.asarray(kinds)
+    uuid = np.broadcast_to(np.asarray(uuid, dtype=np.uint64), ts.shape)
+    out = []
+    for a in range(0, len(ts), CHUNK):
+        n = min(CHUNK, len(ts) - a)
+        sl = slice(a, a + n)
+        te = [_const(b"\x48", n), _varint(kinds[sl]), _const(b"\x58", n), _varint(uuid[sl])]
+        if name_codes is not None:
+            codes = np.asarray(name_codes)[sl]
+            has = codes >= 0
+            s = _strings(names, np.where(has, codes, 0))
+            te += [_when(_const(b"\xba\x01", n), has), _when(_varint(s[1]), has), _when(s, has)]
+            if payload is not None:
+                da = [_const(b"\x52\x07payload\x18", n), _varint(np.asarray(payload)[sl])]
+                te += [_when(_const(b"\x22", n), has), _when(_varint(_length(da)), has)] + [_when(d, has) for d in da]
+        body = [_const(b"\x40", n), _varint(ts[sl]), _const(bytes([0x50, SEQ_ID, 0x5A]), n),
+                _varint(_length(te)), *te]
+        out.append(_flatten([_const(b"\x0a", n), _varint(_length(body)), *body]))
+    return b"".join(out)
+
+
+# ---- the trace -------------------------------------------------------------------------------
+def _descriptors(b: TraceProtoBuilder, no: int, launch: Launch, manifest: dict) -> None:
+    ev, own = launch.events, launch.owners
+    proc = int(track_uuid(no, KIND_PROCESS, 0))
+    p = b.add_packet()
+    p.track_descriptor.uuid = proc
+    p.track_descriptor.process.pid = no + 1
+    p.track_descriptor.process.process_name = (f"{manifest['kernel']} launch {launch.meta['launch_seq']} "
+                                               f"grid {tuple(launch.meta['grid'])}")
+    claimed = np.flatnonzero(own["claims"] > 0)
+    gx, gy = launch.meta["grid"][0], launch.meta["grid"][1]
+    roles = [g["role"] for g in manifest["groups"]]
+    for sm in np.unique(own["smid"][claimed]):
+        p = b.add_packet()
+        p.track_descriptor.uuid = int(track_uuid(no, KIND_SM, int(sm)))
+        p.track_descriptor.parent_uuid = proc
+        p.track_descriptor.name = f"SM {int(sm)}"
+    ctas = np.unique(own["cta"][claimed])
+    cta_sm = dict(zip(own["cta"][claimed].tolist(), own["smid"][claimed].tolist()))
+    for c in ctas.tolist():
+        p = b.add_packet()
+        p.track_descriptor.uuid = int(track_uuid(no, KIND_CTA, c))
+        p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_SM, cta_sm[c]))
+        p.track_descriptor.name = f"CTA ({c % gx}, {c // gx % gy}, {c // (gx * gy)})"
+    for o in claimed.tolist():
+        role, t = roles[own["group"][o]], int(own["thread"][o])
+        who = {"thread": f"thread {t}", "predicate": f"thread {t}", "lane0": f"warp {t // 32}",
+               "warpgroup": f"warpgroup {t // 128}", "cta": "CTA leader"}[role]
+        p = b.add_packet()
+        p.track_descriptor.uuid = int(track_uuid(no, KIND_OWNER, o))
+        p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_CTA, int(own["cta"][o])))
+        p.track_descriptor.name = f"{who} ({role})"
+        for k, iv in enumerate(manifest["intervals"]):
+            p = b.add_packet()
+            p.track_descriptor.uuid = int(track_uuid(no, KIND_INTERVAL, o * 16 + k))
+            p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_OWNER, o))
+            p.track_descriptor.name = iv["name"]
+
+
+def trace_bytes(launches: list[Launch], manifest: dict) -> bytes:
+    if len(manifest["intervals"]) > 16:
+        raise ValueError("at most 16 intervals per spec can be exported")
+    b = TraceProtoBuilder()
+    chunks = []
+    ids = site_ids(manifest)
+    endpoints = {ids[iv[k]] for iv in manifest["intervals"] for k in ("start", "end")}
+    names = [iv["name"].encode() for iv in manifest["intervals"]]
+    site_names = [s["name"].encode() for s in manifest["sites"]]
+    for no, launch in enumerate(launches):
+        _descriptors(b, no, launch, manifest)
+        wide = launch.meta["event_bytes"] == 16
+        ev = launch.events
+        for k, iv in enumerate(manifest["intervals"]):
+            p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
+            uuid = track_uuid(no, KIND_INTERVAL, p["owner"].astype(np.uint64) * np.uint64(16) + np.uint64(k))
+            n = p["t0"].size  # begin, end, begin, end...: equal timestamps keep their order
+            chunks.append(encode_events(np.column_stack([p["t0"], p["t1"]]).ravel(),
+                                        np.tile([SLICE_BEGIN, SLICE_END], n), np.repeat(uuid, 2),
+                                        np.column_stack([np.full(n, k), np.full(n, -1)]).ravel(), names,
+                                        np.repeat(ev["payload"][p["i0"]], 2) if wide else None))
+        mark = ~np.isin(ev["site"], list(endpoints))
+        chunks.append(encode_events(ev["t_ns"][mark], np.full(int(mark.sum()), INSTANT),
+                                    track_uuid(no, KIND_OWNER, ev["owner"][mark]), ev["site"][mark], site_names,
+                                    ev["payload"][mark] if wide else None))
+    return b.serialize() + b"".join(chunks)
+
+
+def export_perfetto(launches: list[Launch], manifest: dict, out: str | Path) -> Path:
+    out = Path(out)
+    write_atomic(out, trace_bytes(launches, manifest))
+    return out

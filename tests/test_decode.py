@@ -1,0 +1,121 @@
+"""Decode the committed real H200 captures and check facts that follow from the launch geometry
+and the spec; refuse foreign, stale and truncated buffers (synthetic copies, named so)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from atrex_inject.decode import decode_dir, decode_file, site_counts
+from atrex_inject.errors import CaptureError
+
+FIX = Path(__file__).parent / "fixtures" / "h200"
+
+
+def load(name: str):
+    m = json.loads((FIX / name / "manifest.json").read_text())
+    (launch,) = decode_dir(FIX / name, m)
+    return m, launch
+
+
+def per_site(m, launch, site: str) -> np.ndarray:
+    """Events of `site` for each claimed owner of the site's group."""
+    sid = next(s for s in m["sites"] if s["name"] == site)
+    counts = site_counts(launch, len(m["sites"]))
+    gid = launch.owners["group"][launch.owners["claims"] > 0]
+    return counts[gid == sid["group"], sid["id"]]
+
+
+def test_gemm_geometry_and_counts():
+    m, l = load("gemm_mma")
+    assert l.meta["grid"] == [32, 32, 1] and l.meta["block"] == [256, 1, 1]
+    # lane0 group, every 64th CTA: 16 CTAs x 8 warps; cta group: 16 owners
+    assert l.counts["owners"] == 16 * 8 + 16 == l.counts["owners_claimed"]
+    for key in ("owners_missing", "owners_unexpected", "owners_misplaced", "duplicate_claims", "overflow_owners",
+                "torn_events", "stray_events"):
+        assert l.counts[key] == 0, key
+    k_tiles, every = 4096 // 32, 4
+    expect = {"tile_start": 1, "iter": k_tiles // every, "prefetch": -(-(k_tiles - 1) // every),
+              "stage_ready": k_tiles // every, "mma_done": k_tiles // every, "epilogue": 1, "tile_end": 1,
+              "barrier_init": 1}
+    for site, n in expect.items():
+        c = per_site(m, l, site)
+        assert c.size and (c == n).all(), (site, np.unique(c))
+    assert set(np.unique(l.events["cta_x"] + 32 * l.events["cta_y"]) % 64) == {0}
+
+
+def test_reduce_geometry_and_counts():
+    m, l = load("reduce_sumsq")
+    grid, threads, n4 = 528, 256, (1 << 26) // 4
+    assert l.meta["grid"] == [grid, 1, 1]
+    assert l.counts["owners_claimed"] == 66 * 8 + 66 and l.counts["overflow_owners"] == 0
+    lane0 = l.owners["group"] == 0
+    gtid = l.owners["cta"][lane0] * threads + l.owners["thread"][lane0]
+    iters = -(-(n4 - gtid) // (grid * threads))
+    sampled = -(-iters // 4)
+    counts = site_counts(l, len(m["sites"]))[lane0[l.owners["claims"] > 0]]
+    assert (counts[:, 1] == sampled).all() and (counts[:, 2] == sampled).all()  # iter_begin, iter_end
+    for sid in (0, 3, 4, 6):  # start, stream_done, tail_done, finish: once per warp
+        assert (counts[:, sid] == 1).all()
+    assert (per_site(m, l, "publish") == 1).all()
+
+
+@pytest.mark.parametrize("name", ["gemm_mma", "reduce_sumsq", "pycapture"])
+def test_time_monotone_sm_and_sites(name):
+    m, l = load(name)
+    sm_count = json.loads(next((FIX / name).glob("*-launch*.json")).read_text())["device"]["sm_count"]
+    ev = l.events
+    same_owner = ev["owner"][1:] == ev["owner"][:-1]
+    assert (np.diff(ev["t_ns"])[same_owner] >= 0).all()
+    assert (np.diff(ev["seq"])[same_owner] == 1).all()
+    assert ev["sm"].min() >= 0 and ev["sm"].max() < sm_count
+    assert set(np.unique(ev["site"])) <= {s["id"] for s in m["sites"]}
+    # a kernel of ~0.1-1 ms: every owner's events span well under a second
+    span = np.ptp(ev["t_ns"])
+    assert 0 < span < 1e9
+
+
+def _copy(tmp_path, name) -> tuple[Path, dict]:
+    d = tmp_path / name
+    shutil.copytree(FIX / name, d)
+    return d, json.loads((d / "manifest.json").read_text())
+
+
+def test_refuses_other_source(tmp_path):
+    d, m = _copy(tmp_path, "reduce_sumsq")
+    m["source"]["source_id"] = "0" * 64  # synthetic: a manifest from another instrumented source
+    with pytest.raises(CaptureError, match="another instrumented source"):
+        decode_dir(d, m)
+
+
+def test_refuses_other_version(tmp_path):
+    d, m = _copy(tmp_path, "reduce_sumsq")
+    f = next(d.glob("*.atrex"))
+    raw = bytearray(f.read_bytes())
+    raw[8] = 9  # synthetic: format version 9
+    f.write_bytes(bytes(raw))
+    with pytest.raises(CaptureError, match="format version 9"):
+        decode_dir(d, m)
+
+
+def test_refuses_truncated(tmp_path):
+    d, m = _copy(tmp_path, "gemm_mma")
+    f = next(d.glob("*.atrex"))
+    f.write_bytes(f.read_bytes()[:-100])  # synthetic: a torn file
+    with pytest.raises(CaptureError, match="truncated"):
+        decode_file(f, m)
+
+
+def test_cli_decode_json(tmp_path):
+    from typer.testing import CliRunner
+
+    from atrex_inject.cli import app
+    d, _ = _copy(tmp_path, "gemm_mma")
+    r = CliRunner().invoke(app, ["decode", str(d), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    (row,) = out["launches"]
+    assert row["counts"]["events"] == 16784 and Path(row["saved"]).exists()
