@@ -12,6 +12,7 @@ masked by each owner's written count, and flattened in owner-then-sequence order
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,9 +99,14 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
                            "the buffer comes from another instrumented source", path=where,
                            hint="capture again after `atrex-inject apply`, or decode with that build's manifest")
     side_path = path.with_suffix(".json")
-    meta = json.loads(side_path.read_text()) if side_path.exists() else {}
-    if meta and (meta.get("source_id") != source_id or int(meta.get("launch_seq", -1)) != int(h["launch_seq"])):
+    try:
+        meta = json.loads(side_path.read_text())
+    except (OSError, ValueError):
+        raise CaptureError(f"no readable sidecar {side_path.name}: the capture did not finish", path=where) from None
+    if not isinstance(meta, dict) or meta.get("source_id") != source_id or meta.get("launch_seq") != int(h["launch_seq"]):
         raise CaptureError("sidecar does not describe this buffer (source id or launch sequence differ)", path=where)
+    if meta.get("crc32") != zlib.crc32(raw):
+        raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
     n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
     grid, block = h["grid"].astype(np.int64), h["block"].astype(np.int64)
     groups = h["groups"][: int(h["n_groups"])]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -104,8 +105,9 @@ class LaunchCapture:
         host = np.empty(self.nbytes, dtype=np.uint8)
         _check(d.cuMemcpyDtoH(host, self.buf, self.nbytes), "read back")
         base = self.out_dir / f"{self.manifest['kernel']}-launch{self.seq}"
-        write_atomic(base.with_suffix(".atrex"), host.tobytes())
-        write_atomic(base.with_suffix(".json"), json.dumps(self._sidecar(base)) + "\n")
+        raw = host.tobytes()
+        write_atomic(base.with_suffix(".atrex"), raw)
+        write_atomic(base.with_suffix(".json"), json.dumps({**self._sidecar(base), "crc32": zlib.crc32(raw)}) + "\n")
         return base.with_suffix(".atrex")
 
     def _sidecar(self, base: Path) -> dict:

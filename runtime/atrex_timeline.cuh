@@ -299,6 +299,24 @@ inline bool defer_writes() {
   return d && *d && *d != '0';
 }
 
+// CRC-32 (IEEE, as zlib.crc32) of the raw file, recorded in the sidecar: decode refuses a file
+// that was altered or torn after it was written.
+inline uint32_t crc32(const unsigned char* p, size_t n) {
+  static uint32_t table[256];
+  static bool ready = false;
+  if (!ready) {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      table[i] = c;
+    }
+    ready = true;
+  }
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFFu] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
 inline std::string json_escape(const char* s) {
   std::string o;
   for (; s && *s; ++s) {
@@ -375,7 +393,7 @@ class Capture {
     bool good = host && ok(cudaStreamSynchronize(p.stream), "synchronize") &&
                 ok(cudaMemcpy(host, p.buf, n, cudaMemcpyDeviceToHost), "read back");
     if (good) good = write_atomic(base + ".atrex", host, n);
-    const std::string side = good ? sidecar(p, base) : std::string();
+    const std::string side = good ? sidecar(p, base, crc32(static_cast<const unsigned char*>(host), n)) : std::string();
     if (good) good = write_atomic(base + ".json", side.c_str(), side.size());
     if (!good) std::fprintf(stderr, "atrex: launch %llu of %s was not captured\n",
                             static_cast<unsigned long long>(p.seq), p.kernel);
@@ -436,7 +454,7 @@ class Capture {
     return plan_.scratch;
   }
 
-  static std::string sidecar(const Pending& p, const std::string& base) {
+  static std::string sidecar(const Pending& p, const std::string& base, uint32_t crc) {
     int dev = 0, drv = 0, rt = 0;
     cudaGetDevice(&dev);
     cudaDriverGetVersion(&drv);
@@ -459,11 +477,11 @@ class Capture {
                   "\"launch_seq\": %llu, \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"source_id\": \"%s\", "
                   "\"workload\": \"%s\", \"device\": {\"name\": \"%s\", \"uuid\": \"%s\", \"sm_count\": %d, "
                   "\"cc\": \"%d.%d\"}, \"driver_version\": %d, \"runtime_version\": %d, \"time_utc\": \"%s\", "
-                  "\"bytes\": %llu}\n",
+                  "\"bytes\": %llu, \"crc32\": %u}\n",
                   kFormatVersion, file.c_str(), p.kernel, static_cast<unsigned long long>(p.seq), p.grid.x, p.grid.y,
                   p.grid.z, p.block.x, p.block.y, p.block.z, p.source_id_hex, json_escape(workload).c_str(),
                   json_escape(prop.name).c_str(), uuid, prop.multiProcessorCount, prop.major, prop.minor, drv, rt, when,
-                  static_cast<unsigned long long>(p.header.total_bytes));
+                  static_cast<unsigned long long>(p.header.total_bytes), crc);
     return buf;
   }
 
