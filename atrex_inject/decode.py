@@ -25,13 +25,17 @@ from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROU
 TAG_VALID = np.uint32(0x80000000)
 ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
 
-EVENT_COLUMNS = ("owner", "group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm", "site", "seq", "t_ns", "cycles",
-                 "payload")
+EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
+OWNER_COLUMNS = ("group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm")  # per owner, gathered on demand
 
 
 @dataclass
 class Launch:
-    """One launch's canonical events (columnar) plus what decode saw about its owners."""
+    """One launch's canonical events (columnar) plus what decode saw about its owners.
+
+    `events` holds the per-event columns, in owner-then-sequence order; columns that are the same
+    for all of an owner's events (its CTA, warp, lane, SM, group) live once per owner and are
+    gathered by column(), which keeps decode at memory speed."""
     name: str
     meta: dict  # sidecar + header facts
     events: dict[str, np.ndarray]
@@ -41,6 +45,12 @@ class Launch:
     @property
     def n_events(self) -> int:
         return int(self.events["site"].size)
+
+    def column(self, name: str) -> np.ndarray:
+        """Any canonical column by name: EVENT_COLUMNS directly, OWNER_COLUMNS gathered per event."""
+        if name in self.events:
+            return self.events[name]
+        return self.owners["col_" + name][self.events["owner"]]
 
 
 def _expected_owners(g, grid, block) -> dict[str, np.ndarray]:
@@ -124,32 +134,36 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
               "thread": own["thread"].astype(np.int64), **cat}
     claimed = owners["claims"] > 0
     written = np.where(claimed, np.minimum(owners["attempted"], cap), 0)
-
-    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words,
-                       offset=int(h["events_offset"])).reshape(n_owners, cap, words)
-    seq = np.arange(cap)
-    live = seq[None, :] < written[:, None]  # (owners, cap)
-    tag = ev[:, :, words - 1]
-    torn = live & ((tag & TAG_VALID) == 0)
-    stray = ~live & (tag != 0)
-    keep = live & ~torn
-    o_idx, s_idx = np.nonzero(keep)  # row-major: owner, then sequence
-    t_lo = ev[o_idx, s_idx, 0]
-    t0 = (own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)
-    t_ns = t0[o_idx] + ((t_lo - own["t0_lo"][o_idx]).astype(np.uint32)).astype(np.uint64)
-    cta = owners["cta"][o_idx]
     gx, gy = int(grid[0]), int(grid[1])
-    thread = owners["thread"][o_idx]
-    events = {
-        "owner": o_idx.astype(np.int32), "group": gid[o_idx].astype(np.int16),
-        "cta_x": (cta % gx).astype(np.int32), "cta_y": (cta // gx % gy).astype(np.int32),
-        "cta_z": (cta // (gx * gy)).astype(np.int32),
-        "warp": (thread // 32).astype(np.int16), "lane": (thread % 32).astype(np.int16),
-        "sm": owners["smid"][o_idx].astype(np.int16), "site": (tag[o_idx, s_idx] & ~TAG_VALID).astype(np.int32),
-        "seq": s_idx.astype(np.int32), "t_ns": t_ns.astype(np.int64),
-        "cycles": (ev[o_idx, s_idx, 1].astype(np.int64) if words == 4 else np.zeros(o_idx.size, np.int64)),
-        "payload": (ev[o_idx, s_idx, 2].astype(np.uint32) if words == 4 else np.zeros(o_idx.size, np.uint32)),
-    }
+    owners.update(col_group=gid.astype(np.int16), col_cta_x=(owners["cta"] % gx).astype(np.int32),
+                  col_cta_y=(owners["cta"] // gx % gy).astype(np.int32),
+                  col_cta_z=(owners["cta"] // (gx * gy)).astype(np.int32),
+                  col_warp=(owners["thread"] // 32).astype(np.int16), col_lane=(owners["thread"] % 32).astype(np.int16),
+                  col_sm=owners["smid"].astype(np.int16))
+
+    # Each owner's written events are a prefix of its slots: a boolean prefix mask compresses the
+    # event block in one pass, and repeats build the per-event owner, sequence and time base, with
+    # no per-owner or per-event loop.
+    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words,
+                       offset=int(h["events_offset"])).reshape(n_owners * cap, words)
+    total = int(written.sum())
+    live = (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
+    rows = ev[live]
+    o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
+    s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
+    tag = rows[:, words - 1]
+    valid = (tag & TAG_VALID) != 0
+    torn = total - int(np.count_nonzero(valid))
+    stray = int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
+    t0 = (own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)
+    # %globaltimer_lo wraps every 4.3 s: unwrap each event against its owner's full start time
+    t_ns = (np.repeat(t0, written) + (rows[:, 0] - np.repeat(own["t0_lo"], written)).astype(np.uint64)).view(np.int64)
+    if torn:
+        o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
+    events = {"owner": o_idx, "site": (tag & ~TAG_VALID).view(np.int32), "seq": s_idx, "t_ns": t_ns}
+    if words == 4:
+        events["cycles"] = rows[:, 1].astype(np.int64)
+        events["payload"] = rows[:, 2].copy()
     counts = {
         "owners": n_owners, "owners_claimed": int(claimed.sum()),
         "owners_missing": int((owners["must_claim"] & ~claimed).sum()),
@@ -159,7 +173,7 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         "duplicate_claims": int((owners["claims"] > 1).sum()),
         "overflow_owners": int((owners["attempted"] > cap).sum()),
         "overflow_events": int(np.maximum(owners["attempted"] - cap, 0).sum()),
-        "torn_events": int(torn.sum()), "stray_events": int(stray.sum()), "events": int(o_idx.size),
+        "torn_events": torn, "stray_events": stray, "events": int(o_idx.size),
     }
     meta = {**meta, "file": path.name, "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
             "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
@@ -185,7 +199,8 @@ def save(launch: Launch, out_dir: str | Path) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     p = out_dir / f"{launch.name}.npz"
-    np.savez_compressed(p, **launch.events, **{f"owner_{k}": v for k, v in launch.owners.items()})
+    np.savez_compressed(p, **{c: launch.column(c) for c in (*launch.events, *OWNER_COLUMNS)},
+                        **{f"owner_{k}": v for k, v in launch.owners.items() if not k.startswith("col_")})
     (out_dir / f"{launch.name}.json").write_text(json.dumps({"meta": launch.meta, "counts": launch.counts}, indent=2))
     return p
 
@@ -194,5 +209,6 @@ def site_counts(launch: Launch, n_sites: int) -> np.ndarray:
     """(claimed owners, sites) matrix of events per owner per site."""
     claimed = np.nonzero(launch.owners["claims"] > 0)[0]
     m = np.zeros((launch.owners["claims"].size, n_sites), dtype=np.int64)
-    np.add.at(m, (launch.events["owner"], launch.events["site"].clip(0, n_sites - 1)), 1)
+    known = (launch.events["site"] >= 0) & (launch.events["site"] < n_sites)  # unknown ids: site_identity's job
+    np.add.at(m, (launch.events["owner"][known], launch.events["site"][known]), 1)
     return m[claimed]

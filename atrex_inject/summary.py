@@ -25,7 +25,7 @@ def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
     own = ev["owner"][idx]
     ok = is_start[:-1] & ~is_start[1:] & (own[:-1] == own[1:])
     i0, i1 = idx[:-1][ok], idx[1:][ok]
-    return {"i0": i0, "i1": i1, "owner": ev["owner"][i0], "sm": ev["sm"][i0], "t0": ev["t_ns"][i0],
+    return {"i0": i0, "i1": i1, "owner": ev["owner"][i0], "sm": launch.owners["col_sm"][ev["owner"][i0]], "t0": ev["t_ns"][i0],
             "t1": ev["t_ns"][i1], "dur": ev["t_ns"][i1] - ev["t_ns"][i0]}
 
 

@@ -81,7 +81,7 @@ def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
     known = (ev["site"] >= 0) & (ev["site"] < len(m["sites"]))
     checks["site_identity"].fail(int((~known).sum()), f"{name}: {int((~known).sum())} events with unknown site ids "
                                                       f"{sorted(set(ev['site'][~known].tolist()))[:FIRST]}")
-    wrong = known & (site_group[np.where(known, ev["site"], 0)] != ev["group"])
+    wrong = known & (site_group[np.where(known, ev["site"], 0)] != o["group"][ev["owner"]])
     checks["site_identity"].fail(int(wrong.sum()), f"{name}: {int(wrong.sum())} events recorded by an owner of "
                                                    "another group than their site's")
     ids = site_ids(m)

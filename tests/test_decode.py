@@ -44,7 +44,7 @@ def test_gemm_geometry_and_counts():
     for site, n in expect.items():
         c = per_site(m, l, site)
         assert c.size and (c == n).all(), (site, np.unique(c))
-    assert set(np.unique(l.events["cta_x"] + 32 * l.events["cta_y"]) % 64) == {0}
+    assert set(np.unique(l.column("cta_x") + 32 * l.column("cta_y")) % 64) == {0}
 
 
 def test_reduce_geometry_and_counts():
@@ -71,7 +71,8 @@ def test_time_monotone_sm_and_sites(name):
     same_owner = ev["owner"][1:] == ev["owner"][:-1]
     assert (np.diff(ev["t_ns"])[same_owner] >= 0).all()
     assert (np.diff(ev["seq"])[same_owner] == 1).all()
-    assert ev["sm"].min() >= 0 and ev["sm"].max() < sm_count
+    sm = l.column("sm")
+    assert sm.size == ev["t_ns"].size and sm.min() >= 0 and sm.max() < sm_count
     assert set(np.unique(ev["site"])) <= {s["id"] for s in m["sites"]}
     # a kernel of ~0.1-1 ms: every owner's events span well under a second
     span = np.ptp(ev["t_ns"])

@@ -1,0 +1,80 @@
+"""The CLI layer over the library: each command's text and --json output and exit status."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from atrex_inject.cli import app
+
+FIX = Path(__file__).parent / "fixtures" / "h200"
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_validate_summary_export(tmp_path):
+    d = tmp_path / "cap"
+    shutil.copytree(FIX / "reduce_sumsq", d)
+    r = invoke("validate", d, "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["verdict"] == "valid"
+    r = invoke("validate", d)
+    assert r.exit_code == 0 and "interval_pairing" in r.output
+    r = invoke("summary", d)
+    assert r.exit_code == 0 and "stream_done -> tail_done" in r.output
+    s = json.loads(invoke("summary", d, "--json").output)
+    assert s["launches"][0]["intervals"][0]["count"] == 528
+    r = invoke("export", d, "--perfetto", tmp_path / "t.pftrace", "--png", tmp_path / "t.png", "--json")
+    assert r.exit_code == 0 and (tmp_path / "t.pftrace").stat().st_size > 0 and (tmp_path / "t.png").exists()
+
+
+def test_validate_rejects_with_exit_1(tmp_path):
+    d = tmp_path / "cap"
+    shutil.copytree(FIX / "reduce_sumsq", d)
+    r = invoke("validate", d, "--workload", "something else", "--json")
+    assert r.exit_code == 1
+    failed = [c for c in json.loads(r.output)["checks"] if not c["ok"]]
+    assert [c["name"] for c in failed] == ["stale_provenance"]
+
+
+def test_usage_error_exit_2(tmp_path):
+    r = invoke("validate", tmp_path / "nowhere")
+    assert r.exit_code == 2 and "no manifest" in r.output
+
+
+def test_verdict_json(tmp_path):
+    d = tmp_path / "cap"
+    shutil.copytree(FIX / "gemm_mma", d)
+    r = invoke("verdict", "--capture", d, "--correctness", "passed", "--json")
+    out = json.loads(r.output)
+    assert r.exit_code == 0 and out["grade"] == "diagnostic" and out["notes"]
+
+
+def test_demo(tmp_path):
+    r = invoke("demo", "--out", tmp_path / "demo", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["validation"] == "valid" and out["reverted_byte_exact"] is True
+    assert Path(out["perfetto"]).stat().st_size > 100_000 and Path(out["png"]).exists()
+
+
+def test_include_dir():
+    r = invoke("include-dir")
+    assert (Path(r.output.strip()) / "atrex_timeline.cuh").is_file()
+
+
+def test_pycapture_without_driver():
+    """On a machine without an NVIDIA driver (CI), probing for a GPU answers False instead of raising
+    cuda-python's DynamicLibNotFoundError."""
+    import os
+
+    import pytest
+
+    from atrex_inject.pycapture import gpu_available
+    if os.path.exists("/dev/nvidia0"):
+        pytest.skip("a GPU is present")
+    assert gpu_available() is False
