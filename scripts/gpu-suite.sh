@@ -65,6 +65,11 @@ python3 examples/evaluator.py --source "$OUT/cap/gemm_mma.instrumented.cu" --out
 python3 examples/evaluator.py --source examples/cuda/gemm_mma.cu --out "$OUT/cap/measure/evaluations.jsonl" \
   -- "$work/gemm_mma.clean" --warmup 3 --iters 10 || fail=1
 
+log "evidence grade: capture + measurement + evaluator record"
+$ATREX verdict --capture "$OUT/cap/gemm_mma" --measurement "$OUT/cap/measure/gemm_mma.json" \
+  --correctness-evidence "$OUT/cap/measure/evaluations.jsonl" --source "$OUT/cap/gemm_mma.instrumented.cu" --json \
+  | tee "$OUT/cap/measure/verdict.json" || fail=1
+
 log "probe-cost benchmark"
 python3 bench/probe_cost/run.py --rounds 3 --reps 21 --json "$OUT/probe_cost.json" || fail=1
 
