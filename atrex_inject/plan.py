@@ -5,7 +5,7 @@ predicate) combination first appears. Both are written to the manifest and read 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .spec import ProbeSpec, Site
 
@@ -50,3 +50,23 @@ def make_plan(spec: ProbeSpec) -> Plan:
         site_group.append(keys.index(s.group_key))
     groups = tuple(Group(i, *k) for i, k in enumerate(keys))
     return Plan(spec, groups, tuple(site_group))
+
+
+@dataclass
+class SitePlacement:
+    """Where a backend placed a site: what the manifest's site table records."""
+    site: Site
+    site_id: int
+    source_line: int  # line of the anchor in the clean source
+    instrumented_line: int = 0
+
+
+@dataclass
+class Rewrite:
+    """A backend rewriter's result; snapshot.apply turns it into the patch, manifest and writes."""
+    text: str  # the instrumented source
+    source_id: str  # what captures carry to name their source (docs/format.md)
+    placements: list[SitePlacement]
+    launches: list[dict]
+    warnings: list[str] = field(default_factory=list)
+    backend_data: dict = field(default_factory=dict)  # e.g. the IKeT event map, kept in the manifest

@@ -45,15 +45,16 @@ class ApplyResult:
         added, removed = diffstat(self.patch)
         return {"applied": True, "workspace": str(self.workspace), "source": self.manifest["source"]["path"],
                 "lines_added": added, "lines_removed": removed, "sites": self.manifest["sites"],
+                "warnings": self.manifest["warnings"],
                 "manifest": str(self.workspace / "manifest.json")}
 
 
 def _rewrite(spec: ProbeSpec, text: str):
     if spec.backend == "cuda":
         from .cuda.rewrite import rewrite
-        return rewrite(spec, text)
-    raise SpecError(f"backend {spec.backend!r} is not available in this version", path=str(spec.path),
-                    hint='use backend = "cuda"')
+    else:
+        from .cutedsl.rewrite import rewrite
+    return rewrite(spec, text)
 
 
 def _read_source(spec: ProbeSpec) -> tuple[bytes, str]:
@@ -102,6 +103,8 @@ def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str) -> dict:
         "intervals": [{"name": iv.name, "start": iv.start, "end": iv.end} for iv in spec.intervals],
         "expect": spec.expect,
         "launches": rw.launches,
+        "warnings": rw.warnings,
+        **rw.backend_data,
         "applied_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 

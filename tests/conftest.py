@@ -12,6 +12,8 @@ from atrex_inject.snapshot import runtime_header
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SPECS = sorted((REPO / "examples" / "specs").glob("*.toml"))
+CUDA_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cuda"' in p.read_text()]
+CUTEDSL_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cutedsl"' in p.read_text()]
 NVCC_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 
 

@@ -9,12 +9,12 @@ import subprocess
 import pytest
 
 from atrex_inject import snapshot
-from conftest import EXAMPLE_SPECS, nvcc_compile, sha
+from conftest import CUDA_SPECS, EXAMPLE_SPECS, nvcc_compile, sha
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 
-@pytest.mark.parametrize("spec_path", EXAMPLE_SPECS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("spec_path", CUDA_SPECS, ids=lambda p: p.stem)
 def test_apply_compile_revert(project, spec_path):
     spec = project / "examples" / "specs" / spec_path.name
     res = snapshot.apply(spec)
@@ -50,7 +50,7 @@ def test_patch_reverses_with_git_apply(project, spec_path):
 def test_examples_use_every_anchor_kind_and_position():
     from atrex_inject.spec import ANCHOR_KINDS, POSITIONS, load_spec
     kinds, positions = set(), set()
-    for p in EXAMPLE_SPECS:
+    for p in CUDA_SPECS:
         for s in load_spec(p).sites:
             kinds.add(s.anchor.kind)
             positions.add(s.position)

@@ -8,11 +8,10 @@ inside the same branch or loop.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from ..errors import AnchorError, SpecError
 from ..fsio import sha256_bytes
-from ..plan import Plan, make_plan
+from ..plan import Plan, Rewrite, SitePlacement, make_plan
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
 from .source import LOOP_KINDS, SourceFile, Stmt, parse_source
@@ -24,23 +23,6 @@ ROLE_ENUM = {"thread": "kThread", "lane0": "kLane0", "warpgroup": "kWarpgroup", 
 # Ordering of insertions that share an offset: text after a statement, then a block's first line,
 # then a block's last line, then text before the next statement.
 AFTER, BLOCK_BEGIN, BLOCK_END, BEFORE = 0, 1, 2, 3
-
-
-@dataclass
-class SitePlacement:
-    site: Site
-    site_id: int
-    source_line: int  # line of the anchor in the clean source
-    instrumented_line: int = 0
-
-
-@dataclass
-class Rewrite:
-    text: str  # the instrumented source
-    source_id: str  # sha256 of `text` with its embedded source id zeroed (docs/format.md)
-    placements: list[SitePlacement]
-    launches: list[dict]
-    header_defines: dict[str, int] = field(default_factory=dict)
 
 
 def source_id_of(text: str) -> str:

@@ -1,0 +1,151 @@
+"""CuTe DSL route on CPU: apply inserts IKeT calls with libcst, the instrumented example compiles for
+sm_90a with the `iket` compiler option (fake tensors), its PTX has one pmevent per inserted event
+call and its cubin's IKeT metadata lists exactly the spec's event names; revert is byte-exact;
+bad inputs give clear errors and change nothing."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from atrex_inject import snapshot
+from atrex_inject.errors import AtrexError
+from conftest import CUTEDSL_SPECS, REPO, sha, tree_hashes
+
+cutlass = pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+
+COMPILE = """
+import glob, json, sys
+sys.path.insert(0, sys.argv[1])
+import importlib
+mod = importlib.import_module(sys.argv[2])
+mod.compile_only()
+import iket
+cubin = glob.glob(sys.argv[3] + "/*.cubin")
+ptx = glob.glob(sys.argv[3] + "/*.ptx")
+ctx = iket.Context(open(cubin[0], "rb").read())
+user = sorted({e.event_name for e in ctx.get_all_events()} - {"pop_range", "reserved_event_id_0"})
+print(json.dumps({"names": user, "pmevent": open(ptx[0]).read().count("pmevent"),
+                  "ranges": sorted(r.range_name for r in ctx.get_all_ranges())}))
+"""
+
+
+def compile_check(src, dump) -> dict:
+    dump.mkdir(exist_ok=True)
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a", CUTE_DSL_KEEP="ptx,cubin", CUTE_DSL_DUMP_DIR=str(dump),
+               CUTE_DSL_COMPILER_OPT="iket")
+    p = subprocess.run([sys.executable, "-c", COMPILE, str(src.parent), src.stem, str(dump)], capture_output=True,
+                       text=True, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    import json
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("spec_path", CUTEDSL_SPECS, ids=lambda p: p.stem)
+def test_apply_compile_revert(project, spec_path):
+    spec = project / "examples" / "specs" / spec_path.name
+    res = snapshot.apply(spec)
+    m = res.manifest
+    src = project / m["source"]["path"]
+    text = src.read_text()
+    calls = len(re.findall(r"iket\.(?:mark|range_start|range_end)\(", text))
+    assert calls == len(m["sites"])  # one event call per site in these specs
+    assert "from cutlass.cute.experimental import iket" in text
+    out = compile_check(src, project / "dump")
+    assert out["pmevent"] == calls
+    assert out["names"] == m["iket"]["names"]
+    assert out["ranges"] == sorted(r["name"] for r in m["iket"]["ranges"])
+    snapshot.revert(spec)
+    assert sha(src) == m["source"]["clean_sha256"]
+    assert src.read_bytes() == (REPO / m["source"]["path"]).read_bytes()
+
+
+def _spec(tmp_path, body: str, intervals: str = "") -> tuple:
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    shutil.copy(REPO / "examples/cutedsl/scale_add.py", tmp_path / "k.py")
+    p = tmp_path / "s.toml"
+    p.write_text(f'version = 1\nname = "s"\nquestion = "q"\nbackend = "cutedsl"\nsource = "k.py"\n'
+                 f'kernel = "scale_add_kernel"\n{intervals}\n{body}')
+    return p, tmp_path
+
+
+@pytest.mark.parametrize("body,intervals,msg", [
+    ('[[site]]\nname = "a"\nanchor = { call = "nowhere" }\n', "", "matches nothing"),
+    ('[[site]]\nname = "a"\nanchor = { stmt = "cute.arch" }\n', "", "matches 4 places"),
+    ('[[site]]\nname = "a"\nanchor = { ptx = "bar.sync" }\n', "", "ptx anchors apply to the cuda backend"),
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\nrole = "thread"\n', "", "IKeT records per warp"),
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\n[[site]]\nname = "b"\nanchor = { exit = true }\n'
+     'payload = "1"\n', 'intervals = ["a -> b"]', "same payload shape"),
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\nrole = "cta"\n[[site]]\nname = "b"\nanchor = { exit = true }\n'
+     'role = "cta"\n', 'intervals = ["a -> b"]', "must be warp-uniform"),
+    ('[[site]]\nname = "a_name_that_is_much_too_long_for_iket"\nanchor = { entry = true }\n', "",
+     "at most 32 characters"),
+])
+def test_bad_inputs_change_nothing(tmp_path, body, intervals, msg):
+    spec, root = _spec(tmp_path, body, intervals)
+    before = tree_hashes(root)
+    with pytest.raises(AtrexError) as e:
+        snapshot.apply(spec)
+    assert msg in str(e.value)
+    assert tree_hashes(root) == before
+
+
+def test_too_many_names_warns(tmp_path):
+    body = "".join(f'[[site]]\nname = "m{i}"\nanchor = {{ entry = true }}\n' for i in range(31))
+    spec, _ = _spec(tmp_path, body)
+    r = snapshot.apply(spec)
+    assert any("EXTENDED_NATIVE_DUMP" in w for w in r.manifest["warnings"])
+
+
+KERNEL_TEMPLATE = '''
+import cutlass
+import cutlass.cute as cute
+
+
+@cute.kernel
+def k(x: cute.Tensor, n: cutlass.Int32):
+    """docstring stays first"""
+{body}
+'''
+LINES = st.sampled_from([
+    "    a = x[0]  # a comment",
+    "    b = cute.arch.thread_idx()",
+    "    for i in cutlass.range(0, n, 1):\n        x[i] = x[i] + 1.0\n        if i > 3:\n            continue",
+    "    cute.arch.sync_threads()",
+    "    if n > 0:\n        x[0] = 2.0\n    else:\n        x[1] = 3.0",
+    "\n    # a lone comment\n",
+])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=st.lists(LINES, min_size=1, max_size=6), data=st.data())
+def test_round_trip_varied_sources(tmp_path_factory, body, data):
+    """libcst keeps every byte: apply then revert is byte-exact, and the instrumented text parses."""
+    root = tmp_path_factory.mktemp("cst")
+    (root / ".git").mkdir()
+    src = root / "k.py"
+    src.write_text(KERNEL_TEMPLATE.format(body="\n".join(body)))
+    clean = src.read_bytes()
+    kinds = [('{ entry = true }', "entry"), ('{ exit = true }', "exit")]
+    if any("for i" in b for b in body):
+        kinds += [('{ loop = "for i in", occurrence = 1 }', data.draw(st.sampled_from(
+            ["before", "after", "loop-begin", "loop-end"])))]
+    if any("sync_threads" in b for b in body):
+        kinds += [('{ call = "sync_threads", occurrence = 1 }', "before")]
+    sites = data.draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=4))
+    text = "".join(f'[[site]]\nname = "s{i}"\nanchor = {a}\nposition = "{p}"\n' for i, (a, p) in enumerate(sites))
+    spec = root / "s.toml"
+    spec.write_text('version = 1\nname = "s"\nquestion = "q"\nbackend = "cutedsl"\nsource = "k.py"\nkernel = "k"\n'
+                    + text)
+    snapshot.apply(spec)
+    cst.parse_module(src.read_text())
+    assert src.read_text().count('"""docstring stays first"""') == 1
+    snapshot.revert(spec)
+    assert src.read_bytes() == clean
