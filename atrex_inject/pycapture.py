@@ -50,6 +50,21 @@ def gpu_available() -> bool:
         raise
 
 
+def device_info() -> dict:
+    """Name, UUID and SM count of the current (or first) device; {} without a GPU."""
+    if not gpu_available():
+        return {}
+    d = _driver()
+    err, dev = d.cuCtxGetDevice()
+    if err != d.CUresult.CUDA_SUCCESS:
+        dev = _check(d.cuDeviceGet(0), "cuDeviceGet")
+    name = _check(d.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0")[0].decode()
+    u = bytes(_check(d.cuDeviceGetUuid(dev), "cuDeviceGetUuid").bytes).hex()
+    sms = _check(d.cuDeviceGetAttribute(d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                 "cuDeviceGetAttribute")
+    return {"name": name, "uuid": f"GPU-{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}", "sm_count": int(sms)}
+
+
 def _check(result, what: str):
     driver = _driver()
     err, *rest = result if isinstance(result, tuple) else (result,)
@@ -111,19 +126,10 @@ class LaunchCapture:
         return base.with_suffix(".atrex")
 
     def _sidecar(self, base: Path) -> dict:
-        d = self.driver
-        dev = _check(d.cuCtxGetDevice(), "cuCtxGetDevice")
-        name = _check(d.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0")[0].decode()
-        uuid = bytes(_check(d.cuDeviceGetUuid(dev), "cuDeviceGetUuid").bytes).hex()
-        drv = _check(d.cuDriverGetVersion(), "cuDriverGetVersion")
-        sms = _check(d.cuDeviceGetAttribute(d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
-                     "cuDeviceGetAttribute")
-        u = uuid
+        drv = _check(self.driver.cuDriverGetVersion(), "cuDriverGetVersion")
         return {"format": "atrex-timeline-capture", "version": 1, "file": base.name + ".atrex",
                 "kernel": self.manifest["kernel"], "launch_seq": self.seq, "grid": list(self.grid),
                 "block": list(self.block), "source_id": self.manifest["source"]["source_id"],
-                "workload": self.workload,
-                "device": {"name": name, "uuid": f"GPU-{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}",
-                           "sm_count": int(sms)},
+                "workload": self.workload, "device": device_info(),
                 "driver_version": int(drv), "runtime_version": None, "capture": "cuda-python",
                 "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bytes": self.nbytes}

@@ -149,3 +149,52 @@ def test_round_trip_varied_sources(tmp_path_factory, body, data):
     assert src.read_text().count('"""docstring stays first"""') == 1
     snapshot.revert(spec)
     assert src.read_bytes() == clean
+
+
+# ---- capture normalization (real run-iket output from the H200, tests/fixtures/h200/cutedsl) ----
+FIXC = REPO / "tests" / "fixtures" / "h200" / "cutedsl"
+
+
+def test_normalize_real_iket_subset(tmp_path):
+    import json
+
+    import numpy as np
+
+    from atrex_inject.cutedsl.normalize import normalize_trace
+    from atrex_inject.decode import decode_dir, site_counts
+    m = json.loads((FIXC / "manifest.json").read_text())
+    trace = json.loads((FIXC / "iket_trace.cta0-7.json").read_text())
+    synthetic_other = {**trace["launches"][0], "kernelName": "synthetic_other_kernel_0", "markers": [],
+                       "ranges": [], "warpLifetimes": []}
+    trace["launches"].insert(0, synthetic_other)  # another kernel of the process: must be dropped
+    src = tmp_path / "trace.json"
+    src.write_text(json.dumps(trace))
+    (f,) = normalize_trace(src, m, tmp_path, "w", {"uuid": "GPU-x"})
+    (launch,) = decode_dir(tmp_path, m)
+    assert launch.counts["owners_claimed"] == 8 * 8  # CTAs 0-7, 8 warps each
+    ids = {s["name"]: s["id"] for s in m["sites"]}
+    per = site_counts(launch, len(m["sites"]))
+    for s in ("start", "loop_start", "loop_done", "barrier"):
+        assert (per[:, ids[s]] == 1).all(), s
+    assert (per[:, ids["iter"]] == per[:, ids["iter_end"]]).all() and per[:, ids["iter"]].min() >= 1
+    assert (np.unique(launch.column("cta_x")) == np.arange(8)).all()
+
+
+def test_real_cutedsl_capture_validates_and_exports(tmp_path):
+    import json
+
+    from atrex_inject.decode import decode_dir
+    from atrex_inject.export import export_perfetto
+    from atrex_inject.validate import validate_capture
+    m = json.loads((FIXC / "manifest.json").read_text())
+    d = tmp_path / "cap"
+    d.mkdir()
+    for f in FIXC.glob("scale_add_kernel-launch0.*"):
+        shutil.copy(f, d / f.name)
+    r = validate_capture(d, m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+    s = r["summaries"][0]
+    assert s["owners"] == 528 * 8
+    assert [iv["name"] for iv in s["intervals"]] == ["loop_start -> loop_done", "iter -> iter_end"]
+    assert s["intervals"][0]["count"] == 528 * 8
+    assert export_perfetto(decode_dir(d, m), m, tmp_path / "t.pftrace").stat().st_size > 100_000

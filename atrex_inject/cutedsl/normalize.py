@@ -1,0 +1,163 @@
+"""IKeT's decoded run-iket output -> format-v1 capture files, so the CuTe DSL route shares decode,
+validation, summary, export and measurement with the CUDA route.
+
+run-iket writes `iket_pid_<pid>.trace.json` (its decoded JSON): per launch `markers` (location,
+name index, timestamp[, payload]), `ranges` (start/end timestamps and locations) and
+`warpLifetimes`, with a shared `locationTable` (CTA id, SM, warp) and `stringTable`. Launches
+of other kernels in the process are dropped; the target kernel's launches are numbered in
+order and never merged. A mark becomes an event of its site; a range `a` becomes a start event
+of site `a` and an end event of the interval's end site. Owners are the (CTA, warp) locations in
+each site group's slots (docs/format.md); a warp that lived is a claimed owner.
+"""
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CaptureError
+from ..fsio import write_atomic
+from ..layout import OWNER_DTYPE, build_header, ctas_selected, owners_per_cta, selected_warps, thread_level
+
+TAG_VALID = 0x80000000
+
+
+def iket_kernel_name(kernel: str) -> re.Pattern:
+    """CuTe DSL names a kernel `kernel_cutlass_<function>_<signature>`."""
+    return re.compile(rf"(^|_){re.escape(kernel)}(_|$)")
+
+
+def launches_of(trace: dict, kernel: str) -> list[dict]:
+    pat = iket_kernel_name(kernel)
+    return [l for l in trace.get("launches", []) if pat.search(l.get("kernelName", ""))]
+
+
+def _owner_slots(group: dict, grid, block, cta: np.ndarray, warp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(owner index within the group, eligible) for warps at (linear CTA, warp in CTA)."""
+    n_threads = int(np.prod(block))
+    warps = selected_warps(group["role_code"], group["warp_mask"], n_threads)
+    rank = np.full(32, -1)
+    rank[warps] = np.arange(len(warps))
+    per_cta = len(warps) * (32 if thread_level(group["role_code"]) else 1)
+    stride, limit = group["cta_stride"], group["cta_limit"]
+    cta_rank = cta // stride
+    ok = (cta % stride == 0) & (rank[warp] >= 0) & ((limit == 0) | (cta_rank < limit))
+    return np.where(ok, cta_rank * per_cta + rank[warp], 0), ok
+
+
+def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, workload: str, device: dict) -> tuple:
+    names = trace["stringTable"]
+    loc = trace["locationTable"]
+    grid = (launch["gridDimX"], launch["gridDimY"], launch["gridDimZ"])
+    block = (launch["blockDimX"], launch["blockDimY"], launch["blockDimZ"])
+    iket = manifest["iket"]
+    ranges = {r["name"]: r for r in iket["ranges"]}
+    site_group = [s["group"] for s in manifest["sites"]]
+    rows = []  # (location index, site id, timestamp, payload)
+    for mk in launch.get("markers", []):
+        site = iket["marks"].get(names[mk["markerNameIdx"]])
+        if site is not None:
+            rows.append((mk["locIdx"], site, mk["timestamp"], int(mk.get("payload", 0)) & 0xFFFFFFFF))
+    for rg in launch.get("ranges", []):
+        r = ranges.get(names[rg["rangeNameIdx"]])
+        if r is not None:
+            start_loc, end_loc = rg["warpLocIdxs"]
+            rows.append((start_loc, r["start_site"], rg["startTs"], int(rg.get("startPayload", 0)) & 0xFFFFFFFF))
+            rows.append((end_loc, r["end_site"], rg["endTs"], int(rg.get("endPayload", 0)) & 0xFFFFFFFF))
+    ev = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    gx, gy = grid[0], grid[1]
+    loc_cta = np.array([l["ctaId"][0] + gx * (l["ctaId"][1] + gy * l["ctaId"][2]) for l in loc], dtype=np.int64)
+    loc_warp = np.array([l["warpId"] for l in loc], dtype=np.int64)
+    loc_sm = np.array([l["smId"] for l in loc], dtype=np.int64)
+    life = launch.get("warpLifetimes", [])
+    life_loc = np.array([w["locIdx"] for w in life], dtype=np.int64)
+    life_t0 = np.array([w["startTs"] for w in life], dtype=np.int64)
+
+    groups = manifest["groups"]
+    bases, n_owner = [], 0
+    for g in groups:
+        n = ctas_selected(g["cta_stride"], g["cta_limit"], int(np.prod(grid))) * owners_per_cta(
+            g["role_code"], g["warp_mask"], int(np.prod(block)))
+        bases.append(n_owner)
+        n_owner += n
+    # each event's owner: its warp's slot in its site's group
+    e_loc, e_site = ev[:, 0], ev[:, 1]
+    e_group = np.array(site_group, dtype=np.int64)[e_site] if ev.size else np.zeros(0, np.int64)
+    owner = np.zeros(e_loc.size, dtype=np.int64)
+    for gi, g in enumerate(groups):
+        sel = e_group == gi
+        slot, ok = _owner_slots(g, grid, block, loc_cta[e_loc[sel]], loc_warp[e_loc[sel]])
+        if not ok.all():
+            raise CaptureError(f"launch {seq}: IKeT recorded site events from warps outside their group's owners")
+        owner[sel] = bases[gi] + slot
+    order = np.lexsort((ev[:, 2], owner))
+    owner, ev = owner[order], ev[order]
+    counts = np.bincount(owner, minlength=n_owner)
+    cap = max(1, int(counts.max()) if counts.size else 1)
+    wide = bool(manifest["capture"]["clock"] or any(s["payload"] for s in manifest["sites"]))
+    words = 4 if wide else 2
+    events = np.zeros((n_owner, cap, words), dtype="<u4")
+    starts = np.cumsum(counts) - counts
+    k = np.arange(owner.size) - starts[owner]
+    tag = (TAG_VALID | ev[:, 1]).astype(np.uint32)
+    events[owner, k, 0] = (ev[:, 2] & 0xFFFFFFFF).astype(np.uint32)
+    events[owner, k, words - 1] = tag
+    if wide:
+        events[owner, k, 2] = ev[:, 3].astype(np.uint32)
+
+    own = np.zeros(n_owner, dtype=OWNER_DTYPE)
+    t0 = np.full(n_owner, np.iinfo(np.int64).max, dtype=np.int64)
+    for gi, g in enumerate(groups):  # every warp that lived claims its slot in each group it belongs to
+        slot, ok = _owner_slots(g, grid, block, loc_cta[life_loc], loc_warp[life_loc])
+        o = bases[gi] + slot[ok]
+        own["claims"][o] = 1
+        own["smid"][o] = loc_sm[life_loc[ok]]
+        own["cta"][o] = loc_cta[life_loc[ok]]
+        own["thread"][o] = loc_warp[life_loc[ok]] * 32
+        np.minimum.at(t0, o, life_t0[ok])
+    np.minimum.at(t0, owner, ev[:, 2])
+    t0 = np.where(t0 == np.iinfo(np.int64).max, 0, t0)
+    own["t0_lo"], own["t0_hi"] = t0 & 0xFFFFFFFF, t0 >> 32
+    own["attempted"] = counts
+    hdr = build_header(groups, grid, block, cap, words * 4, manifest["source"]["source_id"], seq,
+                       (1 if manifest["capture"]["clock"] else 0) | (2 if wide else 0))
+    raw = hdr.tobytes() + own.tobytes() + events.tobytes()
+    side = {"format": "atrex-timeline-capture", "version": 1, "kernel": manifest["kernel"], "launch_seq": seq,
+            "grid": list(grid), "block": list(block), "source_id": manifest["source"]["source_id"],
+            "workload": workload, "device": device, "capture": "run-iket", "iket_kernel": launch["kernelName"],
+            "bytes": len(raw), "crc32": zlib.crc32(raw)}
+    return raw, side
+
+
+def normalize_trace(trace_json: Path, manifest: dict, out_dir: Path, workload: str = "", device: dict | None = None,
+                    ) -> list[Path]:
+    trace = json.loads(Path(trace_json).read_text())
+    launches = launches_of(trace, manifest["kernel"])
+    if not launches:
+        raise CaptureError(f"no launch of kernel {manifest['kernel']!r} in {trace_json}",
+                           hint="is the instrumented source the one that ran?")
+    out = []
+    for seq, launch in enumerate(launches):
+        raw, side = normalize_launch(trace, launch, seq, manifest, workload, device or {})
+        base = Path(out_dir) / f"{manifest['kernel']}-launch{seq}"
+        side["file"] = base.name + ".atrex"
+        write_atomic(base.with_suffix(".atrex"), raw)
+        write_atomic(base.with_suffix(".json"), json.dumps(side) + "\n")
+        out.append(base.with_suffix(".atrex"))
+    return out
+
+
+def normalize_run(iket_dir: Path, manifest: dict, out_dir: Path, workload: str) -> list[Path]:
+    """After `run-iket profile`: normalize every process's decoded trace in iket_dir."""
+    from ..pycapture import device_info
+    traces = sorted(Path(iket_dir).glob("iket_pid_*.trace.json"))
+    if not traces:
+        raise CaptureError(f"run-iket left no decoded trace in {iket_dir}",
+                           hint="run-iket needs `--postprocess json` or `all`; see its log")
+    files = []
+    for t in traces:
+        files += normalize_trace(t, manifest, out_dir, workload, device_info())
+    return files
