@@ -148,16 +148,22 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
                        offset=int(h["events_offset"])).reshape(n_owners * cap, words)
     total = int(written.sum())
     live = (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
-    rows = ev[live]
+    # compress whole rows as one 8- or 16-byte scalar each (a bit-exact view): numpy's 1-D boolean
+    # compress is ~10x faster than the same selection on a 2-D array
+    row = np.uint64 if words == 2 else np.complex128
+    rows = ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
     o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
     s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
     tag = rows[:, words - 1]
-    valid = (tag & TAG_VALID) != 0
+    valid = tag >= TAG_VALID
     torn = total - int(np.count_nonzero(valid))
     stray = int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
     t0 = (own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)
     # %globaltimer_lo wraps every 4.3 s: unwrap each event against its owner's full start time
-    t_ns = (np.repeat(t0, written) + (rows[:, 0] - np.repeat(own["t0_lo"], written)).astype(np.uint64)).view(np.int64)
+    # (uint32 difference, then one in-place add onto the repeated 64-bit start)
+    t_ns = np.repeat(t0, written)
+    np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
+    t_ns = t_ns.view(np.int64)
     if torn:
         o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
     events = {"owner": o_idx, "site": (tag & ~TAG_VALID).view(np.int32), "seq": s_idx, "t_ns": t_ns}

@@ -103,7 +103,7 @@ def encode_events(ts, kinds, uuid, name_codes=None, names: list[bytes] = (), pay
 
 # ---- the trace -------------------------------------------------------------------------------
 def _descriptors(b: TraceProtoBuilder, no: int, launch: Launch, manifest: dict) -> None:
-    ev, own = launch.events, launch.owners
+    own = launch.owners
     proc = int(track_uuid(no, KIND_PROCESS, 0))
     p = b.add_packet()
     p.track_descriptor.uuid = proc

@@ -5,7 +5,6 @@ MODE: good | drift_workload | drift_device | two_lines | none | failed | nonzero
       | wrong_iters | drift_after_first (good the first time it runs in a folder, drifted later)
 """
 import json
-import os
 import sys
 import time
 
