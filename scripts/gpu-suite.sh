@@ -6,6 +6,8 @@
 # revert, decode; then the probe-cost benchmark. Python packages the GPU image lacks (lark)
 # travel as wheels in .whl/ (scripts/fetch-gpu-wheels.sh).
 set -uo pipefail
+# every GPU program runs under a timeout: a kernel that hangs must not eat the device budget
+T="timeout 180"
 OUT=${OUT:-/tmp/atrex-gpu}
 mkdir -p "$OUT/cap"
 log() { echo "== $*"; }
@@ -31,14 +33,14 @@ for ex in gemm_mma reduce_sumsq; do
   spec="$work/examples/specs/$ex.toml"
   log "$ex: clean build + run"
   $NVCC -o "$work/$ex.clean" "$src" || { fail=1; continue; }
-  "$work/$ex.clean" --warmup 3 --iters 10 | tee "$OUT/$ex.clean.txt" || fail=1
+  $T "$work/$ex.clean" --warmup 3 --iters 10 | tee "$OUT/$ex.clean.txt" || fail=1
   log "$ex: apply, instrumented build + capture"
   $ATREX apply "$spec" --root "$work" || { fail=1; continue; }
   cp "$src" "$OUT/cap/$ex.instrumented.cu"
   $NVCC -I"$INC" -Xptxas -v -o "$work/$ex.inst" "$src" 2>&1 | grep -E "registers|spill" | tail -2
   mkdir -p "$OUT/cap/$ex"
   cp "$work/.atrex/$ex/manifest.json" "$work/.atrex/$ex/instrumented.patch" "$OUT/cap/$ex/"
-  ATREX_TIMELINE_OUT="$OUT/cap/$ex" ATREX_WORKLOAD="$ex:seed=1" "$work/$ex.inst" --warmup 3 --iters 10 \
+  ATREX_TIMELINE_OUT="$OUT/cap/$ex" ATREX_WORKLOAD="$ex:seed=1" $T "$work/$ex.inst" --warmup 3 --iters 10 \
     | tee "$OUT/$ex.inst.txt" || fail=1
   $ATREX revert "$spec" --root "$work" || fail=1
   cmp -s "$src" "examples/cuda/$ex.cu" && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
@@ -48,7 +50,7 @@ for ex in gemm_mma reduce_sumsq; do
 done
 
 log "cuda-python capture"
-python3 scripts/pycapture_check.py "$OUT/cap" || fail=1
+$T python3 scripts/pycapture_check.py "$OUT/cap" || fail=1
 
 log "perturbation: gemm_mma clean vs instrumented (fresh process per sample, ABBA BAAB x2)"
 mkdir -p "$OUT/cap/measure"

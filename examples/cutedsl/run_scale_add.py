@@ -1,7 +1,7 @@
 """Run the CuTe DSL scale_add example on a GPU: warmup, timed iterations, full-output check, and
 the __ATREX_TIMELINE_SAMPLE__ line (docs/measure.md).
 
-    python run_scale_add.py [--warmup 3] [--iters 10] [--n 16777216]
+    python run_scale_add.py [--warmup 3] [--iters 10] [--n 16777216] [--small]
 """
 import argparse
 import json
@@ -23,7 +23,10 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--n", type=int, default=1 << 24)
+    ap.add_argument("--small", action="store_true", help="n = 262144 (for captures)")
     a = ap.parse_args()
+    if a.small:
+        a.n = 262144
     g = torch.Generator(device="cuda").manual_seed(1)
     x = torch.rand(a.n, device="cuda", generator=g) * 2 - 1
     y0 = torch.rand(a.n, device="cuda", generator=g) * 2 - 1
