@@ -78,3 +78,28 @@ def test_pycapture_without_driver():
     if os.path.exists("/dev/nvidia0"):
         pytest.skip("a GPU is present")
     assert gpu_available() is False
+
+
+def test_capture_command_cuda(project, tmp_path):
+    """`capture` refuses a source that is not the applied instrumented one, and otherwise runs the
+    program with ATREX_TIMELINE_OUT set and leaves a folder that validates (a stand-in program
+    copies the real H200 capture of this same instrumented source where the recorder would write)."""
+    import sys as _sys
+
+    spec = project / "examples/specs/gemm_mma.toml"
+    prog = tmp_path / "prog.py"
+    prog.write_text("import os, shutil, glob\n"
+                    f"for f in glob.glob({str(FIX / 'gemm_mma')!r} + '/*-launch*'):\n"
+                    "    shutil.copy(f, os.environ['ATREX_TIMELINE_OUT'])\n")
+    out = tmp_path / "cap"
+    r = invoke("capture", "--spec", spec, "--out", out, "--", _sys.executable, prog)
+    assert r.exit_code == 2 and "not applied" in r.output
+    assert invoke("apply", spec).exit_code == 0
+    r = invoke("capture", "--spec", spec, "--out", out, "--json", "--", _sys.executable, prog)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["launches"] == ["gemm_bf16-launch3.atrex"]
+    assert invoke("validate", out).exit_code == 0
+    src = project / "examples/cuda/gemm_mma.cu"
+    src.write_text(src.read_text() + "// edited after apply\n")
+    r = invoke("capture", "--spec", spec, "--out", tmp_path / "cap2", "--", _sys.executable, prog)
+    assert r.exit_code == 2 and "not the instrumented source" in r.output
