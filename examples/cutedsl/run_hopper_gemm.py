@@ -4,7 +4,6 @@ float32 torch reference, and the __ATREX_TIMELINE_SAMPLE__ line (docs/measure.md
     python run_hopper_gemm.py [--warmup 3] [--iters 10] [--small]     (--small: 1024^3 instead of 4096^3)
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.runtime import from_dlpack  # noqa: E402
 
+from harness import median_ms, print_sample  # noqa: E402
 from hopper_gemm import gemm  # noqa: E402
 
 
@@ -30,27 +30,12 @@ def main() -> int:
     C = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float32)  # poison: every element written
     args = [from_dlpack(t, assumed_align=16) for t in (A, B, C)]
     f = cute.compile(gemm, *args)
-    for _ in range(a.warmup):
-        f(*args)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(a.iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        f(*args)
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
+    ms = median_ms(lambda: f(*args), a.warmup, a.iters)
     ref = A.float() @ B.float().T
     rel = float((C - ref).norm() / ref.norm())
     ok = bool(torch.isfinite(C).all()) and rel < 1e-4
-    times.sort()
-    sample = {"latency_ms": times[len(times) // 2], "correctness": "passed" if ok else "failed", "synchronized": True,
-              "workload_identity": f"hopper_gemm:m={m}:n={n}:k={k}:seed=1",
-              "device_identity": {"uuid": "GPU-" + str(torch.cuda.get_device_properties(0).uuid)},
-              "warmup": a.warmup, "iterations": a.iters, "rel_err": rel,
-              "tflops": 2 * m * n * k / (times[len(times) // 2] * 1e-3) / 1e12}
-    print("__ATREX_TIMELINE_SAMPLE__=" + json.dumps(sample))
+    print_sample(ms, ok, f"hopper_gemm:m={m}:n={n}:k={k}:seed=1", a.warmup, a.iters, rel_err=rel,
+                 tflops=2 * m * n * k / (ms * 1e-3) / 1e12)
     return 0 if ok else 1
 
 

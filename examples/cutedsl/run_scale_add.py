@@ -4,7 +4,6 @@ the __ATREX_TIMELINE_SAMPLE__ line (docs/measure.md).
     python run_scale_add.py [--warmup 3] [--iters 10] [--n 16777216] [--small]
 """
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import cutlass  # noqa: E402
 import cutlass.cute as cute  # noqa: E402
 from cutlass.cute.runtime import from_dlpack  # noqa: E402
 
+from harness import median_ms, print_sample  # noqa: E402
 from scale_add import scale_add  # noqa: E402
 
 
@@ -35,29 +35,11 @@ def main() -> int:
     args = (from_dlpack(x, assumed_align=16), from_dlpack(y, assumed_align=16), cutlass.Float32(2.0),
             cutlass.Int32(a.n), cutlass.Int32(blocks))
     f = cute.compile(scale_add, *args)
-    for _ in range(a.warmup):
-        f(*args)
-    torch.cuda.synchronize()
-    y.copy_(y0)
-    times = []
-    for _ in range(a.iters):
-        y.copy_(y0)
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        f(*args)
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-    torch.cuda.synchronize()
+    ms = median_ms(lambda: f(*args), a.warmup, a.iters, before=lambda: y.copy_(y0))
     ref = 2.0 * x.double() + y0.double()
     rel = float((y.double() - ref).norm() / ref.norm())
     ok = rel < 1e-6 and bool(torch.isfinite(y).all())
-    times.sort()
-    sample = {"latency_ms": times[len(times) // 2], "correctness": "passed" if ok else "failed", "synchronized": True,
-              "workload_identity": f"scale_add:n={a.n}:blocks={blocks}:seed=1",
-              "device_identity": {"uuid": "GPU-" + str(torch.cuda.get_device_properties(0).uuid)},
-              "warmup": a.warmup, "iterations": a.iters, "rel_err": rel}
-    print("__ATREX_TIMELINE_SAMPLE__=" + json.dumps(sample))
+    print_sample(ms, ok, f"scale_add:n={a.n}:blocks={blocks}:seed=1", a.warmup, a.iters, rel_err=rel)
     return 0 if ok else 1
 
 
