@@ -50,64 +50,64 @@ class _Edits:
         self.raw.append((offset, rank, tiebreak, text))
 
     # -- layout helpers --
-    def _indent(self, off: int) -> str:
+    def indent(self, off: int) -> str:
         line = self.src.lines.line_text(self.src.lines.line(off))
         return line[: len(line) - len(line.lstrip())]
 
-    def _starts_line(self, off: int) -> bool:
+    def starts_line(self, off: int) -> bool:
         return self.src.text[self.src.lines.line_start(off):off].strip() == ""
 
-    def _rest_blank(self, off: int) -> bool:
+    def rest_blank(self, off: int) -> bool:
         rest = self.src.text[off:self.src.lines.line_end(off)].strip()
         return rest == "" or (rest.startswith("//") and not rest.endswith("\\"))
 
     @staticmethod
-    def _lines(items, indent: str) -> str:
+    def lines_of(items, indent: str) -> str:
         return "".join(f"{indent}{code}  // atrex: {label}\n" for code, label in items)
 
     @staticmethod
-    def _inline(items) -> str:
+    def inline(items) -> str:
         return " ".join(f"{code} /* atrex: {label} */" for code, label in items)
 
     def block_begin(self, block: Stmt, items):
         off = block.start + 1
         first = next((c for c in block.children), None)
-        inner = self._indent(first.start) if first is not None and self._starts_line(first.start) \
-            else self._indent(block.start) + "  "
-        if self._rest_blank(off):
-            self.insert(self.src.lines.line_end(off) + 1, BLOCK_BEGIN, self._lines(items, inner))
+        inner = self.indent(first.start) if first is not None and self.starts_line(first.start) \
+            else self.indent(block.start) + "  "
+        if self.rest_blank(off):
+            self.insert(self.src.lines.line_end(off) + 1, BLOCK_BEGIN, self.lines_of(items, inner))
         else:
-            self.insert(off, BLOCK_BEGIN, " " + self._inline(items))
+            self.insert(off, BLOCK_BEGIN, " " + self.inline(items))
 
     def block_end(self, block: Stmt, items):
         off = block.end - 1
-        if self._starts_line(off):
+        if self.starts_line(off):
             first = block.children[0] if block.children else None
-            inner = self._indent(first.start) if first is not None and self._starts_line(first.start) \
-                else self._indent(off) + "  "
-            self.insert(self.src.lines.line_start(off), BLOCK_END, self._lines(items, inner))
+            inner = self.indent(first.start) if first is not None and self.starts_line(first.start) \
+                else self.indent(off) + "  "
+            self.insert(self.src.lines.line_start(off), BLOCK_END, self.lines_of(items, inner))
         else:
-            self.insert(off, BLOCK_END, self._inline(items) + " ")
+            self.insert(off, BLOCK_END, self.inline(items) + " ")
 
     def statement(self, start: int, end: int, before, after, wrap: bool, depth: int):
         if wrap:
-            opening = "{ " + "".join(self._inline([b]) + " " for b in before)
+            opening = "{ " + "".join(self.inline([b]) + " " for b in before)
             if self.src.text.startswith("#", start):  # a directive must stay first on its line
-                self.insert(self.src.lines.line_start(start), BEFORE, self._indent(start) + opening + "\n", depth)
+                self.insert(self.src.lines.line_start(start), BEFORE, self.indent(start) + opening + "\n", depth)
             else:
                 self.insert(start, BEFORE, opening, depth)
-            self.insert(end, AFTER, "".join(" " + self._inline([a]) for a in after) + " }", -depth)
+            self.insert(end, AFTER, "".join(" " + self.inline([a]) for a in after) + " }", -depth)
             return
         if before:
-            if self._starts_line(start):
-                self.insert(self.src.lines.line_start(start), BEFORE, self._lines(before, self._indent(start)), depth)
+            if self.starts_line(start):
+                self.insert(self.src.lines.line_start(start), BEFORE, self.lines_of(before, self.indent(start)), depth)
             else:
-                self.insert(start, BEFORE, self._inline(before) + " ", depth)
+                self.insert(start, BEFORE, self.inline(before) + " ", depth)
         if after:
-            if self._rest_blank(end):
-                self.insert(self.src.lines.line_end(end) + 1, AFTER, self._lines(after, self._indent(start)), -depth)
+            if self.rest_blank(end):
+                self.insert(self.src.lines.line_end(end) + 1, AFTER, self.lines_of(after, self.indent(start)), -depth)
             else:
-                self.insert(end, AFTER, " " + self._inline(after), -depth)
+                self.insert(end, AFTER, " " + self.inline(after), -depth)
 
     def render(self, prefix: str) -> str:
         for s, side in self.sides.items():
@@ -271,12 +271,12 @@ def _wrap_launches(edits: _Edits, src: SourceFile, kernel: str) -> list[dict]:
         open_ = (f"{{ atrex::host::Capture __atrex_cap(__atrex_plan, dim3({l.grid}), dim3({l.block}), {l.stream});",
                  f"capture session for this launch of {kernel}")
         close = ("__atrex_cap.finish(); }", "end of capture session")
-        if edits._starts_line(l.start) and edits._rest_blank(l.end):
-            ind = edits._indent(l.start)
-            edits.insert(edits.src.lines.line_start(l.start), BEFORE, edits._lines([open_], ind), -1)
-            edits.insert(edits.src.lines.line_end(l.end) + 1, AFTER, edits._lines([close], ind), 1)
+        if edits.starts_line(l.start) and edits.rest_blank(l.end):
+            ind = edits.indent(l.start)
+            edits.insert(edits.src.lines.line_start(l.start), BEFORE, edits.lines_of([open_], ind), -1)
+            edits.insert(edits.src.lines.line_end(l.end) + 1, AFTER, edits.lines_of([close], ind), 1)
         else:
-            edits.insert(l.start, BEFORE, edits._inline([open_]) + " ", -1)
-            edits.insert(l.end, AFTER, " " + edits._inline([close]), 1)
+            edits.insert(l.start, BEFORE, edits.inline([open_]) + " ", -1)
+            edits.insert(l.end, AFTER, " " + edits.inline([close]), 1)
         out.append({"line": l.line, "via": l.via, "grid": l.grid, "block": l.block, "stream": l.stream})
     return out
