@@ -14,14 +14,14 @@ import tempfile
 from pathlib import Path
 
 from . import snapshot
-from .decode import capture_files, decode_dir
+from .decode import capture_files
 from .errors import AtrexError
 from .export import export_perfetto
 from .fsio import sha256_file
 from .patch import diffstat
 from .summary import render_text
 from .timeline import render_png
-from .validate import Provenance, validate_capture
+from .validate import Provenance, validate_dir
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 SPEC = "gemm_mma"
@@ -75,7 +75,7 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     files = capture_files(cap)
     _say(console, f"2. capture: {len(files)} launch file(s) in {cap} "
                   f"({'recorded now' if live else 'recorded on an H200, bundled'})")
-    report = validate_capture(cap, m, Provenance(source=src))
+    report, launches = validate_dir(cap, m, Provenance(source=src))
     failed = [c for c in report["checks"] if not c["ok"]]
     _say(console, f"3. validate: {report['verdict']} ({report['events']} events; "
                   f"{len(report['checks']) - len(failed)}/{len(report['checks'])} checks pass)")
@@ -84,7 +84,6 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     _say(console, "4. summary (recomputed from canonical events):")
     for s in report["summaries"]:
         _say(console, "   " + render_text(s).replace("\n", "\n   "))
-    launches = decode_dir(cap, m)
     trace = export_perfetto(launches, m, work / "timeline.pftrace")
     png = render_png(launches[0], m, work / "timeline.png")
     _say(console, f"5. export: {trace} (open in https://ui.perfetto.dev) and {png}")

@@ -164,8 +164,8 @@ def revert(spec_path: str | Path, root: str | Path | None = None) -> dict:
     if cur == clean_sha:
         return {"reverted": False, "state": "clean", "source": m["source"]["path"], "archived": str(_history(ws))}
     if cur != inst_sha:
-        inst = clean_copy.read_bytes().decode() if clean_copy.exists() else ""
-        changed = sum(1 for _ in unified_diff(inst, src.read_text(), m["source"]["path"]).splitlines())
+        clean_text = clean_copy.read_bytes().decode() if clean_copy.exists() else ""
+        changed = sum(1 for _ in unified_diff(clean_text, src.read_text(), m["source"]["path"]).splitlines())
         raise SnapshotError(
             f"{m['source']['path']} changed since apply (sha256 {cur[:16]}, expected instrumented {inst_sha[:16]}); "
             f"refusing to overwrite your edits", path=str(src),

@@ -165,8 +165,8 @@ def load_claims(path: Path) -> list[dict]:
     return data
 
 
-def _check_claims(launches: list[Launch], m: dict, claims: list[dict], check: Check) -> None:
-    summaries = {l.meta["launch_seq"]: summarize_launch(l, m) for l in launches}
+def _check_claims(summaries: dict[int, dict], claims: list[dict], check: Check) -> None:
+    """Claims against the summaries (by launch sequence) the report already computed."""
     for c in claims:
         seq = c.get("launch", next(iter(summaries)))
         s = summaries.get(seq)
@@ -182,6 +182,12 @@ def _check_claims(launches: list[Launch], m: dict, claims: list[dict], check: Ch
 
 def validate_capture(capture_dir: Path, m: dict, prov: Provenance | None = None,
                      claims: list[dict] | None = None) -> dict:
+    return validate_dir(capture_dir, m, prov, claims)[0]
+
+
+def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None,
+                 claims: list[dict] | None = None) -> tuple[dict, list[Launch]]:
+    """The report, and the launches it decoded (for callers that export them: decode once)."""
     checks = {n: Check(n) for n in CHECKS}
     launches = []
     for f in capture_files(capture_dir):
@@ -196,10 +202,10 @@ def validate_capture(capture_dir: Path, m: dict, prov: Provenance | None = None,
         _check_launch(l, m, checks)
     unchecked = _check_provenance(launches, m, prov or Provenance(), checks["stale_provenance"]) if launches else []
     _check_mixing(launches, checks["cross_launch_mixing"])
+    summaries = [summarize_launch(l, m) for l in launches]
     if claims:
-        _check_claims(launches, m, claims, checks["numeric_claims"])
+        _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
     valid = all(c.ok for c in checks.values()) and bool(launches)
     return {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in launches],
             "events": sum(l.n_events for l in launches), "unchecked_provenance": unchecked,
-            "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()],
-            "summaries": [summarize_launch(l, m) for l in launches]}
+            "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()], "summaries": summaries}, launches
