@@ -9,8 +9,8 @@ specialization) so that a probe spec has visible load and MMA phases to time.
 
 STATUS: compiles for sm_90a and instruments cleanly (tests/test_cutedsl.py checks the PTX for
 TMA, mbarrier and WGMMA and the IKeT metadata), but its only H200 run (2026-11-30, run 12)
-hung in the clean build until a 600 s timeout: the k-loop's mbarrier wait most likely never
-completes. Not verified on a GPU; run it only under `timeout`.
+hung in the clean build until a 600 s timeout (cause not found). Not verified on a GPU; run it
+only under `timeout`.
 """
 import cutlass
 import cutlass.cute as cute
