@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CuTe DSL (IKeT) GPU check in one call, on the GPU host, from the repository root, with the
 # offline CuTe DSL bundle carried in .device/ and wheels in .whl/:
-#   bash scripts/gpu-cutedsl.sh [scale_add|hopper_gemm]      (results under $OUT)
+#   [ROUNDS=1] [ITERS=20] bash scripts/gpu-cutedsl.sh [scale_add|hopper_gemm]   (results under $OUT)
 # Applies examples/specs/<example>_cutedsl.toml, runs the clean example, captures the
 # instrumented one (small size) under run-iket through `atrex-inject capture`, validates and
 # summarizes it, measures IKeT's perturbation at full size with `atrex-inject measure`, reverts.
@@ -9,6 +9,8 @@ set -uo pipefail
 # every GPU program runs under a timeout: a kernel that hangs must not eat the device budget
 T="timeout 180"
 EX=${1:-scale_add}
+ROUNDS=${ROUNDS:-1}
+ITERS=${ITERS:-20}
 OUT=${OUT:-/tmp/atrex-gpu-cutedsl}
 mkdir -p "$OUT"
 fail=0
@@ -24,7 +26,9 @@ clean_run="$work/clean-examples/cutedsl/run_$EX.py"
 spec="$work/examples/specs/${EX}_cutedsl.toml"
 cp -r examples "$work/clean-examples"
 echo "== clean"
-$T python3 "$clean_run" --warmup 2 --iters 5 | tee "$OUT/clean.txt" || fail=1
+# a clean run that fails or hangs ends the check: the instrumented runs would only repeat it
+$T python3 "$clean_run" --warmup 2 --iters 5 | tee "$OUT/clean.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "== clean run failed: stopping"; exit 1; }
 echo "== apply"
 $ATREX apply "$spec" --root "$work" --json > "$OUT/apply.json" || exit 1
 src=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['source'])" "$OUT/apply.json")
@@ -36,11 +40,11 @@ rm -rf "$OUT/cap/iket"
 $ATREX validate "$OUT/cap" --source "$work/$src" || fail=1
 $ATREX summary "$OUT/cap" | head -14
 echo "== IKeT perturbation: clean vs instrumented under run-iket (tracker reused: one sample line per process)"
-$T python3 -m iket.cli.main -o "$work/trk" profile --keep --postprocess none -- python3 "$run" --warmup 3 --iters 20 \
+$T python3 -m iket.cli.main -o "$work/trk" profile --keep --postprocess none -- python3 "$run" --warmup 3 --iters "$ITERS" \
   > "$OUT/tracker.log" 2>&1 || fail=1
 base="[\"python3\", \"$clean_run\", \"--warmup\", \"{warmup}\", \"--iters\", \"{iterations}\"]"
 inst="[\"python3\", \"-m\", \"iket.cli.main\", \"-o\", \"$work/iket-sample\", \"--clobber\", \"profile\", \"--use-tracker-dir\", \"$work/trk/tracker\", \"--postprocess\", \"none\", \"--\", \"python3\", \"$run\", \"--warmup\", \"{warmup}\", \"--iters\", \"{iterations}\"]"
-$ATREX measure --baseline "$base" --instrumented "$inst" --warmup 3 --iterations 20 --rounds 1 \
+$ATREX measure --baseline "$base" --instrumented "$inst" --warmup 3 --iterations "$ITERS" --rounds "$ROUNDS" \
   --source "$work/clean-$src" --source "$work/$src" \
   --out "$OUT/measure.json" --timeout 300 || fail=1
 $ATREX revert "$spec" --root "$work" || fail=1

@@ -7,10 +7,10 @@ thread waits on the barrier, the warpgroup issues its WGMMAs, commits and waits,
 syncs before the stage is refilled. Deliberately simple (no multi-stage pipeline, no warp
 specialization) so that a probe spec has visible load and MMA phases to time.
 
-STATUS: compiles for sm_90a and instruments cleanly (tests/test_cutedsl.py checks the PTX for
-TMA, mbarrier and WGMMA and the IKeT metadata), but its only H200 run (2026-11-30, run 12)
-hung in the clean build until a 600 s timeout (cause not found). Not verified on a GPU; run it
-only under `timeout`.
+TMA copies are issued by a whole warp (warp 0): the CuTe DSL wraps each TMA copy in `elect.sync`
+over the full warp, so issuing one from a single-thread branch (`if tidx == 0`) deadlocks; only
+the barrier setup runs under `elect_one`. The accumulator is zero-filled and WGMMA always
+accumulates (the ACCUMULATE field is a kernel argument that would otherwise default to False).
 """
 import cutlass
 import cutlass.cute as cute
@@ -45,16 +45,20 @@ def gemm_kernel(tiled_mma: cute.TiledMma, tma_a: cute.CopyAtom, mA: cute.Tensor,
     tCgC = thr_mma.partition_C(gC)
     acc = tiled_mma.make_fragment_C(tCgC.shape)
     acc.fill(0.0)
-    if tidx == 0:
-        cute.arch.mbarrier_init(bar, 1)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == 0:
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_init(bar, 1)
         cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     stage_bytes = (BM + BN) * BK * 2
     k_tiles = cute.size(gA, mode=[2])
     phase = cutlass.Int32(0)
     for kt in cutlass.range(k_tiles):
-        if tidx == 0:
-            cute.arch.mbarrier_arrive_and_expect_tx(bar, stage_bytes)
+        if warp == 0:
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(bar, stage_bytes)
             cute.copy(tma_a, tAgA[(None, kt)], tAsA[(None, 0)], tma_bar_ptr=bar)
             cute.copy(tma_b, tBgB[(None, kt)], tBsB[(None, 0)], tma_bar_ptr=bar)
         cute.arch.mbarrier_wait(bar, phase)
