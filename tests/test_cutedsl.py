@@ -183,21 +183,56 @@ def test_normalize_real_iket_subset(tmp_path):
     assert (np.unique(launch.column("cta_x")) == np.arange(8)).all()
 
 
-def test_real_cutedsl_capture_validates_and_exports(tmp_path):
+# (fixture folder, launch file stem, owners, intervals, pairs per interval): one launch of each
+# example, captured on the H200 through run-iket and normalized (tests/fixtures/h200/PROVENANCE.md)
+REAL_CUTEDSL = [
+    ("cutedsl", "scale_add_kernel-launch0", 528 * 8, ["loop_start -> loop_done", "iter -> iter_end"], [528 * 8, 8192]),
+    # 8 x 16 CTAs of 4 warps, 16 k-tiles each
+    ("cutedsl_gemm", "gemm_kernel-launch0", 128 * 4, ["wait -> ready", "mma -> mma_done"], [512 * 16, 512 * 16]),
+]
+
+
+@pytest.mark.parametrize("folder,stem,owners,intervals,pairs", REAL_CUTEDSL, ids=[r[0] for r in REAL_CUTEDSL])
+def test_real_cutedsl_capture_validates_and_exports(tmp_path, folder, stem, owners, intervals, pairs):
     import json
 
     from atrex_inject.decode import decode_dir
     from atrex_inject.export import export_perfetto
     from atrex_inject.validate import validate_capture
-    m = json.loads((FIXC / "manifest.json").read_text())
+    fix = FIXC.parent / folder
+    m = json.loads((fix / "manifest.json").read_text())
     d = tmp_path / "cap"
     d.mkdir()
-    for f in FIXC.glob("scale_add_kernel-launch0.*"):
+    for f in fix.glob(stem + ".*"):
         shutil.copy(f, d / f.name)
     r = validate_capture(d, m)
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
     s = r["summaries"][0]
-    assert s["owners"] == 528 * 8
-    assert [iv["name"] for iv in s["intervals"]] == ["loop_start -> loop_done", "iter -> iter_end"]
-    assert s["intervals"][0]["count"] == 528 * 8
+    assert s["owners"] == owners
+    assert [iv["name"] for iv in s["intervals"]] == intervals
+    assert [iv["count"] for iv in s["intervals"]] == pairs
     assert export_perfetto(decode_dir(d, m), m, tmp_path / "t.pftrace").stat().st_size > 100_000
+
+
+@pytest.mark.parametrize("folder", [r[0] for r in REAL_CUTEDSL])
+def test_gpu_ran_what_apply_writes_here(project, folder):
+    """The instrumented file the H200 ran is byte for byte what apply writes from the same spec here,
+    and the IKeT measurement taken with it recomputes from its raw sample lines."""
+    import json
+
+    from atrex_inject.measure import validate_measurement
+    fix = FIXC.parent / folder
+    m = json.loads((fix / "manifest.json").read_text())
+    res = snapshot.apply(project / m["spec"]["path"])
+    src = project / m["source"]["path"]
+    ran = next(fix.glob("*.instrumented.py"))
+    assert src.read_bytes() == ran.read_bytes()
+    assert res.manifest["source"]["source_id"] == m["source"]["source_id"] == sha(ran)
+    art = json.loads((fix / "measure.json").read_text())
+    # the GPU host's temporary copies of the two sources are these files here
+    for h, local in zip(art["sources"], [REPO / m["source"]["path"], ran]):
+        h["path"] = str(local)
+    (project / "measure.json").write_text(json.dumps(art))
+    v = validate_measurement(project / "measure.json")
+    assert v["valid"], v["problems"]
+    snapshot.revert(project / m["spec"]["path"])
