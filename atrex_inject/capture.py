@@ -44,7 +44,10 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
         if proc.returncode == 0:
             normalize_run(iket_dir, manifest, out_dir, env["ATREX_WORKLOAD"])
     if proc.returncode != 0:
-        raise CaptureError(f"the program exited with status {proc.returncode} under capture")
+        if spec.backend == "cuda":
+            raise CaptureError(f"the program exited with status {proc.returncode} under capture")
+        raise CaptureError(f"run-iket exited with status {proc.returncode}: the program failed, or IKeT could "
+                           f"not record or decode its capture", hint=f"run-iket's output is in {out_dir / 'iket'}")
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     files = capture_files(out_dir)
     return {"out": str(out_dir), "launches": [f.name for f in files]}
