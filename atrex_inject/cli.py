@@ -52,6 +52,10 @@ def apply(spec: Path = typer.Argument(..., help="Probe spec (TOML), see docs/spe
         for s in r["sites"]:
             out.print(f"  site {s['id']:>2} {s['name']:<20} {s['position']:<10} {s['role']:<9} "
                       f"line {s['source_line']} -> {s['instrumented_line']}", markup=False)
+        if r.get("staging"):
+            st = r["staging"]
+            out.print(f"  staging: {st['events']} events x {st['warps']} warps per group, "
+                      f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA", markup=False)
     _run(as_json, lambda: snapshot.apply(spec, root).to_json(), render)
 
 

@@ -37,6 +37,21 @@ class Plan:
         """16-byte events when any site carries a payload or the clock is recorded; else 8 bytes."""
         return self.spec.capture.clock or any(s.payload for s in self.spec.sites)
 
+    @property
+    def event_bytes(self) -> int:
+        return 16 if self.wide_events else 8
+
+    @property
+    def staging(self) -> dict | None:
+        """Shared-memory staging (spec [capture] staging): each group keeps warps + 1 rings of
+        `events` slots (the extra ring absorbs warps past `warps`); its footprint is per CTA."""
+        c = self.spec.capture
+        if not c.staging_events:
+            return None
+        per_group = (c.staging_warps + 1) * c.staging_events * self.event_bytes
+        return {"events": c.staging_events, "warps": c.staging_warps,
+                "shared_bytes_per_cta": per_group * len(self.groups)}
+
     def group_of(self, site: Site) -> Group:
         return self.groups[self.site_group[self.spec.site_id(site.name)]]
 

@@ -45,7 +45,7 @@ class ApplyResult:
         added, removed = diffstat(self.patch)
         return {"applied": True, "workspace": str(self.workspace), "source": self.manifest["source"]["path"],
                 "lines_added": added, "lines_removed": removed, "sites": self.manifest["sites"],
-                "warnings": self.manifest["warnings"],
+                "warnings": self.manifest["warnings"], "staging": self.manifest["capture"].get("staging"),
                 "manifest": str(self.workspace / "manifest.json")}
 
 
@@ -92,7 +92,7 @@ def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str) -> dict:
         "patch": {"path": "instrumented.patch", "sha256": sha256_bytes(patch.encode())},
         "runtime": {"header": hdr.name, "sha256": sha256_bytes(hdr.read_bytes())},
         "capture": {"capacity": spec.capture.capacity, "clock": spec.capture.clock, "skip": spec.capture.skip,
-                    "count": spec.capture.count, "event_bytes": 16 if plan.wide_events else 8},
+                    "count": spec.capture.count, "event_bytes": plan.event_bytes, "staging": plan.staging},
         "groups": [g.to_json() for g in plan.groups],
         "sites": [{"id": p.site_id, "name": p.site.name, "role": p.site.role, "group": plan.site_group[p.site_id],
                    "position": p.site.position,

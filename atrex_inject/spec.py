@@ -32,7 +32,8 @@ NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,31}$")
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
 TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "capture", "site", "intervals", "expect"}
-CAPTURE_KEYS = {"capacity", "clock", "skip", "count"}
+CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging"}
+STAGING_KEYS = {"events", "warps"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
 CTAS_KEYS = {"stride", "limit"}
 
@@ -89,6 +90,8 @@ class Capture:
     clock: bool = False
     skip: int = 0  # launches before the first one written
     count: int = 1  # launches written; 0 = all
+    staging_events: int = 0  # events per warp staged in shared memory before a coalesced copy; 0 = off
+    staging_warps: int = 0  # warps per CTA the rings are sized for (launches with more are refused)
 
 
 @dataclass(frozen=True)
@@ -215,12 +218,25 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
 
     cap_t = typed(data, "capture", dict, default={})
     unknown(cap_t, CAPTURE_KEYS, "capture")
+    stage_t = typed(cap_t, "staging", dict, "capture", default={})
+    unknown(stage_t, STAGING_KEYS, "capture", "staging")
     capture = Capture(
         capacity=typed(cap_t, "capacity", int, "capture", default=64),
         clock=typed(cap_t, "clock", bool, "capture", default=False),
         skip=typed(cap_t, "skip", int, "capture", default=0),
         count=typed(cap_t, "count", int, "capture", default=1),
+        staging_events=typed(stage_t, "events", int, "capture", "staging", required=bool(stage_t), default=0),
+        staging_warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0),
     )
+    if stage_t:
+        if backend != "cuda":
+            raise err("capture.staging applies to the cuda backend (IKeT buffers its own events)", "capture", "staging")
+        if not 1 <= capture.staging_events <= 32:
+            raise err("capture.staging.events must be between 1 and 32 events per warp (one per lane when copied)",
+                      "capture", "staging")
+        if not 1 <= capture.staging_warps <= 32:
+            raise err("capture.staging.warps must be between 1 and 32 warps per CTA", "capture", "staging",
+                      hint="the largest block of the kernel's launches, in warps")
     if not 1 <= capture.capacity <= 1 << 20:
         raise err("capture.capacity must be between 1 and 1048576 events per owner", "capture", "capacity")
     if capture.skip < 0 or capture.count < 0:
@@ -234,6 +250,10 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     for i, n in enumerate(names):
         if names.index(n) != i:
             raise err(f"site name {n!r} is used twice", "site", i, "name", hint="site names must be unique")
+    for i, st in enumerate(sites):
+        if capture.staging_events and st.role in ("thread", "predicate"):
+            raise err(f"site {st.name!r}: role {st.role!r} records per thread; capture.staging stages per warp",
+                      "site", i, "role", hint="use a warp-level role (lane0, warpgroup, cta) or drop staging")
     groups = {s.group_key for s in sites}
     if len(groups) > 8:
         raise err(f"{len(groups)} owner groups (role + density + predicate combinations); at most 8",
@@ -265,6 +285,26 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     return ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, sites=tuple(sites), intervals=tuple(intervals), capture=capture,
                      expect=expect, text=text)
+
+
+def staged_copy(path: Path, events: int, warps: int) -> Path:
+    """Write `<spec>_staged.toml` next to a spec: the same spec under the name `<name>_staged` with
+    `staging = { events, warps }` in its [capture] table, so the global and the staged probe paths
+    can be applied, built and measured side by side (bench/probe_cost, scripts/gpu-suite.sh)."""
+    path = Path(path).resolve()
+    text = path.read_text()
+    spec = parse_spec(text, path, find_root(path))
+    if spec.capture.staging_events:
+        raise SpecError("the spec already stages events", path=str(path))
+    if "[capture]\n" not in text:
+        text += "\n[capture]\n"
+    name_line = next(line for line in text.splitlines() if line.startswith("name = "))
+    text = text.replace(name_line, f'name = "{spec.name}_staged"', 1)
+    text = text.replace("[capture]\n", f"[capture]\nstaging = {{ events = {events}, warps = {warps} }}\n", 1)
+    out = path.with_name(path.stem + "_staged.toml")
+    out.write_text(text)
+    parse_spec(text, out, find_root(out))  # the copy must be a valid spec
+    return out
 
 
 def _parse_site(t, i, err, unknown, typed, lines) -> Site:

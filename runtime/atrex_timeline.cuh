@@ -6,9 +6,11 @@
 //
 // Device side: one atrex::Recorder per owner group, constructed once at kernel entry and reused by
 // every site of that group. The hot path (Recorder::rec) is a %globaltimer_lo read, one compare,
-// one address computation and one predicated 16-byte store: no atomics, no branch, no local memory.
-// Threads that are not the group's writer (or whose CTA/warp the density excludes) get capacity 0,
-// so the same predicate that guards overflow also masks them.
+// one address computation and one predicated 8- or 16-byte store: no atomics, no branch, no local
+// memory. Threads that are not the group's writer (or whose CTA/warp the density excludes) get
+// capacity 0, so the same predicate that guards overflow also masks them. With the spec's
+// [capture] staging, atrex::BasicRecorder<K, W, G> stages events in a per-warp shared-memory ring
+// instead and copies it out coalesced (see BasicRecorder).
 //
 // Host side: atrex::host::Capture brackets one launch of the target kernel. With
 // ATREX_TIMELINE_OUT unset it binds a null buffer (probes off, nothing written).
@@ -108,6 +110,12 @@ __device__ __forceinline__ uint32_t globaltimer_lo() {
   return t;
 }
 
+__device__ __forceinline__ uint32_t lane_id() {
+  uint32_t l;
+  asm("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+}
+
 __device__ __forceinline__ uint32_t clock_lo() {
 #if ATREX_TL_CLOCK
   uint32_t c;
@@ -118,33 +126,66 @@ __device__ __forceinline__ uint32_t clock_lo() {
 #endif
 }
 
-class Recorder {
+// Shared-memory staging rings of one owner group: W + 1 rings of K slots, one per warp of the CTA
+// plus a sink for warps past W (they record nothing). One static array per group.
+template <uint32_t K, uint32_t W, uint32_t G>
+struct StageRing {
+  // Shared address of this warp's ring.
+  __device__ __forceinline__ static uint32_t of_warp(uint32_t warp) {
+    __shared__ __align__(16) unsigned char ring[(W + 1u) * K * kEventBytes];
+    return static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + (warp < W ? warp : W) * K * kEventBytes;
+  }
+  __device__ __forceinline__ static bool too_many(uint32_t warp) { return warp >= W; }
+};
+template <uint32_t W, uint32_t G>
+struct StageRing<0u, W, G> {  // no staging
+  __device__ __forceinline__ static uint32_t of_warp(uint32_t) { return 0u; }
+  __device__ __forceinline__ static bool too_many(uint32_t) { return false; }
+};
+
+// K = 0: events go straight to global memory (predicated store per event).
+// K > 0 (spec [capture] staging): every lane of a recording warp stores the same event into its
+// warp's shared-memory ring of K slots, and when the ring is full the 32 lanes copy it to global
+// memory together (coalesced), checking capacity once per slot there instead of per event. Each
+// lane later reads back only slots it wrote itself, so this needs the whole warp at every site
+// and at exit (warp-uniform control flow); it is offered for warp-level roles only.
+template <uint32_t K, uint32_t W, uint32_t G>
+class BasicRecorder {
+  static_assert(K <= 32u, "a staging ring holds at most 32 events: one per lane when it is copied out");
+
  public:
   // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
-  __device__ __forceinline__ explicit Recorder(uint32_t group, bool pred = true)
+  __device__ __forceinline__ explicit BasicRecorder(uint32_t group, bool pred = true)
       : ev_(nullptr), n_(0), cap_(0), active_(false) {
+    const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const uint32_t warp = tid >> 5, lane = tid & 31u;
+    if (K != 0u) {
+      a_ = StageRing<K, W, G>::of_warp(warp);
+      end_ = a_ + K * kEventBytes;
+    }
     unsigned char* buf = atrex_tl_buffer;
     if (buf == nullptr) return;
     const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
     const GroupDesc d = h->groups[group];
+    if (K != 0u && (StageRing<K, W, G>::too_many(warp) || thread_level(d.role))) return;  // host refuses these
     const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
     if (cta % d.cta_stride != 0u) return;
     const uint32_t cta_rank = cta / d.cta_stride;
     if (d.cta_limit != 0u && cta_rank >= d.cta_limit) return;
     const uint32_t n_threads = blockDim.x * blockDim.y * blockDim.z;
-    const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    const uint32_t warp = tid >> 5, lane = tid & 31u;
     const uint32_t m = d.warp_mask & role_warp_mask(d.role, (n_threads + 31u) / 32u);
     if (((m >> warp) & 1u) == 0u) return;
     if (d.role == kPredicate && !pred) return;
-    active_ = true;                                   // warp-uniform except for explicit predicates
-    if (!thread_level(d.role) && lane != 0u) return;  // warp-level roles: lane 0 writes
+    active_ = true;  // warp-uniform except for explicit predicates
+    // warp-level roles: lane 0 owns the recorder (and, staged, every lane helps flush)
+    if (K == 0u && !thread_level(d.role) && lane != 0u) return;
     const uint32_t rank = popc32(m & ((1u << warp) - 1u));
     const uint32_t local = thread_level(d.role) ? rank * 32u + lane : rank;
     const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
-    OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
     ev_ = buf + h->events_offset + static_cast<uint64_t>(owner) * h->capacity * kEventBytes;
     cap_ = h->capacity;
+    if (K != 0u && lane != 0u) return;
+    OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
     uint64_t t0;
     uint32_t sm;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -158,10 +199,25 @@ class Recorder {
     oh->clk0 = clock_lo();
   }
 
-  // The hot path for dense sites: a timer read, one compare, one address computation, one
-  // predicated store and an increment. No branch: non-writers have capacity 0.
+  // The hot path for dense sites. Global: a timer read, one compare, one address computation,
+  // one predicated store and an increment; non-writers have capacity 0. Staged: a timer read, one
+  // shared store by every lane (no predicate), a pointer bump and a warp-uniform branch taken
+  // once per K events.
   __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
     const uint32_t t = globaltimer_lo();
+    if (K != 0u) {
+#if ATREX_TL_WIDE
+      payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a_), "r"(t), "r"(clock_lo()), "r"(payload),
+                   "r"(site | kTagValid));
+#else
+      asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(a_), "r"(t), "r"(site | kTagValid));
+      (void)payload;
+#endif
+      a_ += kEventBytes;
+      if (a_ == end_) drain(K);
+      return;
+    }
 #if ATREX_TL_WIDE
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
@@ -194,11 +250,14 @@ class Recorder {
     }
   }
 
-  // Called on every exit path: publishes the attempt count (attempted > capacity = overflow).
-  // The owner header's address is recomputed here from the event pointer rather than kept in
-  // two registers for the whole kernel: registers decide occupancy.
+  // Called on every exit path: publishes the attempt count (attempted > capacity = overflow),
+  // after copying a staged ring's remaining events out. The owner header's address is recomputed
+  // from the event pointer rather than kept in two registers for the whole kernel: registers
+  // decide occupancy.
   __device__ __forceinline__ void finish() {
+    if (K != 0u) drain((a_ - (end_ - K * kEventBytes)) / kEventBytes);
     if (cap_ == 0u) return;
+    if (K != 0u && lane_id() != 0u) return;  // staged: every lane drains, lane 0 publishes
     unsigned char* buf = atrex_tl_buffer;
     const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
     const uint64_t owner = static_cast<uint64_t>(ev_ - (buf + h->events_offset)) / (static_cast<uint64_t>(cap_) * kEventBytes);
@@ -206,10 +265,34 @@ class Recorder {
   }
 
  private:
+  // Staged: copy the ring's first `count` (<= K <= 32) events to global memory, lane j taking
+  // slot j, which it stored itself. n_ counts the events handed over.
+  __device__ __forceinline__ void drain(uint32_t count) {
+    const uint32_t ring = end_ - K * kEventBytes, j = lane_id(), p = n_ + j;
+    if (j < count && p < cap_) {
+#if ATREX_TL_WIDE
+      uint4 v;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "r"(ring + j * 16u) : "memory");
+      *reinterpret_cast<uint4*>(ev_ + static_cast<uint64_t>(p) * 16u) = v;
+#else
+      uint2 v;
+      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(ring + j * 8u) : "memory");
+      *reinterpret_cast<uint2*>(ev_ + static_cast<uint64_t>(p) * 8u) = v;
+#endif
+    }
+    n_ += count;
+    a_ = ring;
+  }
+
   unsigned char* ev_;  // this owner's first event slot
-  uint32_t n_, cap_;   // events attempted so far; capacity (0: this thread does not write)
+  uint32_t n_, cap_;   // events attempted (staged: handed to global) so far; capacity (0: no writes)
   bool active_;  // this thread's CTA and warp are selected (every lane of a recording warp)
+  uint32_t a_ = 0u, end_ = 0u;  // staged: next slot and end of this warp's ring (shared addresses)
 };
+
+// The default recorder: no staging.
+using Recorder = BasicRecorder<0u, 0u, 0u>;
 
 }  // namespace atrex
 
@@ -238,6 +321,8 @@ struct KernelPlan {
   uint64_t scratch_bytes;
   unsigned char* bound;      // pointer last bound to atrex_tl_buffer: rebinding costs a copy per launch
   uint32_t scratch_dims[6];  // geometry the scratch header was written for
+  uint32_t staging_warps = 0;  // spec [capture] staging: warps per CTA its shared rings were sized for
+  bool staging_refused = false;  // a launch was refused for too many warps (reported once)
 };
 
 inline void fill_header(const KernelPlan& p, dim3 g, dim3 b, uint64_t seq, LaunchHeader& h) {
@@ -335,6 +420,15 @@ class Capture {
     seq_ = plan_.launches++;
     const char* out = std::getenv("ATREX_TIMELINE_OUT");
     unsigned char* bind = nullptr;
+    const uint32_t warps = (block_.x * block_.y * block_.z + 31u) / 32u;
+    if (plan_.staging_warps && warps > plan_.staging_warps) {
+      if (!plan_.staging_refused)
+        std::fprintf(stderr, "atrex: launch %llu of %s has %u warps per CTA, more than the %u its staging rings were "
+                     "sized for (spec [capture] staging.warps): probes off, not captured (reported once)\n",
+                     static_cast<unsigned long long>(seq_), plan_.kernel, warps, plan_.staging_warps);
+      plan_.staging_refused = true;
+      out = nullptr;
+    }
     if (out && *out) {
       fill_header(plan_, grid_, block_, seq_, header_);
       write_ = seq_ >= plan_.capture_skip &&

@@ -67,6 +67,40 @@ python3 examples/evaluator.py --source "$OUT/cap/gemm_mma.instrumented.cu" --out
 python3 examples/evaluator.py --source examples/cuda/gemm_mma.cu --out "$OUT/cap/measure/evaluations.jsonl" \
   -- "$work/gemm_mma.clean" --warmup 3 --iters 10 || fail=1
 
+log "gemm_mma with shared-memory staging (spec + [capture] staging): build, run, capture, validate, perturbation"
+sspec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], 32, 8))" \
+  "$work/examples/specs/gemm_mma.toml")
+src="$work/examples/cuda/gemm_mma.cu"
+if $ATREX apply "$sspec" --root "$work"; then
+  $NVCC -I"$INC" -Xptxas -v -o "$work/gemm_mma.staged" "$src" 2>&1 | grep -E "registers|spill" | tail -2
+  cp "$src" "$OUT/cap/gemm_mma_staged.instrumented.cu"
+  mkdir -p "$OUT/cap/gemm_mma_staged"
+  cp "$work/.atrex/gemm_mma_staged/manifest.json" "$OUT/cap/gemm_mma_staged/"
+  ATREX_TIMELINE_OUT="$OUT/cap/gemm_mma_staged" ATREX_WORKLOAD="gemm_mma:seed=1" $T "$work/gemm_mma.staged" \
+    --warmup 3 --iters 10 | tee "$OUT/gemm_mma.staged.txt" || fail=1
+  $ATREX revert "$sspec" --root "$work" || fail=1
+  $ATREX validate "$OUT/cap/gemm_mma_staged" --source "$OUT/cap/gemm_mma_staged.instrumented.cu" || fail=1
+  $ATREX summary "$OUT/cap/gemm_mma_staged" | head -6
+  $ATREX measure --baseline "$(argv "$work/gemm_mma.clean")" --instrumented "$(argv "$work/gemm_mma.staged")" \
+    --warmup 10 --iterations 200 --rounds 2 --source examples/cuda/gemm_mma.cu \
+    --source "$OUT/cap/gemm_mma_staged.instrumented.cu" --binary "$work/gemm_mma.clean" \
+    --binary "$work/gemm_mma.staged" --out "$OUT/cap/measure/gemm_mma_staged.json" \
+    --capture-dir "$work/measure-captures-staged" || fail=1
+else
+  fail=1
+fi
+log "staging rings sized for 4 warps, launched with 8: refused (probes off, nothing written, output correct)"
+sspec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], 32, 4))" \
+  "$work/examples/specs/gemm_mma.toml")
+$ATREX apply "$sspec" --root "$work" > /dev/null && $NVCC -I"$INC" -o "$work/gemm_mma.small_rings" "$src" \
+  && $ATREX revert "$sspec" --root "$work" > /dev/null || fail=1
+mkdir -p "$work/refused"
+ATREX_TIMELINE_OUT="$work/refused" $T "$work/gemm_mma.small_rings" --warmup 3 --iters 10 2> "$OUT/refused.stderr" \
+  | tee "$OUT/refused.txt" || fail=1
+head -2 "$OUT/refused.stderr"
+grep -q "staging rings were sized for" "$OUT/refused.stderr" && [ -z "$(ls -A "$work/refused")" ] \
+  && echo "refused as expected, nothing written" || { echo "NOT refused as expected"; fail=1; }
+
 log "evidence grade: capture + measurement + evaluator record"
 $ATREX verdict --capture "$OUT/cap/gemm_mma" --measurement "$OUT/cap/measure/gemm_mma.json" \
   --correctness-evidence "$OUT/cap/measure/evaluations.jsonl" --source "$OUT/cap/gemm_mma.instrumented.cu" --json \

@@ -37,9 +37,9 @@ def _cuobjdump() -> str:
     return str(bin_dir / "cuobjdump")
 
 
-def _sass(tmp: Path, probe: str) -> list[str]:
+def _sass(tmp: Path, probe: str, kernel: str = KERNEL) -> list[str]:
     src = tmp / f"k{len(probe)}.cu"
-    src.write_text(KERNEL.replace("PROBE", probe))
+    src.write_text(kernel.replace("PROBE", probe))
     cubin = src.with_suffix(".cubin")
     proc = nvcc_compile(src, cubin, ["-cubin", "-O3"])
     assert proc.returncode == 0, proc.stderr
@@ -48,11 +48,12 @@ def _sass(tmp: Path, probe: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", out.stdout)]
 
 
-def probe_delta(tmp: Path) -> tuple[int, list[str]]:
+def probe_delta(tmp: Path, kernel: str = KERNEL) -> tuple[int, list[str]]:
     """Marginal SASS of one probe: two probes minus one (the first also pays one-off setup).
     Returns (net instruction count without NOP padding, the instructions the second probe adds)."""
-    one = collections.Counter(o for o in _sass(tmp, "r.rec(3u); a = a * 0.75f + 0.25f;") if o != "NOP")
-    two = collections.Counter(o for o in _sass(tmp, "r.rec(3u); a = a * 0.75f + 0.25f; r.rec(4u);") if o != "NOP")
+    one = collections.Counter(o for o in _sass(tmp, "r.rec(3u); a = a * 0.75f + 0.25f;", kernel) if o != "NOP")
+    two = collections.Counter(o for o in _sass(tmp, "r.rec(3u); a = a * 0.75f + 0.25f; r.rec(4u);", kernel)
+                              if o != "NOP")
     return sum(two.values()) - sum(one.values()), sorted((two - one).elements())
 
 

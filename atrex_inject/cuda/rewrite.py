@@ -175,7 +175,8 @@ def _prefix(plan: Plan, src_rel: str) -> str:
             f'static const char __atrex_source_id[] = "{SOURCE_ID_PLACEHOLDER}";  // atrex: source identity\n'
             f"static atrex::GroupDesc __atrex_groups[] = {{{groups}}};  // atrex: owner groups\n"
             f"static atrex::host::KernelPlan __atrex_plan = {{\"{spec.kernel}\", __atrex_source_id, __atrex_groups, "
-            f"{len(plan.groups)}u, {c.capacity}u, {c.skip}u, {c.count}u, 0u, nullptr, 0u, nullptr, {{0u}}}};  // atrex: capture plan\n")
+            f"{len(plan.groups)}u, {c.capacity}u, {c.skip}u, {c.count}u, 0u, nullptr, 0u, nullptr, {{0u}}"
+            f"{f', {c.staging_warps}u' if c.staging_events else ''}}};  // atrex: capture plan\n")
 
 
 def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
@@ -238,7 +239,10 @@ def _recorders(plan: Plan) -> list[tuple[str, str]]:
     items = []
     for g in plan.groups:
         pred = f", static_cast<bool>({g.predicate})" if g.predicate else ""
-        items.append((f"atrex::Recorder __atrex_r{g.id}({g.id}u{pred});", f"recorder, owner group {g.id} ({g.role})"))
+        c = plan.spec.capture
+        kind = (f"atrex::BasicRecorder<{c.staging_events}u, {c.staging_warps}u, {g.id}u>" if c.staging_events
+                else "atrex::Recorder")
+        items.append((f"{kind} __atrex_r{g.id}({g.id}u{pred});", f"recorder, owner group {g.id} ({g.role})"))
     for i, s in enumerate(plan.spec.sites):
         if s.every > 1:
             items.append((f"unsigned __atrex_n{i} = 0u;", f"hit counter for site {s.name} (every {s.every})"))

@@ -1,11 +1,14 @@
 """Probe-cost benchmark (run on the GPU host): no probe vs. hand-written minimal probe vs. atrex
-probe inserted from a spec, in an FMA-bound loop and a memory-bound copy.
+probes inserted from a spec, in an FMA-bound loop and a memory-bound copy.
 
-Builds three binaries (clean, fma_loop instrumented from fma.toml, copy_loop instrumented from
-copy.toml), runs them interleaved for several rounds in one session, and prints overhead % and
-added issue cycles per probe (4 schedulers per SM), all relative to the same run's baseline.
+Builds five binaries: clean (which also holds the hand-written probe kernels), and fma_loop /
+copy_loop instrumented from fma.toml / copy.toml, each as written (events stored straight to
+global memory) and with shared-memory staging added to its [capture] table. Runs them
+interleaved for several rounds in one session, validates the first captured launch of each
+instrumented binary, and prints overhead % and added issue cycles per probe (4 schedulers per
+SM), all relative to the same run's baseline.
 
-    python bench/probe_cost/run.py [--rounds 3] [--reps 21] [--json OUT.json]
+    python bench/probe_cost/run.py [--rounds 3] [--reps 21] [--staging 32] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -20,23 +23,29 @@ import tempfile
 from pathlib import Path
 
 from atrex_inject import snapshot
-from atrex_inject.decode import decode_dir
+from atrex_inject.spec import staged_copy
+from atrex_inject.validate import validate_dir
 
 HERE = Path(__file__).resolve().parent
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
+LOOPS = {"fma": ("fma_loop_ms", "fma_manual_ms"), "copy": ("copy_loop_ms", "copy_manual_ms")}
+WARPS = 8  # both kernels launch 256-thread blocks
 
 
-def build(work: Path) -> dict[str, Path]:
+def build(work: Path, staging: int) -> tuple[dict[str, Path], dict[str, dict]]:
     bins = {"clean": work / "clean"}
+    manifests = {}
     subprocess.run([*NVCC, "-o", bins["clean"], work / "probe_cost.cu"], check=True)
     inc = snapshot.runtime_header().parent
-    for name in ("fma", "copy"):
-        snapshot.apply(work / f"{name}.toml", root=work)
-        bins[name] = work / f"inst_{name}"
-        subprocess.run([*NVCC, f"-I{inc}", "-o", bins[name], work / "probe_cost.cu"], check=True)
-        shutil.copy(work / ".atrex" / f"bench_{name}" / "manifest.json", work / f"manifest_{name}.json")
-        snapshot.revert(work / f"{name}.toml", root=work)
-    return bins
+    for loop in LOOPS:
+        for st in (0, staging):
+            key = f"{loop}_staged" if st else loop
+            spec = staged_copy(work / f"{loop}.toml", st, WARPS) if st else work / f"{loop}.toml"
+            manifests[key] = snapshot.apply(spec, root=work).manifest
+            bins[key] = work / f"inst_{key}"
+            subprocess.run([*NVCC, f"-I{inc}", "-o", bins[key], work / "probe_cost.cu"], check=True)
+            snapshot.revert(spec, root=work)
+    return bins, manifests
 
 
 def run(binary: Path, reps: int, capture: Path | None) -> dict:
@@ -52,6 +61,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=21)
+    ap.add_argument("--staging", type=int, default=32, help="events per warp ring in the staged variants")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -59,40 +69,46 @@ def main() -> int:
         for f in ("probe_cost.cu", "fma.toml", "copy.toml"):
             shutil.copy(HERE / f, work / f)
         (work / ".git").mkdir()  # marks the project root for the specs' paths
-        bins = build(work)
+        bins, manifests = build(work, a.staging)
         samples: dict[str, list[dict]] = {k: [] for k in bins}
         order = list(bins)
         for r in range(a.rounds):
             for k in (order if r % 2 == 0 else order[::-1]):
                 samples[k].append(run(bins[k], a.reps, work / f"cap_{k}" if k != "clean" else None))
-        events = {k: sum(l.n_events for l in decode_dir(work / f"cap_{k}",
-                                                        json.loads((work / f"manifest_{k}.json").read_text())))
-                  for k in ("fma", "copy")}
+        checks = {}
+        for k, m in manifests.items():
+            report, launches = validate_dir(work / f"cap_{k}", m)
+            checks[k] = {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
+                         "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
     med = lambda k, f: statistics.median(s[f] for s in samples[k])  # noqa: E731
     s0 = samples["clean"][0]
     cyc = lambda dt_ms, probes: dt_ms * 1e-3 * s0["clock_khz"] * 1e3 * s0["sms"] * 4 / probes  # noqa: E731
     rows = []
-    for kind, base_f, man_f, inst in (("fma", "fma_loop_ms", "fma_manual_ms", "fma"),
-                                      ("copy", "copy_loop_ms", "copy_manual_ms", "copy")):
-        base, man, atx = med("clean", base_f), med("clean", man_f), med(inst, base_f)
-        probes = s0[f"probes_{kind}"]
-        rows.append({"loop": kind, "base_ms": base, "manual_ms": man, "atrex_ms": atx,
-                     "manual_pct": 100 * (man / base - 1), "atrex_pct": 100 * (atx / base - 1),
-                     "manual_cycles_per_probe": cyc(man - base, probes), "atrex_cycles_per_probe": cyc(atx - base, probes),
-                     "spread_base_pct": 100 * (max(s[base_f] for s in samples["clean"]) /
-                                               min(s[base_f] for s in samples["clean"]) - 1),
-                     "events_decoded_first_launch": events[inst]})
-    print(f"{'loop':<6}{'base ms':>10}{'manual ms':>11}{'atrex ms':>10}{'manual %':>10}{'atrex %':>9}"
-          f"{'man cyc/pr':>11}{'atx cyc/pr':>11}{'base spread %':>14}")
+    for loop, (base_f, man_f) in LOOPS.items():
+        base, man = med("clean", base_f), med("clean", man_f)
+        probes = s0[f"probes_{loop}"]
+        row = {"loop": loop, "base_ms": base, "manual_ms": man, "manual_pct": 100 * (man / base - 1),
+               "manual_cycles_per_probe": cyc(man - base, probes),
+               "spread_base_pct": 100 * (max(s[base_f] for s in samples["clean"]) /
+                                         min(s[base_f] for s in samples["clean"]) - 1)}
+        for key, col in ((loop, "atrex"), (f"{loop}_staged", "staged")):
+            t = med(key, base_f)
+            row |= {f"{col}_ms": t, f"{col}_pct": 100 * (t / base - 1), f"{col}_cycles_per_probe": cyc(t - base, probes),
+                    f"{col}_capture": checks[key]}
+        rows.append(row)
+    print(f"{'loop':<6}{'base ms':>10}{'manual %':>10}{'atrex %':>9}{'staged %':>10}"
+          f"{'man cyc/pr':>11}{'atx cyc/pr':>11}{'stg cyc/pr':>11}{'base spread %':>14}")
     for r in rows:
-        print(f"{r['loop']:<6}{r['base_ms']:>10.4f}{r['manual_ms']:>11.4f}{r['atrex_ms']:>10.4f}{r['manual_pct']:>+10.2f}"
-              f"{r['atrex_pct']:>+9.2f}{r['manual_cycles_per_probe']:>11.2f}{r['atrex_cycles_per_probe']:>11.2f}"
-              f"{r['spread_base_pct']:>14.2f}")
+        print(f"{r['loop']:<6}{r['base_ms']:>10.4f}{r['manual_pct']:>+10.2f}{r['atrex_pct']:>+9.2f}{r['staged_pct']:>+10.2f}"
+              f"{r['manual_cycles_per_probe']:>11.2f}{r['atrex_cycles_per_probe']:>11.2f}"
+              f"{r['staged_cycles_per_probe']:>11.2f}{r['spread_base_pct']:>14.2f}")
+    for k, c in checks.items():
+        print(f"capture {k}: {c['verdict']}, {c['events']} events" + (f", failed: {c['failed']}" if c["failed"] else ""))
     print(f"copy bandwidth {s0['copy_gbps']:.0f} GB/s; {s0['sms']} SMs at {s0['clock_khz'] / 1e6:.2f} GHz; "
-          f"{a.rounds} rounds x {a.reps} reps, median")
+          f"{a.rounds} rounds x {a.reps} reps, median; staging {a.staging} events x {WARPS} warps")
     if a.json:
         a.json.write_text(json.dumps({"rows": rows, "samples": samples}, indent=2))
-    return 0
+    return 0 if all(c["verdict"] == "valid" for c in checks.values()) else 1
 
 
 if __name__ == "__main__":

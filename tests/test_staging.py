@@ -1,0 +1,120 @@
+"""Shared-memory staging ([capture] staging): spec checks, compile and SASS of the staged probe,
+and the real H200 capture of the staged GEMM against the global-path capture of the same spec."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from atrex_inject import snapshot
+from atrex_inject.decode import decode_dir, site_counts
+from atrex_inject.errors import SpecError
+from atrex_inject.measure import validate_measurement
+from atrex_inject.spec import load_spec, staged_copy
+from atrex_inject.validate import validate_capture
+from conftest import CUDA_SPECS, REPO, nvcc_compile, sha, tree_hashes
+
+FIX = REPO / "tests" / "fixtures" / "h200"
+STAGING = "[capture]\nstaging = { events = 32, warps = 8 }\n"
+
+
+def _spec_with(project: Path, *edits: tuple[str, str]) -> Path:
+    p = project / "examples" / "specs" / "reduce_sumsq.toml"
+    text = p.read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new, 1)
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("staging,msg", [
+    ("staging = { events = 64, warps = 8 }", "between 1 and 32 events per warp"),
+    ("staging = { events = 32, warps = 0 }", "between 1 and 32 warps per CTA"),
+    ("staging = { events = 32 }", "missing required key 'warps'"),
+    ("staging = { events = 32, warps = 8, ring = 2 }", "unknown key 'ring'"),
+])
+def test_bad_staging_is_refused_at_its_line(project, staging, msg):
+    spec = _spec_with(project, ("[capture]\n", f"[capture]\n{staging}\n"))
+    before = tree_hashes(project)
+    with pytest.raises(SpecError, match=re.escape(msg)) as e:
+        snapshot.apply(spec)
+    assert e.value.line == 12  # the staging line, right under [capture] (line 11)
+    assert tree_hashes(project) == before
+
+
+def test_staging_needs_warp_level_roles(project):
+    spec = _spec_with(project, ("[capture]\n", STAGING), ('role = "cta"', 'role = "thread"'))
+    line = next(i for i, t in enumerate(spec.read_text().splitlines(), 1) if t == 'role = "thread"')
+    with pytest.raises(SpecError, match="records per thread; capture.staging stages per warp") as e:
+        load_spec(spec)
+    assert e.value.line == line
+
+
+def test_staging_is_for_the_cuda_backend(project):
+    p = project / "examples" / "specs" / "scale_add_cutedsl.toml"
+    p.write_text(p.read_text() + "\n[capture]\nstaging = { events = 32, warps = 8 }\n")
+    with pytest.raises(SpecError, match="applies to the cuda backend"):
+        load_spec(p)
+
+
+@pytest.mark.parametrize("spec_path", CUDA_SPECS, ids=lambda p: p.stem)
+def test_staged_examples_compile_and_revert(project, spec_path):
+    spec = staged_copy(project / "examples" / "specs" / spec_path.name, 32, 8)
+    m = snapshot.apply(spec).manifest
+    assert m["capture"]["staging"] == {"events": 32, "warps": 8, "shared_bytes_per_cta": 9 * 32 * 8 * len(m["groups"])}
+    src = project / m["source"]["path"]
+    assert "atrex::BasicRecorder<32u, 8u, 0u>" in src.read_text()
+    proc = nvcc_compile(src, project / "inst.o")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr
+    snapshot.revert(spec)
+    assert src.read_bytes() == (REPO / m["source"]["path"]).read_bytes()
+
+
+def test_staged_probe_sass(tmp_path):
+    """One more staged probe adds a shared store (and its ring's copy-out), never an atomic or
+    local memory."""
+    import test_sass
+    kernel = test_sass.KERNEL.replace("atrex::Recorder r(0u);", "atrex::BasicRecorder<32u, 8u, 0u> r(0u);")
+    _, ops = test_sass.probe_delta(tmp_path, kernel)
+    assert any(o.startswith("STS") for o in ops), ops
+    assert not [o for o in ops if o.startswith(("ATOM", "RED", "LDL", "STL"))], ops
+
+
+# ---- the staged GEMM captured on the H200 (run 15) next to the global-path capture (run 7) ----
+
+def test_staged_capture_has_the_global_captures_structure():
+    """Same spec, same launch: staging changes where events wait, not which events exist."""
+    staged_m = json.loads((FIX / "gemm_mma_staged" / "manifest.json").read_text())
+    global_m = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+    r = validate_capture(FIX / "gemm_mma_staged", staged_m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+    (s,), (g,) = decode_dir(FIX / "gemm_mma_staged", staged_m), decode_dir(FIX / "gemm_mma", global_m)
+    assert staged_m["sites"] == global_m["sites"] and staged_m["groups"] == global_m["groups"]
+    assert s.counts == g.counts
+    for col in ("cta_x", "cta_y", "warp"):
+        assert (s.column(col) == g.column(col)).all()
+    n = len(staged_m["sites"])
+    assert (site_counts(s, n) == site_counts(g, n)).all()
+
+
+def test_gpu_ran_what_staged_copy_and_apply_write_here(project):
+    fix = FIX / "gemm_mma_staged"
+    m = json.loads((fix / "manifest.json").read_text())
+    spec = staged_copy(project / "examples" / "specs" / "gemm_mma.toml", 32, 8)
+    assert snapshot.apply(spec).manifest["source"]["source_id"] == m["source"]["source_id"]
+    ran = fix / "gemm_mma_staged.instrumented.cu"
+    assert (project / m["source"]["path"]).read_bytes() == ran.read_bytes()
+    art = json.loads((fix / "measure.json").read_text())
+    art["sources"][0]["path"] = str(REPO / art["sources"][0]["path"])
+    art["sources"][1]["path"] = str(ran)
+    art["binaries"] = []  # the GPU host's binaries are not kept; everything else rechecks
+    (project / "m.json").write_text(json.dumps(art))
+    v = validate_measurement(project / "m.json")
+    assert v["valid"], v["problems"]
+    snapshot.revert(spec)
+    shutil.rmtree(project / ".atrex")
