@@ -109,7 +109,8 @@ $ATREX verdict --capture "$OUT/cap/gemm_mma" --measurement "$OUT/cap/measure/gem
 log "probe-cost benchmark"
 python3 bench/probe_cost/run.py --rounds 3 --reps 21 --json "$OUT/probe_cost.json" || fail=1
 
-tar -C "$OUT" -czf "$OUT/results.tar.gz" cap device.txt $(cd "$OUT" && ls *.txt *.json 2>/dev/null)
-rm -rf "$OUT/cap"
+# one archive: the device machine returns only a few files from $OUT
+tar -C "$OUT" -czf "$OUT/results.tar.gz" cap $(cd "$OUT" && ls *.txt *.json *.stderr 2>/dev/null)
+rm -rf "$OUT/cap" && find "$OUT" -maxdepth 1 -type f ! -name results.tar.gz ! -name probe_cost.json -delete
 log "done (fail=$fail)"
 exit $fail
