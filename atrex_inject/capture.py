@@ -35,19 +35,17 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     if spec.backend == "cuda":
         env["ATREX_TIMELINE_OUT"] = str(out_dir)
         proc = subprocess.run(cmd, env=env)
+        if proc.returncode != 0:
+            raise CaptureError(f"the program exited with status {proc.returncode} under capture")
     else:
         from .cutedsl.normalize import normalize_run
         iket_dir = out_dir / "iket"
         proc = subprocess.run([sys.executable, "-m", "iket.cli.main", "-o", str(iket_dir), "profile",
-                               "--postprocess", "json", "--", *cmd],
-                              env=env)
-        if proc.returncode == 0:
-            normalize_run(iket_dir, manifest, out_dir, env["ATREX_WORKLOAD"])
-    if proc.returncode != 0:
-        if spec.backend == "cuda":
-            raise CaptureError(f"the program exited with status {proc.returncode} under capture")
-        raise CaptureError(f"run-iket exited with status {proc.returncode}: the program failed, or IKeT could "
-                           f"not record or decode its capture", hint=f"run-iket's output is in {out_dir / 'iket'}")
+                               "--postprocess", "json", "--", *cmd], env=env)
+        if proc.returncode != 0:
+            raise CaptureError(f"run-iket exited with status {proc.returncode}: the program failed, or IKeT could "
+                               f"not record or decode its capture", hint=f"run-iket's output is in {iket_dir}")
+        normalize_run(iket_dir, manifest, out_dir, env["ATREX_WORKLOAD"])
     (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     files = capture_files(out_dir)
     return {"out": str(out_dir), "launches": [f.name for f in files]}

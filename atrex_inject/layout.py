@@ -51,20 +51,25 @@ def ctas_selected(cta_stride: int, cta_limit: int, n_ctas: int) -> int:
     return min(n, cta_limit) if cta_limit else n
 
 
-def build_header(groups: list[dict], grid, block, capacity: int, event_bytes: int, source_id: str,
-                 launch_seq: int, flags: int) -> np.ndarray:
+def group_owners(groups: list[dict], grid, block) -> list[int]:
+    """Owners of each manifest group for a launch geometry; groups' owner ranges follow each other."""
+    n_ctas, n_threads = int(np.prod(grid)), int(np.prod(block))
+    return [ctas_selected(g["cta_stride"], g["cta_limit"], n_ctas) * owners_per_cta(g["role_code"], g["warp_mask"],
+                                                                                  n_threads) for g in groups]
+
+
+def build_header(groups: list[dict], grid, block, capacity: int, event_bytes: int, clock: bool, source_id: str,
+                 launch_seq: int) -> np.ndarray:
     """The 512-byte launch header the host writes before a launch (what fill_header does in C++)."""
     h = np.zeros(1, dtype=HEADER_DTYPE)
-    n_ctas, n_threads = int(np.prod(grid)), int(np.prod(block))
     base = 0
-    for i, g in enumerate(groups):
-        n = ctas_selected(g["cta_stride"], g["cta_limit"], n_ctas) * owners_per_cta(g["role_code"], g["warp_mask"],
-                                                                                   n_threads)
+    for i, (g, n) in enumerate(zip(groups, group_owners(groups, grid, block))):
         h["groups"][0][i] = (g["role_code"], g["cta_stride"], g["cta_limit"], g["warp_mask"], base, n)
         base += n
     h["magic"], h["version"], h["header_bytes"] = MAGIC, FORMAT_VERSION, HEADER_BYTES
     h["source_id"] = np.frombuffer(bytes.fromhex(source_id), dtype=np.uint8)
     h["launch_seq"], h["grid"], h["block"] = launch_seq, list(grid), list(block)
+    flags = (1 if clock else 0) | (2 if event_bytes == 16 else 0)  # bit0: clock recorded, bit1: 16-byte events
     h["capacity"], h["n_groups"], h["n_owners"], h["flags"] = capacity, len(groups), base, flags
     h["owners_offset"] = HEADER_BYTES
     h["events_offset"] = HEADER_BYTES + OWNER_BYTES * base

@@ -86,8 +86,7 @@ class LaunchCapture:
         self.workload = workload if workload is not None else os.environ.get("ATREX_WORKLOAD", "")
         cap = manifest["capture"]
         self.header = build_header(manifest["groups"], self.grid, self.block, cap["capacity"], cap["event_bytes"],
-                                   manifest["source"]["source_id"], launch_seq,
-                                   (1 if cap["clock"] else 0) | (2 if cap["event_bytes"] == 16 else 0))
+                                   cap["clock"], manifest["source"]["source_id"], launch_seq)
         self.nbytes = int(self.header["total_bytes"][0])
         self.buf = None
 

@@ -71,15 +71,12 @@ def summarize_launch(launch: Launch, manifest: dict) -> dict:
 
 
 def render_text(summary: dict) -> str:
-    out = [f"{summary['launch']}: {summary['events']} events from {summary['owners']} owners, "
-           f"span {summary['span_ns'] / 1e3:.1f} us"]
-    out.append(f"  {'interval':<32}{'count':>8}{'min':>10}{'p10':>10}{'median':>10}{'p90':>10}{'max':>10}  (us)")
-    for iv in summary["intervals"]:
-        vals = "".join(f"{iv[k] / 1e3:>10.3f}" if iv[k] is not None else f"{'-':>10}" for k in QUANTILES)
-        out.append(f"  {iv['name']:<32}{iv['count']:>8}{vals}")
-    out.append(f"  {'mark (offset from first event)':<32}{'count':>8}{'min':>10}{'p10':>10}{'median':>10}"
-               f"{'p90':>10}{'max':>10}  (us)")
-    for mk in summary["marks"]:
-        vals = "".join(f"{mk[k] / 1e3:>10.3f}" if mk[k] is not None else f"{'-':>10}" for k in QUANTILES)
-        out.append(f"  {mk['site']:<32}{mk['count']:>8}{vals}")
-    return "\n".join(out)
+    def table(title: str, rows: list[dict], key: str) -> list[str]:
+        head = [f"  {title:<32}{'count':>8}" + "".join(f"{k:>10}" for k in QUANTILES) + "  (us)"]
+        return head + [f"  {r[key]:<32}{r['count']:>8}" + "".join(
+            f"{r[k] / 1e3:>10.3f}" if r[k] is not None else f"{'-':>10}" for k in QUANTILES) for r in rows]
+
+    return "\n".join([f"{summary['launch']}: {summary['events']} events from {summary['owners']} owners, "
+                      f"span {summary['span_ns'] / 1e3:.1f} us",
+                      *table("interval", summary["intervals"], "name"),
+                      *table("mark (offset from first event)", summary["marks"], "site")])

@@ -142,9 +142,8 @@ def _check_mixing(launches: list[Launch], check: Check) -> None:
     seqs = [l.meta["launch_seq"] for l in launches]
     dups = len(seqs) - len(set(seqs))
     check.fail(dups, f"{dups} launch sequence numbers appear twice: captures of different runs are mixed")
-    for key in ("workload",):
-        vals = {l.meta.get(key) for l in launches}
-        check.fail(len(vals) > 1, f"launches disagree on {key}: {sorted(map(str, vals))}")
+    workloads = {l.meta.get("workload") for l in launches}
+    check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(str, workloads))}")
     uuids = {l.meta.get("device", {}).get("uuid") for l in launches}
     check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(str, uuids))}")
     for l in launches:

@@ -31,7 +31,7 @@ def synthetic(dirpath: Path, events: int) -> dict:
     cap = events // owners
     source_id = "ab" * 32
     groups = [{"role": "lane0", "role_code": 1, "cta_stride": 1, "cta_limit": 0, "warp_mask": 0xFFFFFFFF}]
-    h = build_header(groups, grid, block, cap, 8, source_id, 0, 0)
+    h = build_header(groups, grid, block, cap, 8, False, source_id, 0)
     own = np.zeros(owners, dtype=OWNER_DTYPE)
     o = np.arange(owners)
     own["claims"], own["attempted"], own["smid"] = 1, cap, o // 8 % 132

@@ -33,6 +33,16 @@ def nvcc_compile(src: Path, out: Path | None = None, extra: list[str] | None = N
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+def edit_file(path: Path, *edits: tuple[str, str]) -> Path:
+    """Apply (old, new) replacements, first occurrence each; every `old` must be there."""
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path.write_text(text)
+    return path
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of examples/ in a fresh project root (a .git folder marks the root)."""

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from atrex_inject.cli import app
-from conftest import tree_hashes
+from conftest import edit_file, tree_hashes
 
 runner = CliRunner()
 SPEC = "examples/specs/reduce_sumsq.toml"
@@ -18,10 +18,7 @@ def _cli(project, *args):
 
 
 def _edit_spec(project, old: str, new: str):
-    p = project / SPEC
-    text = p.read_text()
-    assert old in text
-    p.write_text(text.replace(old, new, 1))
+    edit_file(project / SPEC, (old, new))
 
 
 def _apply_fails(project, pattern: str, line: int | None = None):

@@ -15,20 +15,14 @@ from atrex_inject.errors import SpecError
 from atrex_inject.measure import validate_measurement
 from atrex_inject.spec import load_spec, staged_copy
 from atrex_inject.validate import validate_capture
-from conftest import CUDA_SPECS, REPO, nvcc_compile, sha, tree_hashes
+from conftest import CUDA_SPECS, REPO, edit_file, nvcc_compile, tree_hashes
 
 FIX = REPO / "tests" / "fixtures" / "h200"
 STAGING = "[capture]\nstaging = { events = 32, warps = 8 }\n"
 
 
 def _spec_with(project: Path, *edits: tuple[str, str]) -> Path:
-    p = project / "examples" / "specs" / "reduce_sumsq.toml"
-    text = p.read_text()
-    for old, new in edits:
-        assert old in text
-        text = text.replace(old, new, 1)
-    p.write_text(text)
-    return p
+    return edit_file(project / "examples" / "specs" / "reduce_sumsq.toml", *edits)
 
 
 @pytest.mark.parametrize("staging,msg", [

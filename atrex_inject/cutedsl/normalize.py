@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import CaptureError
 from ..fsio import write_atomic
-from ..layout import OWNER_DTYPE, build_header, ctas_selected, owners_per_cta, selected_warps, thread_level
+from ..layout import OWNER_DTYPE, build_header, group_owners, selected_warps, thread_level
 
 TAG_VALID = 0x80000000
 
@@ -77,12 +77,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     life_t0 = np.array([w["startTs"] for w in life], dtype=np.int64)
 
     groups = manifest["groups"]
-    bases, n_owner = [], 0
-    for g in groups:
-        n = ctas_selected(g["cta_stride"], g["cta_limit"], int(np.prod(grid))) * owners_per_cta(
-            g["role_code"], g["warp_mask"], int(np.prod(block)))
-        bases.append(n_owner)
-        n_owner += n
+    sizes = group_owners(groups, grid, block)
+    bases, n_owner = np.cumsum([0, *sizes])[:-1], sum(sizes)
     # each event's owner: its warp's slot in its site's group
     e_loc, e_site = ev[:, 0], ev[:, 1]
     e_group = np.array(site_group, dtype=np.int64)[e_site] if ev.size else np.zeros(0, np.int64)
@@ -97,8 +93,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     owner, ev = owner[order], ev[order]
     counts = np.bincount(owner, minlength=n_owner)
     cap = max(1, int(counts.max()) if counts.size else 1)
-    wide = bool(manifest["capture"]["clock"] or any(s["payload"] for s in manifest["sites"]))
-    words = 4 if wide else 2
+    words = manifest["capture"]["event_bytes"] // 4
+    wide = words == 4
     events = np.zeros((n_owner, cap, words), dtype="<u4")
     starts = np.cumsum(counts) - counts
     k = np.arange(owner.size) - starts[owner]
@@ -122,8 +118,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     t0 = np.where(t0 == np.iinfo(np.int64).max, 0, t0)
     own["t0_lo"], own["t0_hi"] = t0 & 0xFFFFFFFF, t0 >> 32
     own["attempted"] = counts
-    hdr = build_header(groups, grid, block, cap, words * 4, manifest["source"]["source_id"], seq,
-                       (1 if manifest["capture"]["clock"] else 0) | (2 if wide else 0))
+    hdr = build_header(groups, grid, block, cap, words * 4, manifest["capture"]["clock"],
+                       manifest["source"]["source_id"], seq)
     raw = hdr.tobytes() + own.tobytes() + events.tobytes()
     side = {"format": "atrex-timeline-capture", "version": 1, "kernel": manifest["kernel"], "launch_seq": seq,
             "grid": list(grid), "block": list(block), "source_id": manifest["source"]["source_id"],
