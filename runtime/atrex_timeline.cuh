@@ -96,13 +96,25 @@ __host__ __device__ inline uint32_t ctas_selected(const GroupDesc& d, uint32_t n
 
 }  // namespace atrex
 
-// The launch's buffer, bound by the host before each launch; null = probes off.
+// The launch's buffer, bound by the host before each launch; null = probes off. In constant memory:
+// every CTA reads it first thing to choose between the instrumented and the clean copy of the
+// kernel body, and a constant-cache hit costs a few cycles where a global load costs hundreds.
 // extern "C" keeps the symbol name plain for cuModuleGetGlobal (Python capture).
 extern "C" {
-__device__ unsigned char* atrex_tl_buffer = nullptr;
+__constant__ unsigned char* atrex_tl_buffer = nullptr;
 }
 
 namespace atrex {
+
+// Is a capture buffer bound to this launch (probes on)?
+__device__ __forceinline__ bool bound() { return atrex_tl_buffer != nullptr; }
+
+// Does an owner group with this CTA density (spec `ctas`) select this CTA? The rewriter passes the
+// density as literals, so the test is a few integer instructions and no memory access.
+__device__ __forceinline__ bool cta_selected(uint32_t stride, uint32_t limit) {
+  const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  return cta % stride == 0u && (limit == 0u || cta / stride < limit);
+}
 
 __device__ __forceinline__ uint32_t globaltimer_lo() {
   uint32_t t;

@@ -8,13 +8,16 @@ inside the same branch or loop.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Callable
 
 from ..errors import AnchorError, SpecError
 from ..fsio import sha256_bytes
 from ..plan import Plan, Rewrite, SitePlacement, make_plan
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
-from .source import LOOP_KINDS, SourceFile, Stmt, parse_source
+from .loops import CanonicalLoop, canonical_loop
+from .source import LOOP_KINDS, Kernel, SourceFile, Stmt, parse_source
 
 SOURCE_ID_PLACEHOLDER = "0" * 64
 HEADER = "atrex_timeline.cuh"
@@ -39,6 +42,7 @@ class _Edits:
         self.src = src
         self.sides: dict[Stmt, dict[str, list[tuple[str, str]]]] = {}
         self.raw: list[tuple[int, int, int, str]] = []  # offset, rank, tiebreak, text
+        self.replacements: list[_Replacement] = []
 
     def before(self, s: Stmt, code: str, label: str):
         self.sides.setdefault(s, {"before": [], "after": []})["before"].append((code, label))
@@ -109,6 +113,36 @@ class _Edits:
             else:
                 self.insert(end, AFTER, " " + self.inline(after), -depth)
 
+    def replace(self, a: int, b: int, gen, inclusive: bool) -> "_Replacement":
+        """Replace text[a:b] with gen(); insertions strictly inside belong to the replacement (gen
+        renders them with span), those exactly at a or b too when `inclusive`."""
+        self.replacements.append(_Replacement(a, b, gen, inclusive))
+        return self.replacements[-1]
+
+    def span(self, a: int, b: int, exclude: "_Replacement | None" = None) -> str:
+        """text[a:b] with the insertions in [a, b] and the replacements inside it rendered."""
+        inner = [r for r in self.replacements if r is not exclude and a <= r.a and r.b <= b]
+        top = sorted((r for r in inner if not any(o is not r and o.a <= r.a and r.b <= o.b for o in inner)),
+                     key=lambda r: r.a)
+        out, pos, lo_in = [], a, True
+        for r in top:
+            out.append(self._plain(pos, r.a, lo_in, not r.inclusive))
+            out.append(r.gen())
+            pos, lo_in = r.b, not r.inclusive
+        out.append(self._plain(pos, b, lo_in, True))
+        return "".join(out)
+
+    def _plain(self, a: int, b: int, lo_in: bool, hi_in: bool) -> str:
+        text = self.src.text
+        out, pos = [], a
+        for off, _, _, ins in sorted((r for r in self.raw if (a < r[0] < b) or (r[0] == a and lo_in)
+                                      or (r[0] == b and hi_in and b != a)), key=lambda r: (r[0], r[1], r[2])):
+            out.append(text[pos:off])
+            out.append(ins)
+            pos = off
+        out.append(text[pos:b])
+        return "".join(out)
+
     def render(self, prefix: str) -> str:
         for s, side in self.sides.items():
             depth = 0
@@ -116,20 +150,27 @@ class _Edits:
             while p is not None:
                 depth, p = depth + 1, p.parent
             self.statement(s.lead, s.end, side["before"], side["after"], wrap=not s.in_block, depth=depth)
-        text = self.src.text
-        out, pos = [prefix], 0
-        for off, _, _, ins in sorted(self.raw, key=lambda r: (r[0], r[1], r[2])):
-            out.append(text[pos:off])
-            out.append(ins)
-            pos = off
-        out.append(text[pos:])
-        return "".join(out)
+        return prefix + self.span(0, len(self.src.text))
 
 
-def _site_code(plan: Plan, site: Site) -> str:
+@dataclass(eq=False)
+class _Replacement:
+    a: int
+    b: int
+    gen: Callable[[], str]
+    inclusive: bool
+
+
+def _site_code(plan: Plan, site: Site, branch_free: bool = False) -> str:
+    """The probe statement. `branch_free`: the site runs only in recording CTAs (versioned body) or
+    once per strip-mined group, so it stores unconditionally (non-writers have capacity 0: the
+    store is predicated off) instead of testing `active` or a hit counter, which splits the
+    compiler's basic blocks and stops it from overlapping the code around the probe."""
     sid = plan.spec.site_id(site.name)
     rv = f"__atrex_r{plan.group_of(site).id}"
     payload = f", static_cast<unsigned>({site.payload})" if site.payload else ""
+    if branch_free:
+        return f"{rv}.rec({sid}u{payload});"
     if site.every > 1:
         return f"{rv}.rec_every(__atrex_n{sid}, {site.every}u, {sid}u{payload});"
     g = plan.group_of(site)
@@ -179,7 +220,106 @@ def _prefix(plan: Plan, src_rel: str) -> str:
             f"{f', {c.staging_warps}u' if c.staging_events else ''}}};  // atrex: capture plan\n")
 
 
-def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
+@dataclass(eq=False)
+class _StripMine:
+    """A canonical loop whose sampled sites record once per group of `every` iterations."""
+    loop: CanonicalLoop
+    every: int
+    sites: list[Site]
+    begin: list[tuple[str, str]]  # loop-begin probes: at the start of each group
+    end: list[tuple[str, str]]  # loop-end probes: at the end of each group
+
+
+def _anchored_in(stmt: Stmt, site: Site, loop: Stmt) -> bool:
+    """Does this site's probe run inside `loop` (at its begin/end or in its body)?"""
+    if stmt is loop:
+        return site.position in ("loop-begin", "loop-end")
+    p = stmt.parent
+    while p is not None and p is not loop:
+        p = p.parent
+    return p is loop
+
+
+def _enclosing_loop(stmt: Stmt, site: Site) -> Stmt | None:
+    if stmt.kind in LOOP_KINDS and site.position in ("loop-begin", "loop-end"):
+        return stmt
+    p = stmt.parent
+    while p is not None and p.kind not in LOOP_KINDS:
+        p = p.parent
+    return p
+
+
+def _plan_strip_mining(spec: ProbeSpec, anchored: dict[str, Stmt], text: str) -> tuple[dict[Stmt, _StripMine],
+                                                                                       list[dict]]:
+    """Which loops holding sampled sites are strip-mined, and why the others are not."""
+    by_loop: dict[Stmt, list[Site]] = {}
+    for site in spec.sites:
+        stmt = anchored.get(site.name)
+        if site.every > 1 and stmt is not None:
+            loop = _enclosing_loop(stmt, site)
+            if loop is not None:
+                by_loop.setdefault(loop, []).append(site)
+    chosen, refused = {}, []
+    for loop, sites in by_loop.items():
+        everies = sorted({s.every for s in sites})
+        others = [s.name for s in spec.sites if s.name in anchored and s not in sites
+                  and _anchored_in(anchored[s.name], s, loop)]
+        form = canonical_loop(loop, text)
+        if len(everies) > 1:
+            why = "its sampled sites have different `every` values " + ", ".join(map(str, everies))
+        elif others:
+            why = f"site(s) {', '.join(others)} also run inside it, every iteration or in a nested loop"
+        elif isinstance(form, str):
+            why = form
+        elif loop.body.kind != "block":
+            why = "its body is not a braced block"
+        else:
+            chosen[loop] = _StripMine(form, everies[0], sites, [], [])
+            continue
+        refused.append({"sites": [s.name for s in sites], "reason": why})
+    return chosen, refused
+
+
+def _declares_static_shared(s: Stmt) -> bool:
+    words = [t.value for t in s.own]
+    return s.kind == "simple_stmt" and "__shared__" in words and "extern" not in words
+
+
+def _kernel_split(src: SourceFile, kernel: Kernel, anchored: dict[str, Stmt]) -> int | str:
+    """Index of the first body statement after the common prefix (the leading statements up to the
+    last static `__shared__` declaration, kept outside both copies so shared memory is allocated
+    once), or why the body cannot be versioned."""
+    kids = kernel.body.children
+    shared = [i for i, c in enumerate(kids) if _declares_static_shared(c)]
+    first = shared[-1] + 1 if shared else 0
+    for c in kids:
+        for s in c.walk():
+            if s is not c and _declares_static_shared(s):
+                return f"a static __shared__ declaration at line {src.lines.line(s.start)} is not at the body's top level"
+            if any(t.value == "goto" for t in s.own):
+                return f"it has a goto at line {src.lines.line(s.start)}"
+    if first == len(kids):
+        return "nothing follows its __shared__ declarations"
+    anchored_stmts = set(anchored.values())
+    for c in kids[:first]:
+        for s in c.walk():
+            if s in anchored_stmts:
+                return f"a site is anchored at line {src.lines.line(s.start)}, before its last __shared__ declaration"
+            if s.kind == "return_stmt":
+                return f"it returns at line {src.lines.line(s.start)}, before its last __shared__ declaration"
+    return first
+
+
+def _guard(plan: Plan) -> str:
+    """The CTA-uniform test for "this CTA records": a buffer is bound and some owner group selects
+    this CTA. Every thread of a CTA takes the same side, so barriers stay matched."""
+    sel = list(dict.fromkeys((g.cta_stride, g.cta_limit) for g in plan.groups))
+    return "atrex::bound() && (" + " || ".join(f"atrex::cta_selected({a}u, {b}u)" for a, b in sel) + ")"
+
+
+def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
+    """The instrumented source. `version_body=False` keeps one instrumented copy of the body (what
+    the SASS check compares against: versioned = that copy + the clean kernel)."""
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
                         hint="revert it first: atrex-inject revert SPEC")
@@ -190,12 +330,18 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
         raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}",
                           path=str(spec.path), hint=f"kernels defined there: {names}")
     plan = make_plan(spec)
+    anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
+                if site.anchor.kind not in ("entry", "exit")}
+    split = _kernel_split(src, kernel, anchored) if version_body else "not asked for"
+    versioned = isinstance(split, int)
+    strip, refused = _plan_strip_mining(spec, anchored, text)
+    mined = {s.name: sm for sm in strip.values() for s in sm.sites}
     edits = _Edits(src)
     placements = []
-    entry_items, exit_items = _recorders(plan), []
+    entry_items, exit_items = _recorders(plan, set(mined)), []
     for site in spec.sites:
-        code, label = _site_code(plan, site), _label(plan, site)
-        pos = site.position
+        code = _site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1))
+        label, pos = _label(plan, site), site.position
         if site.anchor.kind == "entry":
             entry_items.append((code, label))
             placements.append(SitePlacement(site, spec.site_id(site.name), kernel.line))
@@ -204,9 +350,12 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
             exit_items.append((code, label))
             placements.append(SitePlacement(site, spec.site_id(site.name), kernel.line))
             continue
-        stmt = resolve(spec, src, kernel, site)
+        stmt = anchored[site.name]
         placements.append(SitePlacement(site, spec.site_id(site.name), src.lines.line(stmt.start)))
-        if pos == "before":
+        sm = mined.get(site.name)
+        if sm is not None and stmt is sm.loop.stmt and pos in ("loop-begin", "loop-end"):
+            (sm.begin if pos == "loop-begin" else sm.end).append((code, label))
+        elif pos == "before":
             edits.before(stmt, code, label)
         elif pos == "after":
             if stmt.kind in ("return_stmt", "break_stmt", "continue_stmt"):
@@ -216,7 +365,8 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
         else:
             _loop_site(edits, stmt, pos, code, label)
     exit_items += [(f"__atrex_r{g.id}.finish();", f"publish event count, owner group {g.id}") for g in plan.groups]
-    edits.block_begin(kernel.body, entry_items)
+    if not versioned:
+        edits.block_begin(kernel.body, entry_items)
     for s in kernel.body.walk():
         if s.kind == "return_stmt":
             for item in exit_items:
@@ -224,6 +374,10 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
     last = kernel.body.children[-1] if kernel.body.children else None
     if last is None or last.kind != "return_stmt":
         edits.block_end(kernel.body, exit_items)
+    for sm in strip.values():
+        _strip_mine(edits, sm)
+    if versioned:
+        _version_body(edits, kernel, split, _guard(plan), entry_items)
     launches = _wrap_launches(edits, src, spec.kernel)
     out = edits.render(_prefix(plan, spec.source_rel))
     sid = source_id_of(out)
@@ -232,10 +386,73 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
     for p in placements:
         key = f"atrex: {_label(plan, p.site)}"
         p.instrumented_line = next((i for i, l in enumerate(lines, 1) if key in l), 0)
-    return Rewrite(out, sid, placements, launches)
+    warnings = []
+    if not versioned:
+        warnings.append(f"kernel {spec.kernel} is not versioned ({split}): every CTA runs the instrumented code, "
+                        f"probes off included, so the probes may change what the compiler makes of the clean kernel")
+    warnings += [f"site(s) {', '.join(r['sites'])} sample with a hit counter, not by strip-mining, because their "
+                 f"loop cannot be strip-mined ({r['reason']}): the counter test can stop nvcc from unrolling that "
+                 f"loop in recording CTAs" for r in refused]
+    perturbation = {"versioned": versioned, "not_versioned_because": None if versioned else split,
+                    "strip_mined": [{"line": src.lines.line(sm.loop.stmt.start), "every": sm.every,
+                                     "sites": [s.name for s in sm.sites]} for sm in strip.values()],
+                    "not_strip_mined": refused}
+    return Rewrite(out, sid, placements, launches, warnings, {"perturbation": perturbation})
 
 
-def _recorders(plan: Plan) -> list[tuple[str, str]]:
+def _version_body(edits: _Edits, kernel: Kernel, first: int, guard: str, entry_items) -> None:
+    """Two copies of the body after its common prefix: the instrumented one for recording CTAs, the
+    clean text verbatim for the others (and for every CTA when probes are off)."""
+    body, src = kernel.body, edits.src
+    kids = body.children
+    prev_end = kids[first - 1].end if first > 0 else body.start + 1
+    close = body.end - 1
+    nice = edits.rest_blank(prev_end) and edits.starts_line(close)
+    a = src.lines.line_end(prev_end) + 1 if nice else prev_end
+    b = src.lines.line_start(close) if nice else close
+    ind = edits.indent(kids[first].start) if edits.starts_line(kids[first].start) else edits.indent(body.start) + "  "
+    why = "recording CTAs run the instrumented body; the others, and every CTA when probes are off, the clean copy"
+    holder: list[_Replacement] = []
+
+    def gen() -> str:
+        inst = edits.span(a, b, exclude=holder[0])
+        if nice:
+            return (f"{ind}if ({guard}) {{  // atrex: {why}\n{edits.lines_of(entry_items, ind)}{inst}"
+                    f"{ind}}} else {{  // atrex: the clean body, verbatim\n{src.text[a:b]}"
+                    f"{ind}}}  // atrex: end of the clean body\n")
+        return (f" if ({guard}) {{ /* atrex: {why} */ {edits.inline(entry_items)} {inst} }} else {{ "
+                f"/* atrex: the clean body, verbatim */ {src.text[a:b]} }} ")
+
+    holder.append(edits.replace(a, b, gen, inclusive=True))
+
+
+def _strip_mine(edits: _Edits, sm: _StripMine) -> None:
+    """for (INIT; i < E; INCR) {BODY}  ->  { INIT; for (; i < E && E - i > (N-1)*S; INCR) {probe
+    {BODY'} INCR; {BODY} INCR; ... {BODY} probe} for (; i < E; INCR) {BODY} }, where BODY' holds the
+    sampled sites and the other copies are the clean text: one probed iteration per group of N, the
+    copies' loads free to overlap as in the compiler's own unrolling, the last iterations clean."""
+    cl, n, text = sm.loop, sm.every, edits.src.text
+    loop, body = cl.stmt, cl.stmt.body
+    ind = edits.indent(loop.start)
+    cmp = ">" if cl.op == "<" else ">="
+
+    def gen() -> str:
+        clean = text[body.start:body.end]
+        copies = [edits.span(body.start, body.end)] + [clean] * (n - 1)
+        sep = f" {cl.incr};\n{ind}  "
+        begin = f" {edits.inline(sm.begin)}" if sm.begin else ""
+        end = f" {edits.inline(sm.end)}" if sm.end else ""
+        init = f" {cl.init};" if cl.init else ""
+        return (f"{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: one probed "
+                f"iteration per group of {n}\n{ind}{text[loop.lead:loop.start]}"
+                f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{begin}\n"
+                f"{ind}  {sep.join(copies)}{end} }}\n"
+                f"{ind}for (; {cl.cond}; {cl.incr}) {clean}  /* atrex: the last iterations, clean */ }}")
+
+    edits.replace(loop.lead, loop.end, gen, inclusive=False)
+
+
+def _recorders(plan: Plan, mined: set[str]) -> list[tuple[str, str]]:
     items = []
     for g in plan.groups:
         pred = f", static_cast<bool>({g.predicate})" if g.predicate else ""
@@ -244,7 +461,7 @@ def _recorders(plan: Plan) -> list[tuple[str, str]]:
                 else "atrex::Recorder")
         items.append((f"{kind} __atrex_r{g.id}({g.id}u{pred});", f"recorder, owner group {g.id} ({g.role})"))
     for i, s in enumerate(plan.spec.sites):
-        if s.every > 1:
+        if s.every > 1 and s.name not in mined:
             items.append((f"unsigned __atrex_n{i} = 0u;", f"hit counter for site {s.name} (every {s.every})"))
     return items
 

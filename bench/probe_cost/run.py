@@ -28,7 +28,8 @@ from atrex_inject.validate import validate_dir
 
 HERE = Path(__file__).resolve().parent
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
-LOOPS = {"fma": ("fma_loop_ms", "fma_manual_ms"), "copy": ("copy_loop_ms", "copy_manual_ms")}
+LOOPS = {"fma": ("fma_loop_ms", "fma_manual_ms", "fma_floor_ms"), "copy": ("copy_loop_ms", "copy_manual_ms",
+                                                                          "copy_floor_ms")}
 WARPS = 8  # both kernels launch 256-thread blocks
 
 
@@ -84,10 +85,11 @@ def main() -> int:
     s0 = samples["clean"][0]
     cyc = lambda dt_ms, probes: dt_ms * 1e-3 * s0["clock_khz"] * 1e3 * s0["sms"] * 4 / probes  # noqa: E731
     rows = []
-    for loop, (base_f, man_f) in LOOPS.items():
+    for loop, (base_f, man_f, floor_f) in LOOPS.items():
         base, man = med("clean", base_f), med("clean", man_f)
         probes = s0[f"probes_{loop}"]
         row = {"loop": loop, "base_ms": base, "manual_ms": man, "manual_pct": 100 * (man / base - 1),
+               "floor_pct": 100 * (med("clean", floor_f) / base - 1),
                "manual_cycles_per_probe": cyc(man - base, probes),
                "spread_base_pct": 100 * (max(s[base_f] for s in samples["clean"]) /
                                          min(s[base_f] for s in samples["clean"]) - 1)}
@@ -96,10 +98,10 @@ def main() -> int:
             row |= {f"{col}_ms": t, f"{col}_pct": 100 * (t / base - 1), f"{col}_cycles_per_probe": cyc(t - base, probes),
                     f"{col}_capture": checks[key]}
         rows.append(row)
-    print(f"{'loop':<6}{'base ms':>10}{'manual %':>10}{'atrex %':>9}{'staged %':>10}"
+    print(f"{'loop':<6}{'base ms':>10}{'floor %':>9}{'manual %':>10}{'atrex %':>9}{'staged %':>10}"
           f"{'man cyc/pr':>11}{'atx cyc/pr':>11}{'stg cyc/pr':>11}{'base spread %':>14}")
     for r in rows:
-        print(f"{r['loop']:<6}{r['base_ms']:>10.4f}{r['manual_pct']:>+10.2f}{r['atrex_pct']:>+9.2f}{r['staged_pct']:>+10.2f}"
+        print(f"{r['loop']:<6}{r['base_ms']:>10.4f}{r['floor_pct']:>+9.2f}{r['manual_pct']:>+10.2f}{r['atrex_pct']:>+9.2f}{r['staged_pct']:>+10.2f}"
               f"{r['manual_cycles_per_probe']:>11.2f}{r['atrex_cycles_per_probe']:>11.2f}"
               f"{r['staged_cycles_per_probe']:>11.2f}{r['spread_base_pct']:>14.2f}")
     for k, c in checks.items():

@@ -1,0 +1,169 @@
+"""Perturbation benchmark (run on the GPU host, one call): what the probes do to the kernels they
+observe, each figure a ratio measured side by side in fresh processes with `atrex-inject measure`.
+
+For each CUDA example (bf16 GEMM, reduce_sumsq, layernorm) it builds the clean kernel and the kernel
+instrumented from its spec, at the spec's CTA density and with every CTA recording, and measures
+clean (A) against (B):
+  off   the spec build with probes compiled in but no buffer bound (ATREX_TIMELINE_OUT unset)
+  spec  the spec build recording (deferred writes, as `measure` runs instrumented samples)
+  all   the every-CTA build recording
+It validates each recording arm's first capture, folds in the per-event loops of
+bench/probe_cost/run.py (atrex, hand-written, floor) and the IKeT figures of a CuTe DSL run
+(bench/perturbation/iket.py, merged with --iket), prints one table and writes the JSON that the
+README's cost table comes from:
+
+    python3 bench/perturbation/run.py [--samples 8] [--iket iket.json] [--json OUT.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from atrex_inject import measure as ms
+from atrex_inject import snapshot
+from atrex_inject.validate import validate_dir
+
+REPO = Path(__file__).resolve().parents[2]
+NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
+# example -> (warmup, timed launches per sample)
+EXAMPLES = {"gemm_mma": (10, 200), "reduce_sumsq": (10, 200), "layernorm": (10, 200)}
+
+
+def every_cta(spec: Path) -> Path:
+    """The spec with its CTA densities removed: every CTA records (the `all` arm)."""
+    text = re.sub(r"(?m)^ctas\s*=.*$\n?", "", spec.read_text())
+    text = re.sub(r'(?m)^name\s*=\s*"([^"]+)"', r'name = "\1_all"', text, count=1)
+    out = spec.with_name(spec.stem + "_all.toml")
+    out.write_text(text)
+    return out
+
+
+def arm(work: Path, example: str, bins: dict[str, Path], name: str, samples: int) -> dict:
+    warmup, iters = EXAMPLES[example]
+    argv = lambda b: [str(b), "--warmup", "{warmup}", "--iters", "{iterations}"]  # noqa: E731
+    cap = work / f"cap-{example}-{name}" if name != "off" else None
+    req = ms.Request(argv(bins["clean"]), argv(bins["spec" if name == "off" else name]), warmup, iters,
+                     "ABBA,BAAB", max(1, samples // 4), 300.0, capture_dir=str(cap) if cap else None)
+    art = ms.measure(req, work / f"measure-{example}-{name}.json")
+    row = {"kernel": example, "arm": name, "overhead": art.get("overhead"), "ci95": art.get("overhead_ci95"),
+           "samples": {"A": sum(s["arm"] == "A" for s in art["samples"]), "B": sum(s["arm"] == "B" for s in art["samples"])},
+           "median_ms": art.get("median_ms"), "valid": art["valid"], "reasons": art["reasons"]}
+    if cap and art["valid"]:
+        row["capture"] = capture_check(sorted(cap.iterdir())[0], work, example, name)
+    return row
+
+
+def capture_check(cap: Path, work: Path, example: str, name: str) -> dict:
+    manifest = json.loads((work / f"manifest-{example}-{name}.json").read_text())
+    report, launches = validate_dir(cap, manifest)
+    return {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
+            "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=int, default=8, help="fresh processes per arm and side (multiple of 4)")
+    ap.add_argument("--examples", default=",".join(EXAMPLES))
+    ap.add_argument("--probe-cost", type=Path, help="bench/probe_cost/run.py --json output to fold in")
+    ap.add_argument("--iket", type=Path, help="bench/perturbation/iket.py --json output to fold in")
+    ap.add_argument("--json", type=Path, default=REPO / "bench" / "perturbation" / "results-h200.json")
+    a = ap.parse_args()
+    examples = [e for e in a.examples.split(",") if e]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        shutil.copytree(REPO / "examples", work / "examples")
+        (work / ".git").mkdir()
+        with ThreadPoolExecutor(len(examples)) as pool:
+            built = dict(zip(examples, pool.map(lambda e: build_with_manifests(work, e), examples)))
+        for ex in examples:
+            for name in ("off", "spec", "all"):
+                t0 = time.time()
+                rows.append(arm(work, ex, built[ex], name, a.samples))
+                r = rows[-1]
+                print(f"{ex:<14}{name:<6}{_pct(r['overhead']):>9} {_ci(r['ci95']):>20}  "
+                      f"{r['samples']['A']}+{r['samples']['B']} samples, {time.time() - t0:.0f} s"
+                      + (f"  capture {r['capture']['verdict']} ({r['capture']['events']} events)" if "capture" in r else "")
+                      + ("" if r["valid"] else f"  REJECTED: {r['reasons']}"), flush=True)
+    per_event = fold_per_event(a.probe_cost, a.iket)
+    device = _device()
+    result = {"date": time.strftime("%Y-%m-%d"), "device": device, "rows": rows, "per_event": per_event}
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(json.dumps(result, indent=2) + "\n")
+    print_table(result)
+    return 0 if all(r["valid"] for r in rows) else 1
+
+
+def build_with_manifests(work: Path, example: str) -> dict[str, Path]:
+    """build(), keeping each instrumented build's manifest for its capture's validation."""
+    src = work / "examples" / "cuda" / f"{example}.cu"
+    inc = snapshot.runtime_header().parent
+    bins = {"clean": work / f"{example}.clean"}
+    subprocess.run([*NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
+    spec = work / "examples" / "specs" / f"{example}.toml"
+    for name, s in (("spec", spec), ("all", every_cta(spec))):
+        res = snapshot.apply(s, root=work)
+        (work / f"manifest-{example}-{name}.json").write_text(json.dumps(res.manifest))
+        inst = work / f"{example}.{name}.cu"
+        shutil.copy(src, inst)
+        snapshot.revert(s, root=work)
+        bins[name] = work / f"{example}.{name}"
+        subprocess.run([*NVCC, f"-I{inc}", f"-I{src.parent}", "-o", bins[name], inst], check=True)
+    return bins
+
+
+def fold_per_event(probe_cost: Path | None, iket: Path | None) -> list[dict]:
+    rows = {}
+    if probe_cost and probe_cost.exists():
+        for r in json.loads(probe_cost.read_text())["rows"]:
+            rows[r["loop"]] = {"loop": r["loop"], "atrex": r["atrex_pct"] / 100, "atrex_staged": r["staged_pct"] / 100,
+                               "hand_written": r["manual_pct"] / 100, "floor": r["floor_pct"] / 100}
+    if iket and iket.exists():
+        k = json.loads(iket.read_text())
+        rows.setdefault("fma", {"loop": "fma"})["iket"] = k["overhead"]
+        rows["fma"]["iket_detail"] = k
+    return list(rows.values())
+
+
+def _device() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip()
+        return out or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def _pct(v) -> str:
+    return "-" if v is None else f"{100 * v:+.2f}%"
+
+
+def _ci(ci) -> str:
+    return "-" if not ci else f"[{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}]"
+
+
+def print_table(result: dict) -> None:
+    print(f"\nperturbation, {result['device']}, {result['date']} (overhead vs clean, 95% CI)")
+    print(f"{'kernel':<14}{'off':>24}{'spec density':>24}{'every CTA':>24}")
+    by = {(r["kernel"], r["arm"]): r for r in result["rows"]}
+    for k in dict.fromkeys(r["kernel"] for r in result["rows"]):
+        cells = []
+        for name in ("off", "spec", "all"):
+            r = by.get((k, name))
+            cells.append("-" if r is None else f"{_pct(r['overhead'])} {_ci(r['ci95'])}")
+        print(f"{k:<14}" + "".join(f"{c:>24}" for c in cells))
+    for p in result["per_event"]:
+        print(f"per event, {p['loop']} loop: " + ", ".join(f"{k} {_pct(v)}" for k, v in p.items()
+                                                         if k not in ("loop", "iket_detail")))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

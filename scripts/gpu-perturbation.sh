@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The perturbation check in one GPU call, from the repository root, with carry [".whl", ".device"]
+# (scripts/fetch-gpu-wheels.sh; the CuTe DSL bundle of ../shared/device/ in .device/):
+#   bash scripts/gpu-perturbation.sh          (results under $OUT, default /tmp/atrex-perturbation)
+# 1. bench/perturbation/hot_path.cu: candidate per-event hot paths side by side (one process);
+# 2. bench/probe_cost/run.py: per-event cost of atrex probes, hand-written probe and floor;
+# 3. bench/perturbation/iket.py: IKeT's per-event cost on the same FMA loop (CuTe DSL);
+# 4. bench/perturbation/run.py: clean vs off / spec / every-CTA for each CUDA example (8+8 processes).
+set -uo pipefail
+OUT=${OUT:-/tmp/atrex-perturbation}
+mkdir -p "$OUT"
+T="timeout 280"
+fail=0
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+{ nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nvcc --version | tail -2; date -u; } \
+  | tee "$OUT/device.txt"
+echo "== hot-path candidates"
+nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/hot_path bench/perturbation/hot_path.cu \
+  && $T /tmp/hot_path | tee "$OUT/hot_path.json" || fail=1
+echo "== probe cost (per event)"
+$T python3 bench/probe_cost/run.py --rounds ${PC_ROUNDS:-2} --reps 21 --json "$OUT/probe_cost.json" || fail=1
+if [ -f .device/cutedsl.tar.xz ]; then
+  echo "== IKeT per event (CuTe DSL FMA loop)"
+  ( eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" \
+    && $T python3 bench/perturbation/iket.py --rounds ${IKET_ROUNDS:-1} --json "$OUT/iket.json" ) || fail=1
+fi
+echo "== perturbation of the examples"
+timeout 420 python3 bench/perturbation/run.py --samples ${SAMPLES:-8} --probe-cost "$OUT/probe_cost.json" \
+  --iket "$OUT/iket.json" --json "$OUT/results-h200.json" || fail=1
+echo "== done (fail=$fail)"
+exit $fail
