@@ -138,6 +138,60 @@ __device__ __forceinline__ uint32_t clock_lo() {
 #endif
 }
 
+// What a thread learns at construction: where its owner's events go and how many fit.
+struct Slot {
+  unsigned char* ev;
+  uint32_t owner;
+  uint32_t cap;   // 0: this thread writes nothing
+  bool active;    // its CTA and warp are selected (every lane of a recording warp)
+};
+
+// Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
+// owner (counted atomically: a second claim is visible to decode) and stamps its header. Not inlined:
+// its header reads, divisions and 64-bit address arithmetic would otherwise be scheduled into the
+// kernel's own code and raise the register count of the whole kernel, clean copy included (a small
+// kernel went from 32 to 48 registers, fewer CTAs per SM).
+__device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps) {
+  Slot o{nullptr, 0u, 0u, false};
+  unsigned char* buf = atrex_tl_buffer;
+  const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
+  const GroupDesc d = h->groups[group];
+  if (staged && (too_many_warps || thread_level(d.role))) return o;  // the host refuses these launches
+  const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const uint32_t warp = tid >> 5, lane = tid & 31u;
+  const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (cta % d.cta_stride != 0u) return o;
+  const uint32_t cta_rank = cta / d.cta_stride;
+  if (d.cta_limit != 0u && cta_rank >= d.cta_limit) return o;
+  const uint32_t n_threads = blockDim.x * blockDim.y * blockDim.z;
+  const uint32_t m = d.warp_mask & role_warp_mask(d.role, (n_threads + 31u) / 32u);
+  if (((m >> warp) & 1u) == 0u) return o;
+  if (d.role == kPredicate && !pred) return o;
+  o.active = true;  // warp-uniform except for explicit predicates
+  // warp-level roles: lane 0 owns the recorder (and, staged, every lane helps flush)
+  if (!staged && !thread_level(d.role) && lane != 0u) return o;
+  const uint32_t rank = popc32(m & ((1u << warp) - 1u));
+  const uint32_t local = thread_level(d.role) ? rank * 32u + lane : rank;
+  const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
+  o.ev = buf + h->events_offset + static_cast<uint64_t>(owner) * h->capacity * kEventBytes;
+  o.owner = owner;
+  o.cap = h->capacity;
+  if (staged && lane != 0u) return o;
+  OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
+  uint64_t t0;
+  uint32_t sm;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  atomicAdd(&oh->claims, 1u);
+  oh->smid = sm;
+  oh->cta = cta;
+  oh->thread = tid;
+  oh->t0_lo = static_cast<uint32_t>(t0);
+  oh->t0_hi = static_cast<uint32_t>(t0 >> 32);
+  oh->clk0 = clock_lo();
+  return o;
+}
+
 // Shared-memory staging rings of one owner group: W + 1 rings of K slots, one per warp of the CTA
 // plus a sink for warps past W (they record nothing). One static array per group.
 template <uint32_t K, uint32_t W, uint32_t G>
@@ -169,46 +223,17 @@ class BasicRecorder {
   // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
   __device__ __forceinline__ explicit BasicRecorder(uint32_t group, bool pred = true)
       : ev_(nullptr), n_(0), cap_(0), active_(false) {
-    const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    const uint32_t warp = tid >> 5, lane = tid & 31u;
+    const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
     if (K != 0u) {
       a_ = StageRing<K, W, G>::of_warp(warp);
       end_ = a_ + K * kEventBytes;
     }
-    unsigned char* buf = atrex_tl_buffer;
-    if (buf == nullptr) return;
-    const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
-    const GroupDesc d = h->groups[group];
-    if (K != 0u && (StageRing<K, W, G>::too_many(warp) || thread_level(d.role))) return;  // host refuses these
-    const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (cta % d.cta_stride != 0u) return;
-    const uint32_t cta_rank = cta / d.cta_stride;
-    if (d.cta_limit != 0u && cta_rank >= d.cta_limit) return;
-    const uint32_t n_threads = blockDim.x * blockDim.y * blockDim.z;
-    const uint32_t m = d.warp_mask & role_warp_mask(d.role, (n_threads + 31u) / 32u);
-    if (((m >> warp) & 1u) == 0u) return;
-    if (d.role == kPredicate && !pred) return;
-    active_ = true;  // warp-uniform except for explicit predicates
-    // warp-level roles: lane 0 owns the recorder (and, staged, every lane helps flush)
-    if (K == 0u && !thread_level(d.role) && lane != 0u) return;
-    const uint32_t rank = popc32(m & ((1u << warp) - 1u));
-    const uint32_t local = thread_level(d.role) ? rank * 32u + lane : rank;
-    const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
-    ev_ = buf + h->events_offset + static_cast<uint64_t>(owner) * h->capacity * kEventBytes;
-    cap_ = h->capacity;
-    if (K != 0u && lane != 0u) return;
-    OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
-    uint64_t t0;
-    uint32_t sm;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    atomicAdd(&oh->claims, 1u);  // construction only: a second claim of this owner is visible to decode
-    oh->smid = sm;
-    oh->cta = cta;
-    oh->thread = tid;
-    oh->t0_lo = static_cast<uint32_t>(t0);
-    oh->t0_hi = static_cast<uint32_t>(t0 >> 32);
-    oh->clk0 = clock_lo();
+    if (atrex_tl_buffer == nullptr) return;
+    const Slot o = claim(group, pred, K != 0u, StageRing<K, W, G>::too_many(warp));
+    ev_ = o.ev;
+    cap_ = o.cap;
+    owner_ = o.owner;
+    active_ = o.active;
   }
 
   // The hot path for dense sites. Global: a timer read, one compare, one address computation,
@@ -272,8 +297,7 @@ class BasicRecorder {
     if (K != 0u && lane_id() != 0u) return;  // staged: every lane drains, lane 0 publishes
     unsigned char* buf = atrex_tl_buffer;
     const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
-    const uint64_t owner = static_cast<uint64_t>(ev_ - (buf + h->events_offset)) / (static_cast<uint64_t>(cap_) * kEventBytes);
-    (reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner)->attempted = n_;
+    (reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner_)->attempted = n_;
   }
 
  private:
@@ -299,6 +323,7 @@ class BasicRecorder {
 
   unsigned char* ev_;  // this owner's first event slot
   uint32_t n_, cap_;   // events attempted (staged: handed to global) so far; capacity (0: no writes)
+  uint32_t owner_ = 0u;  // this owner's index in the owner table (finish publishes its count there)
   bool active_;  // this thread's CTA and warp are selected (every lane of a recording warp)
   uint32_t a_ = 0u, end_ = 0u;  // staged: next slot and end of this warp's ring (shared addresses)
 };
@@ -510,6 +535,9 @@ class Capture {
   // Deferred mode: the written launches' buffers are allocated at the first launch (for its
   // geometry), so no allocation happens inside a timed loop; their writes wait for exit.
   void preallocate() {
+    // deferred() first: a function-local static is destroyed in the reverse order of construction
+    // and atexit registration, so it must exist before flush_deferred is registered to outlive it.
+    deferred();
     std::atexit(flush_deferred);
     if (plan_.capture_count == 0 || plan_.capture_count > 64) return;
     for (uint64_t i = 0; i < plan_.capture_count; ++i) {

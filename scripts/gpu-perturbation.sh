@@ -16,9 +16,11 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nvcc --version | tail -2; date -u; } \
   | tee "$OUT/device.txt"
-echo "== hot-path candidates"
-nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/hot_path bench/perturbation/hot_path.cu \
-  && $T /tmp/hot_path | tee "$OUT/hot_path.json" || fail=1
+if [ "${HOT_PATH:-1}" = 1 ]; then
+  echo "== hot-path candidates"
+  nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/hot_path bench/perturbation/hot_path.cu \
+    && $T /tmp/hot_path | tee "$OUT/hot_path.json" || fail=1
+fi
 echo "== probe cost (per event)"
 $T python3 bench/probe_cost/run.py --rounds ${PC_ROUNDS:-2} --reps 21 --json "$OUT/probe_cost.json" || fail=1
 if [ -f .device/cutedsl.tar.xz ]; then

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from atrex_inject import measure as ms
 from atrex_inject import snapshot
+from atrex_inject.errors import AtrexError
 from atrex_inject.validate import validate_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,8 +63,12 @@ def arm(work: Path, example: str, bins: dict[str, Path], name: str, samples: int
 
 
 def capture_check(cap: Path, work: Path, example: str, name: str) -> dict:
+    """Validation of the first recording sample's capture: the probes measured must have recorded."""
     manifest = json.loads((work / f"manifest-{example}-{name}.json").read_text())
-    report, launches = validate_dir(cap, manifest)
+    try:
+        report, launches = validate_dir(cap, manifest)
+    except AtrexError as e:
+        return {"verdict": "rejected", "events": 0, "failed": [str(e)]}
     return {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
             "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
 
@@ -91,7 +96,9 @@ def main() -> int:
                 r = rows[-1]
                 print(f"{ex:<14}{name:<6}{_pct(r['overhead']):>9} {_ci(r['ci95']):>20}  "
                       f"{r['samples']['A']}+{r['samples']['B']} samples, {time.time() - t0:.0f} s"
-                      + (f"  capture {r['capture']['verdict']} ({r['capture']['events']} events)" if "capture" in r else "")
+                      + (f"  capture {r['capture']['verdict']} ({r['capture']['events']} events"
+                   f"{', failed: ' + '; '.join(r['capture']['failed']) if r['capture']['failed'] else ''})"
+                   if "capture" in r else "")
                       + ("" if r["valid"] else f"  REJECTED: {r['reasons']}"), flush=True)
     per_event = fold_per_event(a.probe_cost, a.iket)
     device = _device()
