@@ -140,10 +140,8 @@ __device__ __forceinline__ uint32_t clock_lo() {
 
 // What a thread learns at construction: where its owner's events go and how many fit.
 struct Slot {
-  unsigned char* ev;
-  uint32_t owner;
-  uint32_t cap;   // 0: this thread writes nothing
-  bool active;    // its CTA and warp are selected (every lane of a recording warp)
+  uint32_t off, end;  // the owner's slot range, byte offsets into the buffer; empty: writes nothing
+  bool active;        // its CTA and warp are selected (every lane of a recording warp)
 };
 
 // Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
@@ -152,7 +150,7 @@ struct Slot {
 // kernel's own code and raise the register count of the whole kernel, clean copy included (a small
 // kernel went from 32 to 48 registers, fewer CTAs per SM).
 __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps) {
-  Slot o{nullptr, 0u, 0u, false};
+  Slot o{0u, 0u, false};
   unsigned char* buf = atrex_tl_buffer;
   const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
   const GroupDesc d = h->groups[group];
@@ -173,9 +171,8 @@ __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool 
   const uint32_t rank = popc32(m & ((1u << warp) - 1u));
   const uint32_t local = thread_level(d.role) ? rank * 32u + lane : rank;
   const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
-  o.ev = buf + h->events_offset + static_cast<uint64_t>(owner) * h->capacity * kEventBytes;
-  o.owner = owner;
-  o.cap = h->capacity;
+  o.off = static_cast<uint32_t>(h->events_offset) + owner * h->capacity * kEventBytes;
+  o.end = o.off + h->capacity * kEventBytes;
   if (staged && lane != 0u) return o;
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
   uint64_t t0;
@@ -190,6 +187,17 @@ __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool 
   oh->t0_hi = static_cast<uint32_t>(t0 >> 32);
   oh->clk0 = clock_lo();
   return o;
+}
+
+// Publishes an owner's attempt count at kernel exit, from its slot range [first, end) and next slot
+// `off`. Not inlined: inlined, the compiler hoisted these header loads to the kernel's start and
+// kept them live throughout, which raised a small kernel from 32 to 46 registers.
+__device__ __noinline__ void publish(uint32_t off, uint32_t end) {
+  const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(atrex_tl_buffer);
+  const uint32_t per_owner = h->capacity * kEventBytes;
+  const uint32_t first = end - per_owner;
+  const uint32_t owner = (first - static_cast<uint32_t>(h->events_offset)) / per_owner;
+  (reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + h->owners_offset) + owner)->attempted = (off - first) / kEventBytes;
 }
 
 // Shared-memory staging rings of one owner group: W + 1 rings of K slots, one per warp of the CTA
@@ -221,25 +229,23 @@ class BasicRecorder {
 
  public:
   // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
-  __device__ __forceinline__ explicit BasicRecorder(uint32_t group, bool pred = true)
-      : ev_(nullptr), n_(0), cap_(0), active_(false) {
+  __device__ __forceinline__ explicit BasicRecorder(uint32_t group, bool pred = true) : off_(0u), end_(0u) {
     const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
     if (K != 0u) {
       a_ = StageRing<K, W, G>::of_warp(warp);
-      end_ = a_ + K * kEventBytes;
+      ring_end_ = a_ + K * kEventBytes;
     }
     if (atrex_tl_buffer == nullptr) return;
     const Slot o = claim(group, pred, K != 0u, StageRing<K, W, G>::too_many(warp));
-    ev_ = o.ev;
-    cap_ = o.cap;
-    owner_ = o.owner;
+    off_ = o.off;
+    end_ = o.end;
     active_ = o.active;
   }
 
-  // The hot path for dense sites. Global: a timer read, one compare, one address computation,
-  // one predicated store and an increment; non-writers have capacity 0. Staged: a timer read, one
-  // shared store by every lane (no predicate), a pointer bump and a warp-uniform branch taken
-  // once per K events.
+  // The hot path for dense sites. Global: a timer read, one compare, the address (the buffer's
+  // base is a constant-bank operand), one predicated store and an increment; non-writers have an
+  // empty slot range. Staged: a timer read, one shared store by every lane (no predicate), a
+  // pointer bump and a warp-uniform branch taken once per K events.
   __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
     const uint32_t t = globaltimer_lo();
     if (K != 0u) {
@@ -252,7 +258,7 @@ class BasicRecorder {
       (void)payload;
 #endif
       a_ += kEventBytes;
-      if (a_ == end_) drain(K);
+      if (a_ == ring_end_) drain(K);
       return;
     }
 #if ATREX_TL_WIDE
@@ -260,16 +266,17 @@ class BasicRecorder {
         "{\n\t.reg .pred p;\n\t"
         "setp.lt.u32 p, %1, %2;\n\t"
         "@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
-        ::"l"(ev_ + n_ * 16u), "r"(n_), "r"(cap_), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | kTagValid));
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(clock_lo()), "r"(payload),
+        "r"(site | kTagValid));
 #else
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
         "setp.lt.u32 p, %1, %2;\n\t"
         "@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
-        ::"l"(ev_ + n_ * 8u), "r"(n_), "r"(cap_), "r"(t), "r"(site | kTagValid));
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(site | kTagValid));
     (void)payload;
 #endif
-    ++n_;
+    off_ += kEventBytes;
   }
 
   // Density-limited sites: warps that do not record skip the whole probe through one
@@ -288,44 +295,44 @@ class BasicRecorder {
   }
 
   // Called on every exit path: publishes the attempt count (attempted > capacity = overflow),
-  // after copying a staged ring's remaining events out. The owner header's address is recomputed
-  // from the event pointer rather than kept in two registers for the whole kernel: registers
-  // decide occupancy.
+  // after copying a staged ring's remaining events out. The owner's index and first slot are
+  // recomputed from the slot range and the header here, once, rather than kept in registers for
+  // the whole kernel: registers decide occupancy and how many loads the compiler keeps in flight.
   __device__ __forceinline__ void finish() {
-    if (K != 0u) drain((a_ - (end_ - K * kEventBytes)) / kEventBytes);
-    if (cap_ == 0u) return;
+    if (K != 0u) drain((a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
+    if (end_ == 0u) return;
     if (K != 0u && lane_id() != 0u) return;  // staged: every lane drains, lane 0 publishes
-    unsigned char* buf = atrex_tl_buffer;
-    const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
-    (reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner_)->attempted = n_;
+    publish(off_, end_);
   }
 
  private:
   // Staged: copy the ring's first `count` (<= K <= 32) events to global memory, lane j taking
-  // slot j, which it stored itself. n_ counts the events handed over.
+  // slot j, which it stored itself; off_ advances past the events handed over (kept or not).
   __device__ __forceinline__ void drain(uint32_t count) {
-    const uint32_t ring = end_ - K * kEventBytes, j = lane_id(), p = n_ + j;
-    if (j < count && p < cap_) {
+    const uint32_t ring = ring_end_ - K * kEventBytes, j = lane_id(), p = off_ + j * kEventBytes;
+    if (j < count && p < end_) {
 #if ATREX_TL_WIDE
       uint4 v;
       asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                    : "r"(ring + j * 16u) : "memory");
-      *reinterpret_cast<uint4*>(ev_ + static_cast<uint64_t>(p) * 16u) = v;
+      *reinterpret_cast<uint4*>(atrex_tl_buffer + p) = v;
 #else
       uint2 v;
       asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(ring + j * 8u) : "memory");
-      *reinterpret_cast<uint2*>(ev_ + static_cast<uint64_t>(p) * 8u) = v;
+      *reinterpret_cast<uint2*>(atrex_tl_buffer + p) = v;
 #endif
     }
-    n_ += count;
+    off_ += count * kEventBytes;
     a_ = ring;
   }
 
-  unsigned char* ev_;  // this owner's first event slot
-  uint32_t n_, cap_;   // events attempted (staged: handed to global) so far; capacity (0: no writes)
-  uint32_t owner_ = 0u;  // this owner's index in the owner table (finish publishes its count there)
-  bool active_;  // this thread's CTA and warp are selected (every lane of a recording warp)
-  uint32_t a_ = 0u, end_ = 0u;  // staged: next slot and end of this warp's ring (shared addresses)
+  // This owner's slots as byte offsets into the buffer (the host keeps a buffer under 4 GiB):
+  // off_ is the next slot, end_ the end of the owner's range; both 0 for a thread that writes
+  // nothing. Two registers for the whole kernel instead of a pointer, a count, a capacity and an
+  // owner index.
+  uint32_t off_, end_;
+  bool active_ = false;  // this thread's CTA and warp are selected (every lane of a recording warp)
+  uint32_t a_ = 0u, ring_end_ = 0u;  // staged: next slot and end of this warp's ring (shared addresses)
 };
 
 // The default recorder: no staging.
@@ -360,6 +367,7 @@ struct KernelPlan {
   uint32_t scratch_dims[6];  // geometry the scratch header was written for
   uint32_t staging_warps = 0;  // spec [capture] staging: warps per CTA its shared rings were sized for
   bool staging_refused = false;  // a launch was refused for too many warps (reported once)
+  bool too_big_refused = false;  // a launch was refused for a buffer over 4 GiB (reported once)
 };
 
 inline void fill_header(const KernelPlan& p, dim3 g, dim3 b, uint64_t seq, LaunchHeader& h) {
@@ -468,6 +476,17 @@ class Capture {
     }
     if (out && *out) {
       fill_header(plan_, grid_, block_, seq_, header_);
+      if (header_.total_bytes > 0xFFFFFFFFull) {  // the recorder addresses slots with 32-bit offsets
+        if (!plan_.too_big_refused)
+          std::fprintf(stderr, "atrex: launch %llu of %s would need a %llu-byte buffer, over the recorder's 4 GiB: "
+                       "probes off, not captured (reported once); lower [capture] capacity or the CTA density\n",
+                       static_cast<unsigned long long>(seq_), plan_.kernel,
+                       static_cast<unsigned long long>(header_.total_bytes));
+        plan_.too_big_refused = true;
+        out = nullptr;
+      }
+    }
+    if (out && *out) {
       write_ = seq_ >= plan_.capture_skip &&
                (plan_.capture_count == 0 || seq_ < plan_.capture_skip + plan_.capture_count);
       if (defer_writes() && seq_ == 0) preallocate();

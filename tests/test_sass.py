@@ -1,4 +1,4 @@
-"""SASS check of the probe path: one default probe (lane0, 8-byte event) adds few instructions and
+"""SASS check of the probe path: one default probe (lane0, 8-byte event) adds at most 7 instructions and
 none of ATOM/RED (atomics) or LDL/STL (local memory). Disassembled with cuobjdump from the
 nvidia-cuda-cuobjdump wheel. The count is recorded in bench/RESULTS.md."""
 from __future__ import annotations
@@ -62,4 +62,5 @@ def test_probe_path_instructions(tmp_path):
     assert not [o for o in ops if o.startswith(("ATOM", "RED", "LDL", "STL"))], ops
     assert any(o.startswith("STG") for o in ops), ops  # the event store itself
     assert any(o.startswith("CS2R") or o.startswith("S2R") for o in ops), ops  # the timer read
-    assert 2 <= net <= 6, ops
+    # timer read, compare, 64-bit address (constant-bank base + 32-bit offset: 2), store, increment, tag
+    assert 2 <= net <= 7, ops

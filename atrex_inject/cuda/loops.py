@@ -159,3 +159,100 @@ def canonical_loop(loop: Stmt, src: str) -> CanonicalLoop | str:
         return f"its body may change {', '.join(sorted(changed))}"
     return CanonicalLoop(loop, _text(src, init), var, cond[1].value, _text(src, bound),
                          _text(src, step) or "1", _text(src, incr), _text(src, cond))
+
+
+@dataclass(frozen=True)
+class LeadingLoads:
+    """BODY's first statement, a declaration whose initializers only read (`float4 v = x[i];`), with
+    the rest of BODY writing no memory: its N copies' initializers can all be issued at the start of
+    a strip-mined group, as the compiler's own unrolling issues the clean loop's loads together."""
+    first: Stmt
+    type: str  # "const float4"
+    decls: tuple[tuple[str, str], ...]  # (name, initializer with the loop variable as {i})
+
+
+def _top_split(toks: list[Token], sep: str) -> list[list[Token]]:
+    parts: list[list[Token]] = [[]]
+    depth = 0
+    for t in toks:
+        if t.type in ("LPAR", "LSQB", "LBRACE"):
+            depth += 1
+        elif t.type in ("RPAR", "RSQB", "RBRACE"):
+            depth -= 1
+        if t.value == sep and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(t)
+    return parts
+
+
+def _pure(toks: list[Token]) -> bool:
+    """No call, assignment or increment: evaluating it earlier changes nothing but its timing."""
+    for i, t in enumerate(toks):
+        if t.value in ("=", "++", "--", "<<=", ">>=") or (t.type == "WORD" and i + 1 < len(toks)
+                                                         and toks[i + 1].type == "LPAR"):
+            return False
+        if t.value in ASSIGN_OPS and i + 1 < len(toks) and toks[i + 1].value == "=" \
+                and toks[i + 1].start_pos == t.end_pos:
+            return False
+    return True
+
+
+def _writes_memory(stmts: list[Stmt]) -> bool:
+    """May these statements store to memory (through a subscript, `->` or `*`) or call anything?"""
+    for s in stmts:
+        for x in s.walk():
+            if x.kind == "asm_stmt":
+                return True
+            toks = x.own
+            for i, t in enumerate(toks):
+                if t.type == "WORD" and i + 1 < len(toks) and toks[i + 1].type == "LPAR":
+                    return True
+                assign = t.value in ("=", "++", "--", "<<=", ">>=") or (
+                    t.value in ASSIGN_OPS and i + 1 < len(toks) and toks[i + 1].value == "="
+                    and toks[i + 1].start_pos == t.end_pos)
+                if assign:
+                    j = i - 1
+                    while j >= 0 and toks[j].value not in (";", ",", "{", "(") and toks[j].type != "SEMI":
+                        if toks[j].value in ("[", "]", "->", "*"):
+                            return True
+                        j -= 1
+    return False
+
+
+def leading_loads(loop: CanonicalLoop, src: str, anchored: set) -> LeadingLoads | None:
+    """The body's leading loads, if the strip-mined group may issue them together (see LeadingLoads)."""
+    body = loop.stmt.body
+    kids = body.children
+    if not kids or kids[0].kind != "simple_stmt" or kids[0] in anchored:
+        return None
+    first = kids[0]
+    toks = [t for t in first.own if t.type not in ("SEMI", "VSEMI")]
+    parts = _top_split(toks, ",")
+    head = parts[0]
+    eq = [i for i, t in enumerate(head) if t.value == "="]
+    if not eq or eq[0] < 2 or head[eq[0] - 1].type != "WORD":
+        return None
+    type_toks = head[:eq[0] - 1]
+    if any(t.value in ("*", "&", "[", "]", "static", "__shared__", "extern") for t in type_toks):
+        return None
+    decls = [(head[eq[0] - 1], head[eq[0] + 1:])]
+    for p in parts[1:]:
+        if len(p) < 3 or p[0].type != "WORD" or p[1].value != "=":
+            return None
+        decls.append((p[0], p[2:]))
+    names = {n.value for n, _ in decls}
+    out = []
+    for name, init in decls:
+        if not init or not _pure(init) or _names(init) & names:
+            return None
+        text, pos = [], init[0].start_pos
+        for i, t in enumerate(init):
+            if t.type == "WORD" and t.value == loop.var and not _is_member(init, i):
+                text.append(src[pos:t.start_pos] + "{i}")
+                pos = t.end_pos
+        text.append(src[pos:init[-1].end_pos])
+        out.append((name.value, "".join(text).replace("{", "{{").replace("}", "}}").replace("{{i}}", "{i}")))
+    if _writes_memory(kids[1:]):
+        return None
+    return LeadingLoads(first, _text(src, type_toks), tuple(out))

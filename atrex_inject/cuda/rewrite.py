@@ -16,7 +16,7 @@ from ..fsio import sha256_bytes
 from ..plan import Plan, Rewrite, SitePlacement, make_plan
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
-from .loops import CanonicalLoop, canonical_loop
+from .loops import CanonicalLoop, canonical_loop, leading_loads
 from .source import LOOP_KINDS, Kernel, SourceFile, Stmt, parse_source
 
 SOURCE_ID_PLACEHOLDER = "0" * 64
@@ -375,7 +375,7 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
     if last is None or last.kind != "return_stmt":
         edits.block_end(kernel.body, exit_items)
     for sm in strip.values():
-        _strip_mine(edits, sm)
+        _strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         _version_body(edits, kernel, split, _guard(plan), entry_items)
     launches = _wrap_launches(edits, src, spec.kernel)
@@ -426,27 +426,42 @@ def _version_body(edits: _Edits, kernel: Kernel, first: int, guard: str, entry_i
     holder.append(edits.replace(a, b, gen, inclusive=True))
 
 
-def _strip_mine(edits: _Edits, sm: _StripMine) -> None:
+def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
     """for (INIT; i < E; INCR) {BODY}  ->  { INIT; for (; i < E && E - i > (N-1)*S; INCR) {probe
     {BODY'} INCR; {BODY} INCR; ... {BODY} probe} for (; i < E; INCR) {BODY} }, where BODY' holds the
     sampled sites and the other copies are the clean text: one probed iteration per group of N, the
-    copies' loads free to overlap as in the compiler's own unrolling, the last iterations clean."""
+    last iterations clean. When BODY starts with loads (loops.LeadingLoads), the group declares the
+    N copies' loaded values first and each copy takes its own: nvcc keeps statements in order, so
+    this is what puts the group's loads in flight together, as in its own unrolling of the clean loop."""
     cl, n, text = sm.loop, sm.every, edits.src.text
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
     cmp = ">" if cl.op == "<" else ">="
+    lead = leading_loads(cl, text, anchored)
+
+    def copy(k: int, probed: bool) -> str:
+        if lead is None:
+            return edits.span(body.start, body.end) if probed else text[body.start:body.end]
+        rest = edits.span(lead.first.end, body.end - 1) if probed else text[lead.first.end:body.end - 1]
+        decl = ", ".join(f"{name} = __atrex_v{k}_{j}" for j, (name, _) in enumerate(lead.decls))
+        return f"{{ {lead.type} {decl};{rest}}}"
 
     def gen() -> str:
         clean = text[body.start:body.end]
-        copies = [edits.span(body.start, body.end)] + [clean] * (n - 1)
         sep = f" {cl.incr};\n{ind}  "
         begin = f" {edits.inline(sm.begin)}" if sm.begin else ""
         end = f" {edits.inline(sm.end)}" if sm.end else ""
         init = f" {cl.init};" if cl.init else ""
+        loads = ""
+        if lead is not None:
+            idx = ", ".join(f"__atrex_i{k} = ({cl.var}) + {k} * ({cl.step})" for k in range(1, n))
+            vals = " ".join(f"{lead.type} __atrex_v{k}_{j} = {expr.format(i=cl.var if k == 0 else f'__atrex_i{k}')};"
+                            for k in range(n) for j, (_, expr) in enumerate(lead.decls))
+            loads = (f"\n{ind}  const auto {idx};  // atrex: the group's loads, issued together\n{ind}  {vals}")
         return (f"{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: one probed "
                 f"iteration per group of {n}\n{ind}{text[loop.lead:loop.start]}"
-                f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{begin}\n"
-                f"{ind}  {sep.join(copies)}{end} }}\n"
+                f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{begin}"
+                f"{loads}\n{ind}  {sep.join(copy(k, k == 0) for k in range(n))}{end} }}\n"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {clean}  /* atrex: the last iterations, clean */ }}")
 
     edits.replace(loop.lead, loop.end, gen, inclusive=False)
