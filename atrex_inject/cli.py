@@ -104,8 +104,9 @@ def decode(capture_dir: Path = typer.Argument(..., help="Folder the program wrot
            out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to save canonical events "
                                                                       "(default: CAPTURE_DIR/decoded)."),
            as_json: bool = JsonOpt):
-    """Turn raw capture files into canonical events per launch (.npz + .json), refusing buffers whose
-    magic, version, source id or size do not match; report owners, overflow and duplicate claims."""
+    """Turn raw capture files into canonical events per launch (a folder of uncompressed .npy columns),
+    refusing buffers whose magic, version, source id or size do not match; report owners, overflow
+    and duplicate claims."""
     from . import decode as dec
 
     def work():
@@ -261,8 +262,21 @@ def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = t
            perfetto: Optional[Path] = typer.Option(None, help="Write a Perfetto trace (.pftrace)."),
            png: Optional[Path] = typer.Option(None, help="Write a swimlane picture of the first launch."),
            rows: int = typer.Option(16, help="Owners shown in the picture."),
+           owners: Optional[str] = typer.Option(None, "--owners", metavar="LIST",
+                                                help="Trace only these owner slots in full, e.g. 0-3,17."),
+           ctas: Optional[str] = typer.Option(None, "--ctas", metavar="LIST",
+                                              help="Trace only the owners of these CTAs (linear index), e.g. 0-7."),
+           window: Optional[str] = typer.Option(None, "--window", metavar="START:END",
+                                                help="Keep only events START <= t < END ns after each launch's "
+                                                     "first event (either side may be empty)."),
+           everything: bool = typer.Option(False, "--all", help="Trace every owner in full, whatever the size."),
+           budget: int = typer.Option(1_000_000, "--budget", metavar="EVENTS",
+                                      help="Default rule: events traced in full, at most."),
            as_json: bool = JsonOpt):
-    """Export decoded launches: a native Perfetto trace (open it at ui.perfetto.dev) and/or a PNG."""
+    """Export decoded launches: a native Perfetto trace (open it at ui.perfetto.dev) and/or a PNG.
+    The trace holds every owner when the capture fits the budget; otherwise the owners closest to
+    each interval's median, p10 and p90 and the slowest, and counter tracks for the rest; its
+    `selection` track names what was left out (docs/format.md)."""
     from .decode import decode_dir
 
     def work():
@@ -271,14 +285,26 @@ def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = t
         r = {}
         if perfetto:
             from .export import export_perfetto
-            r["perfetto"] = str(export_perfetto(launches, m, perfetto))
+            from .selection import choose
+            choices = choose(launches, m, owners, ctas, window, everything, budget)
+            r["perfetto"] = str(export_perfetto(launches, m, perfetto, choices))
+            r["selection"] = [c.to_json() for c in choices]
         if png:
             from .timeline import render_png
             r["png"] = str(render_png(launches[0], m, png, rows))
         if not r:
             raise AtrexError("nothing to export", hint="give --perfetto FILE and/or --png FILE")
         return r
-    _run(as_json, work, lambda r: out.print("\n".join(f"{k}: {v}" for k, v in r.items()), markup=False))
+
+    def render(r):
+        for k in ("perfetto", "png"):
+            if k in r:
+                out.print(f"{k}: {r[k]}", markup=False)
+        for c in r.get("selection", []):
+            out.print(f"  {c['launch']}: {c['n_kept']} owners in full, {c['n_left_out']} left out"
+                      + (f" ({c['left_out_owners'][:60]}{'…' if len(c['left_out_owners']) > 60 else ''})"
+                         if c["n_left_out"] else "") + f"; rule: {c['rule']}", markup=False)
+    _run(as_json, work, render)
 
 
 @app.command()

@@ -12,6 +12,8 @@ masked by each owner's written count, and flattened in owner-then-sequence order
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -200,21 +202,58 @@ def decode_dir(capture_dir: str | Path, manifest: dict) -> list[Launch]:
     return [decode_file(p, manifest) for p in capture_files(capture_dir)]
 
 
+OWNER_FACTS = ("claims", "attempted", "smid", "cta", "thread", "exp_cta", "exp_thread", "must_claim", "may_claim")
+
+
 def save(launch: Launch, out_dir: str | Path) -> Path:
-    """Canonical events as `<launch>.npz` (columns, plus per-owner arrays prefixed `owner_`) + `.json` meta."""
+    """Canonical events as a folder `<launch>/` of uncompressed .npy columns (docs/format.md):
+    `events/<column>.npy`, `owners/<column>.npy` and `launch.json`. Writing is memory speed and
+    every column memory-maps on load; the folder appears whole or not at all (renamed into place)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    p = out_dir / f"{launch.name}.npz"
-    np.savez_compressed(p, **{c: launch.column(c) for c in (*launch.events, *OWNER_COLUMNS)},
-                        **{f"owner_{k}": v for k, v in launch.owners.items() if not k.startswith("col_")})
-    (out_dir / f"{launch.name}.json").write_text(json.dumps({"meta": launch.meta, "counts": launch.counts}, indent=2))
-    return p
+    final = out_dir / launch.name
+    tmp = out_dir / f".{launch.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "events").mkdir(parents=True)
+    (tmp / "owners").mkdir()
+    for c, v in launch.events.items():
+        np.save(tmp / "events" / f"{c}.npy", v)
+    for c in OWNER_COLUMNS:
+        np.save(tmp / "owners" / f"{c}.npy", launch.owners["col_" + c])
+    for c in OWNER_FACTS:
+        np.save(tmp / "owners" / f"{c}.npy", launch.owners[c])
+    (tmp / "launch.json").write_text(json.dumps({"name": launch.name, "meta": launch.meta, "counts": launch.counts},
+                                                indent=2))
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
+
+
+def load(saved: str | Path, mmap: bool = True) -> Launch:
+    """A launch saved by save(); columns are memory-mapped (read-only) unless mmap is False."""
+    saved = Path(saved)
+    try:
+        info = json.loads((saved / "launch.json").read_text())
+        name, meta, counts = info["name"], info["meta"], info["counts"]
+        mode = "r" if mmap else None
+        events = {p.stem: np.load(p, mmap_mode=mode) for p in sorted((saved / "events").glob("*.npy"))}
+        cols = {p.stem: np.load(p, mmap_mode=mode) for p in sorted((saved / "owners").glob("*.npy"))}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CaptureError(f"not a saved launch ({e})", path=str(saved),
+                           hint="point at a folder `atrex-inject decode` wrote, e.g. CAPTURE_DIR/decoded/<launch>")
+    missing = sorted({"owner", "site", "seq", "t_ns"} - set(events) | {*OWNER_COLUMNS, *OWNER_FACTS} - set(cols))
+    if missing:
+        raise CaptureError(f"saved launch lacks columns {missing}", path=str(saved), hint="decode the capture again")
+    owners = {k: cols[k] for k in OWNER_FACTS}
+    owners.update({"col_" + c: cols[c] for c in OWNER_COLUMNS}, group=cols["group"].astype(np.int64))
+    return Launch(name, meta, events, owners, counts)
 
 
 def site_counts(launch: Launch, n_sites: int) -> np.ndarray:
     """(claimed owners, sites) matrix of events per owner per site."""
     claimed = np.nonzero(launch.owners["claims"] > 0)[0]
-    m = np.zeros((launch.owners["claims"].size, n_sites), dtype=np.int64)
-    known = (launch.events["site"] >= 0) & (launch.events["site"] < n_sites)  # unknown ids: site_identity's job
-    np.add.at(m, (launch.events["owner"][known], launch.events["site"][known]), 1)
-    return m[claimed]
+    n_owners = launch.owners["claims"].size
+    site = launch.events["site"]
+    known = (site >= 0) & (site < n_sites)  # unknown ids: site_identity's job
+    cell = launch.events["owner"][known].astype(np.int64) * n_sites + site[known]
+    return np.bincount(cell, minlength=n_owners * n_sites).reshape(n_owners, n_sites)[claimed]

@@ -2,6 +2,11 @@
 under each owner holding a slice per instance named `a -> b`, and instants for marks (sites that
 end no interval and start none). Payloads (16-byte events) become a `payload` debug annotation.
 
+Only the owners selection.choose() keeps are there in full; the owners it leaves out are summed
+into counter tracks per launch (each interval's instances in flight and mean duration, each mark's
+events per bin), and a `selection` track's slice says in its annotations which owners were kept,
+which were left out and by what rule (the process track's description says it too).
+
 Track descriptors, a few per owner, are built with the perfetto package's TraceProtoBuilder. The
 event packets, one or two per event, are the volume: they are encoded straight to the protobuf
 wire format with numpy (each field is a fixed tag byte plus a varint, so a packet is a row of
@@ -10,6 +15,7 @@ fixed-width segments, masked to their true lengths and flattened in order). A Tr
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +23,15 @@ from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
 from .decode import Launch
 from .fsio import write_atomic
+from .selection import Choice, choose, ranges_text
 from .summary import pairs, site_ids
 
 SEQ_ID = 1
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 CHUNK = 1 << 18  # rows per encoding pass: 256 Ki keeps the byte matrices in cache (bench: 4.1 s vs 4.8 s per 10M)
-KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL = range(5)
+KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL, KIND_SELECTION, KIND_COUNTER = range(7)
+COUNTER_BINS = 1000  # samples per counter track of left-out owners
+TYPE_COUNTER = 4
 
 
 def track_uuid(launch_no: int, kind: int, ident) -> np.ndarray | int:
@@ -102,30 +111,37 @@ def encode_events(ts, kinds, uuid, name_codes=None, names: list[bytes] = (), pay
 
 
 # ---- the trace -------------------------------------------------------------------------------
-def _descriptors(b: TraceProtoBuilder, no: int, launch: Launch, manifest: dict) -> None:
-    own = launch.owners
+def _restricted(launch: Launch, owners: np.ndarray) -> Launch:
+    """The launch with only the events of `owners`."""
+    member = np.zeros(launch.owners["claims"].size, dtype=bool)
+    member[owners] = True
+    mask = member[launch.events["owner"]]
+    return replace(launch, events={k: v[mask] for k, v in launch.events.items()})
+
+
+def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> None:
+    launch, own, kept = ch.launch, ch.launch.owners, ch.keep
     proc = int(track_uuid(no, KIND_PROCESS, 0))
     p = b.add_packet()
     p.track_descriptor.uuid = proc
     p.track_descriptor.process.pid = no + 1
     p.track_descriptor.process.process_name = (f"{manifest['kernel']} launch {launch.meta['launch_seq']} "
                                                f"grid {tuple(launch.meta['grid'])}")
-    claimed = np.flatnonzero(own["claims"] > 0)
+    p.track_descriptor.description = _selection_line(ch)
     gx, gy = launch.meta["grid"][0], launch.meta["grid"][1]
     roles = [g["role"] for g in manifest["groups"]]
-    for sm in np.unique(own["smid"][claimed]):
+    for sm in np.unique(own["smid"][kept]):
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_SM, int(sm)))
         p.track_descriptor.parent_uuid = proc
         p.track_descriptor.name = f"SM {int(sm)}"
-    ctas = np.unique(own["cta"][claimed])
-    cta_sm = dict(zip(own["cta"][claimed].tolist(), own["smid"][claimed].tolist()))
-    for c in ctas.tolist():
+    cta_sm = dict(zip(own["cta"][kept].tolist(), own["smid"][kept].tolist()))
+    for c in np.unique(own["cta"][kept]).tolist():
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_CTA, c))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_SM, cta_sm[c]))
         p.track_descriptor.name = f"CTA ({c % gx}, {c // gx % gy}, {c // (gx * gy)})"
-    for o in claimed.tolist():
+    for o in kept.tolist():
         role, t = roles[own["group"][o]], int(own["thread"][o])
         who = {"thread": f"thread {t}", "predicate": f"thread {t}", "lane0": f"warp {t // 32}",
                "warpgroup": f"warpgroup {t // 128}", "cta": "CTA leader"}[role]
@@ -140,17 +156,90 @@ def _descriptors(b: TraceProtoBuilder, no: int, launch: Launch, manifest: dict) 
             p.track_descriptor.name = iv["name"]
 
 
-def trace_bytes(launches: list[Launch], manifest: dict) -> bytes:
+def _selection_line(ch: Choice) -> str:
+    n = int((ch.launch.owners["claims"] > 0).sum())
+    return f"{ch.keep.size} of {n} owners in full, {ch.left_out.size} left out ({ch.rule})"
+
+
+def _event(b: TraceProtoBuilder, ts: int, kind: int, uuid: int, name: str | None = None):
+    p = b.add_packet()
+    p.timestamp, p.trusted_packet_sequence_id = ts, SEQ_ID
+    p.track_event.type, p.track_event.track_uuid = kind, uuid
+    if name is not None:
+        p.track_event.name = name
+    return p.track_event
+
+
+def _selection(b: TraceProtoBuilder, no: int, ch: Choice, t0: int, t1: int, kept_events: int) -> None:
+    """The launch's `selection` track: one slice over the launch naming what the trace leaves out."""
+    uuid = int(track_uuid(no, KIND_SELECTION, 0))
+    p = b.add_packet()
+    p.track_descriptor.uuid, p.track_descriptor.parent_uuid = uuid, int(track_uuid(no, KIND_PROCESS, 0))
+    p.track_descriptor.name = "selection"
+    te = _event(b, t0, SLICE_BEGIN, uuid, _selection_line(ch))
+    facts = {"rule": ch.rule, "kept_owners": ranges_text(ch.keep), "left_out_owners": ranges_text(ch.left_out),
+             "events_in_full": kept_events, "events_left_out": ch.launch.n_events - kept_events,
+             "why_kept": "; ".join(f"owner {o}: {', '.join(r)}" for o, r in sorted(ch.reasons.items()))}
+    for k, v in facts.items():
+        a = te.debug_annotations.add()
+        a.name = k
+        if isinstance(v, int):
+            a.int_value = v
+        else:
+            a.string_value = v
+    _event(b, t1, SLICE_END, uuid)
+
+
+def _counter(b: TraceProtoBuilder, no: int, ident: int, name: str, ts: np.ndarray, values: np.ndarray) -> None:
+    uuid = int(track_uuid(no, KIND_COUNTER, ident))
+    p = b.add_packet()
+    p.track_descriptor.uuid, p.track_descriptor.parent_uuid = uuid, int(track_uuid(no, KIND_PROCESS, 0))
+    p.track_descriptor.name = name
+    p.track_descriptor.counter.SetInParent()
+    for t, v in zip(ts.tolist(), values.tolist()):
+        _event(b, t, TYPE_COUNTER, uuid).double_counter_value = v
+
+
+def _counters(b: TraceProtoBuilder, no: int, rest: Launch, n_rest: int, manifest: dict, t0: int, t1: int) -> None:
+    """Left-out owners, summed per time bin: each interval's instances in flight (at each bin's end)
+    and mean duration (of instances starting in the bin), and each mark's events per bin."""
+    width = max(1, -(-(t1 - t0 + 1) // COUNTER_BINS))
+    n_bins = -(-(t1 - t0 + 1) // width)
+    edges = t0 + width * np.arange(1, n_bins + 1)
+
+    def per_bin(t, weights=None):
+        return np.bincount((t - t0) // width, weights=weights, minlength=n_bins)
+
+    tag = f"({n_rest} owners not shown)"
+    ids = site_ids(manifest)
+    for k, iv in enumerate(manifest["intervals"]):
+        p = pairs(rest, ids[iv["start"]], ids[iv["end"]])
+        starts = per_bin(p["t0"])
+        _counter(b, no, 2 * k, f"{iv['name']} in flight {tag}", edges, np.cumsum(starts) - np.cumsum(per_bin(p["t1"])))
+        has = starts > 0
+        mean = per_bin(p["t0"], p["dur"].astype(np.float64))[has] / starts[has]
+        _counter(b, no, 2 * k + 1, f"{iv['name']} mean ns {tag}", edges[has] - width, mean)
+    endpoints = {ids[iv[k]] for iv in manifest["intervals"] for k in ("start", "end")}
+    for s in manifest["sites"]:
+        if s["id"] not in endpoints:
+            t = rest.events["t_ns"][rest.events["site"] == s["id"]]
+            _counter(b, no, 64 + s["id"], f"{s['name']} events per {width} ns {tag}", edges - width, per_bin(t))
+
+
+def trace_bytes(launches: list[Launch], manifest: dict, choices: list[Choice] | None = None) -> bytes:
+    """The trace of `choices` (default: selection.choose's default rule over `launches`)."""
     if len(manifest["intervals"]) > 16:
         raise ValueError("at most 16 intervals per spec can be exported")
+    choices = choose(launches, manifest) if choices is None else choices
     b = TraceProtoBuilder()
     chunks = []
     ids = site_ids(manifest)
     endpoints = {ids[iv[k]] for iv in manifest["intervals"] for k in ("start", "end")}
     names = [iv["name"].encode() for iv in manifest["intervals"]]
     site_names = [s["name"].encode() for s in manifest["sites"]]
-    for no, launch in enumerate(launches):
-        _descriptors(b, no, launch, manifest)
+    for no, ch in enumerate(choices):
+        _descriptors(b, no, ch, manifest)
+        launch = _restricted(ch.launch, ch.keep)
         wide = launch.meta["event_bytes"] == 16
         ev = launch.events
         for k, iv in enumerate(manifest["intervals"]):
@@ -165,10 +254,17 @@ def trace_bytes(launches: list[Launch], manifest: dict) -> bytes:
         chunks.append(encode_events(ev["t_ns"][mark], np.full(int(mark.sum()), INSTANT),
                                     track_uuid(no, KIND_OWNER, ev["owner"][mark]), ev["site"][mark], site_names,
                                     ev["payload"][mark] if wide else None))
+        t_all = ch.launch.events["t_ns"]
+        if t_all.size:
+            t0, t1 = int(t_all.min()), int(t_all.max())
+            _selection(b, no, ch, t0, t1, launch.n_events)
+            if ch.left_out.size:
+                _counters(b, no, _restricted(ch.launch, ch.left_out), ch.left_out.size, manifest, t0, t1)
     return b.serialize() + b"".join(chunks)
 
 
-def export_perfetto(launches: list[Launch], manifest: dict, out: str | Path) -> Path:
+def export_perfetto(launches: list[Launch], manifest: dict, out: str | Path,
+                    choices: list[Choice] | None = None) -> Path:
     out = Path(out)
-    write_atomic(out, trace_bytes(launches, manifest))
+    write_atomic(out, trace_bytes(launches, manifest, choices))
     return out

@@ -37,16 +37,24 @@ def stats(x: np.ndarray) -> dict:
 
 
 def _grouped(keys: np.ndarray, values: np.ndarray) -> list[dict]:
-    """Per key: count and median of values (keys sorted)."""
+    """Per key: count and median of integer values (keys sorted). Key and value are packed into one
+    int64 and sorted once (several times faster than a lexsort of the two); lexsort when they do
+    not fit."""
     if keys.size == 0:
         return []
-    order = np.lexsort((values, keys))
-    k, v = keys[order], values[order]
-    uniq, first, counts = np.unique(k, return_index=True, return_counts=True)
-    lo = first + (counts - 1) // 2
-    hi = first + counts // 2
-    med = (v[lo] + v[hi]) / 2
-    return [{"key": int(a), "count": int(c), "median": float(m)} for a, c, m in zip(uniq, counts, med)]
+    keys, values = keys.astype(np.int64), values.astype(np.int64)
+    lo_v = int(values.min())
+    span = int(values.max()) - lo_v
+    if span < 1 << 40 and int(keys.min()) >= 0 and int(keys.max()) < 1 << 23:
+        packed = np.sort((keys << 40) | (values - lo_v))
+        k, v = packed >> 40, (packed & ((1 << 40) - 1)) + lo_v
+    else:
+        order = np.lexsort((values, keys))
+        k, v = keys[order], values[order]
+    first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    counts = np.diff(np.r_[first, k.size])
+    med = (v[first + (counts - 1) // 2] + v[first + counts // 2]) / 2
+    return [{"key": int(a), "count": int(c), "median": float(m)} for a, c, m in zip(k[first], counts, med)]
 
 
 def summarize_launch(launch: Launch, manifest: dict) -> dict:
@@ -57,8 +65,7 @@ def summarize_launch(launch: Launch, manifest: dict) -> dict:
     for iv in manifest["intervals"]:
         p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
         intervals.append({"name": iv["name"], "unit": "ns", **stats(p["dur"]),
-                          "per_sm": _grouped(p["sm"].astype(np.int64), p["dur"].astype(np.float64)),
-                          "per_owner": _grouped(p["owner"].astype(np.int64), p["dur"].astype(np.float64))})
+                          "per_sm": _grouped(p["sm"], p["dur"]), "per_owner": _grouped(p["owner"], p["dur"])})
     marks = []
     for s in manifest["sites"]:
         t = ev["t_ns"][ev["site"] == s["id"]] - t_launch
