@@ -248,12 +248,12 @@ def summary(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = 
             as_json: bool = JsonOpt):
     """Per launch: each interval `a -> b` (count, min, p10, median, p90, max in ns; per SM, per owner)
     and each site's offsets from the launch's first event, recomputed from canonical events."""
-    from .decode import decode_dir
-    from .summary import render_text, summarize_launch
+    from .decode import PART_EVENTS, capture_files
+    from .summary import render_text, summarize_file
 
     def work():
         m = _manifest(capture_dir, manifest)
-        return {"launches": [summarize_launch(l, m) for l in decode_dir(capture_dir, m)]}
+        return {"launches": [summarize_file(f, m, PART_EVENTS) for f in capture_files(capture_dir)]}
     _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"])), markup=False))
 
 

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,7 @@ class Launch:
     events: dict[str, np.ndarray]
     owners: dict[str, np.ndarray]  # per owner: group, claims, attempted, expected, cta, thread, smid, exp_cta, ...
     counts: dict[str, int] = field(default_factory=dict)
+    owner_base: int = 0  # launch-wide index of owner 0 here (a part of decode_parts starts past 0)
 
     @property
     def n_events(self) -> int:
@@ -77,17 +79,19 @@ def _expected_owners(g, grid, block) -> dict[str, np.ndarray]:
     return {"exp_cta": cta, "exp_thread": thread, "must_claim": must, "may_claim": (thread < n_threads) & (cta < n_ctas)}
 
 
-def read_header(raw: bytes, where: str) -> np.void:
+def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
+    """The launch header at the start of `raw`, checked against the file's `size` (default len(raw))."""
+    size = len(raw) if size is None else size
     if len(raw) < HEADER_BYTES:
-        raise CaptureError(f"truncated: {len(raw)} bytes, shorter than the {HEADER_BYTES}-byte launch header", path=where)
+        raise CaptureError(f"truncated: {size} bytes, shorter than the {HEADER_BYTES}-byte launch header", path=where)
     h = np.frombuffer(raw[:HEADER_BYTES], dtype=HEADER_DTYPE)[0]
     if int(h["magic"]) != MAGIC:
         raise CaptureError(f"not an atrex capture (magic 0x{int(h['magic']):016x})", path=where)
     if int(h["version"]) != FORMAT_VERSION:
         raise CaptureError(f"format version {int(h['version'])}; this decoder reads version {FORMAT_VERSION}",
                            path=where, hint="decode with the atrex-inject version that wrote it")
-    if len(raw) != int(h["total_bytes"]):
-        raise CaptureError(f"truncated: {len(raw)} bytes, the header says {int(h['total_bytes'])}", path=where)
+    if size != int(h["total_bytes"]):
+        raise CaptureError(f"truncated: {size} bytes, the header says {int(h['total_bytes'])}", path=where)
     n_groups = int(h["n_groups"])
     ev_bytes = int(h["event_bytes"])
     sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in (8, 16) and int(h["owner_bytes"]) == 32
@@ -100,11 +104,23 @@ def read_header(raw: bytes, where: str) -> np.void:
     return h
 
 
-def decode_file(path: str | Path, manifest: dict) -> Launch:
-    path = Path(path)
+CRC_BLOCK = 1 << 24  # the checksum reads the file in 16 MiB blocks: constant memory whatever its size
+PART_EVENTS = 1 << 20  # validate and summary stream captures in owner-range parts of this many events
+
+
+def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
+    """Check the buffer's identity (header, sidecar, checksum, groups) and read its owner table:
+    (header, meta, per-owner arrays of the whole launch, raw owner rows). Events are not read."""
     where = str(path)
-    raw = path.read_bytes()
-    h = read_header(raw, where)
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(HEADER_BYTES)
+        h = read_header(head, where, size)
+        crc = zlib.crc32(head)
+        for block in iter(lambda: f.read(CRC_BLOCK), b""):
+            crc = zlib.crc32(block, crc)
+        f.seek(HEADER_BYTES)
+        own = np.frombuffer(f.read(int(h["n_owners"]) * OWNER_DTYPE.itemsize), dtype=OWNER_DTYPE)
     source_id = bytes(h["source_id"]).hex()
     if source_id != manifest["source"]["source_id"]:
         raise CaptureError(f"source id {source_id[:16]}… is not the manifest's {manifest['source']['source_id'][:16]}…: "
@@ -117,9 +133,9 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         raise CaptureError(f"no readable sidecar {side_path.name}: the capture did not finish", path=where) from None
     if not isinstance(meta, dict) or meta.get("source_id") != source_id or meta.get("launch_seq") != int(h["launch_seq"]):
         raise CaptureError("sidecar does not describe this buffer (source id or launch sequence differ)", path=where)
-    if meta.get("crc32") != zlib.crc32(raw):
+    if meta.get("crc32") != crc:
         raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
-    n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
+    cap = int(h["capacity"])
     grid, block = h["grid"].astype(np.int64), h["block"].astype(np.int64)
     groups = h["groups"][: int(h["n_groups"])]
     if len(groups) != len(manifest["groups"]) or any(
@@ -127,27 +143,32 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
             or int(g["warp_mask"]) != mg["warp_mask"] for g, mg in zip(groups, manifest["groups"])):
         raise CaptureError("owner groups in the buffer differ from the manifest's", path=where)
 
-    own = np.frombuffer(raw, dtype=OWNER_DTYPE, count=n_owners, offset=HEADER_BYTES)
     gid = np.repeat(np.arange(len(groups)), groups["n_owners"].astype(np.int64))
     exp = [_expected_owners(g, grid, block) for g in groups]
     cat = {k: np.concatenate([e[k] for e in exp]) if exp else np.zeros(0) for k in exp[0]}
     owners = {"group": gid, "claims": own["claims"].astype(np.int64), "attempted": own["attempted"].astype(np.int64),
               "smid": own["smid"].astype(np.int64), "cta": own["cta"].astype(np.int64),
               "thread": own["thread"].astype(np.int64), **cat}
-    claimed = owners["claims"] > 0
-    written = np.where(claimed, np.minimum(owners["attempted"], cap), 0)
     gx, gy = int(grid[0]), int(grid[1])
     owners.update(col_group=gid.astype(np.int16), col_cta_x=(owners["cta"] % gx).astype(np.int32),
                   col_cta_y=(owners["cta"] // gx % gy).astype(np.int32),
                   col_cta_z=(owners["cta"] // (gx * gy)).astype(np.int32),
                   col_warp=(owners["thread"] // 32).astype(np.int16), col_lane=(owners["thread"] % 32).astype(np.int16),
                   col_sm=owners["smid"].astype(np.int16))
+    meta = {**meta, "file": path.name, "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
+            "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
+            "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
+    return h, meta, owners, own
 
+
+def _unpack(raw: bytes, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
+    """Events of consecutive owners from their slots `raw` (owner indices local to these owners):
+    (event columns, torn events, stray events)."""
+    n_owners = own.size
     # Each owner's written events are a prefix of its slots: a boolean prefix mask compresses the
     # event block in one pass, and repeats build the per-event owner, sequence and time base, with
     # no per-owner or per-event loop.
-    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words,
-                       offset=int(h["events_offset"])).reshape(n_owners * cap, words)
+    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words).reshape(n_owners * cap, words)
     total = int(written.sum())
     live = (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
     # compress whole rows as one 8- or 16-byte scalar each (a bit-exact view): numpy's 1-D boolean
@@ -172,8 +193,13 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
     if words == 4:
         events["cycles"] = rows[:, 1].astype(np.int64)
         events["payload"] = rows[:, 2].copy()
-    counts = {
-        "owners": n_owners, "owners_claimed": int(claimed.sum()),
+    return events, torn, stray
+
+
+def _counts(owners: dict, cap: int, torn: int, stray: int, n_events: int) -> dict[str, int]:
+    claimed = owners["claims"] > 0
+    return {
+        "owners": int(claimed.size), "owners_claimed": int(claimed.sum()),
         "owners_missing": int((owners["must_claim"] & ~claimed).sum()),
         "owners_unexpected": int((claimed & ~owners["may_claim"]).sum()),
         "owners_misplaced": int((claimed & ((owners["cta"] != owners["exp_cta"])
@@ -181,12 +207,35 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         "duplicate_claims": int((owners["claims"] > 1).sum()),
         "overflow_owners": int((owners["attempted"] > cap).sum()),
         "overflow_events": int(np.maximum(owners["attempted"] - cap, 0).sum()),
-        "torn_events": torn, "stray_events": stray, "events": int(o_idx.size),
+        "torn_events": torn, "stray_events": stray, "events": n_events,
     }
-    meta = {**meta, "file": path.name, "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
-            "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
-            "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
-    return Launch(path.stem, meta, events, owners, counts)
+
+
+def decode_parts(path: str | Path, manifest: dict, max_events: int | None = None) -> Iterator[Launch]:
+    """The launch in consecutive owner ranges of at most `max_events` written events each (an owner
+    with more is a range of its own; None: one range, the whole launch), reading only each range's
+    slots, so a capture larger than memory streams. Each part's owner arrays, events and counts
+    cover its range alone, owner indices counted from `owner_base`; summed over the parts, the
+    counts are the whole launch's."""
+    path = Path(path)
+    h, meta, owners, own = _open(path, manifest)
+    n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
+    written = np.where(owners["claims"] > 0, np.minimum(owners["attempted"], cap), 0)
+    first = np.zeros(1, dtype=np.int64)
+    if max_events and n_owners:
+        bucket = (np.cumsum(written) - written) // max_events
+        first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    slot_bytes = cap * words * 4
+    with open(path, "rb") as f:
+        for lo, hi in zip(first.tolist(), np.r_[first[1:], n_owners].tolist()):
+            f.seek(int(h["events_offset"]) + lo * slot_bytes)
+            events, torn, stray = _unpack(f.read((hi - lo) * slot_bytes), own[lo:hi], written[lo:hi], cap, words)
+            part = {k: v[lo:hi] for k, v in owners.items()}
+            yield Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+
+
+def decode_file(path: str | Path, manifest: dict) -> Launch:
+    return next(decode_parts(path, manifest))
 
 
 def capture_files(capture_dir: str | Path) -> list[Path]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decode import Launch
+from .decode import Launch, decode_parts
 
 QUANTILES = {"min": 0.0, "p10": 0.10, "median": 0.50, "p90": 0.90, "max": 1.0}
 
@@ -30,10 +30,13 @@ def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
 
 
 def stats(x: np.ndarray) -> dict:
+    """Count and QUANTILES (inverted CDF: the ceil(q n)-th smallest value, no interpolation). Sorts
+    `x` partially in place: callers pass an array they own."""
     if x.size == 0:
         return {"count": 0, **{k: None for k in QUANTILES}}
-    q = np.quantile(x, list(QUANTILES.values()), method="inverted_cdf")
-    return {"count": int(x.size), **{k: float(v) for k, v in zip(QUANTILES, q)}}
+    at = [max(int(np.ceil(q * x.size)) - 1, 0) for q in QUANTILES.values()]
+    x.partition(sorted(set(at)))
+    return {"count": int(x.size), **{k: float(x[i]) for k, i in zip(QUANTILES, at)}}
 
 
 def _grouped(keys: np.ndarray, values: np.ndarray) -> list[dict]:
@@ -42,39 +45,106 @@ def _grouped(keys: np.ndarray, values: np.ndarray) -> list[dict]:
     not fit."""
     if keys.size == 0:
         return []
-    keys, values = keys.astype(np.int64), values.astype(np.int64)
     lo_v = int(values.min())
     span = int(values.max()) - lo_v
     if span < 1 << 40 and int(keys.min()) >= 0 and int(keys.max()) < 1 << 23:
-        packed = np.sort((keys << 40) | (values - lo_v))
-        k, v = packed >> 40, (packed & ((1 << 40) - 1)) + lo_v
+        packed = keys.astype(np.int64)
+        packed <<= 40
+        packed |= values - lo_v
+        packed.sort()
+        k = packed >> 40
+        packed &= (1 << 40) - 1
+        packed += lo_v
+        v = packed
     else:
         order = np.lexsort((values, keys))
-        k, v = keys[order], values[order]
+        k, v = keys[order].astype(np.int64), values[order].astype(np.int64)
     first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     counts = np.diff(np.r_[first, k.size])
     med = (v[first + (counts - 1) // 2] + v[first + counts // 2]) / 2
     return [{"key": int(a), "count": int(c), "median": float(m)} for a, c, m in zip(k[first], counts, med)]
 
 
+class Summarizer:
+    """One launch's summary from its owner-range parts (decode.decode_parts) in one pass, so a
+    capture larger than memory is summarized part by part. Per part, per-owner medians are final;
+    for the launch-wide statistics it keeps only each interval instance's duration and SM and each
+    mark's time (as uint32 ns after its part's first event while the launch spans under 4.29 s)."""
+
+    def __init__(self, manifest: dict):
+        self.manifest, self.ids = manifest, site_ids(manifest)
+        n = len(manifest["intervals"])
+        self.dur: list[list] = [[] for _ in range(n)]
+        self.sm: list[list] = [[] for _ in range(n)]
+        self.per_owner: list[list] = [[] for _ in range(n)]
+        self.marks: dict[int, list] = {s["id"]: [] for s in manifest["sites"]}  # (part's first t, offsets)
+        self.launch = None
+        self.events = self.owners = 0
+        self.t_min, self.t_max = None, None
+
+    def add(self, part: Launch) -> None:
+        ev = part.events
+        self.launch, self.events = part, self.events + part.n_events
+        self.owners += int((part.owners["claims"] > 0).sum())
+        if ev["t_ns"].size:
+            lo, hi = int(ev["t_ns"].min()), int(ev["t_ns"].max())
+            self.t_min = lo if self.t_min is None else min(self.t_min, lo)
+            self.t_max = hi if self.t_max is None else max(self.t_max, hi)
+        for k, iv in enumerate(self.manifest["intervals"]):
+            p = pairs(part, self.ids[iv["start"]], self.ids[iv["end"]])
+            self.dur[k].append(p["dur"])
+            self.sm[k].append(p["sm"])
+            self.per_owner[k] += _grouped(p["owner"].astype(np.int64) + part.owner_base, p["dur"])
+        for sid, kept in self.marks.items():
+            t = ev["t_ns"][ev["site"] == sid]
+            if t.size:
+                base = int(t.min())
+                t -= base
+                kept.append((base, t.astype(np.uint32) if int(t.max()) < 1 << 32 else t))
+
+    def _offsets(self, sid: int, t_launch: int) -> np.ndarray:
+        """All of one mark's times minus t_launch, filled part by part into one array."""
+        kept, self.marks[sid] = self.marks[sid], []
+        total = sum(t.size for _, t in kept)
+        narrow = self.t_max is not None and self.t_max - t_launch < 1 << 32
+        out = np.empty(total, dtype=np.uint32 if narrow else np.int64)
+        at = 0
+        for base, t in kept:
+            seg = out[at:at + t.size]
+            seg[...] = t
+            seg += base - t_launch
+            at += t.size
+        return out
+
+    def result(self) -> dict:
+        t_launch = self.t_min or 0
+        intervals = []
+        for k, iv in enumerate(self.manifest["intervals"]):
+            dur, sm = np.concatenate(self.dur[k]), np.concatenate(self.sm[k])
+            self.dur[k] = self.sm[k] = []
+            per_sm = _grouped(sm, dur)
+            intervals.append({"name": iv["name"], "unit": "ns", **stats(dur), "per_sm": per_sm,
+                              "per_owner": self.per_owner[k]})
+        marks = [{"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
+                  **stats(self._offsets(s["id"], t_launch))} for s in self.manifest["sites"]]
+        return {"launch": self.launch.name, "launch_seq": self.launch.meta["launch_seq"], "events": self.events,
+                "owners": self.owners, "t_first_ns": t_launch,
+                "span_ns": self.t_max - t_launch if self.t_max is not None else 0,
+                "intervals": intervals, "marks": marks}
+
+
 def summarize_launch(launch: Launch, manifest: dict) -> dict:
-    ids = site_ids(manifest)
-    ev = launch.events
-    t_launch = int(ev["t_ns"].min()) if ev["t_ns"].size else 0
-    intervals = []
-    for iv in manifest["intervals"]:
-        p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
-        intervals.append({"name": iv["name"], "unit": "ns", **stats(p["dur"]),
-                          "per_sm": _grouped(p["sm"], p["dur"]), "per_owner": _grouped(p["owner"], p["dur"])})
-    marks = []
-    for s in manifest["sites"]:
-        t = ev["t_ns"][ev["site"] == s["id"]] - t_launch
-        marks.append({"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
-                      **stats(t.astype(np.float64))})
-    return {"launch": launch.name, "launch_seq": launch.meta["launch_seq"], "events": launch.n_events,
-            "owners": int((launch.owners["claims"] > 0).sum()), "t_first_ns": t_launch,
-            "span_ns": int(ev["t_ns"].max() - t_launch) if ev["t_ns"].size else 0,
-            "intervals": intervals, "marks": marks}
+    s = Summarizer(manifest)
+    s.add(launch)
+    return s.result()
+
+
+def summarize_file(path, manifest: dict, part_events: int | None = None) -> dict:
+    """Summary of one raw capture file, decoded `part_events` events at a time (None: at once)."""
+    s = Summarizer(manifest)
+    for part in decode_parts(path, manifest, part_events):
+        s.add(part)
+    return s.result()
 
 
 def render_text(summary: dict) -> str:

@@ -67,7 +67,7 @@ def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed:
     (out_dir / f"{name}.json").write_text(json.dumps(
         {"format": "atrex-capture", "version": 1, "file": f"{name}.atrex", "kernel": KERNEL, "launch_seq": 0,
          "grid": [ctas, 1, 1], "block": [WARPS * 32, 1, 1], "source_id": SOURCE_ID, "workload": "synthetic",
-         "device": {"name": "synthetic (no device)", "uuid": "GPU-synthetic"}, "bytes": len(raw),
+         "device": {"name": "none (SYNTHETIC capture)", "uuid": "GPU-synthetic"}, "bytes": len(raw),
          "crc32": zlib.crc32(raw)}))
     m = manifest(cap)
     (out_dir / "manifest.json").write_text(json.dumps(m, indent=2))

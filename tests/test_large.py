@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +14,14 @@ from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
 from typer.testing import CliRunner
 
 from atrex_inject.cli import app
-from atrex_inject.decode import OWNER_COLUMNS, decode_dir, load, save
+from atrex_inject.decode import OWNER_COLUMNS, decode_dir, decode_file, decode_parts, load, save
 from atrex_inject.errors import CaptureError
 from atrex_inject.export import KIND_INTERVAL, KIND_OWNER, export_perfetto
 from atrex_inject.selection import DEFAULT_BUDGET, parse_ranges, ranges_text, windowed
-from atrex_inject.summary import _grouped, pairs
+from atrex_inject.layout import HEADER_BYTES, OWNER_DTYPE
+from atrex_inject.summary import _grouped, pairs, summarize_file, summarize_launch
 from atrex_inject.synthetic import write_capture
+from atrex_inject.validate import validate_dir
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
 
@@ -189,3 +192,35 @@ def test_per_owner_medians_equal_numpy_medians():
     assert got == want
     wide = {r["key"]: r["median"] for r in _grouped(p["owner"], p["dur"] << 42)}  # too wide to pack: lexsort path
     assert wide == {k: v * 2 ** 42 for k, v in want.items()}
+
+
+# ---- streaming: owner-range parts ----------------------------------------------------------------
+@pytest.mark.parametrize("name", ["gemm_mma", "reduce_sumsq", "pycapture"])
+def test_parts_add_up_to_the_whole_launch(name):
+    m = json.loads((FIX / name / "manifest.json").read_text())
+    (f,) = (FIX / name).glob("*.atrex")
+    whole = decode_file(f, m)
+    parts = list(decode_parts(f, m, 1000))
+    assert len(parts) > 2 and [p.owner_base for p in parts] == sorted({p.owner_base for p in parts})
+    for c in whole.events:
+        got = np.concatenate([p.events[c] + (p.owner_base if c == "owner" else 0) for p in parts])
+        assert np.array_equal(got, whole.events[c]), c
+    assert {k: sum(p.counts[k] for p in parts) for k in whole.counts} == whole.counts
+    assert summarize_file(f, m, 1000) == summarize_launch(whole, m)
+    assert validate_dir(FIX / name, m, part_events=1000)[0] == validate_dir(FIX / name, m)[0]
+
+
+def test_a_fault_in_a_later_part_is_counted_once_under_its_launch_wide_owner(tmp_path):
+    m = write_capture(tmp_path, 40_000, per_owner=100)  # SYNTHETIC: 50 owners of 100 events
+    f = tmp_path / "synthetic_fma-launch0.atrex"
+    raw = np.frombuffer(f.read_bytes(), dtype=np.uint8).copy()
+    own = raw[HEADER_BYTES:HEADER_BYTES + 50 * OWNER_DTYPE.itemsize].view(OWNER_DTYPE)
+    own["attempted"][37] = 101  # the one planted fault: owner 37 overflowed by one event
+    f.write_bytes(raw.tobytes())
+    side = json.loads(f.with_suffix(".json").read_text())
+    (tmp_path / f.with_suffix(".json").name).write_text(json.dumps({**side, "crc32": zlib.crc32(raw.tobytes())}))
+    streamed = validate_dir(tmp_path, m, part_events=1000)[0]
+    assert streamed == validate_dir(tmp_path, m)[0]
+    (overflow,) = [c for c in streamed["checks"] if not c["ok"]]
+    assert overflow["name"] == "overflow" and overflow["count"] == 1 and "owner 37 (CTA 4, thread 160)" in \
+        overflow["details"][0]
