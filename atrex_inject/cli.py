@@ -277,21 +277,22 @@ def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = t
     The trace holds every owner when the capture fits the budget; otherwise the owners closest to
     each interval's median, p10 and p90 and the slowest, and counter tracks for the rest; its
     `selection` track names what was left out (docs/format.md)."""
-    from .decode import decode_dir
+    from .decode import PART_EVENTS, capture_files, decode_file, decode_parts
 
     def work():
         m = _manifest(capture_dir, manifest)
-        launches = decode_dir(capture_dir, m)
+        files = capture_files(capture_dir)
         r = {}
         if perfetto:
-            from .export import export_perfetto
+            from .export import write_trace
             from .selection import choose
-            choices = choose(launches, m, owners, ctas, window, everything, budget)
-            r["perfetto"] = str(export_perfetto(launches, m, perfetto, choices))
+            parts = [lambda f=f: decode_parts(f, m, PART_EVENTS) for f in files]
+            choices = choose(parts, m, owners, ctas, window, everything, budget)
+            r["perfetto"] = str(write_trace(choices, m, perfetto))
             r["selection"] = [c.to_json() for c in choices]
         if png:
             from .timeline import render_png
-            r["png"] = str(render_png(launches[0], m, png, rows))
+            r["png"] = str(render_png(decode_file(files[0], m), m, png, rows))
         if not r:
             raise AtrexError("nothing to export", hint="give --perfetto FILE and/or --png FILE")
         return r

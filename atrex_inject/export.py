@@ -15,7 +15,6 @@ fixed-width segments, masked to their true lengths and flattened in order). A Tr
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +22,13 @@ from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
 from .decode import Launch
 from .fsio import write_atomic
-from .selection import Choice, choose, ranges_text
+from .selection import Choice, choose, in_memory, ranges_text
 from .summary import pairs, site_ids
 
 SEQ_ID = 1
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 CHUNK = 1 << 18  # rows per encoding pass: 256 Ki keeps the byte matrices in cache (bench: 4.1 s vs 4.8 s per 10M)
 KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL, KIND_SELECTION, KIND_COUNTER = range(7)
-COUNTER_BINS = 1000  # samples per counter track of left-out owners
 TYPE_COUNTER = 4
 
 
@@ -111,14 +109,6 @@ def encode_events(ts, kinds, uuid, name_codes=None, names: list[bytes] = (), pay
 
 
 # ---- the trace -------------------------------------------------------------------------------
-def _restricted(launch: Launch, owners: np.ndarray) -> Launch:
-    """The launch with only the events of `owners`."""
-    member = np.zeros(launch.owners["claims"].size, dtype=bool)
-    member[owners] = True
-    mask = member[launch.events["owner"]]
-    return replace(launch, events={k: v[mask] for k, v in launch.events.items()})
-
-
 def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> None:
     launch, own, kept = ch.launch, ch.launch.owners, ch.keep
     proc = int(track_uuid(no, KIND_PROCESS, 0))
@@ -157,7 +147,7 @@ def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> N
 
 
 def _selection_line(ch: Choice) -> str:
-    n = int((ch.launch.owners["claims"] > 0).sum())
+    n = ch.keep.size + ch.left_out.size
     return f"{ch.keep.size} of {n} owners in full, {ch.left_out.size} left out ({ch.rule})"
 
 
@@ -170,15 +160,15 @@ def _event(b: TraceProtoBuilder, ts: int, kind: int, uuid: int, name: str | None
     return p.track_event
 
 
-def _selection(b: TraceProtoBuilder, no: int, ch: Choice, t0: int, t1: int, kept_events: int) -> None:
+def _selection(b: TraceProtoBuilder, no: int, ch: Choice) -> None:
     """The launch's `selection` track: one slice over the launch naming what the trace leaves out."""
     uuid = int(track_uuid(no, KIND_SELECTION, 0))
     p = b.add_packet()
     p.track_descriptor.uuid, p.track_descriptor.parent_uuid = uuid, int(track_uuid(no, KIND_PROCESS, 0))
     p.track_descriptor.name = "selection"
-    te = _event(b, t0, SLICE_BEGIN, uuid, _selection_line(ch))
+    te = _event(b, ch.span[0], SLICE_BEGIN, uuid, _selection_line(ch))
     facts = {"rule": ch.rule, "kept_owners": ranges_text(ch.keep), "left_out_owners": ranges_text(ch.left_out),
-             "events_in_full": kept_events, "events_left_out": ch.launch.n_events - kept_events,
+             "events_in_full": ch.launch.n_events, "events_left_out": ch.events - ch.launch.n_events,
              "why_kept": "; ".join(f"owner {o}: {', '.join(r)}" for o, r in sorted(ch.reasons.items()))}
     for k, v in facts.items():
         a = te.debug_annotations.add()
@@ -187,50 +177,24 @@ def _selection(b: TraceProtoBuilder, no: int, ch: Choice, t0: int, t1: int, kept
             a.int_value = v
         else:
             a.string_value = v
-    _event(b, t1, SLICE_END, uuid)
+    _event(b, ch.span[1], SLICE_END, uuid)
 
 
-def _counter(b: TraceProtoBuilder, no: int, ident: int, name: str, ts: np.ndarray, values: np.ndarray) -> None:
-    uuid = int(track_uuid(no, KIND_COUNTER, ident))
-    p = b.add_packet()
-    p.track_descriptor.uuid, p.track_descriptor.parent_uuid = uuid, int(track_uuid(no, KIND_PROCESS, 0))
-    p.track_descriptor.name = name
-    p.track_descriptor.counter.SetInParent()
-    for t, v in zip(ts.tolist(), values.tolist()):
-        _event(b, t, TYPE_COUNTER, uuid).double_counter_value = v
+def _counters(b: TraceProtoBuilder, no: int, ch: Choice) -> None:
+    for i, (name, (ts, values)) in enumerate(ch.counters.items()):
+        uuid = int(track_uuid(no, KIND_COUNTER, i))
+        p = b.add_packet()
+        p.track_descriptor.uuid, p.track_descriptor.parent_uuid = uuid, int(track_uuid(no, KIND_PROCESS, 0))
+        p.track_descriptor.name = name
+        p.track_descriptor.counter.SetInParent()
+        for t, v in zip(ts.tolist(), values.tolist()):
+            _event(b, t, TYPE_COUNTER, uuid).double_counter_value = v
 
 
-def _counters(b: TraceProtoBuilder, no: int, rest: Launch, n_rest: int, manifest: dict, t0: int, t1: int) -> None:
-    """Left-out owners, summed per time bin: each interval's instances in flight (at each bin's end)
-    and mean duration (of instances starting in the bin), and each mark's events per bin."""
-    width = max(1, -(-(t1 - t0 + 1) // COUNTER_BINS))
-    n_bins = -(-(t1 - t0 + 1) // width)
-    edges = t0 + width * np.arange(1, n_bins + 1)
-
-    def per_bin(t, weights=None):
-        return np.bincount((t - t0) // width, weights=weights, minlength=n_bins)
-
-    tag = f"({n_rest} owners not shown)"
-    ids = site_ids(manifest)
-    for k, iv in enumerate(manifest["intervals"]):
-        p = pairs(rest, ids[iv["start"]], ids[iv["end"]])
-        starts = per_bin(p["t0"])
-        _counter(b, no, 2 * k, f"{iv['name']} in flight {tag}", edges, np.cumsum(starts) - np.cumsum(per_bin(p["t1"])))
-        has = starts > 0
-        mean = per_bin(p["t0"], p["dur"].astype(np.float64))[has] / starts[has]
-        _counter(b, no, 2 * k + 1, f"{iv['name']} mean ns {tag}", edges[has] - width, mean)
-    endpoints = {ids[iv[k]] for iv in manifest["intervals"] for k in ("start", "end")}
-    for s in manifest["sites"]:
-        if s["id"] not in endpoints:
-            t = rest.events["t_ns"][rest.events["site"] == s["id"]]
-            _counter(b, no, 64 + s["id"], f"{s['name']} events per {width} ns {tag}", edges - width, per_bin(t))
-
-
-def trace_bytes(launches: list[Launch], manifest: dict, choices: list[Choice] | None = None) -> bytes:
-    """The trace of `choices` (default: selection.choose's default rule over `launches`)."""
+def trace_bytes(choices: list[Choice], manifest: dict) -> bytes:
+    """The trace of selection.choose's choices: kept owners in full, counters for the rest."""
     if len(manifest["intervals"]) > 16:
         raise ValueError("at most 16 intervals per spec can be exported")
-    choices = choose(launches, manifest) if choices is None else choices
     b = TraceProtoBuilder()
     chunks = []
     ids = site_ids(manifest)
@@ -239,7 +203,7 @@ def trace_bytes(launches: list[Launch], manifest: dict, choices: list[Choice] | 
     site_names = [s["name"].encode() for s in manifest["sites"]]
     for no, ch in enumerate(choices):
         _descriptors(b, no, ch, manifest)
-        launch = _restricted(ch.launch, ch.keep)
+        launch = ch.launch
         wide = launch.meta["event_bytes"] == 16
         ev = launch.events
         for k, iv in enumerate(manifest["intervals"]):
@@ -254,17 +218,18 @@ def trace_bytes(launches: list[Launch], manifest: dict, choices: list[Choice] | 
         chunks.append(encode_events(ev["t_ns"][mark], np.full(int(mark.sum()), INSTANT),
                                     track_uuid(no, KIND_OWNER, ev["owner"][mark]), ev["site"][mark], site_names,
                                     ev["payload"][mark] if wide else None))
-        t_all = ch.launch.events["t_ns"]
-        if t_all.size:
-            t0, t1 = int(t_all.min()), int(t_all.max())
-            _selection(b, no, ch, t0, t1, launch.n_events)
-            if ch.left_out.size:
-                _counters(b, no, _restricted(ch.launch, ch.left_out), ch.left_out.size, manifest, t0, t1)
+        if ch.span:
+            _selection(b, no, ch)
+        _counters(b, no, ch)
     return b.serialize() + b"".join(chunks)
 
 
-def export_perfetto(launches: list[Launch], manifest: dict, out: str | Path,
-                    choices: list[Choice] | None = None) -> Path:
+def write_trace(choices: list[Choice], manifest: dict, out: str | Path) -> Path:
     out = Path(out)
-    write_atomic(out, trace_bytes(launches, manifest, choices))
+    write_atomic(out, trace_bytes(choices, manifest))
     return out
+
+
+def export_perfetto(launches: list[Launch], manifest: dict, out: str | Path) -> Path:
+    """Decoded launches to a trace by the default selection rule."""
+    return write_trace(choose([in_memory(l) for l in launches], manifest), manifest, out)

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from atrex_inject.cli import app
 from atrex_inject.decode import OWNER_COLUMNS, decode_dir, decode_file, decode_parts, load, save
 from atrex_inject.errors import CaptureError
-from atrex_inject.export import KIND_INTERVAL, KIND_OWNER, export_perfetto
-from atrex_inject.selection import DEFAULT_BUDGET, parse_ranges, ranges_text, windowed
+from atrex_inject.export import KIND_INTERVAL, KIND_OWNER, export_perfetto, trace_bytes
+from atrex_inject.selection import DEFAULT_BUDGET, choose, in_memory, parse_ranges, ranges_text, windowed
 from atrex_inject.layout import HEADER_BYTES, OWNER_DTYPE
 from atrex_inject.summary import _grouped, pairs, summarize_file, summarize_launch
 from atrex_inject.synthetic import write_capture
@@ -157,7 +157,7 @@ def test_owners_ctas_window_and_all_override_the_default(large, tmp_path):
     t_first = int(launch.events["t_ns"].min())
     assert invoke("export", d, "--perfetto", f, "--owners", "7", "--window", "100000:200000").exit_code == 0
     inside = [x for x in owner_times(launch, 7) if t_first + 100_000 <= x < t_first + 200_000]
-    traced = traced_times(windowed(launch, 100_000, 200_000), m, 7)  # instances with both ends inside
+    traced = traced_times(windowed(launch, 100_000, 200_000, t_first), m, 7)  # instances with both ends inside
     assert parse_trace(f)["owners"] == {7: traced} and set(traced) <= set(inside) and len(traced) >= len(inside) - 2
     assert invoke("export", d, "--perfetto", f, "--all").exit_code == 0
     t = parse_trace(f)
@@ -224,3 +224,11 @@ def test_a_fault_in_a_later_part_is_counted_once_under_its_launch_wide_owner(tmp
     (overflow,) = [c for c in streamed["checks"] if not c["ok"]]
     assert overflow["name"] == "overflow" and overflow["count"] == 1 and "owner 37 (CTA 4, thread 160)" in \
         overflow["details"][0]
+
+
+def test_export_streamed_in_parts_equals_export_in_memory(large):
+    d, m, launch = large
+    f = d / "synthetic_fma-launch0.atrex"
+    for opts in ({"budget": 50_000}, {"owners": "40-47", "window": "20000:90000"}):
+        streamed = choose([lambda: decode_parts(f, m, 100_000)], m, **opts)
+        assert trace_bytes(streamed, m) == trace_bytes(choose([in_memory(launch)], m, **opts), m)
