@@ -48,28 +48,32 @@ def _grouped(keys: np.ndarray, values: np.ndarray) -> list[dict]:
     lo_v = int(values.min())
     span = int(values.max()) - lo_v
     if span < 1 << 40 and int(keys.min()) >= 0 and int(keys.max()) < 1 << 23:
-        packed = keys.astype(np.int64)
+        per_key = np.bincount(keys)  # sorted, each key's values are a run of this length
+        uniq = np.flatnonzero(per_key)
+        counts = per_key[uniq]
+        packed = keys.astype(np.int64)  # (key << 40) + value - lo_v, built in place: no full-size temporaries
         packed <<= 40
-        packed |= values - lo_v
+        np.add(packed, values, out=packed, casting="unsafe")
+        packed -= lo_v
         packed.sort()
-        k = packed >> 40
         packed &= (1 << 40) - 1
         packed += lo_v
         v = packed
     else:
         order = np.lexsort((values, keys))
         k, v = keys[order].astype(np.int64), values[order].astype(np.int64)
-    first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    counts = np.diff(np.r_[first, k.size])
+        run = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        uniq, counts = k[run], np.diff(np.r_[run, k.size])
+    first = np.cumsum(counts) - counts
     med = (v[first + (counts - 1) // 2] + v[first + counts // 2]) / 2
-    return [{"key": int(a), "count": int(c), "median": float(m)} for a, c, m in zip(k[first], counts, med)]
+    return [{"key": int(a), "count": int(c), "median": float(m)} for a, c, m in zip(uniq, counts, med)]
 
 
 class Summarizer:
     """One launch's summary from its owner-range parts (decode.decode_parts) in one pass, so a
     capture larger than memory is summarized part by part. Per part, per-owner medians are final;
     for the launch-wide statistics it keeps only each interval instance's duration and SM and each
-    mark's time (as uint32 ns after its part's first event while the launch spans under 4.29 s)."""
+    mark's time (as uint32 ns, durations and offsets from the part's first mark, while they fit)."""
 
     def __init__(self, manifest: dict):
         self.manifest, self.ids = manifest, site_ids(manifest)
@@ -92,7 +96,8 @@ class Summarizer:
             self.t_max = hi if self.t_max is None else max(self.t_max, hi)
         for k, iv in enumerate(self.manifest["intervals"]):
             p = pairs(part, self.ids[iv["start"]], self.ids[iv["end"]])
-            self.dur[k].append(p["dur"])
+            d = p["dur"]
+            self.dur[k].append(d.astype(np.uint32) if d.size and 0 <= d.min() and d.max() < 1 << 32 else d)
             self.sm[k].append(p["sm"])
             self.per_owner[k] += _grouped(p["owner"].astype(np.int64) + part.owner_base, p["dur"])
         for sid, kept in self.marks.items():
@@ -102,35 +107,42 @@ class Summarizer:
                 t -= base
                 kept.append((base, t.astype(np.uint32) if int(t.max()) < 1 << 32 else t))
 
-    def _offsets(self, sid: int, t_launch: int) -> np.ndarray:
-        """All of one mark's times minus t_launch, filled part by part into one array."""
-        kept, self.marks[sid] = self.marks[sid], []
-        total = sum(t.size for _, t in kept)
-        narrow = self.t_max is not None and self.t_max - t_launch < 1 << 32
-        out = np.empty(total, dtype=np.uint32 if narrow else np.int64)
-        at = 0
-        for base, t in kept:
-            seg = out[at:at + t.size]
-            seg[...] = t
-            seg += base - t_launch
-            at += t.size
-        return out
-
     def result(self) -> dict:
         t_launch = self.t_min or 0
         intervals = []
         for k, iv in enumerate(self.manifest["intervals"]):
-            dur, sm = np.concatenate(self.dur[k]), np.concatenate(self.sm[k])
-            self.dur[k] = self.sm[k] = []
-            per_sm = _grouped(sm, dur)
+            dur = _drain(self.dur[k], np.result_type(np.uint32, *self.dur[k]))
+            per_sm = _grouped(_drain(self.sm[k], np.int16), dur)
             intervals.append({"name": iv["name"], "unit": "ns", **stats(dur), "per_sm": per_sm,
                               "per_owner": self.per_owner[k]})
-        marks = [{"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
-                  **stats(self._offsets(s["id"], t_launch))} for s in self.manifest["sites"]]
+        wide = self.t_max is None or self.t_max - t_launch >= 1 << 32
+        marks = []
+        for s in self.manifest["sites"]:
+            bases, offsets = zip(*self.marks[s["id"]]) if self.marks[s["id"]] else ((), ())
+            self.marks[s["id"]] = []
+            t = _drain(list(offsets), np.int64 if wide else np.uint32, [b - t_launch for b in bases])
+            marks.append({"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
+                          **stats(t)})
         return {"launch": self.launch.name, "launch_seq": self.launch.meta["launch_seq"], "events": self.events,
                 "owners": self.owners, "t_first_ns": t_launch,
                 "span_ns": self.t_max - t_launch if self.t_max is not None else 0,
                 "intervals": intervals, "marks": marks}
+
+
+def _drain(pieces: list[np.ndarray], dtype, adds: list[int] | None = None) -> np.ndarray:
+    """One array from `pieces`, adding adds[i] to piece i; each piece is dropped once copied, so
+    the pieces and the whole never both exist in full."""
+    out = np.empty(sum(p.size for p in pieces), dtype=dtype)
+    at = 0
+    for i in range(len(pieces)):
+        seg = out[at:at + pieces[i].size]
+        seg[...] = pieces[i]
+        if adds:
+            seg += adds[i]
+        at += seg.size
+        pieces[i] = None
+    pieces.clear()
+    return out
 
 
 def summarize_launch(launch: Launch, manifest: dict) -> dict:

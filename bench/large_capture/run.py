@@ -109,9 +109,10 @@ def main() -> int:
     if (a.capture is None) == (a.synthetic is None):
         ap.error("give CAPTURE_DIR or --synthetic EVENTS")
     if a.synthetic:
-        from atrex_inject.synthetic import write_capture
         with tempfile.TemporaryDirectory() as tmp:
-            write_capture(tmp, a.synthetic)
+            # written by another process: a child forked from a big parent would inherit its peak RSS
+            subprocess.run([sys.executable, "-c", "import sys; from atrex_inject.synthetic import write_capture; "
+                            "write_capture(sys.argv[1], int(sys.argv[2]))", tmp, str(a.synthetic)], check=True)
             r = run(Path(tmp), None, True)
     else:
         if not a.capture.is_dir():
