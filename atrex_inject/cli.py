@@ -107,19 +107,24 @@ def decode(capture_dir: Path = typer.Argument(..., help="Folder the program wrot
     """Turn raw capture files into canonical events per launch (a folder of uncompressed .npy columns),
     refusing buffers whose magic, version, source id or size do not match; report owners, overflow
     and duplicate claims."""
+    import numpy as np
+
     from . import decode as dec
 
     def work():
         m = _manifest(capture_dir, manifest)
         names = [s["name"] for s in m["sites"]]
         rows = []
-        for launch in dec.decode_dir(capture_dir, m):
-            saved = dec.save(launch, out_dir or capture_dir / "decoded")
-            per = dec.site_counts(launch, len(names))
+        for f in dec.capture_files(capture_dir):
+            seen: list = []  # per part (not kept: memory stays bounded by a part): meta, counts, site counts
+            saved = dec.save(dec.decode_parts(f, m, dec.PART_EVENTS), out_dir or capture_dir / "decoded",
+                             lambda p: seen.append((p.meta, p.counts, dec.site_counts(p, len(names)))))
+            meta, per = seen[-1][0], np.concatenate([c for _, _, c in seen])
+            counts = {k: sum(c[k] for _, c, _ in seen) for k in seen[0][1]}
             sites = {n: {"min": int(per[:, i].min()) if per.size else 0, "max": int(per[:, i].max()) if per.size else 0,
                          "total": int(per[:, i].sum())} for i, n in enumerate(names)}
-            rows.append({"launch": launch.name, "saved": str(saved), "counts": launch.counts, "sites": sites,
-                         "launch_seq": launch.meta["launch_seq"], "device": launch.meta.get("device", {})})
+            rows.append({"launch": saved.name, "saved": str(saved), "counts": counts, "sites": sites,
+                         "launch_seq": meta["launch_seq"], "device": meta.get("device", {})})
         return {"manifest_source_id": m["source"]["source_id"], "launches": rows}
 
     def render(r):

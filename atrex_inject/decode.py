@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -254,24 +255,64 @@ def decode_dir(capture_dir: str | Path, manifest: dict) -> list[Launch]:
 OWNER_FACTS = ("claims", "attempted", "smid", "cta", "thread", "exp_cta", "exp_thread", "must_claim", "may_claim")
 
 
-def save(launch: Launch, out_dir: str | Path) -> Path:
-    """Canonical events as a folder `<launch>/` of uncompressed .npy columns (docs/format.md):
-    `events/<column>.npy`, `owners/<column>.npy` and `launch.json`. Writing is memory speed and
-    every column memory-maps on load; the folder appears whole or not at all (renamed into place)."""
+class _Column:
+    """One .npy column written piece by piece: its header, sized for any length, is rewritten with
+    the final length at close (padded to the same size, as the format allows)."""
+
+    def __init__(self, path: Path, dtype):
+        self.f, self.dtype, self.n = open(path, "wb"), np.dtype(dtype), 0
+        self.size = len(self._header(10 ** 19))
+        self.f.write(self._header(10 ** 19))
+
+    def _header(self, n: int, size: int | None = None) -> bytes:
+        d = repr({"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": (n,)})
+        size = size or -(-(11 + len(d)) // 64) * 64  # magic 6 + version 2 + length 2 + dict + "\n", 64-aligned
+        return np.lib.format.magic(1, 0) + struct.pack("<H", size - 10) + (d.ljust(size - 11) + "\n").encode("latin1")
+
+    def write(self, a: np.ndarray) -> None:
+        np.asarray(a, dtype=self.dtype).tofile(self.f)
+        self.n += a.size
+
+    def close(self) -> None:
+        self.f.seek(0)
+        self.f.write(self._header(self.n, self.size))
+        self.f.close()
+
+
+def save(parts: Launch | Iterable[Launch], out_dir: str | Path, each: Callable[[Launch], None] | None = None) -> Path:
+    """Canonical events of one launch (or its decode_parts, written as they come: memory bounded by
+    a part) as a folder `<launch>/` of uncompressed .npy columns (docs/format.md):
+    `events/<column>.npy`, `owners/<column>.npy` and `launch.json`. Every column memory-maps on load;
+    the folder appears whole or not at all (renamed into place). `each` sees every part."""
     out_dir = Path(out_dir)
-    final = out_dir / launch.name
-    tmp = out_dir / f".{launch.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "events").mkdir(parents=True)
-    (tmp / "owners").mkdir()
-    for c, v in launch.events.items():
-        np.save(tmp / "events" / f"{c}.npy", v)
-    for c in OWNER_COLUMNS:
-        np.save(tmp / "owners" / f"{c}.npy", launch.owners["col_" + c])
-    for c in OWNER_FACTS:
-        np.save(tmp / "owners" / f"{c}.npy", launch.owners[c])
-    (tmp / "launch.json").write_text(json.dumps({"name": launch.name, "meta": launch.meta, "counts": launch.counts},
-                                                indent=2))
+    parts = [parts] if isinstance(parts, Launch) else parts
+    cols: dict[str, _Column] = {}
+    counts: dict[str, int] = {}
+    tmp = final = head = None
+    try:
+        for part in parts:
+            if head is None:
+                head, final, tmp = part, out_dir / part.name, out_dir / f".{part.name}.tmp-{os.getpid()}"
+                shutil.rmtree(tmp, ignore_errors=True)
+                (tmp / "events").mkdir(parents=True)
+                (tmp / "owners").mkdir()
+                cols = {**{f"events/{c}": _Column(tmp / "events" / f"{c}.npy", v.dtype) for c, v in part.events.items()},
+                        **{f"owners/{c}": _Column(tmp / "owners" / f"{c}.npy", part.owners["col_" + c].dtype)
+                           for c in OWNER_COLUMNS},
+                        **{f"owners/{c}": _Column(tmp / "owners" / f"{c}.npy", part.owners[c].dtype) for c in OWNER_FACTS}}
+            for c, v in part.events.items():
+                cols[f"events/{c}"].write(v + part.owner_base if c == "owner" else v)
+            for c in OWNER_COLUMNS:
+                cols[f"owners/{c}"].write(part.owners["col_" + c])
+            for c in OWNER_FACTS:
+                cols[f"owners/{c}"].write(part.owners[c])
+            counts = {k: counts.get(k, 0) + v for k, v in part.counts.items()}
+            if each:
+                each(part)
+    finally:
+        for c in cols.values():
+            c.close()
+    (tmp / "launch.json").write_text(json.dumps({"name": head.name, "meta": head.meta, "counts": counts}, indent=2))
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)

@@ -51,6 +51,17 @@ def test_saved_columns_load_back_equal_and_memory_mapped(tmp_path, name):
     assert sorted(p.name for p in tmp_path.iterdir()) == [launch.name]
 
 
+def test_saving_part_by_part_writes_the_same_files(tmp_path):
+    m = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+    (f,) = (FIX / "gemm_mma").glob("*.atrex")
+    seen = []
+    whole, streamed = save(decode_file(f, m), tmp_path / "a"), save(decode_parts(f, m, 1000), tmp_path / "b", seen.append)
+    assert len(seen) > 2
+    files = sorted(p.relative_to(whole) for p in whole.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(streamed) for p in streamed.rglob("*") if p.is_file())
+    assert all((whole / p).read_bytes() == (streamed / p).read_bytes() for p in files)
+
+
 def test_load_refuses_a_folder_missing_a_column(tmp_path):
     _, launch = real("reduce_sumsq")
     folder = save(launch, tmp_path)
