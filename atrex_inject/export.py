@@ -221,7 +221,7 @@ def trace_bytes(choices: list[Choice], manifest: dict) -> bytes:
         if ch.span:
             _selection(b, no, ch)
         _counters(b, no, ch)
-    return b.serialize() + b"".join(chunks)
+    return b"".join([b.serialize(), *chunks])
 
 
 def write_trace(choices: list[Choice], manifest: dict, out: str | Path) -> Path:

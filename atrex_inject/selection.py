@@ -146,7 +146,7 @@ def survey(parts: Parts, manifest: dict, window: tuple[int | None, int | None] |
                 a[0].append(owner[start].astype(np.int64) + part.owner_base)
                 a[1].append(np.add.reduceat(val, start) / np.diff(np.r_[start, owner.size]))
                 a[2].append(np.maximum.reduceat(val, start))
-                a[3].append(val)
+                a[3].append(val.astype(np.uint32) if 0 <= val.min() and val.max() < 1 << 32 else val)
     whole = {k: np.concatenate([o[k] for o in owners]) for k in owners[0]}
     labels = {k: tuple(np.concatenate(x) if x else np.zeros(0) for x in a) for k, a in acc.items()}
     return Survey(replace(head, owners=whole, owner_base=0), whole, np.concatenate(counts), span, labels)
@@ -159,8 +159,8 @@ def ranked(s: Survey) -> tuple[np.ndarray, dict[int, list[str]]]:
     for label, (who, typical, worst, values) in s.labels.items():
         if not who.size:
             continue
-        for name, q in TARGETS:
-            target = np.quantile(values, q, method="inverted_cdf")
+        targets = np.quantile(values, [q for _, q in TARGETS], method="inverted_cdf").astype(np.float64)
+        for (name, _), target in zip(TARGETS, targets):
             lists.append((f"{label}: closest to {name}", who[np.argsort(np.abs(typical - target), kind="stable")]))
         lists.append((f"{label}: slowest", who[np.argsort(-worst, kind="stable")]))
     rank = np.full(s.counts.size, np.iinfo(np.int64).max)
