@@ -267,7 +267,8 @@ def choose(sources: list[Parts], manifest: dict, owners: str | None = None, ctas
         size = np.concatenate([s.counts[o] for s, o in zip(surveys, orders)])
         by_priority = np.lexsort((launch_no, position))
         taken = by_priority[np.cumsum(size[by_priority]) <= budget]  # a prefix: the sum only grows
-        rule = (f"budget {budget} events: owners closest to each interval's median, p10 and p90 and the slowest, "
+        of = "each interval's instances" if manifest["intervals"] else "owner spans (no intervals)"
+        rule = (f"budget {budget} events: owners closest to the median, p10 and p90 of {of} and the slowest, "
                 "in that order while their events fit")
         keeps = []
         for i, c in enumerate(claimed):

@@ -243,3 +243,17 @@ def test_export_streamed_in_parts_equals_export_in_memory(large):
     for opts in ({"budget": 50_000}, {"owners": "40-47", "window": "20000:90000"}):
         streamed = choose([lambda: decode_parts(f, m, 100_000)], m, **opts)
         assert trace_bytes(streamed, m) == trace_bytes(choose([in_memory(launch)], m, **opts), m)
+
+
+def test_without_intervals_owner_spans_rank_the_owners_and_marks_are_counted(tmp_path):
+    m = write_capture(tmp_path, 100_000, per_owner=250)  # SYNTHETIC; its two sites become plain marks
+    m["intervals"] = []
+    (launch,) = decode_dir(tmp_path, m)
+    (ch,) = choose([in_memory(launch)], m, budget=5_000)
+    assert ch.launch.n_events <= 5_000 and ch.keep.size == 20 and "owner spans (no intervals)" in ch.rule
+    t = launch.events["t_ns"]
+    own = launch.events["owner"]
+    span = np.array([t[own == o].max() - t[own == o].min() for o in range(own.max() + 1)])
+    assert int(np.argmax(span)) in ch.keep and "owner span: slowest" in ch.reasons[int(np.argmax(span))]
+    (times, per_bin), = [v for k, v in ch.counters.items() if k.startswith("iter_end events per")]
+    assert per_bin.sum() == int((launch.events["site"][~np.isin(own, ch.keep)] == 1).sum())
