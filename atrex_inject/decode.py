@@ -1,13 +1,15 @@
 """Raw capture files → canonical events, one launch at a time (never merged).
 
 A capture folder holds `<kernel>-launch<N>.atrex` (the device buffer, docs/format.md) and its
-`.json` sidecar. decode() checks the buffer's identity against the manifest (magic, format
+`.json` sidecar. Decoding checks the buffer's identity against the manifest (magic, format
 version, source id, sizes) and refuses a foreign, stale or short buffer with a CaptureError.
 What it cannot judge alone (overflow, duplicate claims, unwritten slots, owners outside the
 geometry) it counts and hands to the validator.
 
 Everything per event is numpy: the event block is viewed as an (owners, capacity, words) array,
-masked by each owner's written count, and flattened in owner-then-sequence order.
+masked by each owner's written count, and flattened in owner-then-sequence order. decode_parts
+does this for consecutive owner ranges, reading only their slots, so a capture larger than memory
+streams; decode_file is the one-part case. save()/load() keep canonical events as .npy columns.
 """
 from __future__ import annotations
 
