@@ -41,31 +41,35 @@ def stats(x: np.ndarray) -> dict:
 
 def _grouped(keys: np.ndarray, values: np.ndarray) -> list[dict]:
     """Per key: count and median of integer values (keys sorted). Key and value are packed into one
-    int64 and sorted once (several times faster than a lexsort of the two); lexsort when they do
-    not fit."""
+    integer, as narrow as their bits allow (uint32 or int64), and sorted once: several times faster
+    and smaller than a lexsort of the two, which remains for what does not fit in 63 bits."""
     if keys.size == 0:
         return []
     lo_v = int(values.min())
-    span = int(values.max()) - lo_v
-    if span < 1 << 40 and int(keys.min()) >= 0 and int(keys.max()) < 1 << 23:
+    shift = (int(values.max()) - lo_v).bit_length()
+    key_bits = int(keys.max()).bit_length()
+    if int(keys.min()) >= 0 and key_bits <= 23 and shift + key_bits <= 63:  # bincount needs small keys
         per_key = np.bincount(keys)  # sorted, each key's values are a run of this length
         uniq = np.flatnonzero(per_key)
         counts = per_key[uniq]
-        packed = keys.astype(np.int64)  # (key << 40) + value - lo_v, built in place: no full-size temporaries
-        packed <<= 40
-        np.add(packed, values, out=packed, casting="unsafe")
-        packed -= lo_v
+        packed = keys.astype(np.uint32 if shift + key_bits <= 32 else np.int64)  # (key << shift) + value - lo_v,
+        packed <<= shift                                                        # built in place (uint32: exact
+        np.add(packed, values, out=packed, casting="unsafe")                    # modulo 2**32)
+        packed -= np.asarray(lo_v).astype(packed.dtype)
         packed.sort()
-        packed &= (1 << 40) - 1
-        packed += lo_v
-        v = packed
+
+        def value(i):
+            return (packed[i] & ((1 << shift) - 1)).astype(np.int64) + lo_v
     else:
         order = np.lexsort((values, keys))
         k, v = keys[order].astype(np.int64), values[order].astype(np.int64)
         run = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
         uniq, counts = k[run], np.diff(np.r_[run, k.size])
+
+        def value(i):
+            return v[i]
     first = np.cumsum(counts) - counts
-    med = (v[first + (counts - 1) // 2] + v[first + counts // 2]) / 2
+    med = (value(first + (counts - 1) // 2) + value(first + counts // 2)) / 2
     return [{"key": int(a), "count": int(c), "median": float(m)} for a, c, m in zip(uniq, counts, med)]
 
 
