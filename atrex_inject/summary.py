@@ -20,13 +20,19 @@ def site_ids(manifest: dict) -> dict[str, int]:
 def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
     """Interval instances: event indices of each start and its end, owner, SM, times."""
     ev = launch.events
-    idx = np.flatnonzero((ev["site"] == start) | (ev["site"] == end))
-    is_start = ev["site"][idx] == start
-    own = ev["owner"][idx]
-    ok = is_start[:-1] & ~is_start[1:] & (own[:-1] == own[1:])
-    i0, i1 = idx[:-1][ok], idx[1:][ok]
-    return {"i0": i0, "i1": i1, "owner": ev["owner"][i0], "sm": launch.owners["col_sm"][ev["owner"][i0]], "t0": ev["t_ns"][i0],
-            "t1": ev["t_ns"][i1], "dur": ev["t_ns"][i1] - ev["t_ns"][i0]}
+    site, owner, t = ev["site"], ev["owner"], ev["t_ns"]
+    is_a = site == start
+    sel = is_a | (site == end)
+    if sel.all():  # the two sites are all there is (common): no gathers
+        is_start, own = is_a, owner
+    else:
+        idx = np.flatnonzero(sel)
+        is_start, own = is_a[idx], owner[idx]
+    k = np.flatnonzero(is_start[:-1] & ~is_start[1:] & (own[:-1] == own[1:]))
+    i0, i1 = (k, k + 1) if own is owner else (idx[k], idx[k + 1])
+    o = owner[i0]
+    t0, t1 = t[i0], t[i1]
+    return {"i0": i0, "i1": i1, "owner": o, "sm": launch.owners["col_sm"][o], "t0": t0, "t1": t1, "dur": t1 - t0}
 
 
 def stats(x: np.ndarray) -> dict:
