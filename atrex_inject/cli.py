@@ -104,21 +104,27 @@ def decode(capture_dir: Path = typer.Argument(..., help="Folder the program wrot
            out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to save canonical events "
                                                                       "(default: CAPTURE_DIR/decoded)."),
            as_json: bool = JsonOpt):
-    """Turn raw capture files into canonical events per launch (.npz + .json), refusing buffers whose
-    magic, version, source id or size do not match; report owners, overflow and duplicate claims."""
+    """Turn raw capture files into canonical events per launch (a folder of uncompressed .npy columns),
+    refusing buffers whose magic, version, source id or size do not match; report owners, overflow
+    and duplicate claims."""
+    import numpy as np
+
     from . import decode as dec
 
     def work():
         m = _manifest(capture_dir, manifest)
         names = [s["name"] for s in m["sites"]]
         rows = []
-        for launch in dec.decode_dir(capture_dir, m):
-            saved = dec.save(launch, out_dir or capture_dir / "decoded")
-            per = dec.site_counts(launch, len(names))
+        for f in dec.capture_files(capture_dir):
+            seen: list = []  # per part (not kept: memory stays bounded by a part): meta, counts, site counts
+            saved = dec.save(dec.decode_parts(f, m, dec.PART_EVENTS), out_dir or capture_dir / "decoded",
+                             lambda p: seen.append((p.meta, p.counts, dec.site_counts(p, len(names)))))
+            meta, per = seen[-1][0], np.concatenate([c for _, _, c in seen])
+            counts = {k: sum(c[k] for _, c, _ in seen) for k in seen[0][1]}
             sites = {n: {"min": int(per[:, i].min()) if per.size else 0, "max": int(per[:, i].max()) if per.size else 0,
                          "total": int(per[:, i].sum())} for i, n in enumerate(names)}
-            rows.append({"launch": launch.name, "saved": str(saved), "counts": launch.counts, "sites": sites,
-                         "launch_seq": launch.meta["launch_seq"], "device": launch.meta.get("device", {})})
+            rows.append({"launch": saved.name, "saved": str(saved), "counts": counts, "sites": sites,
+                         "launch_seq": meta["launch_seq"], "device": meta.get("device", {})})
         return {"manifest_source_id": m["source"]["source_id"], "launches": rows}
 
     def render(r):
@@ -247,12 +253,12 @@ def summary(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = 
             as_json: bool = JsonOpt):
     """Per launch: each interval `a -> b` (count, min, p10, median, p90, max in ns; per SM, per owner)
     and each site's offsets from the launch's first event, recomputed from canonical events."""
-    from .decode import decode_dir
-    from .summary import render_text, summarize_launch
+    from .decode import PART_EVENTS, capture_files
+    from .summary import render_text, summarize_file
 
     def work():
         m = _manifest(capture_dir, manifest)
-        return {"launches": [summarize_launch(l, m) for l in decode_dir(capture_dir, m)]}
+        return {"launches": [summarize_file(f, m, PART_EVENTS) for f in capture_files(capture_dir)]}
     _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"])), markup=False))
 
 
@@ -261,24 +267,50 @@ def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = t
            perfetto: Optional[Path] = typer.Option(None, help="Write a Perfetto trace (.pftrace)."),
            png: Optional[Path] = typer.Option(None, help="Write a swimlane picture of the first launch."),
            rows: int = typer.Option(16, help="Owners shown in the picture."),
+           owners: Optional[str] = typer.Option(None, "--owners", metavar="LIST",
+                                                help="Trace only these owner slots in full, e.g. 0-3,17."),
+           ctas: Optional[str] = typer.Option(None, "--ctas", metavar="LIST",
+                                              help="Trace only the owners of these CTAs (linear index), e.g. 0-7."),
+           window: Optional[str] = typer.Option(None, "--window", metavar="START:END",
+                                                help="Keep only events START <= t < END ns after each launch's "
+                                                     "first event (either side may be empty)."),
+           everything: bool = typer.Option(False, "--all", help="Trace every owner in full, whatever the size."),
+           budget: int = typer.Option(1_000_000, "--budget", metavar="EVENTS",
+                                      help="Default rule: events traced in full, at most."),
            as_json: bool = JsonOpt):
-    """Export decoded launches: a native Perfetto trace (open it at ui.perfetto.dev) and/or a PNG."""
-    from .decode import decode_dir
+    """Export decoded launches: a native Perfetto trace (open it at ui.perfetto.dev) and/or a PNG.
+    The trace holds every owner when the capture fits the budget; otherwise the owners closest to
+    each interval's median, p10 and p90 and the slowest, and counter tracks for the rest; its
+    `selection` track names what was left out (docs/format.md)."""
+    from .decode import PART_EVENTS, capture_files, decode_file, decode_parts
 
     def work():
         m = _manifest(capture_dir, manifest)
-        launches = decode_dir(capture_dir, m)
+        files = capture_files(capture_dir)
         r = {}
         if perfetto:
-            from .export import export_perfetto
-            r["perfetto"] = str(export_perfetto(launches, m, perfetto))
+            from .export import write_trace
+            from .selection import choose
+            parts = [lambda f=f: decode_parts(f, m, PART_EVENTS) for f in files]
+            choices = choose(parts, m, owners, ctas, window, everything, budget)
+            r["perfetto"] = str(write_trace(choices, m, perfetto))
+            r["selection"] = [c.to_json() for c in choices]
         if png:
             from .timeline import render_png
-            r["png"] = str(render_png(launches[0], m, png, rows))
+            r["png"] = str(render_png(decode_file(files[0], m), m, png, rows))
         if not r:
             raise AtrexError("nothing to export", hint="give --perfetto FILE and/or --png FILE")
         return r
-    _run(as_json, work, lambda r: out.print("\n".join(f"{k}: {v}" for k, v in r.items()), markup=False))
+
+    def render(r):
+        for k in ("perfetto", "png"):
+            if k in r:
+                out.print(f"{k}: {r[k]}", markup=False)
+        for c in r.get("selection", []):
+            out.print(f"  {c['launch']}: {c['n_kept']} owners in full, {c['n_left_out']} left out"
+                      + (f" ({c['left_out_owners'][:60]}{'…' if len(c['left_out_owners']) > 60 else ''})"
+                         if c["n_left_out"] else "") + f"; rule: {c['rule']}", markup=False)
+    _run(as_json, work, render)
 
 
 @app.command()

@@ -1,18 +1,24 @@
 """Raw capture files → canonical events, one launch at a time (never merged).
 
 A capture folder holds `<kernel>-launch<N>.atrex` (the device buffer, docs/format.md) and its
-`.json` sidecar. decode() checks the buffer's identity against the manifest (magic, format
+`.json` sidecar. Decoding checks the buffer's identity against the manifest (magic, format
 version, source id, sizes) and refuses a foreign, stale or short buffer with a CaptureError.
 What it cannot judge alone (overflow, duplicate claims, unwritten slots, owners outside the
 geometry) it counts and hands to the validator.
 
 Everything per event is numpy: the event block is viewed as an (owners, capacity, words) array,
-masked by each owner's written count, and flattened in owner-then-sequence order.
+masked by each owner's written count, and flattened in owner-then-sequence order. decode_parts
+does this for consecutive owner ranges, reading only their slots, so a capture larger than memory
+streams; decode_file is the one-part case. save()/load() keep canonical events as .npy columns.
 """
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import struct
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +47,7 @@ class Launch:
     events: dict[str, np.ndarray]
     owners: dict[str, np.ndarray]  # per owner: group, claims, attempted, expected, cta, thread, smid, exp_cta, ...
     counts: dict[str, int] = field(default_factory=dict)
+    owner_base: int = 0  # launch-wide index of owner 0 here (a part of decode_parts starts past 0)
 
     @property
     def n_events(self) -> int:
@@ -75,17 +82,19 @@ def _expected_owners(g, grid, block) -> dict[str, np.ndarray]:
     return {"exp_cta": cta, "exp_thread": thread, "must_claim": must, "may_claim": (thread < n_threads) & (cta < n_ctas)}
 
 
-def read_header(raw: bytes, where: str) -> np.void:
+def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
+    """The launch header at the start of `raw`, checked against the file's `size` (default len(raw))."""
+    size = len(raw) if size is None else size
     if len(raw) < HEADER_BYTES:
-        raise CaptureError(f"truncated: {len(raw)} bytes, shorter than the {HEADER_BYTES}-byte launch header", path=where)
+        raise CaptureError(f"truncated: {size} bytes, shorter than the {HEADER_BYTES}-byte launch header", path=where)
     h = np.frombuffer(raw[:HEADER_BYTES], dtype=HEADER_DTYPE)[0]
     if int(h["magic"]) != MAGIC:
         raise CaptureError(f"not an atrex capture (magic 0x{int(h['magic']):016x})", path=where)
     if int(h["version"]) != FORMAT_VERSION:
         raise CaptureError(f"format version {int(h['version'])}; this decoder reads version {FORMAT_VERSION}",
                            path=where, hint="decode with the atrex-inject version that wrote it")
-    if len(raw) != int(h["total_bytes"]):
-        raise CaptureError(f"truncated: {len(raw)} bytes, the header says {int(h['total_bytes'])}", path=where)
+    if size != int(h["total_bytes"]):
+        raise CaptureError(f"truncated: {size} bytes, the header says {int(h['total_bytes'])}", path=where)
     n_groups = int(h["n_groups"])
     ev_bytes = int(h["event_bytes"])
     sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in (8, 16) and int(h["owner_bytes"]) == 32
@@ -98,11 +107,23 @@ def read_header(raw: bytes, where: str) -> np.void:
     return h
 
 
-def decode_file(path: str | Path, manifest: dict) -> Launch:
-    path = Path(path)
+CRC_BLOCK = 1 << 24  # the checksum reads the file in 16 MiB blocks: constant memory whatever its size
+PART_EVENTS = 1 << 20  # validate and summary stream captures in owner-range parts of this many events
+
+
+def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
+    """Check the buffer's identity (header, sidecar, checksum, groups) and read its owner table:
+    (header, meta, per-owner arrays of the whole launch, raw owner rows). Events are not read."""
     where = str(path)
-    raw = path.read_bytes()
-    h = read_header(raw, where)
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(HEADER_BYTES)
+        h = read_header(head, where, size)
+        crc = zlib.crc32(head)
+        for block in iter(lambda: f.read(CRC_BLOCK), b""):
+            crc = zlib.crc32(block, crc)
+        f.seek(HEADER_BYTES)
+        own = np.frombuffer(f.read(int(h["n_owners"]) * OWNER_DTYPE.itemsize), dtype=OWNER_DTYPE)
     source_id = bytes(h["source_id"]).hex()
     if source_id != manifest["source"]["source_id"]:
         raise CaptureError(f"source id {source_id[:16]}… is not the manifest's {manifest['source']['source_id'][:16]}…: "
@@ -115,9 +136,9 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         raise CaptureError(f"no readable sidecar {side_path.name}: the capture did not finish", path=where) from None
     if not isinstance(meta, dict) or meta.get("source_id") != source_id or meta.get("launch_seq") != int(h["launch_seq"]):
         raise CaptureError("sidecar does not describe this buffer (source id or launch sequence differ)", path=where)
-    if meta.get("crc32") != zlib.crc32(raw):
+    if meta.get("crc32") != crc:
         raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
-    n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
+    cap = int(h["capacity"])
     grid, block = h["grid"].astype(np.int64), h["block"].astype(np.int64)
     groups = h["groups"][: int(h["n_groups"])]
     if len(groups) != len(manifest["groups"]) or any(
@@ -125,27 +146,32 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
             or int(g["warp_mask"]) != mg["warp_mask"] for g, mg in zip(groups, manifest["groups"])):
         raise CaptureError("owner groups in the buffer differ from the manifest's", path=where)
 
-    own = np.frombuffer(raw, dtype=OWNER_DTYPE, count=n_owners, offset=HEADER_BYTES)
     gid = np.repeat(np.arange(len(groups)), groups["n_owners"].astype(np.int64))
     exp = [_expected_owners(g, grid, block) for g in groups]
     cat = {k: np.concatenate([e[k] for e in exp]) if exp else np.zeros(0) for k in exp[0]}
     owners = {"group": gid, "claims": own["claims"].astype(np.int64), "attempted": own["attempted"].astype(np.int64),
               "smid": own["smid"].astype(np.int64), "cta": own["cta"].astype(np.int64),
               "thread": own["thread"].astype(np.int64), **cat}
-    claimed = owners["claims"] > 0
-    written = np.where(claimed, np.minimum(owners["attempted"], cap), 0)
     gx, gy = int(grid[0]), int(grid[1])
     owners.update(col_group=gid.astype(np.int16), col_cta_x=(owners["cta"] % gx).astype(np.int32),
                   col_cta_y=(owners["cta"] // gx % gy).astype(np.int32),
                   col_cta_z=(owners["cta"] // (gx * gy)).astype(np.int32),
                   col_warp=(owners["thread"] // 32).astype(np.int16), col_lane=(owners["thread"] % 32).astype(np.int16),
                   col_sm=owners["smid"].astype(np.int16))
+    meta = {**meta, "file": path.name, "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
+            "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
+            "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
+    return h, meta, owners, own
 
+
+def _unpack(raw: bytes, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
+    """Events of consecutive owners from their slots `raw` (owner indices local to these owners):
+    (event columns, torn events, stray events)."""
+    n_owners = own.size
     # Each owner's written events are a prefix of its slots: a boolean prefix mask compresses the
     # event block in one pass, and repeats build the per-event owner, sequence and time base, with
     # no per-owner or per-event loop.
-    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words,
-                       offset=int(h["events_offset"])).reshape(n_owners * cap, words)
+    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words).reshape(n_owners * cap, words)
     total = int(written.sum())
     live = (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
     # compress whole rows as one 8- or 16-byte scalar each (a bit-exact view): numpy's 1-D boolean
@@ -170,8 +196,13 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
     if words == 4:
         events["cycles"] = rows[:, 1].astype(np.int64)
         events["payload"] = rows[:, 2].copy()
-    counts = {
-        "owners": n_owners, "owners_claimed": int(claimed.sum()),
+    return events, torn, stray
+
+
+def _counts(owners: dict, cap: int, torn: int, stray: int, n_events: int) -> dict[str, int]:
+    claimed = owners["claims"] > 0
+    return {
+        "owners": int(claimed.size), "owners_claimed": int(claimed.sum()),
         "owners_missing": int((owners["must_claim"] & ~claimed).sum()),
         "owners_unexpected": int((claimed & ~owners["may_claim"]).sum()),
         "owners_misplaced": int((claimed & ((owners["cta"] != owners["exp_cta"])
@@ -179,12 +210,35 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         "duplicate_claims": int((owners["claims"] > 1).sum()),
         "overflow_owners": int((owners["attempted"] > cap).sum()),
         "overflow_events": int(np.maximum(owners["attempted"] - cap, 0).sum()),
-        "torn_events": torn, "stray_events": stray, "events": int(o_idx.size),
+        "torn_events": torn, "stray_events": stray, "events": n_events,
     }
-    meta = {**meta, "file": path.name, "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
-            "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
-            "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
-    return Launch(path.stem, meta, events, owners, counts)
+
+
+def decode_parts(path: str | Path, manifest: dict, max_events: int | None = None) -> Iterator[Launch]:
+    """The launch in consecutive owner ranges of at most `max_events` written events each (an owner
+    with more is a range of its own; None: one range, the whole launch), reading only each range's
+    slots, so a capture larger than memory streams. Each part's owner arrays, events and counts
+    cover its range alone, owner indices counted from `owner_base`; summed over the parts, the
+    counts are the whole launch's."""
+    path = Path(path)
+    h, meta, owners, own = _open(path, manifest)
+    n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
+    written = np.where(owners["claims"] > 0, np.minimum(owners["attempted"], cap), 0)
+    first = np.zeros(1, dtype=np.int64)
+    if max_events and n_owners:
+        bucket = (np.cumsum(written) - written) // max_events
+        first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    slot_bytes = cap * words * 4
+    with open(path, "rb") as f:
+        for lo, hi in zip(first.tolist(), np.r_[first[1:], n_owners].tolist()):
+            f.seek(int(h["events_offset"]) + lo * slot_bytes)
+            events, torn, stray = _unpack(f.read((hi - lo) * slot_bytes), own[lo:hi], written[lo:hi], cap, words)
+            part = {k: v[lo:hi] for k, v in owners.items()}
+            yield Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+
+
+def decode_file(path: str | Path, manifest: dict) -> Launch:
+    return next(decode_parts(path, manifest))
 
 
 def capture_files(capture_dir: str | Path) -> list[Path]:
@@ -200,21 +254,98 @@ def decode_dir(capture_dir: str | Path, manifest: dict) -> list[Launch]:
     return [decode_file(p, manifest) for p in capture_files(capture_dir)]
 
 
-def save(launch: Launch, out_dir: str | Path) -> Path:
-    """Canonical events as `<launch>.npz` (columns, plus per-owner arrays prefixed `owner_`) + `.json` meta."""
+OWNER_FACTS = ("claims", "attempted", "smid", "cta", "thread", "exp_cta", "exp_thread", "must_claim", "may_claim")
+
+
+class _Column:
+    """One .npy column written piece by piece: its header, sized for any length, is rewritten with
+    the final length at close (padded to the same size, as the format allows)."""
+
+    def __init__(self, path: Path, dtype):
+        self.f, self.dtype, self.n = open(path, "wb"), np.dtype(dtype), 0
+        self.size = len(self._header(10 ** 19))
+        self.f.write(self._header(10 ** 19))
+
+    def _header(self, n: int, size: int | None = None) -> bytes:
+        d = repr({"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": (n,)})
+        size = size or -(-(11 + len(d)) // 64) * 64  # magic 6 + version 2 + length 2 + dict + "\n", 64-aligned
+        return np.lib.format.magic(1, 0) + struct.pack("<H", size - 10) + (d.ljust(size - 11) + "\n").encode("latin1")
+
+    def write(self, a: np.ndarray) -> None:
+        np.asarray(a, dtype=self.dtype).tofile(self.f)
+        self.n += a.size
+
+    def close(self) -> None:
+        self.f.seek(0)
+        self.f.write(self._header(self.n, self.size))
+        self.f.close()
+
+
+def save(parts: Launch | Iterable[Launch], out_dir: str | Path, each: Callable[[Launch], None] | None = None) -> Path:
+    """Canonical events of one launch (or its decode_parts, written as they come: memory bounded by
+    a part) as a folder `<launch>/` of uncompressed .npy columns (docs/format.md):
+    `events/<column>.npy`, `owners/<column>.npy` and `launch.json`. Every column memory-maps on load;
+    the folder appears whole or not at all (renamed into place). `each` sees every part."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    p = out_dir / f"{launch.name}.npz"
-    np.savez_compressed(p, **{c: launch.column(c) for c in (*launch.events, *OWNER_COLUMNS)},
-                        **{f"owner_{k}": v for k, v in launch.owners.items() if not k.startswith("col_")})
-    (out_dir / f"{launch.name}.json").write_text(json.dumps({"meta": launch.meta, "counts": launch.counts}, indent=2))
-    return p
+    parts = [parts] if isinstance(parts, Launch) else parts
+    cols: dict[str, _Column] = {}
+    counts: dict[str, int] = {}
+    tmp = final = head = None
+    try:
+        for part in parts:
+            if head is None:
+                head, final, tmp = part, out_dir / part.name, out_dir / f".{part.name}.tmp-{os.getpid()}"
+                shutil.rmtree(tmp, ignore_errors=True)
+                (tmp / "events").mkdir(parents=True)
+                (tmp / "owners").mkdir()
+                cols = {**{f"events/{c}": _Column(tmp / "events" / f"{c}.npy", v.dtype) for c, v in part.events.items()},
+                        **{f"owners/{c}": _Column(tmp / "owners" / f"{c}.npy", part.owners["col_" + c].dtype)
+                           for c in OWNER_COLUMNS},
+                        **{f"owners/{c}": _Column(tmp / "owners" / f"{c}.npy", part.owners[c].dtype) for c in OWNER_FACTS}}
+            for c, v in part.events.items():
+                cols[f"events/{c}"].write(v + part.owner_base if c == "owner" else v)
+            for c in OWNER_COLUMNS:
+                cols[f"owners/{c}"].write(part.owners["col_" + c])
+            for c in OWNER_FACTS:
+                cols[f"owners/{c}"].write(part.owners[c])
+            counts = {k: counts.get(k, 0) + v for k, v in part.counts.items()}
+            if each:
+                each(part)
+    finally:
+        for c in cols.values():
+            c.close()
+    (tmp / "launch.json").write_text(json.dumps({"name": head.name, "meta": head.meta, "counts": counts}, indent=2))
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
+
+
+def load(saved: str | Path, mmap: bool = True) -> Launch:
+    """A launch saved by save(); columns are memory-mapped (read-only) unless mmap is False."""
+    saved = Path(saved)
+    try:
+        info = json.loads((saved / "launch.json").read_text())
+        name, meta, counts = info["name"], info["meta"], info["counts"]
+        mode = "r" if mmap else None
+        events = {p.stem: np.load(p, mmap_mode=mode) for p in sorted((saved / "events").glob("*.npy"))}
+        cols = {p.stem: np.load(p, mmap_mode=mode) for p in sorted((saved / "owners").glob("*.npy"))}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CaptureError(f"not a saved launch ({e})", path=str(saved),
+                           hint="point at a folder `atrex-inject decode` wrote, e.g. CAPTURE_DIR/decoded/<launch>")
+    missing = sorted({"owner", "site", "seq", "t_ns"} - set(events) | {*OWNER_COLUMNS, *OWNER_FACTS} - set(cols))
+    if missing:
+        raise CaptureError(f"saved launch lacks columns {missing}", path=str(saved), hint="decode the capture again")
+    owners = {k: cols[k] for k in OWNER_FACTS}
+    owners.update({"col_" + c: cols[c] for c in OWNER_COLUMNS}, group=cols["group"].astype(np.int64))
+    return Launch(name, meta, events, owners, counts)
 
 
 def site_counts(launch: Launch, n_sites: int) -> np.ndarray:
     """(claimed owners, sites) matrix of events per owner per site."""
     claimed = np.nonzero(launch.owners["claims"] > 0)[0]
-    m = np.zeros((launch.owners["claims"].size, n_sites), dtype=np.int64)
-    known = (launch.events["site"] >= 0) & (launch.events["site"] < n_sites)  # unknown ids: site_identity's job
-    np.add.at(m, (launch.events["owner"][known], launch.events["site"][known]), 1)
-    return m[claimed]
+    n_owners = launch.owners["claims"].size
+    site = launch.events["site"]
+    known = (site >= 0) & (site < n_sites)  # unknown ids: site_identity's job
+    cell = launch.events["owner"][known].astype(np.int64) * n_sites + site[known]
+    return np.bincount(cell, minlength=n_owners * n_sites).reshape(n_owners, n_sites)[claimed]

@@ -2,6 +2,11 @@
 under each owner holding a slice per instance named `a -> b`, and instants for marks (sites that
 end no interval and start none). Payloads (16-byte events) become a `payload` debug annotation.
 
+Only the owners selection.choose() keeps are there in full; the owners it leaves out are summed
+into counter tracks per launch (each interval's instances in flight and mean duration, each mark's
+events per bin), and a `selection` track's slice says in its annotations which owners were kept,
+which were left out and by what rule (the process track's description says it too).
+
 Track descriptors, a few per owner, are built with the perfetto package's TraceProtoBuilder. The
 event packets, one or two per event, are the volume: they are encoded straight to the protobuf
 wire format with numpy (each field is a fixed tag byte plus a varint, so a packet is a row of
@@ -17,12 +22,14 @@ from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
 from .decode import Launch
 from .fsio import write_atomic
+from .selection import Choice, choose, in_memory, ranges_text
 from .summary import pairs, site_ids
 
 SEQ_ID = 1
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 CHUNK = 1 << 18  # rows per encoding pass: 256 Ki keeps the byte matrices in cache (bench: 4.1 s vs 4.8 s per 10M)
-KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL = range(5)
+KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL, KIND_SELECTION, KIND_COUNTER = range(7)
+TYPE_COUNTER = 4
 
 
 def track_uuid(launch_no: int, kind: int, ident) -> np.ndarray | int:
@@ -102,30 +109,29 @@ def encode_events(ts, kinds, uuid, name_codes=None, names: list[bytes] = (), pay
 
 
 # ---- the trace -------------------------------------------------------------------------------
-def _descriptors(b: TraceProtoBuilder, no: int, launch: Launch, manifest: dict) -> None:
-    own = launch.owners
+def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> None:
+    launch, own, kept = ch.launch, ch.launch.owners, ch.keep
     proc = int(track_uuid(no, KIND_PROCESS, 0))
     p = b.add_packet()
     p.track_descriptor.uuid = proc
     p.track_descriptor.process.pid = no + 1
     p.track_descriptor.process.process_name = (f"{manifest['kernel']} launch {launch.meta['launch_seq']} "
                                                f"grid {tuple(launch.meta['grid'])}")
-    claimed = np.flatnonzero(own["claims"] > 0)
+    p.track_descriptor.description = _selection_line(ch)
     gx, gy = launch.meta["grid"][0], launch.meta["grid"][1]
     roles = [g["role"] for g in manifest["groups"]]
-    for sm in np.unique(own["smid"][claimed]):
+    for sm in np.unique(own["smid"][kept]):
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_SM, int(sm)))
         p.track_descriptor.parent_uuid = proc
         p.track_descriptor.name = f"SM {int(sm)}"
-    ctas = np.unique(own["cta"][claimed])
-    cta_sm = dict(zip(own["cta"][claimed].tolist(), own["smid"][claimed].tolist()))
-    for c in ctas.tolist():
+    cta_sm = dict(zip(own["cta"][kept].tolist(), own["smid"][kept].tolist()))
+    for c in np.unique(own["cta"][kept]).tolist():
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_CTA, c))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_SM, cta_sm[c]))
         p.track_descriptor.name = f"CTA ({c % gx}, {c // gx % gy}, {c // (gx * gy)})"
-    for o in claimed.tolist():
+    for o in kept.tolist():
         role, t = roles[own["group"][o]], int(own["thread"][o])
         who = {"thread": f"thread {t}", "predicate": f"thread {t}", "lane0": f"warp {t // 32}",
                "warpgroup": f"warpgroup {t // 128}", "cta": "CTA leader"}[role]
@@ -140,7 +146,53 @@ def _descriptors(b: TraceProtoBuilder, no: int, launch: Launch, manifest: dict) 
             p.track_descriptor.name = iv["name"]
 
 
-def trace_bytes(launches: list[Launch], manifest: dict) -> bytes:
+def _selection_line(ch: Choice) -> str:
+    n = ch.keep.size + ch.left_out.size
+    return f"{ch.keep.size} of {n} owners in full, {ch.left_out.size} left out ({ch.rule})"
+
+
+def _event(b: TraceProtoBuilder, ts: int, kind: int, uuid: int, name: str | None = None):
+    p = b.add_packet()
+    p.timestamp, p.trusted_packet_sequence_id = ts, SEQ_ID
+    p.track_event.type, p.track_event.track_uuid = kind, uuid
+    if name is not None:
+        p.track_event.name = name
+    return p.track_event
+
+
+def _selection(b: TraceProtoBuilder, no: int, ch: Choice) -> None:
+    """The launch's `selection` track: one slice over the launch naming what the trace leaves out."""
+    uuid = int(track_uuid(no, KIND_SELECTION, 0))
+    p = b.add_packet()
+    p.track_descriptor.uuid, p.track_descriptor.parent_uuid = uuid, int(track_uuid(no, KIND_PROCESS, 0))
+    p.track_descriptor.name = "selection"
+    te = _event(b, ch.span[0], SLICE_BEGIN, uuid, _selection_line(ch))
+    facts = {"rule": ch.rule, "kept_owners": ranges_text(ch.keep), "left_out_owners": ranges_text(ch.left_out),
+             "events_in_full": ch.launch.n_events, "events_left_out": ch.events - ch.launch.n_events,
+             "why_kept": "; ".join(f"owner {o}: {', '.join(r)}" for o, r in sorted(ch.reasons.items()))}
+    for k, v in facts.items():
+        a = te.debug_annotations.add()
+        a.name = k
+        if isinstance(v, int):
+            a.int_value = v
+        else:
+            a.string_value = v
+    _event(b, ch.span[1], SLICE_END, uuid)
+
+
+def _counters(b: TraceProtoBuilder, no: int, ch: Choice) -> None:
+    for i, (name, (ts, values)) in enumerate(ch.counters.items()):
+        uuid = int(track_uuid(no, KIND_COUNTER, i))
+        p = b.add_packet()
+        p.track_descriptor.uuid, p.track_descriptor.parent_uuid = uuid, int(track_uuid(no, KIND_PROCESS, 0))
+        p.track_descriptor.name = name
+        p.track_descriptor.counter.SetInParent()
+        for t, v in zip(ts.tolist(), values.tolist()):
+            _event(b, t, TYPE_COUNTER, uuid).double_counter_value = v
+
+
+def trace_bytes(choices: list[Choice], manifest: dict) -> bytes:
+    """The trace of selection.choose's choices: kept owners in full, counters for the rest."""
     if len(manifest["intervals"]) > 16:
         raise ValueError("at most 16 intervals per spec can be exported")
     b = TraceProtoBuilder()
@@ -149,8 +201,9 @@ def trace_bytes(launches: list[Launch], manifest: dict) -> bytes:
     endpoints = {ids[iv[k]] for iv in manifest["intervals"] for k in ("start", "end")}
     names = [iv["name"].encode() for iv in manifest["intervals"]]
     site_names = [s["name"].encode() for s in manifest["sites"]]
-    for no, launch in enumerate(launches):
-        _descriptors(b, no, launch, manifest)
+    for no, ch in enumerate(choices):
+        _descriptors(b, no, ch, manifest)
+        launch = ch.launch
         wide = launch.meta["event_bytes"] == 16
         ev = launch.events
         for k, iv in enumerate(manifest["intervals"]):
@@ -165,10 +218,18 @@ def trace_bytes(launches: list[Launch], manifest: dict) -> bytes:
         chunks.append(encode_events(ev["t_ns"][mark], np.full(int(mark.sum()), INSTANT),
                                     track_uuid(no, KIND_OWNER, ev["owner"][mark]), ev["site"][mark], site_names,
                                     ev["payload"][mark] if wide else None))
-    return b.serialize() + b"".join(chunks)
+        if ch.span:
+            _selection(b, no, ch)
+        _counters(b, no, ch)
+    return b"".join([b.serialize(), *chunks])
+
+
+def write_trace(choices: list[Choice], manifest: dict, out: str | Path) -> Path:
+    out = Path(out)
+    write_atomic(out, trace_bytes(choices, manifest))
+    return out
 
 
 def export_perfetto(launches: list[Launch], manifest: dict, out: str | Path) -> Path:
-    out = Path(out)
-    write_atomic(out, trace_bytes(launches, manifest))
-    return out
+    """Decoded launches to a trace by the default selection rule."""
+    return write_trace(choose([in_memory(l) for l in launches], manifest), manifest, out)

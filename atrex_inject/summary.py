@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .decode import Launch
+from .decode import Launch, decode_parts
 
 QUANTILES = {"min": 0.0, "p10": 0.10, "median": 0.50, "p90": 0.90, "max": 1.0}
 
@@ -20,54 +20,153 @@ def site_ids(manifest: dict) -> dict[str, int]:
 def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
     """Interval instances: event indices of each start and its end, owner, SM, times."""
     ev = launch.events
-    idx = np.flatnonzero((ev["site"] == start) | (ev["site"] == end))
-    is_start = ev["site"][idx] == start
-    own = ev["owner"][idx]
-    ok = is_start[:-1] & ~is_start[1:] & (own[:-1] == own[1:])
-    i0, i1 = idx[:-1][ok], idx[1:][ok]
-    return {"i0": i0, "i1": i1, "owner": ev["owner"][i0], "sm": launch.owners["col_sm"][ev["owner"][i0]], "t0": ev["t_ns"][i0],
-            "t1": ev["t_ns"][i1], "dur": ev["t_ns"][i1] - ev["t_ns"][i0]}
+    site, owner, t = ev["site"], ev["owner"], ev["t_ns"]
+    is_a = site == start
+    sel = is_a | (site == end)
+    if sel.all():  # the two sites are all there is (common): no gathers
+        is_start, own = is_a, owner
+    else:
+        idx = np.flatnonzero(sel)
+        is_start, own = is_a[idx], owner[idx]
+    k = np.flatnonzero(is_start[:-1] & ~is_start[1:] & (own[:-1] == own[1:]))
+    i0, i1 = (k, k + 1) if own is owner else (idx[k], idx[k + 1])
+    o = owner[i0]
+    t0, t1 = t[i0], t[i1]
+    return {"i0": i0, "i1": i1, "owner": o, "sm": launch.owners["col_sm"][o], "t0": t0, "t1": t1, "dur": t1 - t0}
 
 
 def stats(x: np.ndarray) -> dict:
+    """Count and QUANTILES (inverted CDF: the ceil(q n)-th smallest value, no interpolation). Sorts
+    `x` partially in place: callers pass an array they own."""
     if x.size == 0:
         return {"count": 0, **{k: None for k in QUANTILES}}
-    q = np.quantile(x, list(QUANTILES.values()), method="inverted_cdf")
-    return {"count": int(x.size), **{k: float(v) for k, v in zip(QUANTILES, q)}}
+    at = [max(int(np.ceil(q * x.size)) - 1, 0) for q in QUANTILES.values()]
+    x.partition(sorted(set(at)))
+    return {"count": int(x.size), **{k: float(x[i]) for k, i in zip(QUANTILES, at)}}
 
 
 def _grouped(keys: np.ndarray, values: np.ndarray) -> list[dict]:
-    """Per key: count and median of values (keys sorted)."""
+    """Per key: count and median of integer values (keys sorted). Key and value are packed into one
+    integer, as narrow as their bits allow (uint32 or int64), and sorted once: several times faster
+    and smaller than a lexsort of the two, which remains for what does not fit in 63 bits."""
     if keys.size == 0:
         return []
-    order = np.lexsort((values, keys))
-    k, v = keys[order], values[order]
-    uniq, first, counts = np.unique(k, return_index=True, return_counts=True)
-    lo = first + (counts - 1) // 2
-    hi = first + counts // 2
-    med = (v[lo] + v[hi]) / 2
+    lo_v = int(values.min())
+    shift = (int(values.max()) - lo_v).bit_length()
+    key_bits = int(keys.max()).bit_length()
+    if int(keys.min()) >= 0 and key_bits <= 23 and shift + key_bits <= 63:  # bincount needs small keys
+        per_key = np.bincount(keys)  # sorted, each key's values are a run of this length
+        uniq = np.flatnonzero(per_key)
+        counts = per_key[uniq]
+        packed = keys.astype(np.uint32 if shift + key_bits <= 32 else np.int64)  # (key << shift) + value - lo_v,
+        packed <<= shift                                                        # built in place (uint32: exact
+        np.add(packed, values, out=packed, casting="unsafe")                    # modulo 2**32)
+        packed -= np.asarray(lo_v).astype(packed.dtype)
+        packed.sort()
+
+        def value(i):
+            return (packed[i] & ((1 << shift) - 1)).astype(np.int64) + lo_v
+    else:
+        order = np.lexsort((values, keys))
+        k, v = keys[order].astype(np.int64), values[order].astype(np.int64)
+        run = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        uniq, counts = k[run], np.diff(np.r_[run, k.size])
+
+        def value(i):
+            return v[i]
+    first = np.cumsum(counts) - counts
+    med = (value(first + (counts - 1) // 2) + value(first + counts // 2)) / 2
     return [{"key": int(a), "count": int(c), "median": float(m)} for a, c, m in zip(uniq, counts, med)]
 
 
+class Summarizer:
+    """One launch's summary from its owner-range parts (decode.decode_parts) in one pass, so a
+    capture larger than memory is summarized part by part. Per part, per-owner medians are final;
+    for the launch-wide statistics it keeps only each interval instance's duration and SM and each
+    mark's time (as uint32 ns, durations and offsets from the part's first mark, while they fit)."""
+
+    def __init__(self, manifest: dict):
+        self.manifest, self.ids = manifest, site_ids(manifest)
+        n = len(manifest["intervals"])
+        self.dur: list[list] = [[] for _ in range(n)]
+        self.sm: list[list] = [[] for _ in range(n)]
+        self.per_owner: list[list] = [[] for _ in range(n)]
+        self.marks: dict[int, list] = {s["id"]: [] for s in manifest["sites"]}  # (part's first t, offsets)
+        self.launch = None
+        self.events = self.owners = 0
+        self.t_min, self.t_max = None, None
+
+    def add(self, part: Launch) -> None:
+        ev = part.events
+        self.launch, self.events = part, self.events + part.n_events
+        self.owners += int((part.owners["claims"] > 0).sum())
+        if ev["t_ns"].size:
+            lo, hi = int(ev["t_ns"].min()), int(ev["t_ns"].max())
+            self.t_min = lo if self.t_min is None else min(self.t_min, lo)
+            self.t_max = hi if self.t_max is None else max(self.t_max, hi)
+        for k, iv in enumerate(self.manifest["intervals"]):
+            p = pairs(part, self.ids[iv["start"]], self.ids[iv["end"]])
+            d = p["dur"]
+            self.dur[k].append(d.astype(np.uint32) if d.size and 0 <= d.min() and d.max() < 1 << 32 else d)
+            self.sm[k].append(p["sm"])
+            self.per_owner[k] += _grouped(p["owner"].astype(np.int64) + part.owner_base, p["dur"])
+        for sid, kept in self.marks.items():
+            t = ev["t_ns"][ev["site"] == sid]
+            if t.size:
+                base = int(t.min())
+                t -= base
+                kept.append((base, t.astype(np.uint32) if int(t.max()) < 1 << 32 else t))
+
+    def result(self) -> dict:
+        t_launch = self.t_min or 0
+        intervals = []
+        for k, iv in enumerate(self.manifest["intervals"]):
+            dur = _drain(self.dur[k], np.result_type(np.uint32, *self.dur[k]))
+            per_sm = _grouped(_drain(self.sm[k], np.int16), dur)
+            intervals.append({"name": iv["name"], "unit": "ns", **stats(dur), "per_sm": per_sm,
+                              "per_owner": self.per_owner[k]})
+        wide = self.t_max is None or self.t_max - t_launch >= 1 << 32
+        marks = []
+        for s in self.manifest["sites"]:
+            bases, offsets = zip(*self.marks[s["id"]]) if self.marks[s["id"]] else ((), ())
+            self.marks[s["id"]] = []
+            t = _drain(list(offsets), np.int64 if wide else np.uint32, [b - t_launch for b in bases])
+            marks.append({"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
+                          **stats(t)})
+        return {"launch": self.launch.name, "launch_seq": self.launch.meta["launch_seq"], "events": self.events,
+                "owners": self.owners, "t_first_ns": t_launch,
+                "span_ns": self.t_max - t_launch if self.t_max is not None else 0,
+                "intervals": intervals, "marks": marks}
+
+
+def _drain(pieces: list[np.ndarray], dtype, adds: list[int] | None = None) -> np.ndarray:
+    """One array from `pieces`, adding adds[i] to piece i; each piece is dropped once copied, so
+    the pieces and the whole never both exist in full."""
+    out = np.empty(sum(p.size for p in pieces), dtype=dtype)
+    at = 0
+    for i in range(len(pieces)):
+        seg = out[at:at + pieces[i].size]
+        seg[...] = pieces[i]
+        if adds:
+            seg += adds[i]
+        at += seg.size
+        pieces[i] = None
+    pieces.clear()
+    return out
+
+
 def summarize_launch(launch: Launch, manifest: dict) -> dict:
-    ids = site_ids(manifest)
-    ev = launch.events
-    t_launch = int(ev["t_ns"].min()) if ev["t_ns"].size else 0
-    intervals = []
-    for iv in manifest["intervals"]:
-        p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
-        intervals.append({"name": iv["name"], "unit": "ns", **stats(p["dur"]),
-                          "per_sm": _grouped(p["sm"].astype(np.int64), p["dur"].astype(np.float64)),
-                          "per_owner": _grouped(p["owner"].astype(np.int64), p["dur"].astype(np.float64))})
-    marks = []
-    for s in manifest["sites"]:
-        t = ev["t_ns"][ev["site"] == s["id"]] - t_launch
-        marks.append({"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
-                      **stats(t.astype(np.float64))})
-    return {"launch": launch.name, "launch_seq": launch.meta["launch_seq"], "events": launch.n_events,
-            "owners": int((launch.owners["claims"] > 0).sum()), "t_first_ns": t_launch,
-            "span_ns": int(ev["t_ns"].max() - t_launch) if ev["t_ns"].size else 0,
-            "intervals": intervals, "marks": marks}
+    s = Summarizer(manifest)
+    s.add(launch)
+    return s.result()
+
+
+def summarize_file(path, manifest: dict, part_events: int | None = None) -> dict:
+    """Summary of one raw capture file, decoded `part_events` events at a time (None: at once)."""
+    s = Summarizer(manifest)
+    for part in decode_parts(path, manifest, part_events):
+        s.add(part)
+    return s.result()
 
 
 def render_text(summary: dict) -> str:

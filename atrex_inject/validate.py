@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from .cuda.rewrite import source_id_of
-from .decode import Launch, capture_files, decode_file, site_counts
+from .decode import PART_EVENTS, Launch, capture_files, decode_parts, site_counts
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
-from .summary import QUANTILES, pairs, site_ids, summarize_launch
+from .summary import QUANTILES, Summarizer, pairs, site_ids
 
 CHECKS = ("overflow", "truncation", "owner_identity", "duplicate_ownership", "site_identity", "interval_pairing",
           "deterministic_counts", "stale_provenance", "cross_launch_mixing", "numeric_claims")
@@ -55,7 +55,8 @@ class Provenance:
 
 def _owners_str(launch: Launch, owners: np.ndarray) -> str:
     o = launch.owners
-    return ", ".join(f"owner {int(i)} (CTA {int(o['cta'][i])}, thread {int(o['thread'][i])})" for i in owners[:FIRST])
+    return ", ".join(f"owner {int(i) + launch.owner_base} (CTA {int(o['cta'][i])}, thread {int(o['thread'][i])})"
+                     for i in owners[:FIRST])
 
 
 def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
@@ -181,30 +182,38 @@ def _check_claims(summaries: dict[int, dict], claims: list[dict], check: Check) 
 
 def validate_capture(capture_dir: Path, m: dict, prov: Provenance | None = None,
                      claims: list[dict] | None = None) -> dict:
-    return validate_dir(capture_dir, m, prov, claims)[0]
+    """The report, streaming each file in parts of PART_EVENTS events (memory bounded by a part)."""
+    return validate_dir(capture_dir, m, prov, claims, PART_EVENTS)[0]
 
 
-def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None,
-                 claims: list[dict] | None = None) -> tuple[dict, list[Launch]]:
-    """The report, and the launches it decoded (for callers that export them: decode once)."""
+def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None, claims: list[dict] | None = None,
+                 part_events: int | None = None) -> tuple[dict, list[Launch]]:
+    """The report, and the launches it decoded (for callers that export them: decode once). With
+    part_events, each file is decoded, checked and summarized in owner-range parts of that many
+    events (decode_parts) and no launches are returned."""
     checks = {n: Check(n) for n in CHECKS}
-    launches = []
+    launches, heads, summaries = [], [], []
     for f in capture_files(capture_dir):
+        summary = Summarizer(m)
         try:
-            launches.append(decode_file(f, m))
+            for part in decode_parts(f, m, part_events):
+                _check_launch(part, m, checks)
+                summary.add(part)
         except CaptureError as e:
             msg = str(e)
             target = ("stale_provenance" if "source id" in msg or "groups" in msg else
                       "cross_launch_mixing" if "sidecar" in msg else "truncation")
             checks[target].fail(1, msg)
-    for l in launches:
-        _check_launch(l, m, checks)
-    unchecked = _check_provenance(launches, m, prov or Provenance(), checks["stale_provenance"]) if launches else []
-    _check_mixing(launches, checks["cross_launch_mixing"])
-    summaries = [summarize_launch(l, m) for l in launches]
+            continue
+        heads.append(part)  # any part stands for its launch in the provenance and mixing checks
+        summaries.append(summary.result())
+        if part_events is None:
+            launches.append(part)
+    unchecked = _check_provenance(heads, m, prov or Provenance(), checks["stale_provenance"]) if heads else []
+    _check_mixing(heads, checks["cross_launch_mixing"])
     if claims:
         _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
-    valid = all(c.ok for c in checks.values()) and bool(launches)
-    return {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in launches],
-            "events": sum(l.n_events for l in launches), "unchecked_provenance": unchecked,
+    valid = all(c.ok for c in checks.values()) and bool(heads)
+    return {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in heads],
+            "events": sum(s["events"] for s in summaries), "unchecked_provenance": unchecked,
             "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()], "summaries": summaries}, launches
