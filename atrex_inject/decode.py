@@ -164,6 +164,7 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
     t_ns = np.repeat(t0, written)
     np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
     t_ns = t_ns.view(np.int64)
+    owners["t0"] = t0.view(np.int64)  # validation bounds each owner's events by its start (time_order)
     if torn:
         o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
     events = {"owner": o_idx, "site": (tag & ~TAG_VALID).view(np.int32), "seq": s_idx, "t_ns": t_ns}
@@ -181,7 +182,7 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         "overflow_events": int(np.maximum(owners["attempted"] - cap, 0).sum()),
         "torn_events": torn, "stray_events": stray, "events": int(o_idx.size),
     }
-    meta = {**meta, "file": path.name, "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
+    meta = {**meta, "sidecar": meta, "file": path.name, "bytes": len(raw), "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
             "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
     return Launch(path.stem, meta, events, owners, counts)

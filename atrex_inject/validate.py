@@ -17,13 +17,30 @@ import numpy as np
 
 from .cuda.rewrite import source_id_of
 from .decode import Launch, capture_files, decode_file, site_counts
+from .layout import group_owners
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
-from .summary import QUANTILES, pairs, site_ids, summarize_launch
+from .summary import QUANTILES, site_ids, summarize_launch
 
-CHECKS = ("overflow", "truncation", "owner_identity", "duplicate_ownership", "site_identity", "interval_pairing",
-          "deterministic_counts", "stale_provenance", "cross_launch_mixing", "numeric_claims")
+CHECKS = ("overflow", "truncation", "geometry", "owner_identity", "duplicate_ownership", "site_identity", "time_order",
+          "interval_pairing", "deterministic_counts", "stale_provenance", "cross_launch_mixing", "numeric_claims")
+NEXT_STEP = {
+    "overflow": "raise [capture] capacity in the spec (or thin the sites with every/ctas), re-apply, rebuild, recapture",
+    "truncation": "recapture: the file was cut or altered, or an exit path of the kernel skipped the recorder's finish",
+    "geometry": "recapture with the current build: the header does not describe this launch under this manifest",
+    "owner_identity": "recapture; if it repeats, the kernel ran with another geometry than its launch header says",
+    "duplicate_ownership": "each owner's recorder must be constructed once per launch: check the instrumented kernel",
+    "site_identity": "decode with the manifest of the build that ran (atrex-inject apply writes it)",
+    "time_order": "recapture into an empty folder: one writer's times never go back, so the buffer mixes launches "
+                  "or was edited",
+    "interval_pairing": "check the sites' positions in the diff: an exit path may skip an interval's end site",
+    "deterministic_counts": "check the spec's [expect] against the kernel's control flow (or remove the expectation)",
+    "stale_provenance": "rebuild from the current instrumented source and recapture, or pass the provenance that ran",
+    "cross_launch_mixing": "capture each run into its own empty folder",
+    "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
+}
 FIRST = 5
+WINDOW_NS = 1 << 31  # %globaltimer_lo unwraps unambiguously only within 2^31 ns of the owner's full start time
 
 
 @dataclass
@@ -31,6 +48,7 @@ class Check:
     name: str
     count: int = 0
     details: list[str] = field(default_factory=list)
+    hint: str = ""
 
     @property
     def ok(self) -> bool:
@@ -53,39 +71,110 @@ class Provenance:
     device_uuid: str | None = None
 
 
+def side(launch: Launch, key: str, kind: type = str):
+    """A sidecar field of the expected type, or None (a sidecar is JSON anyone could have edited)."""
+    v = launch.meta["sidecar"].get(key)
+    return v if isinstance(v, kind) and not isinstance(v, bool) else None
+
+
+def device_uuid(launch: Launch) -> str | None:
+    d = side(launch, "device", dict)
+    return d.get("uuid") if d and isinstance(d.get("uuid"), str) else None
+
+
+def _owner(launch: Launch, i: int) -> str:
+    """An owner by its slot in the launch geometry: CTA (x, y, z), warp and thread."""
+    o, (gx, gy, _) = launch.owners, launch.meta["grid"]
+    cta, thread = int(o["exp_cta"][i]), int(o["exp_thread"][i])
+    return f"owner {int(i)} (CTA ({cta % gx}, {cta // gx % gy}, {cta // (gx * gy)}), warp {thread // 32}, thread {thread})"
+
+
 def _owners_str(launch: Launch, owners: np.ndarray) -> str:
-    o = launch.owners
-    return ", ".join(f"owner {int(i)} (CTA {int(o['cta'][i])}, thread {int(o['thread'][i])})" for i in owners[:FIRST])
+    return ", ".join(_owner(launch, i) for i in owners[:FIRST])
+
+
+def _site(m: dict, sid: int) -> str:
+    return f"site {m['sites'][sid]['name']!r}" if 0 <= sid < len(m["sites"]) else f"unknown site id {sid}"
+
+
+def _events_str(launch: Launch, m: dict, idx: np.ndarray) -> str:
+    ev = launch.events
+    return "; ".join(f"{_owner(launch, ev['owner'][i])} {_site(m, int(ev['site'][i]))} event {int(ev['seq'][i])}"
+                     for i in idx[:FIRST])
+
+
+def _check_geometry(launch: Launch, m: dict, check: Check) -> None:
+    """Each group's owner count and range, recomputed from the grid, the block and the manifest's
+    density, against the header (a header cut at an owner boundary is otherwise self-consistent)."""
+    groups = launch.meta["groups"]
+    want = group_owners(m["groups"], launch.meta["grid"], launch.meta["block"])
+    base = 0
+    for i, (g, n) in enumerate(zip(groups, want)):
+        check.fail(g["n_owners"] != n or g["owner_base"] != base,
+                   f"{launch.name}: group {i} ({m['groups'][i]['role']}) has {g['n_owners']} owners from "
+                   f"{g['owner_base']} in the header; grid {launch.meta['grid']} x block {launch.meta['block']} "
+                   f"with the manifest's density gives {n} from {base}")
+        check.fail(g["cta_limit"] != m["groups"][i]["cta_limit"],
+                   f"{launch.name}: group {i} selects at most {g['cta_limit']} CTAs in the header, "
+                   f"{m['groups'][i]['cta_limit']} in the manifest")
+        base += n
+
+
+def _check_time(launch: Launch, m: dict, check: Check) -> None:
+    """One writer records an owner's events in program order and %globaltimer never goes back, so
+    within an owner times are non-decreasing; every event lies within 2^31 ns of its owner's start
+    and of the launch's first start (beyond that the 32-bit timer cannot be unwrapped: an event
+    written before its owner started reads as 4.29 s later)."""
+    ev, t0 = launch.events, launch.owners["t0"]
+    own, t = ev["owner"], ev["t_ns"]
+    back = np.flatnonzero((own[1:] == own[:-1]) & (t[1:] < t[:-1])) + 1
+    check.fail(back.size, f"{launch.name}: {back.size} events earlier than the event before them in their owner: "
+                          f"{_events_str(launch, m, back)}")
+    claimed = launch.owners["claims"] > 0
+    start = int(t0[claimed].min()) if claimed.any() else 0
+    out = np.flatnonzero((t - t0[own] >= WINDOW_NS) | (t - start >= WINDOW_NS))
+    check.fail(out.size, f"{launch.name}: {out.size} events outside their owner's window (before its start, or "
+                         f"more than 2.1 s after the launch began): {_events_str(launch, m, out)}")
 
 
 def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
     c, o, ev, name = launch.counts, launch.owners, launch.events, launch.name
     cap = launch.meta["capacity"]
     over = np.flatnonzero(o["attempted"] > cap)
-    checks["overflow"].fail(over.size, f"{name}: {over.size} owners attempted more than {cap} events "
+    checks["overflow"].fail(over.size, f"{name}: {over.size} owners attempted more than the capacity of {cap} events "
                                        f"({c['overflow_events']} events lost): {_owners_str(launch, over)}")
-    checks["truncation"].fail(c["torn_events"], f"{name}: {c['torn_events']} unwritten slots below owners' counts")
+    claimed = o["claims"] > 0
+    written = np.where(claimed, np.minimum(o["attempted"], cap), 0)
+    short = np.flatnonzero(np.bincount(ev["owner"], minlength=written.size) < written)
+    checks["truncation"].fail(c["torn_events"], f"{name}: {c['torn_events']} unwritten slots below owners' counts: "
+                                                f"{_owners_str(launch, short)}")
     checks["truncation"].fail(c["stray_events"], f"{name}: {c['stray_events']} events past owners' published counts "
                                                  "(an exit path without finish?)")
-    missing = np.flatnonzero(o["must_claim"] & (o["claims"] == 0))
+    missing = np.flatnonzero(o["must_claim"] & ~claimed)
     checks["truncation"].fail(missing.size, f"{name}: {missing.size} selected owners never claimed their recorder: "
                                             f"{_owners_str(launch, missing)}")
-    bad = np.flatnonzero((o["claims"] > 0) & (~o["may_claim"] | (o["cta"] != o["exp_cta"])
-                                              | (o["thread"] != o["exp_thread"])))
-    checks["owner_identity"].fail(bad.size, f"{name}: {bad.size} owners outside their slot in the launch geometry: "
-                                            f"{_owners_str(launch, bad)}")
+    _check_geometry(launch, m, checks["geometry"])
+    bad = np.flatnonzero(claimed & (~o["may_claim"] | (o["cta"] != o["exp_cta"]) | (o["thread"] != o["exp_thread"])))
+    checks["owner_identity"].fail(bad.size, f"{name}: {bad.size} owners written by another CTA or thread than their "
+                                            f"slot's: " + ", ".join(f"{_owner(launch, i)} recorded CTA {int(o['cta'][i])}"
+                                                                    f" thread {int(o['thread'][i])}" for i in bad[:FIRST]))
     dup = np.flatnonzero(o["claims"] > 1)
-    checks["duplicate_ownership"].fail(dup.size, f"{name}: {dup.size} owners claimed more than once: "
-                                                 f"{_owners_str(launch, dup)}")
+    checks["duplicate_ownership"].fail(dup.size, f"{name}: {dup.size} owners claimed more than once: " + ", ".join(
+        f"{_owner(launch, i)} {int(o['claims'][i])} times" for i in dup[:FIRST]))
     site_group = np.array([s["group"] for s in m["sites"]])
     known = (ev["site"] >= 0) & (ev["site"] < len(m["sites"]))
-    checks["site_identity"].fail(int((~known).sum()), f"{name}: {int((~known).sum())} events with unknown site ids "
-                                                      f"{sorted(set(ev['site'][~known].tolist()))[:FIRST]}")
-    wrong = known & (site_group[np.where(known, ev["site"], 0)] != o["group"][ev["owner"]])
-    checks["site_identity"].fail(int(wrong.sum()), f"{name}: {int(wrong.sum())} events recorded by an owner of "
-                                                   "another group than their site's")
+    unknown = np.flatnonzero(~known)
+    checks["site_identity"].fail(unknown.size, f"{name}: {unknown.size} events with site ids the manifest does not "
+                                               f"define: {_events_str(launch, m, unknown)}")
+    wrong = np.flatnonzero(known & (site_group[np.where(known, ev["site"], 0)] != o["group"][ev["owner"]]))
+    checks["site_identity"].fail(wrong.size, f"{name}: {wrong.size} events recorded by an owner of another group than "
+                                             f"their site's: {_events_str(launch, m, wrong)}")
+    _check_time(launch, m, checks["time_order"])
     ids = site_ids(m)
     for iv in m["intervals"]:
+        if iv["start"] not in ids or iv["end"] not in ids:
+            checks["interval_pairing"].fail(1, f"interval {iv['name']!r} names a site the manifest does not define")
+            continue
         a, b = ids[iv["start"]], ids[iv["end"]]
         idx = np.flatnonzero((ev["site"] == a) | (ev["site"] == b))
         s, own = ev["site"][idx], ev["owner"][idx]
@@ -97,59 +186,99 @@ def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
                     "start never ended": (s == a) & last}
         for what, mask in problems.items():
             checks["interval_pairing"].fail(int(mask.sum()), f"{name}: {iv['name']}: {int(mask.sum())} x {what}, "
-                                                             f"first at {_owners_str(launch, own[mask])}")
-        p = pairs(launch, a, b)
-        neg = int((p["dur"] < 0).sum())
-        checks["interval_pairing"].fail(neg, f"{name}: {iv['name']}: {neg} instances end before they start")
+                                                             f"first at {_events_str(launch, m, idx[mask])}")
     if m.get("expect"):
         counts = site_counts(launch, len(m["sites"]))
-        gid = o["group"][o["claims"] > 0]
+        owners = np.flatnonzero(claimed)
+        gid = o["group"][owners]
         for site, want in m["expect"].items():
+            if site not in ids:
+                checks["deterministic_counts"].fail(1, f"[expect] names site {site!r}, which the manifest does not "
+                                                       "define")
+                continue
             sid = ids[site]
-            got = counts[gid == m["sites"][sid]["group"], sid]
-            off = int((got != want).sum())
-            checks["deterministic_counts"].fail(off, f"{name}: {site}: {off} owners recorded "
-                                                     f"{sorted(set(got[got != want].tolist()))[:FIRST]} events, "
-                                                     f"expected {want} each")
+            mine = gid == m["sites"][sid]["group"]
+            got = counts[mine, sid]
+            off = np.flatnonzero(got != want)
+            checks["deterministic_counts"].fail(off.size, f"{name}: site {site!r}: {off.size} owners recorded other "
+                                                          f"than {want} events each: " + ", ".join(
+                f"{_owner(launch, i)} {int(n)}" for i, n in zip(owners[mine][off][:FIRST], got[off][:FIRST])))
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise AtrexError(f"cannot read the {what}: {e.strerror}", path=str(path),
+                         hint=f"pass the {what} that was built and ran") from None
 
 
 def _check_provenance(launches: list[Launch], m: dict, prov: Provenance, check: Check) -> list[str]:
     unchecked = []
     if prov.source is not None:
-        sid = source_id_of(Path(prov.source).read_bytes().decode())
+        sid = source_id_of(_read(prov.source, "instrumented source").decode(errors="replace"))
         for l in launches:
             check.fail(sid != l.meta["source_id"], f"{l.name}: built from source id {l.meta['source_id'][:16]}…, "
                                                    f"{prov.source} now has {sid[:16]}…")
     else:
         unchecked.append("source file")
     if prov.binary is not None:
+        _read(prov.binary, "binary")
         check.fail(sha256_file(prov.binary) != prov.binary_sha256,
                    f"binary {prov.binary} does not have sha256 {str(prov.binary_sha256)[:16]}…")
     else:
         unchecked.append("binary")
     for l in launches:
         if prov.workload is not None:
-            check.fail(l.meta.get("workload") != prov.workload,
-                       f"{l.name}: workload {l.meta.get('workload')!r}, expected {prov.workload!r}")
+            check.fail(side(l, "workload") != prov.workload,
+                       f"{l.name}: the sidecar's workload is {side(l, 'workload')!r}, expected {prov.workload!r}")
         if prov.device_uuid is not None:
-            got = l.meta.get("device", {}).get("uuid")
-            check.fail(got != prov.device_uuid, f"{l.name}: device {got}, expected {prov.device_uuid}")
+            check.fail(device_uuid(l) != prov.device_uuid,
+                       f"{l.name}: the sidecar's device is {device_uuid(l)!r}, expected {prov.device_uuid!r}")
     unchecked += [w for w, v in (("workload", prov.workload), ("device", prov.device_uuid)) if v is None]
     return unchecked
 
 
-def _check_mixing(launches: list[Launch], check: Check) -> None:
+SIDECAR_FIELDS = ("grid", "block", "bytes", "file")
+
+
+def _check_sidecar(l: Launch, m: dict, check: Check) -> None:
+    """Every sidecar field that restates the buffer must agree with its header and file."""
+    s = l.meta["sidecar"]
+    header = {"grid": l.meta["grid"], "block": l.meta["block"], "bytes": l.meta["bytes"], "file": l.meta["file"]}
+    for k in SIDECAR_FIELDS:
+        check.fail(s.get(k) != header[k], f"{l.name}: the sidecar's {k} is {s.get(k)!r}, the buffer's {header[k]!r}")
+    check.fail(s.get("kernel") != m["kernel"], f"{l.name}: the sidecar's kernel is {s.get('kernel')!r}, the "
+                                               f"manifest's {m['kernel']!r}")
+
+
+def _check_mixing(launches: list[Launch], m: dict, check: Check, notes: list[str]) -> None:
     seqs = [l.meta["launch_seq"] for l in launches]
     dups = len(seqs) - len(set(seqs))
     check.fail(dups, f"{dups} launch sequence numbers appear twice: captures of different runs are mixed")
-    workloads = {l.meta.get("workload") for l in launches}
-    check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(str, workloads))}")
-    uuids = {l.meta.get("device", {}).get("uuid") for l in launches}
-    check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(str, uuids))}")
+    workloads = {side(l, "workload") for l in launches}
+    check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(repr, workloads))}")
+    uuids = {device_uuid(l) for l in launches}
+    check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(repr, uuids))}")
+    runs = {l.meta["sidecar"].get("run_id", None) for l in launches}
+    check.fail(len(runs) > 1, f"files of {len(runs)} runs in one folder (run ids {sorted(map(repr, runs))})")
+    if runs == {None} and launches:
+        notes.append("the sidecars carry no run_id (written before run identities): the folder is taken as one run")
     for l in launches:
-        stem_seq = int(l.name.rsplit("launch", 1)[-1]) if "launch" in l.name else l.meta["launch_seq"]
+        stem_seq = int(l.name.rsplit("launch", 1)[-1]) if l.name.rsplit("launch", 1)[-1].isdigit() else \
+            l.meta["launch_seq"]
         check.fail(stem_seq != l.meta["launch_seq"], f"{l.name}: file name says launch {stem_seq}, "
                                                      f"header says {l.meta['launch_seq']}")
+        _check_sidecar(l, m, check)
+
+
+def identity(launches: list[Launch], m: dict) -> dict:
+    """What this capture is evidence of: the build (manifest hashes), workload, device and run."""
+    one = lambda vals: vals.pop() if len(vals) == 1 else None  # noqa: E731 - mixed launches name nothing
+    return {"instrumented_sha256": m["source"]["instrumented_sha256"], "clean_sha256": m["source"]["clean_sha256"],
+            "source_id": m["source"]["source_id"], "workload": one({side(l, "workload") for l in launches}),
+            "device": one({device_uuid(l) for l in launches}),
+            "run_id": one({l.meta["sidecar"].get("run_id") for l in launches})}
 
 
 def load_claims(path: Path) -> list[dict]:
@@ -176,7 +305,9 @@ def _check_claims(summaries: dict[int, dict], claims: list[dict], check: Check) 
             continue
         got, want, tol = iv[c["statistic"]], float(c["value"]), float(c.get("tolerance", 0.0))
         bad = got is None or abs(got - want) > tol * abs(want)
-        check.fail(bad, f"claim {c['interval']} {c['statistic']} = {want:g} ns (±{tol:.0%}): recomputed {got} ns")
+        unit = "" if c["statistic"] == "count" else " ns"
+        check.fail(bad, f"launch {seq}: claim {c['interval']} {c['statistic']} = {want:g}{unit} (±{tol:.0%}): "
+                        f"recomputed {got}{unit}")
 
 
 def validate_capture(capture_dir: Path, m: dict, prov: Provenance | None = None,
@@ -187,8 +318,8 @@ def validate_capture(capture_dir: Path, m: dict, prov: Provenance | None = None,
 def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None,
                  claims: list[dict] | None = None) -> tuple[dict, list[Launch]]:
     """The report, and the launches it decoded (for callers that export them: decode once)."""
-    checks = {n: Check(n) for n in CHECKS}
-    launches = []
+    checks = {n: Check(n, hint=NEXT_STEP[n]) for n in CHECKS}
+    launches, notes = [], []
     for f in capture_files(capture_dir):
         try:
             launches.append(decode_file(f, m))
@@ -200,11 +331,12 @@ def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None,
     for l in launches:
         _check_launch(l, m, checks)
     unchecked = _check_provenance(launches, m, prov or Provenance(), checks["stale_provenance"]) if launches else []
-    _check_mixing(launches, checks["cross_launch_mixing"])
+    _check_mixing(launches, m, checks["cross_launch_mixing"], notes)
     summaries = [summarize_launch(l, m) for l in launches]
     if claims:
         _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
     valid = all(c.ok for c in checks.values()) and bool(launches)
     return {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in launches],
-            "events": sum(l.n_events for l in launches), "unchecked_provenance": unchecked,
+            "events": sum(l.n_events for l in launches), "unchecked_provenance": unchecked, "notes": notes,
+            "identity": identity(launches, m),
             "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()], "summaries": summaries}, launches
