@@ -248,6 +248,8 @@ def _check_sidecar(l: Launch, m: dict, check: Check) -> None:
     header = {"grid": l.meta["grid"], "block": l.meta["block"], "bytes": l.meta["bytes"], "file": l.meta["file"]}
     for k in SIDECAR_FIELDS:
         check.fail(s.get(k) != header[k], f"{l.name}: the sidecar's {k} is {s.get(k)!r}, the buffer's {header[k]!r}")
+    check.fail("run_id" in s and side(l, "run_id") is None, f"{l.name}: the sidecar's run_id {s.get('run_id')!r} is "
+                                                             "not a string")
     check.fail(s.get("kernel") != m["kernel"], f"{l.name}: the sidecar's kernel is {s.get('kernel')!r}, the "
                                                f"manifest's {m['kernel']!r}")
 
@@ -260,7 +262,7 @@ def _check_mixing(launches: list[Launch], m: dict, check: Check, notes: list[str
     check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(repr, workloads))}")
     uuids = {device_uuid(l) for l in launches}
     check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(repr, uuids))}")
-    runs = {l.meta["sidecar"].get("run_id", None) for l in launches}
+    runs = {side(l, "run_id") for l in launches}
     check.fail(len(runs) > 1, f"files of {len(runs)} runs in one folder (run ids {sorted(map(repr, runs))})")
     if runs == {None} and launches:
         notes.append("the sidecars carry no run_id (written before run identities): the folder is taken as one run")
@@ -278,7 +280,7 @@ def identity(launches: list[Launch], m: dict) -> dict:
     return {"instrumented_sha256": m["source"]["instrumented_sha256"], "clean_sha256": m["source"]["clean_sha256"],
             "source_id": m["source"]["source_id"], "workload": one({side(l, "workload") for l in launches}),
             "device": one({device_uuid(l) for l in launches}),
-            "run_id": one({l.meta["sidecar"].get("run_id") for l in launches})}
+            "run_id": one({side(l, "run_id") for l in launches})}
 
 
 def load_claims(path: Path) -> list[dict]:

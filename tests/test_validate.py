@@ -53,12 +53,14 @@ class Synthetic:
     def owner_of_group(self, g: int, k: int = 0) -> int:
         return int(self.groups["owner_base"][g]) + k
 
-    def save(self) -> "Synthetic":
+    def save(self, **sidecar) -> "Synthetic":
+        """Write the planted bytes and re-sign the sidecar (CRC, size, then any fields given) to match."""
         data = self.raw.tobytes()
         self.raw_path.write_bytes(data)
         side = self.raw_path.with_suffix(".json")
         meta = json.loads(side.read_text())
-        meta["crc32"] = zlib.crc32(data)
+        meta.update(crc32=zlib.crc32(data), bytes=len(data))
+        meta.update(sidecar)
         side.write_text(json.dumps(meta))
         return self
 
