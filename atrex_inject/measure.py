@@ -232,9 +232,10 @@ def _shape(art: dict) -> list[str]:
     if not isinstance(samples, list):
         return bad + ["field 'samples' must be a list"]
     for i, s in enumerate(samples):
-        if not (isinstance(s, dict) and s.get("arm") in ARMS and _is(s.get("line"), str)
-                and isinstance(s.get("argv"), list) and (s.get("exit_status") is None or _is(s["exit_status"], int))
-                and (s.get("sample") is None or isinstance(s["sample"], dict))):
+        if not (isinstance(s, dict) and s.get("arm") in ("A", "B") and _is(s.get("line"), str)
+                and isinstance(s.get("argv"), list) and "exit_status" in s and "sample" in s
+                and (s["exit_status"] is None or _is(s["exit_status"], int))
+                and (s["sample"] is None or isinstance(s["sample"], dict))):
             bad.append(f"sample {i}: needs arm A or B, an argv list, a string line, an integer or null exit_status "
                        "and an object or null sample")
     return bad
