@@ -276,22 +276,35 @@ def _check_mixing(launches: list[Launch], m: dict, check: Check, notes: list[str
 
 def identity(launches: list[Launch], m: dict) -> dict:
     """What this capture is evidence of: the build (manifest hashes), workload, device and run."""
-    one = lambda vals: vals.pop() if len(vals) == 1 else None  # noqa: E731 - mixed launches name nothing
+    def one(values: set):
+        return values.pop() if len(values) == 1 else None  # launches that disagree name no single value
+
     return {"instrumented_sha256": m["source"]["instrumented_sha256"], "clean_sha256": m["source"]["clean_sha256"],
             "source_id": m["source"]["source_id"], "workload": one({side(l, "workload") for l in launches}),
             "device": one({device_uuid(l) for l in launches}),
             "run_id": one({side(l, "run_id") for l in launches})}
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def load_claims(path: Path) -> list[dict]:
     """Claims: TOML `[[claim]]` or JSON list; each {interval, statistic, value, tolerance, launch?}.
-    tolerance is relative (0.05 = 5%); values in ns."""
-    text = Path(path).read_text()
-    data = tomllib.loads(text).get("claim", []) if str(path).endswith(".toml") else json.loads(text)
-    for c in data:
-        if not {"interval", "statistic", "value"} <= set(c) or c["statistic"] not in (*QUANTILES, "count"):
-            raise AtrexError(f"claim {c} needs interval, statistic (one of {', '.join((*QUANTILES, 'count'))}) "
-                             "and value", path=str(path))
+    tolerance is relative (0.05 = 5%); values in ns (a count claim counts instances)."""
+    usage = "each claim: interval = \"a -> b\", statistic (one of " + ", ".join((*QUANTILES, "count")) + \
+            "), value (a number), optional tolerance (a number) and launch (an integer)"
+    try:
+        text = Path(path).read_text()
+        data = tomllib.loads(text).get("claim", []) if str(path).endswith(".toml") else json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # tomllib's and json's decode errors are ValueErrors
+        raise AtrexError(f"cannot read the claims: {getattr(e, 'strerror', None) or e}", path=str(path),
+                         hint=usage) from None
+    for c in data if isinstance(data, list) else [data]:
+        if not (isinstance(c, dict) and isinstance(c.get("interval"), str) and c.get("statistic") in
+                (*QUANTILES, "count") and _number(c.get("value")) and _number(c.get("tolerance", 0.0))
+                and isinstance(c.get("launch", 0), int)):
+            raise AtrexError(f"claim {c!r} is not a claim", path=str(path), hint=usage)
     return data
 
 
