@@ -249,6 +249,8 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, help="Capture fo
                       markup=False)
             for u in mv["unchecked"]:
                 out.print(f"  {u}", markup=False)
+            if mv["next_step"]:
+                out.print(f"  next step: {mv['next_step']}", markup=False)
     r = _run(as_json, work, render)
     if r["verdict"] != "valid":
         raise typer.Exit(1)

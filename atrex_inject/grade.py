@@ -66,10 +66,11 @@ def _disagreements(capture: dict, meas: dict | None) -> list[str]:
             out.append(f"{what} source: the capture's build has sha256 {_short(capture[key])}, the measurement "
                        f"hashed {', '.join(map(_short, meas['sources'])) or 'no sources'} (arm {arm} must be this "
                        "build: measure with --source CLEAN --source INSTRUMENTED)")
-    for key in ("workload", "device"):
+    for key, how in (("workload", "ATREX_WORKLOAD set to the workload identity the program prints"),
+                     ("device", "both on the same GPU")):
         if capture.get(key) != meas[key]:
             out.append(f"{key}: the capture says {capture.get(key)!r}, the measurement {meas[key]!r} (capture and "
-                       "measure the same build on the same workload and device)")
+                       f"measure the same build, with {how})")
     return out
 
 

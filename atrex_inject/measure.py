@@ -294,5 +294,7 @@ def validate_measurement(path: Path, root: Path | None = None) -> dict:
         for k in ("median_ms", "overhead", "overhead_ci95", "n"):
             if json.dumps(rec[k]) != json.dumps(art.get(k)):
                 problems.append(f"{k} {art.get(k)} does not recompute from the raw samples ({rec[k]})")
-    return {"valid": not problems, "problems": problems, "unchecked": unchecked, "overhead": art.get("overhead"),
+    return {"valid": not problems, "problems": problems, "unchecked": unchecked,
+            "next_step": "measure again (atrex-inject measure), the clean build as --baseline and the instrumented "
+                         "one as --instrumented" if problems else None, "overhead": art.get("overhead"),
             "overhead_ci95": art.get("overhead_ci95"), "median_ms": art.get("median_ms")}

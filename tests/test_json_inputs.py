@@ -10,7 +10,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from atrex_inject.errors import AtrexError
+from atrex_inject.cutedsl.normalize import normalize_trace
+from atrex_inject.errors import AtrexError, CaptureError
 from atrex_inject.grade import grade
 from atrex_inject.measure import load_measurement, validate_measurement
 from atrex_inject.validate import validate_capture
@@ -87,3 +88,33 @@ def test_damaged_sidecar(tmp_path_factory, side):
     if any(side.get(k) != SIDECAR[k] for k in RESTATED):
         assert r["verdict"] == "rejected"
     assert grade(r, M, None, None, None)["grade"] in ("diagnostic", "rejected")
+
+
+IKET_M = json.loads((FIX / "cutedsl" / "manifest.json").read_text())
+
+
+def _cta0(trace: dict) -> dict:
+    """The real trace cut to CTA 0's whole records (fewer slots: the damage lands on more kinds of field)."""
+    keep = {i: n for n, i in enumerate(i for i, l in enumerate(trace["locationTable"]) if l["ctaId"] == [0, 0, 0])}
+    launch = trace["launches"][0]
+    cut = {**launch, "markers": [{**m, "locIdx": keep[m["locIdx"]]} for m in launch["markers"] if m["locIdx"] in keep],
+           "warpLifetimes": [{**w, "locIdx": keep[w["locIdx"]]} for w in launch["warpLifetimes"] if w["locIdx"] in keep],
+           "ranges": [{**r, "warpLocIdxs": [keep[i] for i in r["warpLocIdxs"]]} for r in launch["ranges"]
+                      if all(i in keep for i in r["warpLocIdxs"])]}
+    return {**trace, "locationTable": [trace["locationTable"][i] for i in keep], "launches": [cut]}
+
+
+IKET_TRACE = _cta0(json.loads((FIX / "cutedsl" / "iket_trace.cta0-7.json").read_text()))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(trace=damaged(IKET_TRACE))
+def test_damaged_iket_trace(tmp_path_factory, trace):
+    """run-iket's decoded JSON, damaged: normalizing it refuses with a CaptureError or writes files that
+    validate without raising."""
+    d = tmp_path_factory.mktemp("synthetic")
+    try:
+        normalize_trace(_write(d / "trace.json", trace), IKET_M, d, "w", {"uuid": "GPU-x"})
+    except CaptureError:
+        return
+    validate_capture(d, IKET_M)

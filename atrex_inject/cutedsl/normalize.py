@@ -27,6 +27,7 @@ from ..fsio import write_atomic
 from ..layout import OWNER_DTYPE, build_header, group_owners, selected_warps, thread_level
 
 TAG_VALID = 0x80000000
+MALFORMED = (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError)
 
 
 def iket_kernel_name(kernel: str) -> re.Pattern:
@@ -50,6 +51,13 @@ def _owner_slots(group: dict, grid, block, cta: np.ndarray, warp: np.ndarray) ->
     cta_rank = cta // stride
     ok = (cta % stride == 0) & (rank[warp] >= 0) & ((limit == 0) | (cta_rank < limit))
     return np.where(ok, cta_rank * per_cta + rank[warp], 0), ok
+
+
+def _at(table: list, i, what: str):
+    """table[i] for an index IKeT could have written; anything else is a malformed trace."""
+    if not (isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(table)):
+        raise ValueError(f"{what} index {i!r} is outside the string table")
+    return table[i]
 
 
 def _check_lifetimes(ev: np.ndarray, life_loc, life_t0, life_t1, n_loc: int, where, site_name, seq: int) -> None:
@@ -80,11 +88,11 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     site_group = [s["group"] for s in manifest["sites"]]
     rows = []  # (location index, site id, timestamp, payload)
     for mk in launch.get("markers", []):
-        site = iket["marks"].get(names[mk["markerNameIdx"]])
+        site = iket["marks"].get(_at(names, mk["markerNameIdx"], "marker name"))
         if site is not None:
             rows.append((mk["locIdx"], site, mk["timestamp"], int(mk.get("payload", 0)) & 0xFFFFFFFF))
     for rg in launch.get("ranges", []):
-        r = ranges.get(names[rg["rangeNameIdx"]])
+        r = ranges.get(_at(names, rg["rangeNameIdx"], "range name"))
         if r is not None:
             start_loc, end_loc = rg["warpLocIdxs"]
             rows.append((start_loc, r["start_site"], rg["startTs"], int(rg.get("startPayload", 0)) & 0xFFFFFFFF))
@@ -97,6 +105,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     life = launch.get("warpLifetimes", [])
     life_loc = np.array([w["locIdx"] for w in life], dtype=np.int64)
     life_t0 = np.array([w["startTs"] for w in life], dtype=np.int64)
+    if np.any((ev[:, 0] < 0) | (ev[:, 0] >= len(loc))) or np.any((life_loc < 0) | (life_loc >= len(loc))):
+        raise ValueError("a location index is outside the location table")
     _check_lifetimes(ev, life_loc, life_t0, np.array([w["endTs"] for w in life], dtype=np.int64), len(loc),
                      lambda i: f"CTA {tuple(loc[i]['ctaId'])} warp {loc[i]['warpId']}",
                      lambda sid: manifest["sites"][sid]["name"], seq)
@@ -154,26 +164,48 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     return raw, side
 
 
+def _load(trace_json: Path):
+    try:
+        return json.loads(Path(trace_json).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CaptureError(f"cannot read run-iket's decoded trace: {getattr(e, 'strerror', None) or e}",
+                           path=str(trace_json), hint="recapture with run-iket `--postprocess json`") from None
+
+
 def normalize_trace(trace_json: Path, manifest: dict, out_dir: Path, workload: str = "", device: dict | None = None,
                     ) -> list[Path]:
-    return normalize_loaded(json.loads(Path(trace_json).read_text()), trace_json, manifest, out_dir, workload, device)
+    return normalize_loaded(_load(trace_json), trace_json, manifest, out_dir, workload, device)
 
 
 def normalize_loaded(trace: dict, trace_json: Path, manifest: dict, out_dir: Path, workload: str,
                      device: dict | None) -> list[Path]:
-    launches = launches_of(trace, manifest["kernel"])
+    run_id = uuid.uuid4().hex  # one decoded trace is one process: one run
+    try:
+        launches = launches_of(trace, manifest["kernel"])
+        files = [normalize_launch(trace, launch, seq, manifest, workload, device or {}, run_id)
+                 for seq, launch in enumerate(launches)]
+    except MALFORMED as e:  # external JSON: any field missing, mistyped or out of range
+        raise CaptureError(f"not a run-iket decoded trace this normalizer reads ({type(e).__name__}: {e})",
+                           path=str(trace_json), hint="recapture with run-iket `--postprocess json` "
+                                                      "(nvidia-cutlass-dsl 4.8.1 writes the format read here)") from None
     if not launches:
         raise CaptureError(f"no launch of kernel {manifest['kernel']!r} in {trace_json}",
                            hint="is the instrumented source the one that ran?")
-    out, run_id = [], uuid.uuid4().hex  # one decoded trace is one process: one run
-    for seq, launch in enumerate(launches):
-        raw, side = normalize_launch(trace, launch, seq, manifest, workload, device or {}, run_id)
+    out = []  # written only once every launch normalized: nothing partial
+    for seq, (raw, side) in enumerate(files):
         base = Path(out_dir) / f"{manifest['kernel']}-launch{seq}"
         side["file"] = base.name + ".atrex"
         write_atomic(base.with_suffix(".atrex"), raw)
         write_atomic(base.with_suffix(".json"), json.dumps(side) + "\n")
         out.append(base.with_suffix(".atrex"))
     return out
+
+
+def _launches_kernel(trace, kernel: str) -> bool:
+    try:
+        return bool(launches_of(trace, kernel))
+    except MALFORMED:
+        return False  # normalize_loaded says what is wrong with it
 
 
 def normalize_run(iket_dir: Path, manifest: dict, out_dir: Path, workload: str) -> list[Path]:
@@ -184,8 +216,8 @@ def normalize_run(iket_dir: Path, manifest: dict, out_dir: Path, workload: str) 
     if not traces:
         raise CaptureError(f"run-iket left no decoded trace in {iket_dir}",
                            hint="run-iket needs `--postprocess json` or `all`; see its log")
-    loaded = [(t, json.loads(t.read_text())) for t in traces]
-    ran = [(t, d) for t, d in loaded if launches_of(d, manifest["kernel"])] or loaded[:1]
+    loaded = [(t, _load(t)) for t in traces]
+    ran = [(t, d) for t, d in loaded if _launches_kernel(d, manifest["kernel"])] or loaded[:1]
     if len(ran) > 1:
         raise CaptureError(f"{len(ran)} processes launched kernel {manifest['kernel']!r} "
                            f"({', '.join(t.name for t, _ in ran)})", path=str(iket_dir),
