@@ -182,7 +182,9 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         "overflow_events": int(np.maximum(owners["attempted"] - cap, 0).sum()),
         "torn_events": torn, "stray_events": stray, "events": int(o_idx.size),
     }
-    meta = {**meta, "sidecar": meta, "file": path.name, "bytes": len(raw), "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
+    # the header's facts override the sidecar's; the sidecar as written stays for validation to compare
+    meta = {**meta, "sidecar": meta, "file": path.name, "bytes": len(raw), "launch_seq": int(h["launch_seq"]),
+            "grid": grid.tolist(),
             "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
     return Launch(path.stem, meta, events, owners, counts)

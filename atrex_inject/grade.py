@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from .errors import AtrexError
+from .validate import said
 
 DEFAULT_TARGET = 0.10
 
@@ -69,7 +70,7 @@ def _disagreements(capture: dict, meas: dict | None) -> list[str]:
     for key, how in (("workload", "ATREX_WORKLOAD set to the workload identity the program prints"),
                      ("device", "both on the same GPU")):
         if capture.get(key) != meas[key]:
-            out.append(f"{key}: the capture says {capture.get(key)!r}, the measurement {meas[key]!r} (capture and "
+            out.append(f"{key}: the capture says {said(capture.get(key))}, the measurement {meas[key]!r} (capture and "
                        f"measure the same build, with {how})")
     return out
 

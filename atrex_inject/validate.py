@@ -79,6 +79,11 @@ def side(launch: Launch, key: str, kind: type = str):
     return v if isinstance(v, kind) and not isinstance(v, bool) else None
 
 
+def said(v) -> str:
+    """A recorded value for a message: quoted, or 'not recorded' when absent."""
+    return "not recorded" if v is None else repr(v)
+
+
 def device_uuid(launch: Launch) -> str | None:
     d = side(launch, "device", dict)
     return d.get("uuid") if d and isinstance(d.get("uuid"), str) else None
@@ -89,7 +94,8 @@ def _owner(launch: Launch, i: int) -> str:
     o = launch.owners
     gx, gy = max(launch.meta["grid"][0], 1), max(launch.meta["grid"][1], 1)
     cta, thread = int(o["exp_cta"][i]), int(o["exp_thread"][i])
-    return f"owner {int(i)} (CTA ({cta % gx}, {cta // gx % gy}, {cta // (gx * gy)}), warp {thread // 32}, thread {thread})"
+    xyz = f"{cta % gx}, {cta // gx % gy}, {cta // (gx * gy)}"
+    return f"owner {int(i)} (CTA ({xyz}), warp {thread // 32}, thread {thread})"
 
 
 def _owners_str(launch: Launch, owners: np.ndarray) -> str:
@@ -158,9 +164,10 @@ def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
                                             f"{_owners_str(launch, missing)}")
     _check_geometry(launch, m, checks["geometry"])
     bad = np.flatnonzero(claimed & (~o["may_claim"] | (o["cta"] != o["exp_cta"]) | (o["thread"] != o["exp_thread"])))
+    seen = ", ".join(f"{_owner(launch, i)} recorded CTA {int(o['cta'][i])} thread {int(o['thread'][i])}"
+                     for i in bad[:FIRST])
     checks["owner_identity"].fail(bad.size, f"{name}: {bad.size} owners written by another CTA or thread than their "
-                                            f"slot's: " + ", ".join(f"{_owner(launch, i)} recorded CTA {int(o['cta'][i])}"
-                                                                    f" thread {int(o['thread'][i])}" for i in bad[:FIRST]))
+                                            f"slot's: {seen}")
     dup = np.flatnonzero(o["claims"] > 1)
     checks["duplicate_ownership"].fail(dup.size, f"{name}: {dup.size} owners claimed more than once: " + ", ".join(
         f"{_owner(launch, i)} {int(o['claims'][i])} times" for i in dup[:FIRST]))
@@ -234,10 +241,10 @@ def _check_provenance(launches: list[Launch], m: dict, prov: Provenance, check: 
     for l in launches:
         if prov.workload is not None:
             check.fail(side(l, "workload") != prov.workload,
-                       f"{l.name}: the sidecar's workload is {side(l, 'workload')!r}, expected {prov.workload!r}")
+                       f"{l.name}: the sidecar's workload is {said(side(l, 'workload'))}, expected {prov.workload!r}")
         if prov.device_uuid is not None:
             check.fail(device_uuid(l) != prov.device_uuid,
-                       f"{l.name}: the sidecar's device is {device_uuid(l)!r}, expected {prov.device_uuid!r}")
+                       f"{l.name}: the sidecar's device is {said(device_uuid(l))}, expected {prov.device_uuid!r}")
     unchecked += [w for w, v in (("workload", prov.workload), ("device", prov.device_uuid)) if v is None]
     return unchecked
 

@@ -5,8 +5,9 @@ run-iket writes `iket_pid_<pid>.trace.json` (its decoded JSON): per launch `mark
 name index, timestamp[, payload]), `ranges` (start/end timestamps and locations) and
 `warpLifetimes`, with a shared `locationTable` (CTA id, SM, warp) and `stringTable`. Launches
 of other kernels in the process are dropped; the target kernel's launches are numbered in
-order and never merged; the launches of one trace (one process) share a run id. A mark becomes an event of its site; a range `a` becomes a start event
-of site `a` and an end event of the interval's end site. Owners are the (CTA, warp) locations in
+order and never merged; the launches of one trace (one process) share a run id. A mark becomes
+an event of its site; a range `a` becomes a start event of site `a` and an end event of the
+interval's end site. Owners are the (CTA, warp) locations in
 each site group's slots (docs/format.md); each warp lifetime claims its owner (two lifetimes of one
 (CTA, warp) are a duplicate claim) and bounds its events: an event outside it refuses the trace.
 IKeT reports warp records it dropped (a warp past maxTsCntPerWarp) only in its log ("Trace
@@ -159,7 +160,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     raw = hdr.tobytes() + own.tobytes() + events.tobytes()
     side = {"format": "atrex-timeline-capture", "version": 1, "kernel": manifest["kernel"], "launch_seq": seq,
             "grid": list(grid), "block": list(block), "source_id": manifest["source"]["source_id"],
-            "workload": workload, "device": device, "run_id": run_id, "capture": "run-iket", "iket_kernel": launch["kernelName"],
+            "workload": workload, "device": device, "run_id": run_id, "capture": "run-iket",
+            "iket_kernel": launch["kernelName"],
             "bytes": len(raw), "crc32": zlib.crc32(raw)}
     return raw, side
 
