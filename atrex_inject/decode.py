@@ -183,8 +183,8 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         "torn_events": torn, "stray_events": stray, "events": int(o_idx.size),
     }
     # the header's facts override the sidecar's; the sidecar as written stays for validation to compare
-    meta = {**meta, "sidecar": meta, "file": path.name, "bytes": len(raw), "launch_seq": int(h["launch_seq"]),
-            "grid": grid.tolist(),
+    meta = {**meta, "sidecar": meta, "file": path.name, "bytes": len(raw), "version": int(h["version"]),
+            "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
             "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
     return Launch(path.stem, meta, events, owners, counts)

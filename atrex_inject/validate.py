@@ -42,6 +42,7 @@ NEXT_STEP = {
     "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
 }
 FIRST = 5
+SIDECAR_FORMAT = "atrex-timeline-capture"
 WINDOW_NS = 1 << 31  # %globaltimer_lo unwraps unambiguously only within 2^31 ns of the owner's full start time
 
 
@@ -253,7 +254,9 @@ def _check_sidecar(l: Launch, m: dict, check: Check) -> None:
     """Every sidecar field that restates the buffer must agree with its header, size and name
     (decode put those facts in meta; it already compared the source id, launch number and CRC)."""
     s = l.meta["sidecar"]
-    for k in ("grid", "block", "bytes", "file"):
+    check.fail(s.get("format") != SIDECAR_FORMAT, f"{l.name}: the sidecar's format is {s.get('format')!r}, not "
+                                                  f"{SIDECAR_FORMAT!r}")
+    for k in ("version", "grid", "block", "bytes", "file"):
         check.fail(s.get(k) != l.meta[k], f"{l.name}: the sidecar's {k} is {s.get(k)!r}, the buffer's {l.meta[k]!r}")
     check.fail("run_id" in s and side(l, "run_id") is None, f"{l.name}: the sidecar's run_id {s.get('run_id')!r} is "
                                                              "not a string")

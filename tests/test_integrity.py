@@ -89,7 +89,8 @@ def test_owner_table_cut_at_an_owner_boundary(tmp_path):
 
 
 @pytest.mark.parametrize("field,value", [("grid", [529, 1, 1]), ("block", [128, 1, 1]), ("bytes", 12),
-                                         ("kernel", "other_kernel"), ("file", "other-launch2.atrex")])
+                                         ("kernel", "other_kernel"), ("file", "other-launch2.atrex"),
+                                         ("version", 2), ("format", "other-format")])
 def test_sidecar_field_differs_from_the_buffer(tmp_path, field, value):
     r = Synthetic(tmp_path).save(**{field: value}).validate()
     assert failing(r) == {"cross_launch_mixing": 1}

@@ -22,7 +22,7 @@ MEAS = json.loads((FIX / "measure" / "gemm_mma.json").read_text())
 SIDECAR = json.loads((FIX / "gemm_mma" / "gemm_bf16-launch3.json").read_text())
 RECORD = json.loads((FIX / "measure" / "evaluations.jsonl").read_text().splitlines()[0])
 REPORT = validate_capture(FIX / "gemm_mma", M)
-RESTATED = ("file", "kernel", "launch_seq", "grid", "block", "bytes", "source_id", "crc32")  # facts of the buffer
+RESTATED = ("format", "version", "file", "kernel", "launch_seq", "grid", "block", "bytes", "source_id", "crc32")
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 2**33) | st.text(max_size=4)
                     | st.sampled_from([float("nan"), float("inf"), float("-inf"), 0.0, -1.5]),
