@@ -219,8 +219,8 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, help="Capture fo
              measurement: Optional[Path] = typer.Option(None, help="Also recheck a measurement artifact."),
              root: Optional[Path] = MeasureRootOpt,
              as_json: bool = JsonOpt):
-    """Run the named checks (overflow, truncation, owner/site identity, duplicate ownership,
-    interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
+    """Run the named checks (overflow, truncation, geometry, owner/site identity, duplicate ownership,
+    time order, interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
     and print the verdict. Exit 0 valid, 1 rejected, 2 usage error."""
     from .measure import validate_measurement
     from .validate import Provenance, validate_capture
@@ -307,7 +307,8 @@ def verdict(capture_dir: Optional[Path] = typer.Option(None, "--capture", help="
             root: Optional[Path] = MeasureRootOpt,
             as_json: bool = JsonOpt):
     """Grade the evidence: decision_grade (valid capture + valid measurement within target + a
-    matching evaluator record), diagnostic (something missing, listed), or rejected."""
+    matching evaluator record, all of one build, workload and device), diagnostic (something missing
+    or a field that disagrees, listed), or rejected."""
     from .grade import grade
     from .measure import load_measurement, validate_measurement
     from .validate import Provenance, validate_capture
