@@ -198,7 +198,7 @@ def _meas(tmp_path: Path, edit=None, resign=True) -> Path:
                                  "cutedsl_gemm/measure.json"])
 def test_real_measurements_recheck_here(rel):
     """Every committed artifact still validates; the GPU host's temporary paths are listed, not rehashed."""
-    v = validate_measurement(FIX / rel)
+    v = validate_measurement(FIX / rel, FIX.parent.parent.parent)  # relative paths: this checkout
     assert v["valid"], v["problems"]
     assert v["unchecked"] and all("is not on this machine: not rehashed" in u for u in v["unchecked"])
 
