@@ -191,8 +191,10 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
 
 
 def capture_files(capture_dir: str | Path) -> list[Path]:
-    files = sorted(Path(capture_dir).glob("*.atrex"), key=lambda p: (p.stem.rsplit("-launch", 1)[0],
-                                                                      int(p.stem.rsplit("launch", 1)[-1] or 0)))
+    def order(p: Path) -> tuple:  # by kernel, then launch number; a name without one sorts first (validate says so)
+        seq = p.stem.rsplit("launch", 1)[-1]
+        return p.stem.rsplit("-launch", 1)[0], int(seq) if seq.isdigit() else -1
+    files = sorted(Path(capture_dir).glob("*.atrex"), key=order)
     if not files:
         raise CaptureError(f"no *.atrex capture files in {capture_dir}",
                            hint="run the instrumented program with ATREX_TIMELINE_OUT set to this folder")

@@ -345,3 +345,9 @@ def test_verdict_root_rechecks_committed_measurement(tmp_path):
     assert r.exit_code == 0 and out["grade"] == "diagnostic"
     assert [d.split(":")[0] for d in out["disagreements"]] == ["workload", "device"]
 
+
+
+def test_oddly_named_capture_file_is_rejected_not_crashed(tmp_path):
+    s = Synthetic(tmp_path).save()
+    (s.dir / "synthetic-launchX.atrex").write_bytes(b"")
+    assert failing(s.validate()) == {"truncation": 1}
