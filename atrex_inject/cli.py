@@ -22,6 +22,8 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of text.")
 RootOpt = typer.Option(None, "--root", help="Project tree the spec's paths must stay in (default: nearest .git).")
+MeasureRootOpt = typer.Option(None, "--root", help="Folder the measurement's relative source and binary paths "
+                                                   "resolve against (default: the current folder).")
 
 
 def _run(as_json: bool, fn, render):
@@ -155,6 +157,8 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
             binary: list[Path] = typer.Option([], help="Built binary measured (repeatable); hashed."),
             capture_dir: Optional[Path] = typer.Option(None, help="Instrumented samples record here "
                                                                   "(default: next to --out)."),
+            root: Optional[Path] = typer.Option(None, "--root", help="Store source and binary paths relative to this "
+                                                                     "folder (default: the current folder)."),
             as_json: bool = JsonOpt):
     """Measure probe perturbation: each sample a fresh process, ABBA then BAAB. Every sample must
     print exactly one __ATREX_TIMELINE_SAMPLE__= line (docs/measure.md); any bad sample rejects the
@@ -167,7 +171,7 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
         req = ms.Request(ms.parse_argv(baseline, "--baseline"), ms.parse_argv(instrumented, "--instrumented"),
                          warmup, iterations, pattern, rounds, timeout, tuple(map(str, source)),
                          tuple(map(str, binary)), str(capture_dir or out_file.with_suffix("").with_name(
-                             out_file.stem + "-captures")))
+                             out_file.stem + "-captures")), str(root) if root else None)
         with Progress(console=err, transient=True, disable=as_json) as bar:
             task = bar.add_task("samples", total=len(req.schedule()))
             art = ms.measure(req, out_file, lambda i, n, arm: bar.update(task, completed=i,
@@ -199,6 +203,11 @@ def _render_checks(r: dict) -> None:
     for c in r["checks"]:
         t.add_row(c["name"], "ok" if c["ok"] else "FAIL", str(c["count"]), "\n".join(c["details"][:3]))
     out.print(t)
+    for c in r["checks"]:
+        if not c["ok"]:
+            out.print(f"{c['name']}: next step: {c['hint']}", markup=False)
+    for n in r.get("notes", []):
+        out.print(f"note: {n}", markup=False)
     if r.get("unchecked_provenance"):
         out.print(f"provenance not checked (pass the option to check it): {', '.join(r['unchecked_provenance'])}",
                   markup=False)
@@ -214,9 +223,10 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, help="Capture fo
              device: Optional[str] = typer.Option(None, help="Expected device UUID."),
              claims: Optional[Path] = typer.Option(None, help="Numeric claims to recompute (TOML [[claim]] or JSON)."),
              measurement: Optional[Path] = typer.Option(None, help="Also recheck a measurement artifact."),
+             root: Optional[Path] = MeasureRootOpt,
              as_json: bool = JsonOpt):
-    """Run the named checks (overflow, truncation, owner/site identity, duplicate ownership,
-    interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
+    """Run the named checks (overflow, truncation, geometry, owner/site identity, duplicate ownership,
+    time order, interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
     and print the verdict. Exit 0 valid, 1 rejected, 2 usage error."""
     from .measure import validate_measurement
     from .validate import Provenance, validate_capture
@@ -228,7 +238,7 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, help="Capture fo
             r = validate_capture(capture_dir, _manifest(capture_dir, manifest), prov, _claims(claims))
             r.pop("summaries")
         if measurement is not None:
-            r["measurement"] = validate_measurement(measurement)
+            r["measurement"] = validate_measurement(measurement, root)
             if not r["measurement"]["valid"]:
                 r["verdict"] = "rejected"
         if capture_dir is None and measurement is None:
@@ -243,6 +253,10 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, help="Capture fo
             out.print(f"measurement: {'valid' if mv['valid'] else 'rejected'}; "
                       + ("; ".join(mv["problems"]) if mv["problems"] else f"overhead {mv['overhead']:+.2%}"),
                       markup=False)
+            for u in mv["unchecked"]:
+                out.print(f"  {u}", markup=False)
+            if mv["next_step"]:
+                out.print(f"  next step: {mv['next_step']}", markup=False)
     r = _run(as_json, work, render)
     if r["verdict"] != "valid":
         raise typer.Exit(1)
@@ -322,13 +336,13 @@ def verdict(capture_dir: Optional[Path] = typer.Option(None, "--capture", help="
             target: float = typer.Option(0.10, help="Overhead target (0.10 = 10%)."),
             hard_threshold: bool = typer.Option(False, help="Overhead above target rejects instead of diagnostic."),
             source: Optional[Path] = typer.Option(None, help="Instrumented source, for the provenance check."),
+            root: Optional[Path] = MeasureRootOpt,
             as_json: bool = JsonOpt):
     """Grade the evidence: decision_grade (valid capture + valid measurement within target + a
-    matching evaluator record), diagnostic (something missing, listed), or rejected."""
-    import json as _json
-
+    matching evaluator record, all of one build, workload and device), diagnostic (something missing
+    or a field that disagrees, listed), or rejected."""
     from .grade import grade
-    from .measure import validate_measurement
+    from .measure import load_measurement, validate_measurement
     from .validate import Provenance, validate_capture
 
     def work():
@@ -336,15 +350,16 @@ def verdict(capture_dir: Optional[Path] = typer.Option(None, "--capture", help="
             raise AtrexError("verdict needs --capture (with its manifest) or --manifest")
         m = _manifest(capture_dir or manifest.parent, manifest)
         rep = validate_capture(capture_dir, m, Provenance(source=source)) if capture_dir else None
-        meas = _json.loads(measurement.read_text()) if measurement else None
-        check = validate_measurement(measurement) if measurement else None
+        meas = load_measurement(measurement) if measurement else None
+        check = validate_measurement(measurement, root) if measurement else None
         return grade(rep, m, meas, check, correctness_evidence, correctness, target, hard_threshold)
 
     def render(r):
         out.print(f"grade: {r['grade']}", markup=False)
-        for k in ("failures", "missing", "notes"):
+        for k, label in (("failures", "failure"), ("missing", "missing"), ("disagreements", "disagrees"),
+                         ("notes", "note")):
             for x in r[k]:
-                out.print(f"  {k[:-1] if k != 'missing' else 'missing'}: {x}", markup=False)
+                out.print(f"  {label}: {x}", markup=False)
     r = _run(as_json, work, render)
     if r["grade"] == "rejected":
         raise typer.Exit(1)

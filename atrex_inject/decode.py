@@ -151,15 +151,18 @@ def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
     cat = {k: np.concatenate([e[k] for e in exp]) if exp else np.zeros(0) for k in exp[0]}
     owners = {"group": gid, "claims": own["claims"].astype(np.int64), "attempted": own["attempted"].astype(np.int64),
               "smid": own["smid"].astype(np.int64), "cta": own["cta"].astype(np.int64),
-              "thread": own["thread"].astype(np.int64), **cat}
+              "thread": own["thread"].astype(np.int64), **cat,
+              # validation bounds each owner's events by its start (time_order)
+              "t0": ((own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)).view(np.int64)}
     gx, gy = int(grid[0]), int(grid[1])
     owners.update(col_group=gid.astype(np.int16), col_cta_x=(owners["cta"] % gx).astype(np.int32),
                   col_cta_y=(owners["cta"] // gx % gy).astype(np.int32),
                   col_cta_z=(owners["cta"] // (gx * gy)).astype(np.int32),
                   col_warp=(owners["thread"] // 32).astype(np.int16), col_lane=(owners["thread"] % 32).astype(np.int16),
                   col_sm=owners["smid"].astype(np.int16))
-    meta = {**meta, "file": path.name, "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(),
-            "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
+    # the header's facts override the sidecar's; the sidecar as written stays for validation to compare
+    meta = {**meta, "sidecar": meta, "file": path.name, "bytes": size, "version": int(h["version"]),
+            "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(), "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
     return h, meta, owners, own
 
@@ -242,8 +245,10 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
 
 
 def capture_files(capture_dir: str | Path) -> list[Path]:
-    files = sorted(Path(capture_dir).glob("*.atrex"), key=lambda p: (p.stem.rsplit("-launch", 1)[0],
-                                                                      int(p.stem.rsplit("launch", 1)[-1] or 0)))
+    def order(p: Path) -> tuple:  # by kernel, then launch number; a name without one sorts first (validate says so)
+        seq = p.stem.rsplit("launch", 1)[-1]
+        return p.stem.rsplit("-launch", 1)[0], int(seq) if seq.isdigit() else -1
+    files = sorted(Path(capture_dir).glob("*.atrex"), key=order)
     if not files:
         raise CaptureError(f"no *.atrex capture files in {capture_dir}",
                            hint="run the instrumented program with ATREX_TIMELINE_OUT set to this folder")

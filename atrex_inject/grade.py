@@ -1,62 +1,132 @@
 """Evidence grade: decision_grade / diagnostic / rejected (DESIGN.md, "Evidence grade").
 
-decision_grade needs all three: a valid capture, a valid measurement whose overhead is within
-the target, and a correctness record from the user's evaluator (JSONL) that matches the
-instrumented or clean source hash and the measured workload. A self-declared "correctness
-passed" is kept as a note and never counts. A missing piece makes the grade diagnostic (with the
-reasons); any factual failure makes it rejected.
+decision_grade needs all three, and all three about one build: a valid capture, a valid
+measurement whose overhead is within the target, and a correctness record from the user's
+evaluator (JSONL). The capture's manifest and sidecars name the instrumented and clean source
+hashes, the workload and the device; the measurement must have hashed both sources (arm A the
+clean one, arm B the instrumented one) and sampled that workload on that device; the record must
+name the instrumented source and that workload. Any field that disagrees is named and makes the
+grade diagnostic. A self-declared "correctness passed" is kept as a note and never counts. A
+missing piece makes the grade diagnostic (with the reasons); any factual failure makes it rejected.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from .errors import AtrexError
+from .validate import said
+
 DEFAULT_TARGET = 0.10
 
 
-def matching_records(evidence: Path, hashes: set[str], workload: str | None) -> list[dict]:
-    out = []
-    for line in Path(evidence).read_text().splitlines():
-        if not line.strip():
-            continue
+def _short(h) -> str:
+    return f"{h[:16]}…" if isinstance(h, str) else repr(h)
+
+
+def read_records(evidence: Path) -> tuple[list[dict], int]:
+    """The evaluator's JSON object lines, and how many lines were not one."""
+    try:
+        lines = Path(evidence).read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise AtrexError(f"cannot read the correctness evidence: {getattr(e, 'strerror', None) or e}",
+                         path=str(evidence), hint="pass the JSONL file your evaluator appends its records to") from None
+    records, bad = [], 0
+    for line in filter(str.strip, lines):
         try:
             r = json.loads(line)
         except ValueError:
-            continue
-        shas = {s.get("sha256") for s in r.get("sources", []) if isinstance(s, dict)}
-        if r.get("correctness") == "passed" and shas & hashes and workload is not None \
-                and r.get("workload_identity") == workload:
-            out.append(r)
+            r = None
+        if isinstance(r, dict):
+            records.append(r)
+        else:
+            bad += 1
+    return records, bad
+
+
+def record_shas(r: dict) -> set[str]:
+    src = r.get("sources")
+    return {s["sha256"] for s in src if isinstance(s, dict) and isinstance(s.get("sha256"), str)} \
+        if isinstance(src, list) else set()
+
+
+def measurement_identity(measurement: dict) -> dict:
+    """Workload and device of a validated measurement (every sample agrees: measure checks drift)."""
+    s = next(s["sample"] for s in measurement["samples"] if s["sample"])
+    return {"workload": s["workload_identity"], "device": s["device_identity"]["uuid"],
+            "sources": [h["sha256"] for h in measurement.get("sources", [])]}
+
+
+def _disagreements(capture: dict, meas: dict | None) -> list[str]:
+    """Which field of the measurement names another build, workload or device than the capture."""
+    out = []
+    if meas is None:
+        return out
+    for arm, key, what in (("B", "instrumented_sha256", "instrumented"), ("A", "clean_sha256", "clean")):
+        if capture[key] not in meas["sources"]:
+            out.append(f"{what} source: the capture's build has sha256 {_short(capture[key])}, the measurement "
+                       f"hashed {', '.join(map(_short, meas['sources'])) or 'no sources'} (arm {arm} must be this "
+                       "build: measure with --source CLEAN --source INSTRUMENTED)")
+    for key, how in (("workload", "ATREX_WORKLOAD set to the workload identity the program prints"),
+                     ("device", "both on the same GPU")):
+        if capture.get(key) != meas[key]:
+            out.append(f"{key}: the capture says {said(capture.get(key))}, the measurement {meas[key]!r} (capture and "
+                       f"measure the same build, with {how})")
     return out
+
+
+def _record_problem(records: list[dict], capture: dict, workload, evidence: Path) -> str | None:
+    passed = [r for r in records if r.get("correctness") == "passed"]
+    if not passed:
+        return f"no passed record in {evidence}"
+    mine = [r for r in passed if capture["instrumented_sha256"] in record_shas(r)]
+    if not mine:
+        return (f"no passed record in {evidence} names the instrumented source {_short(capture['instrumented_sha256'])}"
+                " (run the evaluator on the instrumented build)")
+    if workload is None or not any(r.get("workload_identity") == workload for r in mine):
+        seen = sorted({repr(r.get("workload_identity")) for r in mine})
+        return f"workload: the evaluator's records say {', '.join(seen)}, the evidence is about {workload!r}"
+    return None
 
 
 def grade(capture_report: dict | None, manifest: dict, measurement: dict | None, measurement_check: dict | None,
           evidence: Path | None, self_declared: str | None = None, target: float = DEFAULT_TARGET,
           hard_threshold: bool = False) -> dict:
     failures, missing, notes = [], [], []
+    capture = (capture_report or {}).get("identity") or {
+        "instrumented_sha256": manifest["source"]["instrumented_sha256"],
+        "clean_sha256": manifest["source"]["clean_sha256"]}
     if capture_report is None:
         missing.append("no capture validation")
     elif capture_report["verdict"] != "valid":
         failures += [f"capture check {c['name']} failed: {c['details'][0] if c['details'] else c['count']}"
                      for c in capture_report["checks"] if not c["ok"]]
-    workload = None
+    meas = None
     if measurement is None:
         missing.append("no perturbation measurement")
     elif not measurement_check or not measurement_check["valid"]:
         failures += [f"measurement: {p}" for p in (measurement_check or {}).get("problems", ["not validated"])]
     else:
-        workload = next(s["sample"]["workload_identity"] for s in measurement["samples"] if s["sample"])
+        meas = measurement_identity(measurement)
+        notes += [f"measurement {u}" for u in measurement_check.get("unchecked", [])]
         if measurement["overhead"] > target:
             msg = f"overhead {measurement['overhead']:+.2%} is above the {target:.0%} target"
             (failures if hard_threshold else missing).append(msg)
-    hashes = {manifest["source"]["instrumented_sha256"], manifest["source"]["clean_sha256"]}
+    disagree = _disagreements(capture, meas) if capture_report is not None else []
+    workload = meas["workload"] if meas else capture.get("workload")
     if evidence is None:
         missing.append("no correctness record from the evaluator (--correctness-evidence)")
-    elif not matching_records(evidence, hashes, workload):
-        missing.append(f"no passed record in {evidence} matches the source hashes and workload {workload!r}")
+    else:
+        records, bad = read_records(evidence)
+        if bad:
+            notes.append(f"{bad} lines of {evidence} are not JSON records (skipped)")
+        why = _record_problem(records, capture, workload, evidence)
+        if why:
+            (disagree if why.startswith("workload") else missing).append(why)
     if self_declared:
         notes.append(f"self-declared correctness {self_declared!r} is an exploration note, not evidence")
-    g = "rejected" if failures else "diagnostic" if missing else "decision_grade"
-    return {"grade": g, "failures": failures, "missing": missing, "notes": notes, "target": target,
-            "overhead": measurement.get("overhead") if measurement else None,
-            "overhead_ci95": measurement.get("overhead_ci95") if measurement else None}
+    g = "rejected" if failures else "diagnostic" if missing or disagree else "decision_grade"
+    return {"grade": g, "failures": failures, "missing": missing, "disagreements": disagree, "notes": notes,
+            "target": target, "identity": {"capture": capture, "measurement": meas},
+            "overhead": measurement.get("overhead") if isinstance(measurement, dict) else None,
+            "overhead_ci95": measurement.get("overhead_ci95") if isinstance(measurement, dict) else None}

@@ -12,6 +12,7 @@ binaries, so `validate_measurement` can recompute medians, overhead and its inte
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import time
@@ -43,11 +44,15 @@ class Request:
     sources: tuple[str, ...] = ()
     binaries: tuple[str, ...] = ()
     capture_dir: str | None = None  # arm B records into capture_dir/sample-<i> (probes active)
+    root: str | None = None  # sources and binaries are stored relative to it (default: the current folder)
 
     def schedule(self) -> list[str]:
         seq = "".join(self.pattern.replace(",", "").split()) * self.rounds
         if not seq or set(seq) - set(ARMS) or "A" not in seq or "B" not in seq:
             raise AtrexError(f"pattern {self.pattern!r} must use both A (baseline) and B (instrumented) and nothing else")
+        if self.baseline == self.instrumented:
+            raise AtrexError("the baseline and instrumented commands are the same: that measures nothing",
+                             hint="arm B must run the instrumented build, arm A the clean one")
         return list(seq)
 
     def argv(self, arm: str) -> list[str]:
@@ -67,7 +72,7 @@ def parse_argv(text: str, what: str) -> list[str]:
 
 def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict | None) -> tuple[dict | None, str, str | None]:
     """(parsed sample or None, the raw line, the reason it is invalid or None)."""
-    lines = [l for l in stdout.splitlines() if l.startswith(PREFIX)]
+    lines = [l for l in (stdout if isinstance(stdout, str) else "").splitlines() if l.startswith(PREFIX)]
     raw = lines[0] if len(lines) == 1 else ""
     if exit_status is None:
         return None, raw, "timed out"
@@ -93,8 +98,8 @@ def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict
             return None, raw, f"field {k!r} has the wrong type ({type(s[k]).__name__})"
     if not isinstance(s["device_identity"].get("uuid"), str):
         return None, raw, "field 'device_identity.uuid' is missing or not a string"
-    if not s["latency_ms"] > 0:
-        return None, raw, f"latency_ms {s['latency_ms']} is not positive"
+    if not (math.isfinite(s["latency_ms"]) and s["latency_ms"] > 0):
+        return None, raw, f"latency_ms {s['latency_ms']} is not a finite positive number"
     if s["correctness"] != "passed":
         return None, raw, f"correctness is {s['correctness']!r}"
     if s["synchronized"] is not True:
@@ -124,12 +129,17 @@ def summarize(samples: list[dict]) -> dict:
             "n": {"baseline": int(a.size), "instrumented": int(b.size)}}
 
 
-def _hashes(paths) -> list[dict]:
+def _hashes(paths, root: str | None) -> list[dict]:
+    """sha256 of each file, its path relative to root where it lies inside (so the artifact can be
+    rechecked in another checkout with --root), absolute otherwise."""
+    base = Path(root or ".").resolve()
     out = []
     for p in paths:
         if not Path(p).is_file():
             raise AtrexError(f"{p} does not exist", hint="pass the exact sources and built binaries that were measured")
-        out.append({"path": str(p), "sha256": sha256_file(p)})
+        full = Path(p).resolve()
+        out.append({"path": full.relative_to(base).as_posix() if full.is_relative_to(base) else str(full),
+                    "sha256": sha256_file(p)})
     return out
 
 
@@ -139,7 +149,7 @@ def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] |
            "requested": {"warmup": req.warmup, "iterations": req.iterations, "pattern": req.pattern,
                          "rounds": req.rounds, "timeout_s": req.timeout_s},
            "commands": {"A": req.baseline, "B": req.instrumented},
-           "sources": _hashes(req.sources), "binaries": _hashes(req.binaries), "samples": [],
+           "sources": _hashes(req.sources, req.root), "binaries": _hashes(req.binaries, req.root), "samples": [],
            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     first, reasons = None, []
     for i, arm in enumerate(schedule):
@@ -178,38 +188,113 @@ def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] |
     return art
 
 
-def validate_measurement(path: Path, base: Path | None = None) -> dict:
-    """Recheck a measurement artifact: hashes against the files on disk, each raw line against its
-    parsed sample and the rules, and medians/overhead/interval recomputed from the raw samples."""
-    art = json.loads(Path(path).read_text())
-    problems = []
-    if art.get("format") != FORMAT:
-        return {"valid": False, "problems": [f"{path} is not an atrex measurement"]}
-    if not art.get("valid"):
-        problems += [f"measurement was rejected when taken: {r}" for r in art.get("reasons", [])]
+def load_measurement(path: Path) -> dict:
+    """The artifact as a dict; a file that is not one is a usage error (exit 2), not a rejection."""
+    try:
+        art = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise AtrexError(f"cannot read the measurement: {e.strerror}", path=str(path),
+                         hint="pass the artifact `atrex-inject measure --out` wrote") from None
+    except ValueError as e:
+        raise AtrexError(f"not JSON ({e})", path=str(path), hint="pass the artifact `atrex-inject measure --out` wrote")
+    if not isinstance(art, dict) or art.get("format") != FORMAT:
+        raise AtrexError("not an atrex measurement (format is not 'atrex-measurement')", path=str(path),
+                         hint="pass the artifact `atrex-inject measure --out` wrote")
+    return art
+
+
+def _is(v, t) -> bool:
+    return isinstance(v, t) and not (isinstance(v, bool) and t is not bool)
+
+
+def _str_list(v) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v)
+
+
+def _shape(art: dict) -> list[str]:
+    """Every field validation reads, with its type: a hand-edited or truncated artifact is rejected by
+    name instead of crashing the recheck."""
+    bad = []
+    r, c = art.get("requested"), art.get("commands")
+    if not isinstance(r, dict) or not all(_is(r.get(k), t) for k, t in
+                                          (("warmup", int), ("iterations", int), ("pattern", str), ("rounds", int))):
+        bad.append("field 'requested' needs integer warmup, iterations, rounds and a string pattern")
+    if not isinstance(c, dict) or not (_str_list(c.get("A")) and _str_list(c.get("B"))):
+        bad.append("field 'commands' needs A and B, each a non-empty argv list of strings")
     for kind in ("sources", "binaries"):
+        v = art.get(kind, [])
+        if not isinstance(v, list) or not all(isinstance(h, dict) and _is(h.get("path"), str)
+                                              and _is(h.get("sha256"), str) for h in v):
+            bad.append(f"field {kind!r} must be a list of {{path, sha256}}")
+    if not _is(art.get("schedule"), str):
+        bad.append("field 'schedule' must be a string of A and B")
+    samples = art.get("samples")
+    if not isinstance(samples, list):
+        return bad + ["field 'samples' must be a list"]
+    for i, s in enumerate(samples):
+        if not (isinstance(s, dict) and s.get("arm") in ("A", "B") and _is(s.get("line"), str)
+                and isinstance(s.get("argv"), list) and "exit_status" in s and "sample" in s
+                and (s["exit_status"] is None or _is(s["exit_status"], int))
+                and (s["sample"] is None or isinstance(s["sample"], dict))):
+            bad.append(f"sample {i}: needs arm A or B, an argv list, a string line, an integer or null exit_status "
+                       "and an object or null sample")
+    return bad
+
+
+def _recheck_files(art: dict, root: Path | None) -> tuple[list[str], list[str]]:
+    """(problems, unchecked): a file that is on this machine must still have its sha256; one that is not
+    (a GPU host's temporary path) is listed as not rehashed; verdict still compares its sha256 with the
+    capture's manifest."""
+    problems, unchecked = [], []
+    for kind, what in (("sources", "source"), ("binaries", "binary")):
         for h in art.get(kind, []):
-            p = Path(h["path"]) if base is None or Path(h["path"]).is_absolute() else base / h["path"]
+            p = Path(h["path"])
+            where = "on this machine" if p.is_absolute() else f"under {root or 'the current folder'}"
+            p = p if p.is_absolute() else (root or Path.cwd()) / p
             if not p.is_file():
-                problems.append(f"{kind[:-1]} {h['path']} is missing")
+                unchecked.append(f"{what} {h['path']} is not {where}: not rehashed")
             elif sha256_file(p) != h["sha256"]:
-                problems.append(f"{kind[:-1]} {h['path']} changed since the measurement (sha256 differs)")
-    r = art["requested"]
-    req = Request(art["commands"]["A"], art["commands"]["B"], r["warmup"], r["iterations"], r["pattern"], r["rounds"])
-    if "".join(req.schedule()) != art["schedule"] or [s["arm"] for s in art["samples"]] != list(art["schedule"]):
-        problems.append("schedule does not match the requested pattern and rounds, or samples are missing")
-    first = None
-    for s in art["samples"]:
-        parsed, _, why = check_sample(s["line"], s["exit_status"], req, first)
-        if why:
-            problems.append(f"sample {s['index']}: {why}")
-        elif parsed != s["sample"]:
-            problems.append(f"sample {s['index']}: parsed sample differs from its raw line")
-        first = first or parsed
+                problems.append(f"{what} {p} changed since the measurement (sha256 differs): measure again")
+    return problems, unchecked
+
+
+def validate_measurement(path: Path, root: Path | None = None) -> dict:
+    """Recheck a measurement artifact: hashes against the files on disk (relative paths under root),
+    each sample's argv against its arm's command and its raw line against its parsed sample and the
+    rules, and n, medians, overhead and interval recomputed from the raw samples."""
+    art = load_measurement(path)
+    problems, unchecked = _shape(art), []
+    if not problems:
+        if art.get("valid") is not True:
+            reasons = art.get("reasons")
+            problems += ([f"measurement was rejected when taken: {r}" for r in reasons] if _str_list(reasons)
+                         else ["the measurement is not marked valid"])
+        files, unchecked = _recheck_files(art, root)
+        problems += files
+        r = art["requested"]
+        req = Request(art["commands"]["A"], art["commands"]["B"], r["warmup"], r["iterations"], r["pattern"],
+                      r["rounds"])
+        try:
+            if "".join(req.schedule()) != art["schedule"] or [s["arm"] for s in art["samples"]] != list(art["schedule"]):
+                problems.append("schedule does not match the requested pattern and rounds, or samples are missing")
+        except AtrexError as e:
+            problems.append(e.message)
+        first = None
+        for i, s in enumerate(art["samples"]):
+            if s["argv"] != req.argv(s["arm"]):
+                problems.append(f"sample {i}: ran {s['argv']}, not arm {s['arm']}'s command {req.argv(s['arm'])}")
+            parsed, _, why = check_sample(s["line"], s["exit_status"], req, first)
+            if why:
+                problems.append(f"sample {i}: {why}")
+            elif parsed != s["sample"]:
+                problems.append(f"sample {i}: parsed sample differs from its raw line")
+            first = first or parsed
     if not problems:
         rec = summarize(art["samples"])
-        for k in ("median_ms", "overhead", "overhead_ci95"):
+        for k in ("median_ms", "overhead", "overhead_ci95", "n"):
             if json.dumps(rec[k]) != json.dumps(art.get(k)):
                 problems.append(f"{k} {art.get(k)} does not recompute from the raw samples ({rec[k]})")
-    return {"valid": not problems, "problems": problems, "overhead": art.get("overhead"),
+    return {"valid": not problems, "problems": problems, "unchecked": unchecked,
+            "next_step": "measure again (atrex-inject measure), the clean build as --baseline and the instrumented "
+                         "one as --instrumented" if problems else None, "overhead": art.get("overhead"),
             "overhead_ci95": art.get("overhead_ci95"), "median_ms": art.get("median_ms")}

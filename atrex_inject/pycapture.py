@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 import zlib
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from .fsio import write_atomic
 from .layout import build_header
 
 SYMBOL = b"atrex_tl_buffer"
+RUN_ID = uuid.uuid4().hex  # one per process, in every sidecar it writes: validation keeps one run per folder
 
 
 def _driver():
@@ -129,6 +131,6 @@ class LaunchCapture:
         return {"format": "atrex-timeline-capture", "version": 1, "file": base.name + ".atrex",
                 "kernel": self.manifest["kernel"], "launch_seq": self.seq, "grid": list(self.grid),
                 "block": list(self.block), "source_id": self.manifest["source"]["source_id"],
-                "workload": self.workload, "device": device_info(),
+                "workload": self.workload, "device": device_info(), "run_id": RUN_ID,
                 "driver_version": int(drv), "runtime_version": None, "capture": "cuda-python",
                 "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bytes": self.nbytes}

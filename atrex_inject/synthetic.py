@@ -32,7 +32,8 @@ def manifest(capacity: int) -> dict:
               "source_line": 0, "instrumented_line": 0} for i, n in enumerate(("iter_begin", "iter_end"))]
     return {"format": "atrex-manifest", "version": 1, "backend": "cuda", "name": "synthetic",
             "question": "SYNTHETIC capture (not device data)", "kernel": KERNEL,
-            "source": {"path": "synthetic.cu", "source_id": SOURCE_ID},
+            "source": {"path": "synthetic.cu", "source_id": SOURCE_ID, "clean_sha256": "0" * 64,
+                       "instrumented_sha256": "0" * 64},
             "capture": {"capacity": capacity, "clock": False, "skip": 0, "count": 1, "event_bytes": 8,
                         "staging": None},
             "groups": [GROUP], "sites": sites,
@@ -65,7 +66,7 @@ def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed:
     name = f"{KERNEL}-launch0"
     (out_dir / f"{name}.atrex").write_bytes(raw)
     (out_dir / f"{name}.json").write_text(json.dumps(
-        {"format": "atrex-capture", "version": 1, "file": f"{name}.atrex", "kernel": KERNEL, "launch_seq": 0,
+        {"format": "atrex-timeline-capture", "version": 1, "file": f"{name}.atrex", "kernel": KERNEL, "launch_seq": 0,
          "grid": [ctas, 1, 1], "block": [WARPS * 32, 1, 1], "source_id": SOURCE_ID, "workload": "synthetic",
          "device": {"name": "none (SYNTHETIC capture)", "uuid": "GPU-synthetic"}, "bytes": len(raw),
          "crc32": zlib.crc32(raw)}))

@@ -1,10 +1,12 @@
 """Named checks over decoded launches: the validator rejects known factual failures (it does not
-judge whether the sites were well chosen). Each check reports a count and the first offenders.
+judge whether the sites were well chosen). Each check reports a count, the first offenders (launch,
+owner by CTA, warp and thread, site) and the next step.
 
-Checks: overflow, truncation, owner_identity, duplicate_ownership, site_identity,
-interval_pairing, deterministic_counts, stale_provenance, cross_launch_mixing, numeric_claims.
-A buffer decode refuses (wrong magic/version, short file, other source) fails the check it
-belongs to instead of crashing. docs/validate.md describes each rule.
+Checks: overflow, truncation, geometry, owner_identity, duplicate_ownership, site_identity,
+time_order, interval_pairing, deterministic_counts, stale_provenance, cross_launch_mixing,
+numeric_claims. A buffer decode refuses (wrong magic/version, short file, other source) fails the
+check it belongs to instead of crashing; sidecar fields are read with their types checked.
+docs/validate.md describes each rule.
 """
 from __future__ import annotations
 
@@ -19,11 +21,29 @@ from .cuda.rewrite import source_id_of
 from .decode import PART_EVENTS, Launch, capture_files, decode_parts, site_counts
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
-from .summary import QUANTILES, Summarizer, pairs, site_ids
+from .layout import group_owners
+from .summary import QUANTILES, Summarizer, site_ids
 
-CHECKS = ("overflow", "truncation", "owner_identity", "duplicate_ownership", "site_identity", "interval_pairing",
-          "deterministic_counts", "stale_provenance", "cross_launch_mixing", "numeric_claims")
+CHECKS = ("overflow", "truncation", "geometry", "owner_identity", "duplicate_ownership", "site_identity", "time_order",
+          "interval_pairing", "deterministic_counts", "stale_provenance", "cross_launch_mixing", "numeric_claims")
+NEXT_STEP = {
+    "overflow": "raise [capture] capacity in the spec (or thin the sites with every/ctas), re-apply, rebuild, recapture",
+    "truncation": "recapture: the file was cut or altered, or an exit path of the kernel skipped the recorder's finish",
+    "geometry": "recapture with the current build: the header does not describe this launch under this manifest",
+    "owner_identity": "recapture; if it repeats, the kernel ran with another geometry than its launch header says",
+    "duplicate_ownership": "each owner's recorder must be constructed once per launch: check the instrumented kernel",
+    "site_identity": "decode with the manifest of the build that ran (atrex-inject apply writes it)",
+    "time_order": "recapture into an empty folder: one writer's times never go back, so the buffer mixes launches "
+                  "or was edited",
+    "interval_pairing": "check the sites' positions in the diff: an exit path may skip an interval's end site",
+    "deterministic_counts": "check the spec's [expect] against the kernel's control flow (or remove the expectation)",
+    "stale_provenance": "rebuild from the current instrumented source and recapture, or pass the provenance that ran",
+    "cross_launch_mixing": "capture each run into its own empty folder",
+    "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
+}
 FIRST = 5
+SIDECAR_FORMAT = "atrex-timeline-capture"
+WINDOW_NS = 1 << 31  # %globaltimer_lo unwraps unambiguously only within 2^31 ns of the owner's full start time
 
 
 @dataclass
@@ -31,6 +51,7 @@ class Check:
     name: str
     count: int = 0
     details: list[str] = field(default_factory=list)
+    hint: str = ""
 
     @property
     def ok(self) -> bool:
@@ -53,40 +74,117 @@ class Provenance:
     device_uuid: str | None = None
 
 
-def _owners_str(launch: Launch, owners: np.ndarray) -> str:
+def side(launch: Launch, key: str, kind: type = str):
+    """A sidecar field of the expected type, or None (a sidecar is JSON anyone could have edited)."""
+    v = launch.meta["sidecar"].get(key)
+    return v if isinstance(v, kind) and not isinstance(v, bool) else None
+
+
+def said(v) -> str:
+    """A recorded value for a message: quoted, or 'not recorded' when absent."""
+    return "not recorded" if v is None else repr(v)
+
+
+def device_uuid(launch: Launch) -> str | None:
+    d = side(launch, "device", dict)
+    return d.get("uuid") if d and isinstance(d.get("uuid"), str) else None
+
+
+def _owner(launch: Launch, i: int) -> str:
+    """An owner by its slot in the launch geometry: CTA (x, y, z), warp and thread."""
     o = launch.owners
-    return ", ".join(f"owner {int(i) + launch.owner_base} (CTA {int(o['cta'][i])}, thread {int(o['thread'][i])})"
-                     for i in owners[:FIRST])
+    gx, gy = max(launch.meta["grid"][0], 1), max(launch.meta["grid"][1], 1)
+    cta, thread = int(o["exp_cta"][i]), int(o["exp_thread"][i])
+    xyz = f"{cta % gx}, {cta // gx % gy}, {cta // (gx * gy)}"
+    return f"owner {int(i) + launch.owner_base} (CTA ({xyz}), warp {thread // 32}, thread {thread})"
+
+
+def _owners_str(launch: Launch, owners: np.ndarray) -> str:
+    return ", ".join(_owner(launch, i) for i in owners[:FIRST])
+
+
+def _site(m: dict, sid: int) -> str:
+    return f"site {m['sites'][sid]['name']!r}" if 0 <= sid < len(m["sites"]) else f"unknown site id {sid}"
+
+
+def _events_str(launch: Launch, m: dict, idx: np.ndarray) -> str:
+    ev = launch.events
+    return "; ".join(f"{_owner(launch, ev['owner'][i])} {_site(m, int(ev['site'][i]))} event {int(ev['seq'][i])}"
+                     for i in idx[:FIRST])
+
+
+def _check_geometry(launch: Launch, m: dict, check: Check) -> None:
+    """Each group's owner count and range, recomputed from the grid, the block and the manifest's
+    density, against the header (a header cut at an owner boundary is otherwise self-consistent)."""
+    groups = launch.meta["groups"]
+    want = group_owners(m["groups"], launch.meta["grid"], launch.meta["block"])
+    base = 0
+    for i, (g, n) in enumerate(zip(groups, want)):
+        check.fail(g["n_owners"] != n or g["owner_base"] != base,
+                   f"{launch.name}: group {i} ({m['groups'][i]['role']}) has {g['n_owners']} owners from "
+                   f"{g['owner_base']} in the header; grid {launch.meta['grid']} x block {launch.meta['block']} "
+                   f"with the manifest's density gives {n} from {base}")
+        check.fail(g["cta_limit"] != m["groups"][i]["cta_limit"],
+                   f"{launch.name}: group {i} selects at most {g['cta_limit']} CTAs in the header, "
+                   f"{m['groups'][i]['cta_limit']} in the manifest")
+        base += n
+
+
+def _check_time(launch: Launch, m: dict, check: Check) -> None:
+    """One writer records an owner's events in program order and %globaltimer never goes back, so
+    within an owner times are non-decreasing; every event lies within 2^31 ns of its owner's start
+    and of the launch's first start (beyond that the 32-bit timer cannot be unwrapped: an event
+    written before its owner started reads as 4.29 s later)."""
+    ev, t0 = launch.events, launch.owners["t0"]
+    own, t = ev["owner"], ev["t_ns"]
+    back = np.flatnonzero((own[1:] == own[:-1]) & (t[1:] < t[:-1])) + 1
+    check.fail(back.size, f"{launch.name}: {back.size} events earlier than the event before them in their owner: "
+                          f"{_events_str(launch, m, back)}")
+    claimed = launch.owners["claims"] > 0
+    start = int(t0[claimed].min()) if claimed.any() else 0
+    out = np.flatnonzero((t - t0[own] >= WINDOW_NS) | (t - start >= WINDOW_NS))
+    check.fail(out.size, f"{launch.name}: {out.size} events outside their owner's window (before its start, or "
+                         f"more than 2.1 s after the launch began): {_events_str(launch, m, out)}")
 
 
 def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
     c, o, ev, name = launch.counts, launch.owners, launch.events, launch.name
     cap = launch.meta["capacity"]
     over = np.flatnonzero(o["attempted"] > cap)
-    checks["overflow"].fail(over.size, f"{name}: {over.size} owners attempted more than {cap} events "
+    checks["overflow"].fail(over.size, f"{name}: {over.size} owners attempted more than the capacity of {cap} events "
                                        f"({c['overflow_events']} events lost): {_owners_str(launch, over)}")
-    checks["truncation"].fail(c["torn_events"], f"{name}: {c['torn_events']} unwritten slots below owners' counts")
+    claimed = o["claims"] > 0
+    written = np.where(claimed, np.minimum(o["attempted"], cap), 0)
+    short = np.flatnonzero(np.bincount(ev["owner"], minlength=written.size) < written)
+    checks["truncation"].fail(c["torn_events"], f"{name}: {c['torn_events']} unwritten slots below owners' counts: "
+                                                f"{_owners_str(launch, short)}")
     checks["truncation"].fail(c["stray_events"], f"{name}: {c['stray_events']} events past owners' published counts "
                                                  "(an exit path without finish?)")
-    missing = np.flatnonzero(o["must_claim"] & (o["claims"] == 0))
+    missing = np.flatnonzero(o["must_claim"] & ~claimed)
     checks["truncation"].fail(missing.size, f"{name}: {missing.size} selected owners never claimed their recorder: "
                                             f"{_owners_str(launch, missing)}")
-    bad = np.flatnonzero((o["claims"] > 0) & (~o["may_claim"] | (o["cta"] != o["exp_cta"])
-                                              | (o["thread"] != o["exp_thread"])))
-    checks["owner_identity"].fail(bad.size, f"{name}: {bad.size} owners outside their slot in the launch geometry: "
-                                            f"{_owners_str(launch, bad)}")
+    bad = np.flatnonzero(claimed & (~o["may_claim"] | (o["cta"] != o["exp_cta"]) | (o["thread"] != o["exp_thread"])))
+    seen = ", ".join(f"{_owner(launch, i)} recorded CTA {int(o['cta'][i])} thread {int(o['thread'][i])}"
+                     for i in bad[:FIRST])
+    checks["owner_identity"].fail(bad.size, f"{name}: {bad.size} owners written by another CTA or thread than their "
+                                            f"slot's: {seen}")
     dup = np.flatnonzero(o["claims"] > 1)
-    checks["duplicate_ownership"].fail(dup.size, f"{name}: {dup.size} owners claimed more than once: "
-                                                 f"{_owners_str(launch, dup)}")
+    checks["duplicate_ownership"].fail(dup.size, f"{name}: {dup.size} owners claimed more than once: " + ", ".join(
+        f"{_owner(launch, i)} {int(o['claims'][i])} times" for i in dup[:FIRST]))
     site_group = np.array([s["group"] for s in m["sites"]])
     known = (ev["site"] >= 0) & (ev["site"] < len(m["sites"]))
-    checks["site_identity"].fail(int((~known).sum()), f"{name}: {int((~known).sum())} events with unknown site ids "
-                                                      f"{sorted(set(ev['site'][~known].tolist()))[:FIRST]}")
-    wrong = known & (site_group[np.where(known, ev["site"], 0)] != o["group"][ev["owner"]])
-    checks["site_identity"].fail(int(wrong.sum()), f"{name}: {int(wrong.sum())} events recorded by an owner of "
-                                                   "another group than their site's")
+    unknown = np.flatnonzero(~known)
+    checks["site_identity"].fail(unknown.size, f"{name}: {unknown.size} events with site ids the manifest does not "
+                                               f"define: {_events_str(launch, m, unknown)}")
+    wrong = np.flatnonzero(known & (site_group[np.where(known, ev["site"], 0)] != o["group"][ev["owner"]]))
+    checks["site_identity"].fail(wrong.size, f"{name}: {wrong.size} events recorded by an owner of another group than "
+                                             f"their site's: {_events_str(launch, m, wrong)}")
+    _check_time(launch, m, checks["time_order"])
     ids = site_ids(m)
     for iv in m["intervals"]:
+        if iv["start"] not in ids or iv["end"] not in ids:
+            checks["interval_pairing"].fail(1, f"interval {iv['name']!r} names a site the manifest does not define")
+            continue
         a, b = ids[iv["start"]], ids[iv["end"]]
         idx = np.flatnonzero((ev["site"] == a) | (ev["site"] == b))
         s, own = ev["site"][idx], ev["owner"][idx]
@@ -98,70 +196,124 @@ def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
                     "start never ended": (s == a) & last}
         for what, mask in problems.items():
             checks["interval_pairing"].fail(int(mask.sum()), f"{name}: {iv['name']}: {int(mask.sum())} x {what}, "
-                                                             f"first at {_owners_str(launch, own[mask])}")
-        p = pairs(launch, a, b)
-        neg = int((p["dur"] < 0).sum())
-        checks["interval_pairing"].fail(neg, f"{name}: {iv['name']}: {neg} instances end before they start")
+                                                             f"first at {_events_str(launch, m, idx[mask])}")
     if m.get("expect"):
         counts = site_counts(launch, len(m["sites"]))
-        gid = o["group"][o["claims"] > 0]
+        owners = np.flatnonzero(claimed)
+        gid = o["group"][owners]
         for site, want in m["expect"].items():
+            if site not in ids:
+                checks["deterministic_counts"].fail(1, f"[expect] names site {site!r}, which the manifest does not "
+                                                       "define")
+                continue
             sid = ids[site]
-            got = counts[gid == m["sites"][sid]["group"], sid]
-            off = int((got != want).sum())
-            checks["deterministic_counts"].fail(off, f"{name}: {site}: {off} owners recorded "
-                                                     f"{sorted(set(got[got != want].tolist()))[:FIRST]} events, "
-                                                     f"expected {want} each")
+            mine = gid == m["sites"][sid]["group"]
+            got = counts[mine, sid]
+            off = np.flatnonzero(got != want)
+            checks["deterministic_counts"].fail(off.size, f"{name}: site {site!r}: {off.size} owners recorded other "
+                                                          f"than {want} events each: " + ", ".join(
+                f"{_owner(launch, i)} {int(n)}" for i, n in zip(owners[mine][off][:FIRST], got[off][:FIRST])))
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise AtrexError(f"cannot read the {what}: {e.strerror}", path=str(path),
+                         hint=f"pass the {what} that was built and ran") from None
 
 
 def _check_provenance(launches: list[Launch], m: dict, prov: Provenance, check: Check) -> list[str]:
     unchecked = []
     if prov.source is not None:
-        sid = source_id_of(Path(prov.source).read_bytes().decode())
+        sid = source_id_of(_read(prov.source, "instrumented source").decode(errors="replace"))
         for l in launches:
             check.fail(sid != l.meta["source_id"], f"{l.name}: built from source id {l.meta['source_id'][:16]}…, "
                                                    f"{prov.source} now has {sid[:16]}…")
     else:
         unchecked.append("source file")
     if prov.binary is not None:
+        _read(prov.binary, "binary")
         check.fail(sha256_file(prov.binary) != prov.binary_sha256,
                    f"binary {prov.binary} does not have sha256 {str(prov.binary_sha256)[:16]}…")
     else:
         unchecked.append("binary")
     for l in launches:
         if prov.workload is not None:
-            check.fail(l.meta.get("workload") != prov.workload,
-                       f"{l.name}: workload {l.meta.get('workload')!r}, expected {prov.workload!r}")
+            check.fail(side(l, "workload") != prov.workload,
+                       f"{l.name}: the sidecar's workload is {said(side(l, 'workload'))}, expected {prov.workload!r}")
         if prov.device_uuid is not None:
-            got = l.meta.get("device", {}).get("uuid")
-            check.fail(got != prov.device_uuid, f"{l.name}: device {got}, expected {prov.device_uuid}")
+            check.fail(device_uuid(l) != prov.device_uuid,
+                       f"{l.name}: the sidecar's device is {said(device_uuid(l))}, expected {prov.device_uuid!r}")
     unchecked += [w for w, v in (("workload", prov.workload), ("device", prov.device_uuid)) if v is None]
     return unchecked
 
 
-def _check_mixing(launches: list[Launch], check: Check) -> None:
+def _check_sidecar(l: Launch, m: dict, check: Check) -> None:
+    """Every sidecar field that restates the buffer must agree with its header, size and name
+    (decode put those facts in meta; it already compared the source id, launch number and CRC)."""
+    s = l.meta["sidecar"]
+    check.fail(s.get("format") != SIDECAR_FORMAT, f"{l.name}: the sidecar's format is {s.get('format')!r}, not "
+                                                  f"{SIDECAR_FORMAT!r}")
+    for k in ("version", "grid", "block", "bytes", "file"):
+        check.fail(s.get(k) != l.meta[k], f"{l.name}: the sidecar's {k} is {s.get(k)!r}, the buffer's {l.meta[k]!r}")
+    check.fail("run_id" in s and side(l, "run_id") is None, f"{l.name}: the sidecar's run_id {s.get('run_id')!r} is "
+                                                             "not a string")
+    check.fail(s.get("kernel") != m["kernel"], f"{l.name}: the sidecar's kernel is {s.get('kernel')!r}, the "
+                                               f"manifest's {m['kernel']!r}")
+
+
+def _check_mixing(launches: list[Launch], m: dict, check: Check, notes: list[str]) -> None:
     seqs = [l.meta["launch_seq"] for l in launches]
     dups = len(seqs) - len(set(seqs))
     check.fail(dups, f"{dups} launch sequence numbers appear twice: captures of different runs are mixed")
-    workloads = {l.meta.get("workload") for l in launches}
-    check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(str, workloads))}")
-    uuids = {l.meta.get("device", {}).get("uuid") for l in launches}
-    check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(str, uuids))}")
+    workloads = {side(l, "workload") for l in launches}
+    check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(repr, workloads))}")
+    uuids = {device_uuid(l) for l in launches}
+    check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(repr, uuids))}")
+    runs = {side(l, "run_id") for l in launches}
+    check.fail(len(runs) > 1, f"files of {len(runs)} runs in one folder (run ids {sorted(map(repr, runs))})")
+    if runs == {None} and launches:
+        notes.append("the sidecars carry no run_id (written before run identities): the folder is taken as one run")
     for l in launches:
-        stem_seq = int(l.name.rsplit("launch", 1)[-1]) if "launch" in l.name else l.meta["launch_seq"]
+        stem_seq = int(l.name.rsplit("launch", 1)[-1]) if l.name.rsplit("launch", 1)[-1].isdigit() else \
+            l.meta["launch_seq"]
         check.fail(stem_seq != l.meta["launch_seq"], f"{l.name}: file name says launch {stem_seq}, "
                                                      f"header says {l.meta['launch_seq']}")
+        _check_sidecar(l, m, check)
+
+
+def identity(launches: list[Launch], m: dict) -> dict:
+    """What this capture is evidence of: the build (manifest hashes), workload, device and run."""
+    def one(values: set):
+        return values.pop() if len(values) == 1 else None  # launches that disagree name no single value
+
+    return {"instrumented_sha256": m["source"]["instrumented_sha256"], "clean_sha256": m["source"]["clean_sha256"],
+            "source_id": m["source"]["source_id"], "workload": one({side(l, "workload") for l in launches}),
+            "device": one({device_uuid(l) for l in launches}),
+            "run_id": one({side(l, "run_id") for l in launches})}
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def load_claims(path: Path) -> list[dict]:
     """Claims: TOML `[[claim]]` or JSON list; each {interval, statistic, value, tolerance, launch?}.
-    tolerance is relative (0.05 = 5%); values in ns."""
-    text = Path(path).read_text()
-    data = tomllib.loads(text).get("claim", []) if str(path).endswith(".toml") else json.loads(text)
-    for c in data:
-        if not {"interval", "statistic", "value"} <= set(c) or c["statistic"] not in (*QUANTILES, "count"):
-            raise AtrexError(f"claim {c} needs interval, statistic (one of {', '.join((*QUANTILES, 'count'))}) "
-                             "and value", path=str(path))
+    tolerance is relative (0.05 = 5%); values in ns (a count claim counts instances)."""
+    usage = "each claim: interval = \"a -> b\", statistic (one of " + ", ".join((*QUANTILES, "count")) + \
+            "), value (a number), optional tolerance (a number) and launch (an integer)"
+    try:
+        text = Path(path).read_text()
+        data = tomllib.loads(text).get("claim", []) if str(path).endswith(".toml") else json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as e:  # tomllib's and json's decode errors are ValueErrors
+        raise AtrexError(f"cannot read the claims: {getattr(e, 'strerror', None) or e}", path=str(path),
+                         hint=usage) from None
+    for c in data if isinstance(data, list) else [data]:
+        if not (isinstance(c, dict) and isinstance(c.get("interval"), str) and c.get("statistic") in
+                (*QUANTILES, "count") and _number(c.get("value")) and _number(c.get("tolerance", 0.0))
+                and isinstance(c.get("launch", 0), int)):
+            raise AtrexError(f"claim {c!r} is not a claim", path=str(path), hint=usage)
     return data
 
 
@@ -177,7 +329,9 @@ def _check_claims(summaries: dict[int, dict], claims: list[dict], check: Check) 
             continue
         got, want, tol = iv[c["statistic"]], float(c["value"]), float(c.get("tolerance", 0.0))
         bad = got is None or abs(got - want) > tol * abs(want)
-        check.fail(bad, f"claim {c['interval']} {c['statistic']} = {want:g} ns (±{tol:.0%}): recomputed {got} ns")
+        unit = "" if c["statistic"] == "count" else " ns"
+        check.fail(bad, f"launch {seq}: claim {c['interval']} {c['statistic']} = {want:g}{unit} (±{tol:.0%}): "
+                        f"recomputed {got}{unit}")
 
 
 def validate_capture(capture_dir: Path, m: dict, prov: Provenance | None = None,
@@ -191,8 +345,8 @@ def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None, cla
     """The report, and the launches it decoded (for callers that export them: decode once). With
     part_events, each file is decoded, checked and summarized in owner-range parts of that many
     events (decode_parts) and no launches are returned."""
-    checks = {n: Check(n) for n in CHECKS}
-    launches, heads, summaries = [], [], []
+    checks = {n: Check(n, hint=NEXT_STEP[n]) for n in CHECKS}
+    launches, heads, summaries, notes = [], [], [], []
     for f in capture_files(capture_dir):
         summary = Summarizer(m)
         try:
@@ -205,15 +359,17 @@ def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None, cla
                       "cross_launch_mixing" if "sidecar" in msg else "truncation")
             checks[target].fail(1, msg)
             continue
-        heads.append(part)  # any part stands for its launch in the provenance and mixing checks
+        heads.append(part)  # any part stands for its launch in the geometry, provenance and mixing checks
+        _check_geometry(part, m, checks["geometry"])
         summaries.append(summary.result())
         if part_events is None:
             launches.append(part)
     unchecked = _check_provenance(heads, m, prov or Provenance(), checks["stale_provenance"]) if heads else []
-    _check_mixing(heads, checks["cross_launch_mixing"])
+    _check_mixing(heads, m, checks["cross_launch_mixing"], notes)
     if claims:
         _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
     valid = all(c.ok for c in checks.values()) and bool(heads)
     return {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in heads],
-            "events": sum(s["events"] for s in summaries), "unchecked_provenance": unchecked,
+            "events": sum(s["events"] for s in summaries), "unchecked_provenance": unchecked, "notes": notes,
+            "identity": identity(heads, m),
             "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()], "summaries": summaries}, launches

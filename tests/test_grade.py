@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 from atrex_inject.grade import grade
@@ -11,12 +13,29 @@ FIX = Path(__file__).parent / "fixtures" / "h200"
 M = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
 MEAS = json.loads((FIX / "measure" / "gemm_mma.json").read_text())
 OK_CHECK = {"valid": True, "problems": []}  # the artifact's binaries live on the GPU host; validated there
-GOOD_REPORT = validate_capture(FIX / "gemm_mma", M)
+MEASURED_WORKLOAD = MEAS["samples"][0]["sample"]["workload_identity"]
+
+
+def _synthetic_same_workload() -> dict:
+    """The real gemm_mma capture with its sidecar's workload label (ATREX_WORKLOAD, set by the GPU suite
+    to 'gemm_mma:seed=1') replaced by the identity the same program printed in the measurement: the
+    one consistent capture + measurement + record of one build that the fixtures allow (synthetic)."""
+    d = Path(tempfile.mkdtemp()) / "synthetic_gemm_mma"
+    shutil.copytree(FIX / "gemm_mma", d)
+    side = next(d.glob("*-launch*.json"))
+    side.write_text(json.dumps({**json.loads(side.read_text()), "workload": MEASURED_WORKLOAD}))
+    r = validate_capture(d, M)
+    shutil.rmtree(d.parent)
+    return r
+
+
+GOOD_REPORT = _synthetic_same_workload()
+REAL_REPORT = validate_capture(FIX / "gemm_mma", M)
 
 
 def evidence(tmp_path, **override) -> Path:
     rec = {"sources": [{"path": "gemm_mma.cu", "sha256": M["source"]["instrumented_sha256"]}],
-           "workload_identity": MEAS["samples"][0]["sample"]["workload_identity"], "correctness": "passed"}
+           "workload_identity": MEASURED_WORKLOAD, "correctness": "passed"}
     rec.update(override)
     p = tmp_path / "evaluations.jsonl"
     p.write_text("not json\n" + json.dumps(rec) + "\n")
@@ -26,6 +45,15 @@ def evidence(tmp_path, **override) -> Path:
 def test_decision_grade(tmp_path):
     g = grade(GOOD_REPORT, M, MEAS, OK_CHECK, evidence(tmp_path))
     assert g["grade"] == "decision_grade" and not g["missing"] and not g["failures"]
+
+
+def test_real_gemm_pair_names_the_workload_label_that_differs():
+    """As committed, the capture's workload label is the GPU suite's, not the program's identity: the
+    grade says so instead of binding the two (re-record with ATREX_WORKLOAD set to the program's)."""
+    g = grade(REAL_REPORT, M, MEAS, OK_CHECK, FIX / "measure" / "evaluations.jsonl")
+    assert g["grade"] == "diagnostic" and not g["missing"] and not g["failures"]
+    assert [d.split(":")[0] for d in g["disagreements"]] == ["workload"]
+    assert "'gemm_mma:seed=1'" in g["disagreements"][0] and MEASURED_WORKLOAD in g["disagreements"][0]
 
 
 def test_self_declared_correctness_is_only_a_note(tmp_path):

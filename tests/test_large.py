@@ -233,7 +233,7 @@ def test_a_fault_in_a_later_part_is_counted_once_under_its_launch_wide_owner(tmp
     streamed = validate_dir(tmp_path, m, part_events=1000)[0]
     assert streamed == validate_dir(tmp_path, m)[0]
     (overflow,) = [c for c in streamed["checks"] if not c["ok"]]
-    assert overflow["name"] == "overflow" and overflow["count"] == 1 and "owner 37 (CTA 4, thread 160)" in \
+    assert overflow["name"] == "overflow" and overflow["count"] == 1 and "owner 37 (CTA (4, 0, 0), warp 5, thread 160)" in \
         overflow["details"][0]
 
 

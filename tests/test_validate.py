@@ -53,12 +53,14 @@ class Synthetic:
     def owner_of_group(self, g: int, k: int = 0) -> int:
         return int(self.groups["owner_base"][g]) + k
 
-    def save(self) -> "Synthetic":
+    def save(self, **sidecar) -> "Synthetic":
+        """Write the planted bytes and re-sign the sidecar (CRC, size, then any fields given) to match."""
         data = self.raw.tobytes()
         self.raw_path.write_bytes(data)
         side = self.raw_path.with_suffix(".json")
         meta = json.loads(side.read_text())
-        meta["crc32"] = zlib.crc32(data)
+        meta.update(crc32=zlib.crc32(data), bytes=len(data))
+        meta.update(sidecar)
         side.write_text(json.dumps(meta))
         return self
 
@@ -109,14 +111,15 @@ def test_site_identity(tmp_path):
     assert failing(s.save().validate()) == {"site_identity": 1}
 
 
-def test_interval_pairing_end_before_start(tmp_path):
+def test_time_order_interval_end_before_start(tmp_path):
+    """An instance ending before it starts is one owner's time going back: time_order, once."""
     s = Synthetic(tmp_path)
     o = s.owner_of_group(0, 7)
     ev = s.events[o]
     sites = ev[:, s.words - 1] & 0x7FFFFFFF
     i_end = int(np.flatnonzero(sites == 2)[0])  # first iter_end; its iter_begin is the slot before
     ev[i_end, 0] = ev[i_end - 1, 0] - 64
-    assert failing(s.save().validate()) == {"interval_pairing": 1}
+    assert failing(s.save().validate()) == {"time_order": 1}
 
 
 def test_deterministic_counts(tmp_path):
@@ -138,7 +141,8 @@ def test_cross_launch_mixing(tmp_path):
     s = Synthetic(tmp_path).save()
     for suffix in (".atrex", ".json"):  # the same launch again under another launch's name
         shutil.copy(s.raw_path.with_suffix(suffix), s.dir / f"reduce_sumsq-launch7{suffix}")
-    assert failing(s.validate()) == {"cross_launch_mixing": 2}
+    # launch seq twice, the name says launch 7 while the header says 2, the sidecar names the other file
+    assert failing(s.validate()) == {"cross_launch_mixing": 3}
 
 
 def test_numeric_claims(tmp_path):

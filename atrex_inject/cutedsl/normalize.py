@@ -5,14 +5,19 @@ run-iket writes `iket_pid_<pid>.trace.json` (its decoded JSON): per launch `mark
 name index, timestamp[, payload]), `ranges` (start/end timestamps and locations) and
 `warpLifetimes`, with a shared `locationTable` (CTA id, SM, warp) and `stringTable`. Launches
 of other kernels in the process are dropped; the target kernel's launches are numbered in
-order and never merged. A mark becomes an event of its site; a range `a` becomes a start event
-of site `a` and an end event of the interval's end site. Owners are the (CTA, warp) locations in
-each site group's slots (docs/format.md); a warp that lived is a claimed owner.
+order and never merged; the launches of one trace (one process) share a run id. A mark becomes
+an event of its site; a range `a` becomes a start event of site `a` and an end event of the
+interval's end site. Owners are the (CTA, warp) locations in
+each site group's slots (docs/format.md); each warp lifetime claims its owner (two lifetimes of one
+(CTA, warp) are a duplicate claim) and bounds its events: an event outside it refuses the trace.
+IKeT reports warp records it dropped (a warp past maxTsCntPerWarp) only in its log ("Trace
+incomplete: N warp record(s) dropped"); its decoded JSON has no drop counter to map to overflow.
 """
 from __future__ import annotations
 
 import json
 import re
+import uuid
 import zlib
 from pathlib import Path
 
@@ -23,6 +28,7 @@ from ..fsio import write_atomic
 from ..layout import OWNER_DTYPE, build_header, group_owners, selected_warps, thread_level
 
 TAG_VALID = 0x80000000
+MALFORMED = (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError)
 
 
 def iket_kernel_name(kernel: str) -> re.Pattern:
@@ -48,7 +54,32 @@ def _owner_slots(group: dict, grid, block, cta: np.ndarray, warp: np.ndarray) ->
     return np.where(ok, cta_rank * per_cta + rank[warp], 0), ok
 
 
-def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, workload: str, device: dict) -> tuple:
+def _at(table: list, i, what: str):
+    """table[i] for an index IKeT could have written; anything else is a malformed trace."""
+    if not (isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(table)):
+        raise ValueError(f"{what} index {i!r} is outside the string table")
+    return table[i]
+
+
+def _check_lifetimes(ev: np.ndarray, life_loc, life_t0, life_t1, n_loc: int, where, site_name, seq: int) -> None:
+    """IKeT's own record of each warp's life bounds its events: an event of a warp outside every one of
+    that warp's lifetimes (or of a warp with none) was not recorded by that warp in this launch."""
+    lo = np.full(n_loc, np.iinfo(np.int64).max)
+    hi = np.full(n_loc, np.iinfo(np.int64).min)
+    np.minimum.at(lo, life_loc, life_t0)
+    np.maximum.at(hi, life_loc, life_t1)
+    loc, ts = ev[:, 0], ev[:, 2]
+    out = np.flatnonzero((ts < lo[loc]) | (ts > hi[loc]))
+    if out.size:
+        i = out[0]
+        span = f"[{lo[loc[i]]}, {hi[loc[i]]}]" if hi[loc[i]] >= lo[loc[i]] else "none recorded"
+        raise CaptureError(f"launch {seq}: IKeT recorded {out.size} events outside their warp's lifetime; first: "
+                           f"{where(int(loc[i]))}, site {site_name(int(ev[i, 1]))!r} at {int(ts[i])} ns, lifetime "
+                           f"{span}", hint="the trace mixes launches or was edited: capture again with run-iket")
+
+
+def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, workload: str, device: dict,
+                     run_id: str) -> tuple:
     names = trace["stringTable"]
     loc = trace["locationTable"]
     grid = (launch["gridDimX"], launch["gridDimY"], launch["gridDimZ"])
@@ -58,11 +89,11 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     site_group = [s["group"] for s in manifest["sites"]]
     rows = []  # (location index, site id, timestamp, payload)
     for mk in launch.get("markers", []):
-        site = iket["marks"].get(names[mk["markerNameIdx"]])
+        site = iket["marks"].get(_at(names, mk["markerNameIdx"], "marker name"))
         if site is not None:
             rows.append((mk["locIdx"], site, mk["timestamp"], int(mk.get("payload", 0)) & 0xFFFFFFFF))
     for rg in launch.get("ranges", []):
-        r = ranges.get(names[rg["rangeNameIdx"]])
+        r = ranges.get(_at(names, rg["rangeNameIdx"], "range name"))
         if r is not None:
             start_loc, end_loc = rg["warpLocIdxs"]
             rows.append((start_loc, r["start_site"], rg["startTs"], int(rg.get("startPayload", 0)) & 0xFFFFFFFF))
@@ -75,6 +106,11 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     life = launch.get("warpLifetimes", [])
     life_loc = np.array([w["locIdx"] for w in life], dtype=np.int64)
     life_t0 = np.array([w["startTs"] for w in life], dtype=np.int64)
+    if np.any((ev[:, 0] < 0) | (ev[:, 0] >= len(loc))) or np.any((life_loc < 0) | (life_loc >= len(loc))):
+        raise ValueError("a location index is outside the location table")
+    _check_lifetimes(ev, life_loc, life_t0, np.array([w["endTs"] for w in life], dtype=np.int64), len(loc),
+                     lambda i: f"CTA {tuple(loc[i]['ctaId'])} warp {loc[i]['warpId']}",
+                     lambda sid: manifest["sites"][sid]["name"], seq)
 
     groups = manifest["groups"]
     sizes = group_owners(groups, grid, block)
@@ -106,15 +142,16 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
 
     own = np.zeros(n_owner, dtype=OWNER_DTYPE)
     t0 = np.full(n_owner, np.iinfo(np.int64).max, dtype=np.int64)
-    for gi, g in enumerate(groups):  # every warp that lived claims its slot in each group it belongs to
+    claims = np.zeros(n_owner, dtype=np.int64)
+    for gi, g in enumerate(groups):  # every warp lifetime claims its slot in each group the warp belongs to
         slot, ok = _owner_slots(g, grid, block, loc_cta[life_loc], loc_warp[life_loc])
         o = bases[gi] + slot[ok]
-        own["claims"][o] = 1
+        np.add.at(claims, o, 1)  # a second lifetime of one (CTA, warp) is a duplicate claim
         own["smid"][o] = loc_sm[life_loc[ok]]
         own["cta"][o] = loc_cta[life_loc[ok]]
         own["thread"][o] = loc_warp[life_loc[ok]] * 32
-        np.minimum.at(t0, o, life_t0[ok])
-    np.minimum.at(t0, owner, ev[:, 2])
+        np.minimum.at(t0, o, life_t0[ok])  # events lie within lifetimes (checked above): the owner's start
+    own["claims"] = claims
     t0 = np.where(t0 == np.iinfo(np.int64).max, 0, t0)
     own["t0_lo"], own["t0_hi"] = t0 & 0xFFFFFFFF, t0 >> 32
     own["attempted"] = counts
@@ -123,21 +160,41 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     raw = hdr.tobytes() + own.tobytes() + events.tobytes()
     side = {"format": "atrex-timeline-capture", "version": 1, "kernel": manifest["kernel"], "launch_seq": seq,
             "grid": list(grid), "block": list(block), "source_id": manifest["source"]["source_id"],
-            "workload": workload, "device": device, "capture": "run-iket", "iket_kernel": launch["kernelName"],
+            "workload": workload, "device": device, "run_id": run_id, "capture": "run-iket",
+            "iket_kernel": launch["kernelName"],
             "bytes": len(raw), "crc32": zlib.crc32(raw)}
     return raw, side
 
 
+def _load(trace_json: Path):
+    try:
+        return json.loads(Path(trace_json).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CaptureError(f"cannot read run-iket's decoded trace: {getattr(e, 'strerror', None) or e}",
+                           path=str(trace_json), hint="recapture with run-iket `--postprocess json`") from None
+
+
 def normalize_trace(trace_json: Path, manifest: dict, out_dir: Path, workload: str = "", device: dict | None = None,
                     ) -> list[Path]:
-    trace = json.loads(Path(trace_json).read_text())
-    launches = launches_of(trace, manifest["kernel"])
+    return normalize_loaded(_load(trace_json), trace_json, manifest, out_dir, workload, device)
+
+
+def normalize_loaded(trace: dict, trace_json: Path, manifest: dict, out_dir: Path, workload: str,
+                     device: dict | None) -> list[Path]:
+    run_id = uuid.uuid4().hex  # one decoded trace is one process: one run
+    try:
+        launches = launches_of(trace, manifest["kernel"])
+        files = [normalize_launch(trace, launch, seq, manifest, workload, device or {}, run_id)
+                 for seq, launch in enumerate(launches)]
+    except MALFORMED as e:  # external JSON: any field missing, mistyped or out of range
+        raise CaptureError(f"not a run-iket decoded trace this normalizer reads ({type(e).__name__}: {e})",
+                           path=str(trace_json), hint="recapture with run-iket `--postprocess json` "
+                                                      "(nvidia-cutlass-dsl 4.8.1 writes the format read here)") from None
     if not launches:
         raise CaptureError(f"no launch of kernel {manifest['kernel']!r} in {trace_json}",
                            hint="is the instrumented source the one that ran?")
-    out = []
-    for seq, launch in enumerate(launches):
-        raw, side = normalize_launch(trace, launch, seq, manifest, workload, device or {})
+    out = []  # written only once every launch normalized: nothing partial
+    for seq, (raw, side) in enumerate(files):
         base = Path(out_dir) / f"{manifest['kernel']}-launch{seq}"
         side["file"] = base.name + ".atrex"
         write_atomic(base.with_suffix(".atrex"), raw)
@@ -146,14 +203,26 @@ def normalize_trace(trace_json: Path, manifest: dict, out_dir: Path, workload: s
     return out
 
 
+def _launches_kernel(trace, kernel: str) -> bool:
+    try:
+        return bool(launches_of(trace, kernel))
+    except MALFORMED:
+        return False  # normalize_loaded says what is wrong with it
+
+
 def normalize_run(iket_dir: Path, manifest: dict, out_dir: Path, workload: str) -> list[Path]:
-    """After `run-iket profile`: normalize every process's decoded trace in iket_dir."""
+    """After `run-iket profile`: normalize the decoded trace of the one process that launched the kernel
+    (several would reuse launch numbers in one folder: one capture folder holds one run)."""
     from ..pycapture import device_info
     traces = sorted(Path(iket_dir).glob("iket_pid_*.trace.json"))
     if not traces:
         raise CaptureError(f"run-iket left no decoded trace in {iket_dir}",
                            hint="run-iket needs `--postprocess json` or `all`; see its log")
-    files = []
-    for t in traces:
-        files += normalize_trace(t, manifest, out_dir, workload, device_info())
-    return files
+    loaded = [(t, _load(t)) for t in traces]
+    ran = [(t, d) for t, d in loaded if _launches_kernel(d, manifest["kernel"])] or loaded[:1]
+    if len(ran) > 1:
+        raise CaptureError(f"{len(ran)} processes launched kernel {manifest['kernel']!r} "
+                           f"({', '.join(t.name for t, _ in ran)})", path=str(iket_dir),
+                           hint="capture one process per folder (launch the kernel from a single process)")
+    (t, d), = ran
+    return normalize_loaded(d, t, manifest, out_dir, workload, device_info())

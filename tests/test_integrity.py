@@ -1,0 +1,353 @@
+"""Evidence integrity (issue 14): one planted fault per class, in copies of the real H200 fixtures
+re-signed so that CRC, sizes and hashes pass (as a buggy recorder or a hand edit would leave them),
+each rejected by exactly the check or field it belongs to. Everything planted is synthetic."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from atrex_inject.cli import app
+from atrex_inject.cutedsl.normalize import normalize_trace
+from atrex_inject.errors import CaptureError
+from atrex_inject.grade import grade
+from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE, OWNER_BYTES
+from atrex_inject.measure import summarize, validate_measurement
+from atrex_inject.validate import validate_capture
+from test_grade import GOOD_REPORT, M as GEMM_M, MEASURED_WORKLOAD
+from test_validate import FIX, Synthetic, failing
+
+CTA_GROUP = 1  # reduce_sumsq: the cta-role group of site `publish` (in no interval, no expectation)
+MOD = 1 << 32
+
+
+# ---- time: one writer per owner, %globaltimer never goes back ----
+
+def _last(s: Synthetic, o: int) -> int:
+    return int(s.owners["attempted"][o]) - 1
+
+
+def test_real_fixtures_keep_time_order():
+    """The rule holds on every real capture: no owner's time goes back, none leaves its window."""
+    for name in ("gemm_mma", "gemm_mma_staged", "reduce_sumsq", "pycapture", "cutedsl", "cutedsl_gemm"):
+        m = json.loads((FIX / name / "manifest.json").read_text())
+        r = validate_capture(FIX / name, m)
+        assert r["verdict"] == "valid" and failing(r) == {}, name
+
+
+def test_event_earlier_than_the_one_before(tmp_path):
+    s = Synthetic(tmp_path)
+    o = s.owner_of_group(0, 3)
+    k = _last(s, o)
+    s.events[o, k, 0] = (int(s.events[o, k - 1, 0]) - 32) % MOD
+    r = s.save().validate()
+    assert failing(r) == {"time_order": 1}
+    detail = next(c for c in r["checks"] if c["name"] == "time_order")["details"][0]
+    assert "owner 3 (CTA (0, 0, 0), warp 3, thread 96) site 'finish'" in detail
+
+
+def test_event_before_its_owner_started(tmp_path):
+    """Written before the owner's start, the 32-bit time unwraps to 4.29 s later: outside the window."""
+    s = Synthetic(tmp_path)
+    o = s.owner_of_group(0, 5)
+    s.events[o, _last(s, o), 0] = (int(s.owners["t0_lo"][o]) - 32) % MOD
+    assert failing(s.save().validate()) == {"time_order": 1}
+
+
+def test_events_of_another_launch_appended(tmp_path):
+    """An owner's events from a launch 2 ms earlier, appended after its own (count made consistent)."""
+    s = Synthetic(tmp_path)
+    o = s.owner_of_group(CTA_GROUP, 2)
+    s.events[o, 1] = s.events[o, 0]
+    s.events[o, 1, 0] = (int(s.events[o, 0, 0]) - 2_000_000) % MOD
+    s.owners["attempted"][o] = 2
+    assert failing(s.save().validate()) == {"time_order": 1}
+
+
+# ---- geometry and the sidecar ----
+
+def test_owner_table_cut_at_an_owner_boundary(tmp_path):
+    """The last owner of the cta group removed; header, group count, offsets, size and CRC consistent."""
+    s = Synthetic(tmp_path)
+    h = s.raw[:HEADER_BYTES].view(HEADER_DTYPE).copy()
+    ev_bytes = s.words * 4
+    h["n_owners"] -= 1
+    h["groups"][0, CTA_GROUP]["n_owners"] -= 1
+    h["events_offset"] -= OWNER_BYTES
+    h["total_bytes"] -= OWNER_BYTES + s.cap * ev_bytes
+    owners = s.raw[HEADER_BYTES:s.ev_off][: -OWNER_BYTES]
+    events = s.raw[s.ev_off:][: -s.cap * ev_bytes]
+    s.raw = np.concatenate([h.view(np.uint8), owners, events])
+    r = s.save().validate()
+    assert failing(r) == {"geometry": 1}
+    assert "group 1 (cta) has 65 owners from 528" in next(c for c in r["checks"] if c["name"] == "geometry")["details"][0]
+
+
+@pytest.mark.parametrize("field,value", [("grid", [529, 1, 1]), ("block", [128, 1, 1]), ("bytes", 12),
+                                         ("kernel", "other_kernel"), ("file", "other-launch2.atrex"),
+                                         ("version", 2), ("format", "other-format")])
+def test_sidecar_field_differs_from_the_buffer(tmp_path, field, value):
+    r = Synthetic(tmp_path).save(**{field: value}).validate()
+    assert failing(r) == {"cross_launch_mixing": 1}
+    assert f"the sidecar's {field} is {value!r}" in next(c for c in r["checks"]
+                                                         if c["name"] == "cross_launch_mixing")["details"][0]
+
+
+def _second_launch(s: Synthetic, **sidecar) -> None:
+    """The same buffer again as launch 7 of a run, re-signed (header launch number, CRC, sidecar)."""
+    raw = s.raw.copy()
+    raw[:HEADER_BYTES].view(HEADER_DTYPE)["launch_seq"] = 7
+    path = s.dir / "reduce_sumsq-launch7.atrex"
+    path.write_bytes(raw.tobytes())
+    meta = json.loads(s.raw_path.with_suffix(".json").read_text())
+    meta.update(crc32=zlib.crc32(raw.tobytes()), launch_seq=7, file=path.name, **sidecar)
+    path.with_suffix(".json").write_text(json.dumps(meta))
+
+
+def test_two_runs_in_one_folder(tmp_path):
+    s = Synthetic(tmp_path).save(run_id="run-a")
+    _second_launch(s, run_id="run-b")
+    r = s.validate()
+    assert failing(r) == {"cross_launch_mixing": 1}
+    assert "files of 2 runs in one folder" in next(c for c in r["checks"] if c["name"] == "cross_launch_mixing")[
+        "details"][0]
+
+
+def test_one_run_or_legacy_sidecars(tmp_path):
+    """Two launches of one run pass; sidecars written before run ids are one legacy run, with a note."""
+    s = Synthetic(tmp_path).save(run_id="run-a")
+    _second_launch(s, run_id="run-a")
+    r = s.validate()
+    assert failing(r) == {} and r["notes"] == [] and r["identity"]["run_id"] == "run-a"
+    legacy = validate_capture(FIX / "reduce_sumsq", s.m)
+    assert legacy["verdict"] == "valid" and "no run_id" in legacy["notes"][0]
+
+
+def test_expect_naming_an_unknown_site(tmp_path):
+    s = Synthetic(tmp_path).save()
+    s.m["expect"]["no_such_site"] = 1
+    assert failing(s.validate()) == {"deterministic_counts": 1}
+
+
+# ---- IKeT: warp lifetimes are what IKeT says ----
+
+IKET = FIX / "cutedsl"
+
+
+def _normalize(tmp_path: Path, edit) -> dict:
+    m = json.loads((IKET / "manifest.json").read_text())
+    trace = json.loads((IKET / "iket_trace.cta0-7.json").read_text())
+    edit(trace["launches"][0], trace)
+    src = tmp_path / "synthetic_trace.json"
+    src.write_text(json.dumps(trace))
+    normalize_trace(src, m, tmp_path, "w", {"uuid": "GPU-x"})
+    return validate_capture(tmp_path, m)
+
+
+def test_iket_subset_normalizes_as_one_run(tmp_path):
+    r = _normalize(tmp_path, lambda launch, trace: None)
+    assert failing(r) == {"truncation": 520 * 8}  # only CTAs 0-7 of 528 are in the subset: the rest never claimed
+    assert r["identity"]["run_id"]  # the normalized sidecars carry one run id
+
+
+def test_iket_duplicated_warp_lifetime(tmp_path):
+    r = _normalize(tmp_path, lambda launch, trace: launch["warpLifetimes"].append(dict(launch["warpLifetimes"][0])))
+    assert failing(r) == {"truncation": 520 * 8, "duplicate_ownership": 1}
+
+
+def _after_end(launch, trace):
+    mk = launch["markers"][0]
+    end = max(w["endTs"] for w in launch["warpLifetimes"] if w["locIdx"] == mk["locIdx"])
+    mk["timestamp"] = end + 32
+
+
+def _merged(launch, trace):
+    loc = launch["markers"][0]["locIdx"]
+    launch["markers"] += [{**mk, "timestamp": mk["timestamp"] + 2_000_000} for mk in launch["markers"]
+                          if mk["locIdx"] == loc]
+
+
+@pytest.mark.parametrize("edit,n", [(_after_end, 1), (_merged, 2)], ids=["marker_after_end", "merged_launch"])
+def test_iket_events_outside_their_warp_lifetime(tmp_path, edit, n):
+    with pytest.raises(CaptureError) as e:
+        _normalize(tmp_path, edit)
+    assert f"IKeT recorded {n} events outside their warp's lifetime; first: CTA (" in str(e.value)
+    assert "site 'start'" in str(e.value) and "capture again" in str(e.value)
+
+
+# ---- measurement ----
+
+def _meas(tmp_path: Path, edit=None, resign=True) -> Path:
+    doc = json.loads((FIX / "measure" / "gemm_mma.json").read_text())
+    if edit:
+        edit(doc)
+    if resign:
+        doc.update(summarize(doc["samples"]))
+    p = tmp_path / "synthetic_measure.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+@pytest.mark.parametrize("rel", ["measure/gemm_mma.json", "gemm_mma_staged/measure.json", "cutedsl/measure.json",
+                                 "cutedsl_gemm/measure.json"])
+def test_real_measurements_recheck_here(rel):
+    """Every committed artifact still validates; the GPU host's temporary paths are listed, not rehashed."""
+    v = validate_measurement(FIX / rel, FIX.parent.parent.parent)  # relative paths: this checkout
+    assert v["valid"], v["problems"]
+    assert v["unchecked"] and all("is not on this machine: not rehashed" in u for u in v["unchecked"])
+
+
+def _set_latency(doc, i, value: str):
+    s = doc["samples"][i]
+    s["line"] = re.sub(r'"latency_ms":[^,]+', f'"latency_ms":{value}', s["line"], count=1)
+    s["sample"]["latency_ms"] = float(value)
+
+
+@pytest.mark.parametrize("edit,problem", [
+    (lambda d: d["n"].update(baseline=9), "n {'baseline': 9, 'instrumented': 8} does not recompute"),
+    (lambda d: d["samples"][1].update(argv=d["samples"][0]["argv"]), "sample 1: ran ['/tmp/tmp.CLpChH7v62/gemm_mma.clean'"),
+    (lambda d: [d["commands"].update(B=d["commands"]["A"])] + [s.update(argv=d["samples"][0]["argv"])
+                                                              for s in d["samples"]],
+     "the baseline and instrumented commands are the same"),
+    (lambda d: _set_latency(d, 2, "Infinity"), "sample 2: latency_ms inf is not a finite positive number"),
+], ids=["n", "b_ran_baseline", "a_equals_b", "infinite_latency"])
+def test_measurement_field_faults(tmp_path, edit, problem):
+    v = validate_measurement(_meas(tmp_path, edit, resign=False))
+    assert not v["valid"] and len(v["problems"]) == 1 and v["problems"][0].startswith(problem), v["problems"]
+
+
+@pytest.mark.parametrize("edit,problem", [
+    (lambda d: d["samples"][3].update(line=None), "sample 3: needs arm A or B"),
+    (lambda d: d.pop("requested"), "field 'requested' needs"),
+], ids=["null_line", "no_requested"])
+def test_malformed_measurement_is_rejected_not_crashed(tmp_path, edit, problem):
+    v = validate_measurement(_meas(tmp_path, edit, resign=False))
+    assert not v["valid"] and [p[:len(problem)] for p in v["problems"]] == [problem]
+
+
+# ---- verdict: one build, one workload, one device ----
+
+OK = {"valid": True, "problems": []}
+
+
+def _record(tmp_path, workload=MEASURED_WORKLOAD) -> Path:
+    p = tmp_path / "evaluations.jsonl"
+    p.write_text(json.dumps({"sources": [{"sha256": GEMM_M["source"]["instrumented_sha256"]}],
+                             "workload_identity": workload, "correctness": "passed"}) + "\n")
+    return p
+
+
+def _fields(g) -> list[str]:
+    return [d.split(":")[0] for d in g["disagreements"]]
+
+
+def test_consistent_evidence_is_decision_grade(tmp_path):
+    meas = json.loads((FIX / "measure" / "gemm_mma.json").read_text())
+    g = grade(GOOD_REPORT, GEMM_M, meas, OK, _record(tmp_path))
+    assert g["grade"] == "decision_grade" and g["disagreements"] == []
+
+
+def test_measurement_of_another_instrumented_build(tmp_path):
+    """The capture of gemm_mma graded with the staged build's (real) measurement."""
+    meas = json.loads((FIX / "gemm_mma_staged" / "measure.json").read_text())
+    g = grade(GOOD_REPORT, GEMM_M, meas, OK, _record(tmp_path))
+    assert g["grade"] == "diagnostic" and _fields(g) == ["instrumented source", "device"]
+
+
+def test_measurement_of_another_workload_and_device(tmp_path):
+    def unrelated(doc):
+        for s in doc["samples"]:
+            s["line"] = s["line"].replace(MEASURED_WORKLOAD, "other:seed=2").replace(
+                s["sample"]["device_identity"]["uuid"], "GPU-other")
+            s["sample"].update(workload_identity="other:seed=2", device_identity={"uuid": "GPU-other"})
+    p = _meas(tmp_path, unrelated)
+    v = validate_measurement(p)
+    assert v["valid"]
+    g = grade(GOOD_REPORT, GEMM_M, json.loads(p.read_text()), v, _record(tmp_path, "other:seed=2"))
+    assert g["grade"] == "diagnostic" and _fields(g) == ["workload", "device"]
+
+
+def test_measurement_without_sources(tmp_path):
+    p = _meas(tmp_path, lambda d: d.update(sources=[], binaries=[]))
+    v = validate_measurement(p)
+    assert v["valid"]
+    g = grade(GOOD_REPORT, GEMM_M, json.loads(p.read_text()), v, _record(tmp_path))
+    assert g["grade"] == "diagnostic" and _fields(g) == ["instrumented source", "clean source"]
+
+
+def test_record_for_another_workload(tmp_path):
+    meas = json.loads((FIX / "measure" / "gemm_mma.json").read_text())
+    g = grade(GOOD_REPORT, GEMM_M, meas, OK, _record(tmp_path, "gemm_bf16:M=1024:seed=1"))
+    assert g["grade"] == "diagnostic" and _fields(g) == ["workload"]
+
+
+def test_committed_cutedsl_pair_is_downgraded():
+    """Captured at n=262144 on one H200, measured at n=16777216 on another: not one piece of evidence."""
+    m = json.loads((FIX / "cutedsl" / "manifest.json").read_text())
+    meas_path = FIX / "cutedsl" / "measure.json"
+    g = grade(validate_capture(FIX / "cutedsl", m), m, json.loads(meas_path.read_text()),
+              validate_measurement(meas_path), None)
+    assert g["grade"] == "diagnostic" and _fields(g) == ["workload", "device"]
+    assert "n=262144" in g["disagreements"][0] and "n=16777216" in g["disagreements"][0]
+
+
+# ---- measurements re-check on another machine ----
+
+def test_relative_paths_recheck_under_root(tmp_path):
+    """measure stores paths relative to its root; validate --root finds them in another checkout."""
+    from atrex_inject.measure import Request, measure
+    from test_measure import cmd
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "src").mkdir(parents=True)
+    (a / "src" / "k.cu").write_text("// kernel\n")
+    art = measure(Request(cmd("good", 1.0), cmd("good", 1.05), 3, 7, sources=(str(a / "src" / "k.cu"),),
+                          root=str(a)), tmp_path / "m.json")
+    assert art["sources"][0]["path"] == "src/k.cu"
+    shutil.copytree(a, b)
+    v = validate_measurement(tmp_path / "m.json", b)
+    assert v["valid"] and v["unchecked"] == []
+    (b / "src" / "k.cu").write_text("// edited\n")
+    v = validate_measurement(tmp_path / "m.json", b)
+    assert not v["valid"] and "changed since the measurement" in v["problems"][0]
+
+
+# ---- no tracebacks: exit 2 with a message ----
+
+runner = CliRunner()
+
+
+def test_bad_inputs_exit_2(tmp_path):
+    cap = tmp_path / "cap"
+    shutil.copytree(FIX / "gemm_mma", cap)
+    (tmp_path / "bad.json").write_text("{not json")
+    cases = [(["validate", "--measurement", tmp_path / "bad.json"], "not JSON"),
+             (["verdict", "--capture", cap, "--correctness-evidence", tmp_path / "nope.jsonl"],
+              "cannot read the correctness evidence"),
+             (["validate", cap, "--source", tmp_path / "nope.cu"], "cannot read the instrumented source")]
+    for args, msg in cases:
+        r = runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+        assert r.exit_code == 2 and msg in r.output, r.output
+        r = runner.invoke(app, [str(a) for a in args] + ["--json"], catch_exceptions=False)
+        assert r.exit_code == 2 and msg in json.loads(r.output)["error"]
+
+
+def test_verdict_root_rechecks_committed_measurement(tmp_path):
+    r = runner.invoke(app, ["verdict", "--capture", str(FIX / "cutedsl"), "--measurement",
+                            str(FIX / "cutedsl" / "measure.json"), "--root", str(tmp_path), "--json"],
+                      catch_exceptions=False)
+    out = json.loads(r.output)
+    assert r.exit_code == 0 and out["grade"] == "diagnostic"
+    assert [d.split(":")[0] for d in out["disagreements"]] == ["workload", "device"]
+
+
+
+def test_oddly_named_capture_file_is_rejected_not_crashed(tmp_path):
+    s = Synthetic(tmp_path).save()
+    (s.dir / "synthetic-launchX.atrex").write_bytes(b"")
+    assert failing(s.validate()) == {"truncation": 1}
