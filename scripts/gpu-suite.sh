@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The whole GPU check in one call, on the GPU host, from the repository root:
+# The whole GPU check of the CUDA route in one call, on the GPU host, from the repository root:
 #   bash scripts/gpu-suite.sh            (results under $OUT, default /tmp/atrex-gpu)
 # For each example: build clean and instrumented for sm_90a, run both (each checks its output
-# against a float64 reference and prints the sample line), capture with ATREX_TIMELINE_OUT,
-# revert, decode; then the probe-cost benchmark. Python packages the GPU image lacks (lark)
-# travel as wheels in .whl/ (scripts/fetch-gpu-wheels.sh).
+# against a float64 reference and prints the sample line), capture with ATREX_TIMELINE_OUT and the
+# workload identity the program prints, revert, decode, validate; the GEMM's measurement, evaluator
+# records and verdict; the staged GEMM and the undersized-ring refusal; a large capture (17.3M
+# events) timed by bench/large_capture/run.py. Python packages the GPU image lacks (lark, libcst)
+# travel as wheels in .whl/ (bash scripts/fetch-gpu-wheels.sh, here, then carry [".whl"]).
+# The perturbation figures come from scripts/gpu-perturbation.sh; fixtures from this suite's
+# archive through `python3 scripts/update_fixtures.py results.tar.gz RUN_LABEL`.
 set -uo pipefail
 # every GPU program runs under a timeout: a kernel that hangs must not eat the device budget
 T="timeout 180"
@@ -28,25 +32,30 @@ nvcc --version | tail -2 | tee -a "$OUT/device.txt"
 
 work=$(mktemp -d)
 cp -r examples "$work/" && mkdir "$work/.git"
-for ex in gemm_mma reduce_sumsq; do
+for ex in gemm_mma reduce_sumsq layernorm; do $NVCC -o "$work/$ex.clean" "$work/examples/cuda/$ex.cu" & done; wait
+wl() { python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$1"; }
+for ex in gemm_mma reduce_sumsq layernorm; do
   src="$work/examples/cuda/$ex.cu"
   spec="$work/examples/specs/$ex.toml"
-  log "$ex: clean build + run"
-  $NVCC -o "$work/$ex.clean" "$src" || { fail=1; continue; }
+  log "$ex: clean run"
+  [ -x "$work/$ex.clean" ] || { fail=1; continue; }
   $T "$work/$ex.clean" --warmup 3 --iters 10 | tee "$OUT/$ex.clean.txt" || fail=1
+  workload=$(wl "$OUT/$ex.clean.txt")
   log "$ex: apply, instrumented build + capture"
   $ATREX apply "$spec" --root "$work" || { fail=1; continue; }
-  cp "$src" "$OUT/cap/$ex.instrumented.cu"
+  cp "$src" "$OUT/cap/$ex.instrumented.cu"; cp "$src" "$work/$ex.instrumented.cu"
   $NVCC -I"$INC" -Xptxas -v -o "$work/$ex.inst" "$src" 2>&1 | grep -E "registers|spill" | tail -2
   mkdir -p "$OUT/cap/$ex"
   cp "$work/.atrex/$ex/manifest.json" "$work/.atrex/$ex/instrumented.patch" "$OUT/cap/$ex/"
-  ATREX_TIMELINE_OUT="$OUT/cap/$ex" ATREX_WORKLOAD="$ex:seed=1" $T "$work/$ex.inst" --warmup 3 --iters 10 \
+  ATREX_TIMELINE_OUT="$OUT/cap/$ex" ATREX_WORKLOAD="$workload" $T "$work/$ex.inst" --warmup 3 --iters 10 \
     | tee "$OUT/$ex.inst.txt" || fail=1
   $ATREX revert "$spec" --root "$work" || fail=1
   cmp -s "$src" "examples/cuda/$ex.cu" && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
   log "$ex: decode"
   $ATREX decode "$OUT/cap/$ex" || fail=1
   $ATREX decode "$OUT/cap/$ex" --json > "$OUT/cap/$ex/decode.json" || fail=1
+  rm -rf "$OUT/cap/$ex/decoded"
+  $ATREX validate "$OUT/cap/$ex" --source "$OUT/cap/$ex.instrumented.cu" || fail=1
 done
 
 log "cuda-python capture"
@@ -56,15 +65,15 @@ log "perturbation: gemm_mma clean vs instrumented (fresh process per sample, ABB
 mkdir -p "$OUT/cap/measure"
 argv() { printf '["%s", "--warmup", "{warmup}", "--iters", "{iterations}"]' "$1"; }
 $ATREX measure --baseline "$(argv "$work/gemm_mma.clean")" --instrumented "$(argv "$work/gemm_mma.inst")" \
-  --warmup 10 --iterations 200 --rounds 2 --source examples/cuda/gemm_mma.cu \
-  --source "$OUT/cap/gemm_mma.instrumented.cu" --binary "$work/gemm_mma.clean" --binary "$work/gemm_mma.inst" \
+  --warmup 10 --iterations 200 --rounds 2 --root "$work" --source "$work/examples/cuda/gemm_mma.cu" \
+  --source "$work/gemm_mma.instrumented.cu" --binary "$work/gemm_mma.clean" --binary "$work/gemm_mma.inst" \
   --out "$OUT/cap/measure/gemm_mma.json" --capture-dir "$work/measure-captures" || fail=1
 python3 -c "import json,sys; from atrex_inject.measure import validate_measurement as v; r=v(sys.argv[1]); print(json.dumps(r)); sys.exit(not r['valid'])" \
   "$OUT/cap/measure/gemm_mma.json" | tee "$OUT/cap/measure/gemm_mma.validate.json" || fail=1
 log "evaluator records"
-python3 examples/evaluator.py --source "$OUT/cap/gemm_mma.instrumented.cu" --out "$OUT/cap/measure/evaluations.jsonl" \
+python3 examples/evaluator.py --source "$work/gemm_mma.instrumented.cu" --out "$OUT/cap/measure/evaluations.jsonl" \
   -- "$work/gemm_mma.inst" --warmup 3 --iters 10 || fail=1
-python3 examples/evaluator.py --source examples/cuda/gemm_mma.cu --out "$OUT/cap/measure/evaluations.jsonl" \
+python3 examples/evaluator.py --source "$work/examples/cuda/gemm_mma.cu" --out "$OUT/cap/measure/evaluations.jsonl" \
   -- "$work/gemm_mma.clean" --warmup 3 --iters 10 || fail=1
 
 log "gemm_mma with shared-memory staging (spec + [capture] staging): build, run, capture, validate, perturbation"
@@ -74,16 +83,17 @@ src="$work/examples/cuda/gemm_mma.cu"
 if $ATREX apply "$sspec" --root "$work"; then
   $NVCC -I"$INC" -Xptxas -v -o "$work/gemm_mma.staged" "$src" 2>&1 | grep -E "registers|spill" | tail -2
   cp "$src" "$OUT/cap/gemm_mma_staged.instrumented.cu"
+  cp "$src" "$work/gemm_mma_staged.instrumented.cu"
   mkdir -p "$OUT/cap/gemm_mma_staged"
   cp "$work/.atrex/gemm_mma_staged/manifest.json" "$OUT/cap/gemm_mma_staged/"
-  ATREX_TIMELINE_OUT="$OUT/cap/gemm_mma_staged" ATREX_WORKLOAD="gemm_mma:seed=1" $T "$work/gemm_mma.staged" \
+  ATREX_TIMELINE_OUT="$OUT/cap/gemm_mma_staged" ATREX_WORKLOAD="$(wl "$OUT/gemm_mma.clean.txt")" $T "$work/gemm_mma.staged" \
     --warmup 3 --iters 10 | tee "$OUT/gemm_mma.staged.txt" || fail=1
   $ATREX revert "$sspec" --root "$work" || fail=1
   $ATREX validate "$OUT/cap/gemm_mma_staged" --source "$OUT/cap/gemm_mma_staged.instrumented.cu" || fail=1
   $ATREX summary "$OUT/cap/gemm_mma_staged" | head -6
   $ATREX measure --baseline "$(argv "$work/gemm_mma.clean")" --instrumented "$(argv "$work/gemm_mma.staged")" \
-    --warmup 10 --iterations 200 --rounds 2 --source examples/cuda/gemm_mma.cu \
-    --source "$OUT/cap/gemm_mma_staged.instrumented.cu" --binary "$work/gemm_mma.clean" \
+    --warmup 10 --iterations 200 --rounds 2 --root "$work" --source "$work/examples/cuda/gemm_mma.cu" \
+    --source "$work/gemm_mma_staged.instrumented.cu" --binary "$work/gemm_mma.clean" \
     --binary "$work/gemm_mma.staged" --out "$OUT/cap/measure/gemm_mma_staged.json" \
     --capture-dir "$work/measure-captures-staged" || fail=1
 else
@@ -102,15 +112,28 @@ grep -q "staging rings were sized for" "$OUT/refused.stderr" && [ -z "$(ls -A "$
   && echo "refused as expected, nothing written" || { echo "NOT refused as expected"; fail=1; }
 
 log "evidence grade: capture + measurement + evaluator record"
-$ATREX verdict --capture "$OUT/cap/gemm_mma" --measurement "$OUT/cap/measure/gemm_mma.json" \
+$ATREX verdict --capture "$OUT/cap/gemm_mma" --measurement "$OUT/cap/measure/gemm_mma.json" --root "$work" \
   --correctness-evidence "$OUT/cap/measure/evaluations.jsonl" --source "$OUT/cap/gemm_mma.instrumented.cu" --json \
   | tee "$OUT/cap/measure/verdict.json" || fail=1
 
-log "probe-cost benchmark"
-python3 bench/probe_cost/run.py --rounds 3 --reps 21 --json "$OUT/probe_cost.json" || fail=1
+log "large capture: the probe-cost FMA loop, every warp, 2 events per iteration; CLI timed on this host"
+lspec="$work/bench/large_capture/fma.toml"
+mkdir -p "$work/bench" && cp -r bench/large_capture bench/probe_cost "$work/bench/"
+if $ATREX apply "$lspec" --root "$work" > /dev/null; then
+  $NVCC -I"$INC" -o "$work/fma_large" "$work/bench/probe_cost/probe_cost.cu" || fail=1
+  cp "$work/.atrex/bench_fma_large/manifest.json" "$work/large.manifest.json"
+  $ATREX revert "$lspec" --root "$work" > /dev/null || fail=1
+  mkdir -p "$work/large"
+  ATREX_TIMELINE_OUT="$work/large" ATREX_WORKLOAD="probe_cost:fma:large" $T "$work/fma_large" 1 > /dev/null || fail=1
+  ls -la "$work/large"
+  $T python3 bench/large_capture/run.py "$work/large" --manifest "$work/large.manifest.json" \
+    --json "$OUT/large_capture.json" || fail=1
+else
+  fail=1
+fi
 
 # one archive: the device machine returns only a few files from $OUT
 tar -C "$OUT" -czf "$OUT/results.tar.gz" cap $(cd "$OUT" && ls *.txt *.json *.stderr 2>/dev/null)
-rm -rf "$OUT/cap" && find "$OUT" -maxdepth 1 -type f ! -name results.tar.gz ! -name probe_cost.json -delete
+rm -rf "$OUT/cap" && find "$OUT" -maxdepth 1 -type f ! -name results.tar.gz ! -name large_capture.json -delete
 log "done (fail=$fail)"
 exit $fail
