@@ -116,21 +116,7 @@ $ATREX verdict --capture "$OUT/cap/gemm_mma" --measurement "$OUT/cap/measure/gem
   --correctness-evidence "$OUT/cap/measure/evaluations.jsonl" --source "$OUT/cap/gemm_mma.instrumented.cu" --json \
   | tee "$OUT/cap/measure/verdict.json" || fail=1
 
-log "large capture: the probe-cost FMA loop, every warp, 2 events per iteration; CLI timed on this host"
-lspec="$work/bench/large_capture/fma.toml"
-mkdir -p "$work/bench" && cp -r bench/large_capture bench/probe_cost "$work/bench/"
-if $ATREX apply "$lspec" --root "$work" > /dev/null; then
-  $NVCC -I"$INC" -o "$work/fma_large" "$work/bench/probe_cost/probe_cost.cu" || fail=1
-  cp "$work/.atrex/bench_fma_large/manifest.json" "$work/large.manifest.json"
-  $ATREX revert "$lspec" --root "$work" > /dev/null || fail=1
-  mkdir -p "$work/large"
-  ATREX_TIMELINE_OUT="$work/large" ATREX_WORKLOAD="probe_cost:fma:large" $T "$work/fma_large" 1 > /dev/null || fail=1
-  ls -la "$work/large"
-  $T python3 bench/large_capture/run.py "$work/large" --manifest "$work/large.manifest.json" \
-    --json "$OUT/large_capture.json" || fail=1
-else
-  fail=1
-fi
+bash scripts/gpu-large-capture.sh || fail=1
 
 # one archive: the device machine returns only a few files from $OUT
 tar -C "$OUT" -czf "$OUT/results.tar.gz" cap $(cd "$OUT" && ls *.txt *.json *.stderr 2>/dev/null)

@@ -1,4 +1,5 @@
-"""Copy the captures of one scripts/gpu-suite.sh run into tests/fixtures/h200/ and write PROVENANCE.md.
+"""Copy the captures of one scripts/gpu-suite.sh run into tests/fixtures/h200/ and write the CUDA part
+of PROVENANCE.md (the CuTe DSL folders and their sections are left as they are).
 
     python scripts/update_fixtures.py RESULTS.tar.gz RUN_LABEL
 """
@@ -13,6 +14,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200"
+EXAMPLES = ("gemm_mma", "reduce_sumsq", "layernorm", "pycapture")
+KEEP_FROM = "## cutedsl/"  # PROVENANCE.md sections from here on describe fixtures this script does not write
+
+
+def _copy(src: Path, dest: Path, names: list[Path]) -> None:
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for p in names:
+        if p.exists():
+            shutil.copy(p, dest / p.name)
 
 
 def main(tar: Path, label: str) -> None:
@@ -21,23 +32,27 @@ def main(tar: Path, label: str) -> None:
         with tarfile.open(tar) as f:
             f.extractall(t, filter="data")
         cap = t / "cap"
-        shutil.rmtree(FIX, ignore_errors=True)
         rows = []
-        for ex in ("gemm_mma", "reduce_sumsq", "pycapture"):
-            (FIX / ex).mkdir(parents=True)
-            for p in [*cap.joinpath(ex).glob("*-launch*"), cap / ex / "manifest.json", cap / ex / "instrumented.patch"]:
-                if p.exists():
-                    shutil.copy(p, FIX / ex / p.name)
+        for ex in EXAMPLES:
+            d = cap / ex
+            _copy(d, FIX / ex, [*d.glob("*-launch*"), d / "manifest.json", d / "instrumented.patch"])
             m = json.loads((FIX / ex / "manifest.json").read_text())
             side = json.loads(next((FIX / ex).glob("*-launch*.json")).read_text())
             rows.append((ex, m, side))
-        shutil.copytree(cap / "measure", FIX / "measure")
-        shutil.copy(t / "probe_cost.json", REPO / "bench" / "probe_cost" / "results-h200.json")
+        st = cap / "gemm_mma_staged"
+        _copy(st, FIX / "gemm_mma_staged", [*st.glob("*-launch*"), st / "manifest.json",
+                                             cap / "gemm_mma_staged.instrumented.cu"])
+        shutil.copy(cap / "measure" / "gemm_mma_staged.json", FIX / "gemm_mma_staged" / "measure.json")
+        ms = cap / "measure"
+        _copy(ms, FIX / "measure", [ms / n for n in ("gemm_mma.json", "gemm_mma.validate.json", "evaluations.jsonl",
+                                                       "verdict.json")])
         device_txt = (t / "device.txt").read_text().splitlines()
     for p in FIX.rglob("*"):
         if p.is_file():
             p.chmod(0o644)
     d = rows[0][2]["device"]
+    old = (FIX / "PROVENANCE.md").read_text() if (FIX / "PROVENANCE.md").exists() else ""
+    kept = old[old.index(KEEP_FROM):] if KEEP_FROM in old else ""
     lines = ["# H200 captures used as test fixtures", "",
              f"Real captures from `bash scripts/gpu-suite.sh` ({label}) on the lent GPU host, copied by",
              "`python scripts/update_fixtures.py`:", "",
@@ -47,20 +62,31 @@ def main(tar: Path, label: str) -> None:
              f"- CUDA driver API {rows[0][2]['driver_version']}, runtime {rows[0][2]['runtime_version']}",
              f"- nvcc: {device_txt[-1].strip()}; flags `-O3 -gencode=arch=compute_90a,code=sm_90a`",
              "- command: `bash scripts/gpu-suite.sh`: each example applied from its spec, built, run with",
-             "  `--warmup 3 --iters 10` and `ATREX_TIMELINE_OUT` set, reverted; `pycapture/` is the same reduction",
-             "  launched from Python by `scripts/pycapture_check.py` (cuda-python)", "",
+             "  `--warmup 3 --iters 10`, `ATREX_TIMELINE_OUT` set and `ATREX_WORKLOAD` the identity the clean run",
+             "  printed, reverted; `pycapture/` is the same reduction launched from Python by",
+             "  `scripts/pycapture_check.py` (cuda-python)", "",
              "| folder | spec | spec sha256 | clean source sha256 | instrumented source id | launch | workload |",
              "|---|---|---|---|---|---|---|"]
     for ex, m, side in rows:
         lines.append(f"| {ex} | {m['spec']['path']} | {m['spec']['sha256'][:16]}… | "
                      f"{m['source']['clean_sha256'][:16]}… | {m['source']['source_id'][:16]}… | "
                      f"{side['launch_seq']} | {side['workload']} |")
-    lines += ["", "`measure/` holds the GEMM's perturbation artifact (`atrex-inject measure`, ABBA BAAB x 2, a fresh",
-              "process per sample), its validation, and the example evaluator's correctness records; paths in",
-              "them are the GPU host's temporary paths.", "",
+    lines += ["", "`measure/` holds the GEMM's perturbation artifact (`atrex-inject measure --root WORK`, ABBA BAAB",
+              "x 2, a fresh process per sample, paths relative to the GPU host's work folder), its validation,",
+              "the example evaluator's correctness records and the verdict the suite computed from them.", "",
+              "## gemm_mma_staged/ (shared-memory staging)", "",
+              f"Same run. The suite wrote `gemm_mma_staged.toml` with",
+              "`atrex_inject.spec.staged_copy(examples/specs/gemm_mma.toml, 32, 8)` (the same spec plus",
+              "`staging = { events = 32, warps = 8 }`), applied it, built and ran the GEMM with `--warmup 3 --iters 10`",
+              "and `ATREX_TIMELINE_OUT` set, and reverted.", "",
+              "- `gemm_bf16-launch3.atrex` / `.json`: the written launch (launch 3, after 3 warmups).",
+              "- `manifest.json`: the manifest of that apply; `gemm_mma_staged.instrumented.cu`: the file the GPU",
+              "  host compiled (tests check that staged_copy + apply write the same bytes here).",
+              "- `measure.json`: `atrex-inject measure`, clean GEMM vs the staged build, ABBA BAAB x 2,",
+              "  `--warmup 10 --iterations 200`.", "",
               "These files are device output: never edit them. Fault-injection tests copy them and plant faults",
-              "in the copies (named synthetic)."]
-    (FIX / "PROVENANCE.md").write_text("\n".join(lines) + "\n")
+              "in the copies (named synthetic).", ""]
+    (FIX / "PROVENANCE.md").write_text("\n".join(lines) + "\n" + kept)
 
 
 if __name__ == "__main__":
