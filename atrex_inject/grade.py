@@ -110,7 +110,7 @@ def grade(capture_report: dict | None, manifest: dict, measurement: dict | None,
         meas = measurement_identity(measurement)
         notes += [f"measurement {u}" for u in measurement_check.get("unchecked", [])]
         if measurement["overhead"] > target:
-            msg = f"overhead {measurement['overhead']:+.2%} is above the {target:.0%} target"
+            msg = f"overhead {measurement['overhead']:+.2%} is above the {target * 100:g}% target"
             (failures if hard_threshold else missing).append(msg)
     disagree = _disagreements(capture, meas) if capture_report is not None else []
     workload = meas["workload"] if meas else capture.get("workload")

@@ -200,7 +200,7 @@ def test_real_measurements_recheck_here(rel):
     """Every committed artifact still validates; the GPU host's temporary paths are listed, not rehashed."""
     v = validate_measurement(FIX / rel, FIX.parent.parent.parent)  # relative paths: this checkout
     assert v["valid"], v["problems"]
-    assert v["unchecked"] and all("is not on this machine: not rehashed" in u for u in v["unchecked"])
+    assert v["unchecked"] and all(u.endswith("not rehashed") for u in v["unchecked"])
 
 
 def _set_latency(doc, i, value: str):
@@ -211,7 +211,7 @@ def _set_latency(doc, i, value: str):
 
 @pytest.mark.parametrize("edit,problem", [
     (lambda d: d["n"].update(baseline=9), "n {'baseline': 9, 'instrumented': 8} does not recompute"),
-    (lambda d: d["samples"][1].update(argv=d["samples"][0]["argv"]), "sample 1: ran ['/tmp/tmp.CLpChH7v62/gemm_mma.clean'"),
+    (lambda d: d["samples"][1].update(argv=d["samples"][0]["argv"]), "sample 1: ran ['/tmp/"),
     (lambda d: [d["commands"].update(B=d["commands"]["A"])] + [s.update(argv=d["samples"][0]["argv"])
                                                               for s in d["samples"]],
      "the baseline and instrumented commands are the same"),
@@ -254,10 +254,10 @@ def test_consistent_evidence_is_decision_grade(tmp_path):
 
 
 def test_measurement_of_another_instrumented_build(tmp_path):
-    """The capture of gemm_mma graded with the staged build's (real) measurement."""
+    """The capture of gemm_mma graded with the staged build's (real, same run) measurement."""
     meas = json.loads((FIX / "gemm_mma_staged" / "measure.json").read_text())
     g = grade(GOOD_REPORT, GEMM_M, meas, OK, _record(tmp_path))
-    assert g["grade"] == "diagnostic" and _fields(g) == ["instrumented source", "device"]
+    assert g["grade"] == "diagnostic" and _fields(g) == ["instrumented source"]
 
 
 def test_measurement_of_another_workload_and_device(tmp_path):
