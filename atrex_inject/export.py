@@ -17,6 +17,7 @@ from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
 from .decode import Launch
 from .fsio import write_atomic
+from .owners import cta_name, owner_name
 from .summary import pairs, site_ids
 
 SEQ_ID = 1
@@ -111,7 +112,6 @@ def _descriptors(b: TraceProtoBuilder, no: int, launch: Launch, manifest: dict) 
     p.track_descriptor.process.process_name = (f"{manifest['kernel']} launch {launch.meta['launch_seq']} "
                                                f"grid {tuple(launch.meta['grid'])}")
     claimed = np.flatnonzero(own["claims"] > 0)
-    gx, gy = launch.meta["grid"][0], launch.meta["grid"][1]
     roles = [g["role"] for g in manifest["groups"]]
     for sm in np.unique(own["smid"][claimed]):
         p = b.add_packet()
@@ -124,15 +124,12 @@ def _descriptors(b: TraceProtoBuilder, no: int, launch: Launch, manifest: dict) 
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_CTA, c))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_SM, cta_sm[c]))
-        p.track_descriptor.name = f"CTA ({c % gx}, {c // gx % gy}, {c // (gx * gy)})"
+        p.track_descriptor.name = cta_name(c, launch.meta["grid"])
     for o in claimed.tolist():
-        role, t = roles[own["group"][o]], int(own["thread"][o])
-        who = {"thread": f"thread {t}", "predicate": f"thread {t}", "lane0": f"warp {t // 32}",
-               "warpgroup": f"warpgroup {t // 128}", "cta": "CTA leader"}[role]
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_OWNER, o))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_CTA, int(own["cta"][o])))
-        p.track_descriptor.name = f"{who} ({role})"
+        p.track_descriptor.name = owner_name(roles[own["group"][o]], int(own["thread"][o]))
         for k, iv in enumerate(manifest["intervals"]):
             p = b.add_packet()
             p.track_descriptor.uuid = int(track_uuid(no, KIND_INTERVAL, o * 16 + k))
