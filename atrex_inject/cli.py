@@ -8,11 +8,12 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from . import __version__, snapshot
 from .errors import AtrexError
 
-class _Command(typer.core.TyperCommand):
+class _Command(TyperCommand):
     """Usage lines name positional arguments by their metavar (`SPEC`, `CAPTURE_DIR`, `-- CMD...`),
     the way the README and docs write them, instead of typer's `{spec}`."""
 
@@ -414,7 +415,7 @@ def capture(command: list[str] = typer.Argument(..., metavar="-- CMD...", help="
 
 
 for _c in app.registered_commands:  # every command, including ones added later in this file
-    if _c.cls in (None, typer.core.TyperCommand):
+    if _c.cls in (None, TyperCommand):
         _c.cls = _Command
 
 if __name__ == "__main__":

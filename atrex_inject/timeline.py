@@ -108,8 +108,8 @@ def _distribution(ax, launch: Launch, manifest: dict, name: str, p: dict, tick: 
         edges = np.linspace(lo, hi if hi > lo else lo + 1, 61)
     roles = np.array([g["role"] for g in manifest["groups"]])[launch.owners["group"][p["owner"]]]
     for r in np.unique(roles):
-        ax.hist(dur[roles == r] / scale, bins=edges / scale, histtype="stepfilled", alpha=0.75 if r == roles[0]
-                else 0.45, color=color, label=f"{r} ({int((roles == r).sum())})", gid=f"hist:{name}:{r}")
+        ax.hist(dur[roles == r] / scale, bins=edges / scale, alpha=0.8 if r == roles[0] else 0.45, color=color,
+                label=f"{r} ({int((roles == r).sum())})", gid=f"hist:{name}:{r}")
     for q, v, style in (("p10", p10, ":"), ("median", med, "-"), ("p90", p90, ":")):
         ax.axvline(v / scale, color="black", linestyle=style, linewidth=1.1, gid=f"{q}:{name}")
     ticks = med / tick if tick else None
