@@ -397,21 +397,24 @@ def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder
         raise typer.Exit(1)
 
 
-@app.command(context_settings={"ignore_unknown_options": True})
-def capture(command: list[str] = typer.Argument(..., metavar="-- CMD...", help="The program and its arguments, "
-                                                                              "after --."),
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             options_metavar="[OPTIONS] -- CMD...")
+def capture(ctx: typer.Context,
             spec: Path = typer.Option(..., help="The applied spec (its manifest names the kernel and sites)."),
             out_dir: Path = typer.Option(..., "--out", help="Capture folder to create."),
             root: Optional[Path] = RootOpt,
             workload: Optional[str] = typer.Option(None, help="Workload identity recorded with each launch."),
             as_json: bool = JsonOpt):
-    """Run a program (everything after --) under capture: with the cuda backend through the
+    """Run a program (CMD..., everything after --) under capture: with the cuda backend through the
     recorder's ATREX_TIMELINE_OUT; with cutedsl under IKeT's run-iket, normalizing its output to
     the same raw files. The manifest is copied in, so decode/validate/export take the folder as is."""
     from .capture import run_capture
 
-    return _run(as_json, lambda: run_capture(spec, root, out_dir, command, workload),
-                lambda r: out.print(f"{len(r['launches'])} launch(es) captured in {r['out']}", markup=False))
+    def work():
+        if not ctx.args:
+            raise AtrexError("no program to run", hint="atrex-inject capture --spec S --out DIR -- ./prog args")
+        return run_capture(spec, root, out_dir, ctx.args, workload)
+    _run(as_json, work, lambda r: out.print(f"{len(r['launches'])} launch(es) captured in {r['out']}", markup=False))
 
 
 for _c in app.registered_commands:  # every command, including ones added later in this file
