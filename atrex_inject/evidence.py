@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .decode import Launch
+from .errors import AtrexError
 from .grade import DEFAULT_TARGET, grade
 from .measure import validate_measurement
 from .validate import Provenance, validate_dir
@@ -25,6 +26,10 @@ class Evidence:
 def gather(capture_dir: Path | None, manifest: dict, measurement: Path | None = None, evidence: Path | None = None,
            correctness: str | None = None, target: float = DEFAULT_TARGET, hard_threshold: bool = False,
            source: Path | None = None) -> Evidence:
+    for path, what in ((measurement, "measurement artifact"), (evidence, "correctness records")):
+        if path is not None and not Path(path).is_file():
+            raise AtrexError(f"{what} {path} does not exist",
+                             hint="give the file `atrex-inject measure --out` or the evaluator wrote")
     capture, launches = validate_dir(capture_dir, manifest, Provenance(source=source)) if capture_dir else (None, [])
     check = validate_measurement(measurement) if measurement else None
     art = json.loads(Path(measurement).read_text()) if measurement else None

@@ -157,7 +157,7 @@ def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | Non
         parts.append("<h2>Intervals</h2>")
         for i, (launch, s) in enumerate(zip(ev.launches, ev.capture["summaries"])):
             parts.append(f"<h3>{_e(launch.name)}</h3>" + _summary(s))
-            if i < MAX_PICTURES:
+            if i < MAX_PICTURES and m["intervals"]:  # the picture compares intervals: none, no picture
                 parts.append(_picture(launch, m, window))
         if len(ev.launches) > MAX_PICTURES:
             parts.append(f"<p>Pictures for the first {MAX_PICTURES} of {len(ev.launches)} launches; "

@@ -112,7 +112,7 @@ def _distribution(ax, launch: Launch, manifest: dict, name: str, p: dict, tick: 
                 label=f"{r} ({int((roles == r).sum())})", gid=f"hist:{name}:{r}")
     for q, v, style in (("p10", p10, ":"), ("median", med, "-"), ("p90", p90, ":")):
         ax.axvline(v / scale, color="black", linestyle=style, linewidth=1.1, gid=f"{q}:{name}")
-    ticks = med / tick if tick else None
+    ticks = float(med / tick) if tick else None
     ax.set_title(f"{name}: median {med / scale:.4g} {unit}" + (f" = {ticks:.0f} ticks" if ticks else "")
                  + f"  (p10 {p10 / scale:.4g}, p90 {p90 / scale:.4g} {unit})", fontsize=9, loc="left")
     if ticks is not None and ticks < FEW_TICKS:
@@ -184,6 +184,7 @@ def draw(launch: Launch, manifest: dict, window: Window | None = None, max_rows:
                          hint="add `intervals = [\"a -> b\"]` to the spec, or open the Perfetto trace")
     ev = launch.events
     t_first = int(ev["t_ns"].min()) if ev["t_ns"].size else 0
+    span = float(ev["t_ns"].max() - t_first) if ev["t_ns"].size else 0.0
     tick = timer_tick_ns(ev["t_ns"])
     ids = site_ids(manifest)
     all_pairs = [pairs(launch, ids[iv["start"]], ids[iv["end"]]) for iv in intervals]
@@ -194,7 +195,7 @@ def draw(launch: Launch, manifest: dict, window: Window | None = None, max_rows:
     for k, (iv, p) in enumerate(zip(intervals, all_pairs)):
         dist = _distribution(fig.add_subplot(grid[k, 0]), launch, manifest, iv["name"], p, tick, colors[k])
         ax = fig.add_subplot(grid[k, 1])
-        w = window or auto_window(p, t_first, float(ev["t_ns"].max() - t_first))
+        w = window or auto_window(p, t_first, span)
         if w is None:
             ax.set_gid(f"lanes:{iv['name']}")
             ax.text(0.5, 0.5, "no instances to zoom on", ha="center", va="center", transform=ax.transAxes)

@@ -120,3 +120,25 @@ def test_report_of_a_missing_folder_is_a_usage_error(tmp_path):
     r = invoke("report", tmp_path / "nowhere", "-o", tmp_path / "r.html", "--json")
     assert r.exit_code == 2 and "does not exist" in json.loads(r.output)["error"]
     assert not (tmp_path / "r.html").exists()
+
+
+def test_missing_measurement_is_a_usage_error(tmp_path):
+    r = invoke("report", FIX / "gemm_mma", "-o", tmp_path / "r.html", "--measurement", tmp_path / "none.json",
+               "--json")
+    assert r.exit_code == 2 and "none.json does not exist" in json.loads(r.output)["error"]
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_spec_without_intervals(tmp_path):
+    """Synthetic: the reduction's real capture with the intervals deleted from a copy of its manifest.
+    The report still has its tables (and no picture); `export --png` says why it cannot draw."""
+    cap = tmp_path / "cap"
+    shutil.copytree(FIX / "reduce_sumsq", cap)
+    m = json.loads((cap / "manifest.json").read_text())
+    (cap / "manifest.json").write_text(json.dumps({**m, "intervals": []}))
+    r = invoke("report", cap, "-o", tmp_path / "r.html", "--json")
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "r.html").read_text()
+    assert 'class="validation"' in html and "<img" not in html
+    r = invoke("export", cap, "--png", tmp_path / "t.png", "--json")
+    assert r.exit_code == 2 and "no intervals" in json.loads(r.output)["error"]
