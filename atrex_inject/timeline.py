@@ -196,13 +196,15 @@ def draw(launch: Launch, manifest: dict, window: Window | None = None, max_rows:
         dist = _distribution(fig.add_subplot(grid[k, 0]), launch, manifest, iv["name"], p, tick, colors[k])
         ax = fig.add_subplot(grid[k, 1])
         w = window or auto_window(p, t_first, span)
-        if w is None:
+        must = int(p["owner"][median_instance(p)]) if window is None and w is not None else None
+        lanes = _lanes(launch, w, t_first, max_rows, must) if w is not None else np.zeros(0, dtype=np.int64)
+        if lanes.size == 0:
             ax.set_gid(f"lanes:{iv['name']}")
-            ax.text(0.5, 0.5, "no instances to zoom on", ha="center", va="center", transform=ax.transAxes)
-            rows.append({"interval": iv["name"], **dist, "window_us": None, "lanes": [], "complete_in_window": 0})
+            ax.text(0.5, 0.5, "no instances to zoom on" if w is None else "no events in this window",
+                    ha="center", va="center", transform=ax.transAxes)
+            rows.append({"interval": iv["name"], **dist, "window_us": w and [w.start / 1e3, w.end / 1e3],
+                         "lanes": [], "complete_in_window": 0})
             continue
-        must = int(p["owner"][median_instance(p)]) if window is None else None
-        lanes = _lanes(launch, w, t_first, max_rows, must)
         complete = _swimlane(ax, launch, manifest, k, w, lanes, all_pairs, t_first, colors, "v^osdP*X<>")
         rows.append({"interval": iv["name"], **dist, "window_us": [w.start / 1e3, w.end / 1e3],
                      "lanes": [lane_name(launch, manifest, int(o)) for o in lanes], "complete_in_window": complete})

@@ -60,6 +60,7 @@ def test_demo(tmp_path):
     out = json.loads(r.output)
     assert out["validation"] == "valid" and out["reverted_byte_exact"] is True
     assert Path(out["perfetto"]).stat().st_size > 100_000 and Path(out["png"]).exists()
+    assert "<table class=\"validation\">" in Path(out["report"]).read_text()
 
 
 def test_include_dir():
