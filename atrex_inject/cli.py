@@ -173,7 +173,7 @@ def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
 
 
 @app.command()
-def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON argv array, e.g. \'["./gemm", '
+def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON argv array, e.g. \'["build/gemm.clean", '
                                                     '"--warmup", "{warmup}", "--iters", "{iterations}"]\'.'),
             instrumented: str = typer.Option(..., help="Instrumented command, same form."),
             out_file: Path = typer.Option(Path("measurement.json"), "--out", help="Artifact to write (JSON)."),
