@@ -87,16 +87,20 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     _say(console, "4. summary (recomputed from canonical events):")
     for s in report["summaries"]:
         _say(console, "   " + render_text(s).replace("\n", "\n   "))
-    trace = export_perfetto(launches, m, work / "timeline.pftrace")
-    png, panels = render_png(launches[0], m, work / "timeline.png")
     page = render_report(ev, work / "report.html", str(cap))
-    _say(console, f"5. export: {trace} (open in https://ui.perfetto.dev), {png} (per interval: durations and a "
-                  f"zoomed swimlane), and {page} (validation, summary, picture, trace link: open this first)")
+    trace = png = panels = None
+    if launches:
+        trace = export_perfetto(launches, m, work / "timeline.pftrace")
+        png, panels = render_png(launches[0], m, work / "timeline.png")
+        _say(console, f"5. export: {trace} (open in https://ui.perfetto.dev), {png} (per interval: durations and "
+                      f"a zoomed swimlane), and {page} (validation, summary, picture, trace link: open this first)")
+    else:
+        _say(console, f"5. export: no launch decoded, nothing to draw; {page} shows the failed checks")
     rv = snapshot.revert(spec)
     restored = sha256_file(src) == clean_sha
     _say(console, f"6. revert: {m['source']['path']} restored byte for byte: {'yes' if restored else 'NO'}")
     _say(console, f"work folder: {work}")
     return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],
-            "summaries": report["summaries"], "perfetto": str(trace), "png": str(png), "panels": panels,
-            "report": str(page),
+            "summaries": report["summaries"], "perfetto": trace and str(trace), "png": png and str(png),
+            "panels": panels, "report": str(page),
             "reverted_byte_exact": restored, "archived": rv["archived"], "live": live}

@@ -142,3 +142,16 @@ def test_spec_without_intervals(tmp_path):
     assert 'class="validation"' in html and "<img" not in html
     r = invoke("export", cap, "--png", tmp_path / "t.png", "--json")
     assert r.exit_code == 2 and "no intervals" in json.loads(r.output)["error"]
+
+
+def test_demo_with_a_foreign_capture_reports_instead_of_crashing(tmp_path, monkeypatch):
+    """The reduction's real capture in place of the GEMM's: nothing decodes (another source id);
+    the demo exits 1 and its report shows the failed check, with no picture and no trace."""
+    from atrex_inject import demo
+    monkeypatch.setattr(demo, "CAPTURE", FIX / "reduce_sumsq")
+    r = invoke("demo", "--out", tmp_path / "d", "--json")
+    assert r.exit_code == 1
+    out = json.loads(r.output)
+    assert out["validation"] == "rejected" and out["png"] is None and out["reverted_byte_exact"]
+    html = Path(out["report"]).read_text()
+    assert "stale_provenance" in html and "FAIL" in html and "<img" not in html and "atrex-trace" not in html
