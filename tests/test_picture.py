@@ -117,3 +117,20 @@ def test_summary_states_the_tick_and_flags_quantized_medians():
     flagged = [line for line in text if "quantized" in line]
     assert len(flagged) == 1 and flagged[0].lstrip().startswith("stream_done -> tail_done")
     assert np.all(np.asarray([iv["median"] for iv in s["intervals"]]) % 32 == 0)
+
+
+def test_crowded_marks_become_ticks(demo, monkeypatch):
+    """Marks are symbols while they have room on a lane, and vertical ticks once they would overlap
+    (forced here by asking for more room per mark than the 32 prefetch marks per lane leave)."""
+    from atrex_inject import timeline
+    _, m, launch = demo
+
+    def prefetch_marker_vertices():
+        fig, _ = draw(launch, m, parse_window("0:601"))
+        (coll,) = [c for ax in _axes(fig, "lanes").values() for c in ax.collections
+                   if c.get_gid() == "marks:prefetch"][:1]
+        return len(coll.get_paths()[0].vertices)
+
+    assert prefetch_marker_vertices() > 2  # a triangle
+    monkeypatch.setattr(timeline, "MARK_SPACING_PX", 100)
+    assert prefetch_marker_vertices() == 2  # a tick: one vertical segment
