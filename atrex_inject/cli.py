@@ -8,15 +8,27 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
-from . import snapshot
+from . import __version__, snapshot
 from .errors import AtrexError
+
+class _Command(TyperCommand):
+    """Usage lines name positional arguments by their metavar (`SPEC`, `CAPTURE_DIR`, `-- CMD...`),
+    the way the README and docs write them, instead of typer's `{spec}`."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        return [self.options_metavar] + [p.metavar or p.name.upper() for p in self.get_params(ctx)
+                                         if p.param_type_name == "argument"]
+
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None,
     help="Instrument one GPU kernel from a probe spec, capture and decode its intra-kernel timeline, "
          "and restore the clean kernel byte for byte.\n\n"
-         "Typical loop: apply SPEC -> build and run with ATREX_TIMELINE_OUT=DIR -> decode DIR -> revert SPEC.")
+         "Typical loop: apply SPEC -> build and run with ATREX_TIMELINE_OUT=CAPTURE_DIR -> validate CAPTURE_DIR "
+         "-> summary CAPTURE_DIR -> export CAPTURE_DIR --perfetto T.pftrace --png T.png -> report CAPTURE_DIR "
+         "-o report.html -> revert SPEC.")
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -24,6 +36,30 @@ JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of t
 RootOpt = typer.Option(None, "--root", help="Project tree the spec's paths must stay in (default: nearest .git).")
 MeasureRootOpt = typer.Option(None, "--root", help="Folder the measurement's relative source and binary paths "
                                                    "resolve against (default: the current folder).")
+CaptureArg = typer.Argument(..., metavar="CAPTURE_DIR", help="Capture folder: what the program wrote with "
+                                                            "ATREX_TIMELINE_OUT (*.atrex + .json per launch).")
+ManifestOpt = typer.Option(None, help="manifest.json of the applied spec (default: CAPTURE_DIR/manifest.json).")
+PngWindowOpt = typer.Option("auto", "--png-window", metavar="auto|START:END",
+                            help="Picture window (the PNG only): `auto` zooms each interval's row on a few of its "
+                                 "instances around the median one; START:END (µs since the launch's first event) "
+                                 "is one window for every row.")
+RowsOpt = typer.Option(8, help="Lanes (owners) per swimlane in the picture: the owners with the most events in it.")
+MeasurementOpt = typer.Option(None, help="Measurement artifact (atrex-inject measure).")
+EvidenceOpt = typer.Option(None, help="The evaluator's JSONL correctness records (examples/evaluator.py writes one).")
+TargetOpt = typer.Option(0.10, help="Overhead target (0.10 = 10%).")
+SourceOpt = typer.Option(None, help="Instrumented source, for the provenance check.")
+
+
+def _version(show: bool) -> None:
+    if show:
+        print(f"atrex-inject {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                       help="Print the version and exit.")) -> None:
+    pass
 
 
 def _run(as_json: bool, fn, render):
@@ -44,7 +80,7 @@ def _run(as_json: bool, fn, render):
 
 
 @app.command()
-def apply(spec: Path = typer.Argument(..., help="Probe spec (TOML), see docs/spec.md."),
+def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML), see docs/spec.md."),
           root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
     """Save the clean source, write the instrumented snapshot in place, and keep patch + manifest
     under .atrex/<name>/. Refused when already applied; on any error nothing is written."""
@@ -62,7 +98,7 @@ def apply(spec: Path = typer.Argument(..., help="Probe spec (TOML), see docs/spe
 
 
 @app.command()
-def revert(spec: Path = typer.Argument(..., help="The spec that was applied."),
+def revert(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that was applied."),
            root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
     """Restore the clean source, only if the file still has the instrumented hash; the restored
     file is checked against the clean hash, and the workspace is archived under .atrex/history/."""
@@ -73,14 +109,14 @@ def revert(spec: Path = typer.Argument(..., help="The spec that was applied."),
 
 
 @app.command()
-def status(spec: Path = typer.Argument(...), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
+def status(spec: Path = typer.Argument(..., metavar="SPEC", help="The probe spec (TOML) to ask about."), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
     """Say whether the spec's source is clean, instrumented by this spec, or modified since."""
     _run(as_json, lambda: snapshot.status(spec, root),
          lambda r: out.print(f"{r['source']}: {r['state']} (spec {r['spec']})", markup=False))
 
 
 @app.command()
-def diff(spec: Path = typer.Argument(...), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
+def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that was applied."), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
     """Print the applied patch (unified diff, accepted by `git apply -R` to undo)."""
     _run(as_json, lambda: {"patch": snapshot.patch_text(spec, root)}, lambda r: sys.stdout.write(r["patch"]))
 
@@ -92,6 +128,9 @@ def include_dir(as_json: bool = JsonOpt):
 
 
 def _manifest(capture_dir: Path, manifest: Optional[Path]) -> dict:
+    if manifest is None and not capture_dir.is_dir():
+        raise AtrexError(f"capture folder {capture_dir} does not exist",
+                         hint="give the folder the program wrote with ATREX_TIMELINE_OUT")
     path = manifest or capture_dir / "manifest.json"
     m = snapshot.load_manifest(path.parent) if path.name == "manifest.json" else None
     if m is None:
@@ -100,9 +139,7 @@ def _manifest(capture_dir: Path, manifest: Optional[Path]) -> dict:
 
 
 @app.command()
-def decode(capture_dir: Path = typer.Argument(..., help="Folder the program wrote with ATREX_TIMELINE_OUT."),
-           manifest: Optional[Path] = typer.Option(None, help="manifest.json of the applied spec "
-                                                              "(default: CAPTURE_DIR/manifest.json)."),
+def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt,
            out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to save canonical events "
                                                                       "(default: CAPTURE_DIR/decoded)."),
            as_json: bool = JsonOpt):
@@ -144,7 +181,7 @@ def decode(capture_dir: Path = typer.Argument(..., help="Folder the program wrot
 
 
 @app.command()
-def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON argv array, e.g. \'["./gemm", '
+def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON argv array, e.g. \'["build/gemm.clean", '
                                                     '"--warmup", "{warmup}", "--iters", "{iterations}"]\'.'),
             instrumented: str = typer.Option(..., help="Instrumented command, same form."),
             out_file: Path = typer.Option(Path("measurement.json"), "--out", help="Artifact to write (JSON)."),
@@ -153,8 +190,8 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
             pattern: str = typer.Option("ABBA,BAAB", help="Schedule: A = baseline, B = instrumented."),
             rounds: int = typer.Option(1, help="Repeat the pattern this many times."),
             timeout: float = typer.Option(300.0, help="Seconds before a sample is killed (and rejected)."),
-            source: list[Path] = typer.Option([], help="Source file measured (repeatable); hashed."),
-            binary: list[Path] = typer.Option([], help="Built binary measured (repeatable); hashed."),
+            source: list[Path] = typer.Option([], metavar="<path>", help="Source file measured (repeatable); hashed."),
+            binary: list[Path] = typer.Option([], metavar="<path>", help="Built binary measured (repeatable); hashed."),
             capture_dir: Optional[Path] = typer.Option(None, help="Instrumented samples record here "
                                                                   "(default: next to --out)."),
             root: Optional[Path] = typer.Option(None, "--root", help="Store source and binary paths relative to this "
@@ -214,8 +251,9 @@ def _render_checks(r: dict) -> None:
 
 
 @app.command()
-def validate(capture_dir: Optional[Path] = typer.Argument(None, help="Capture folder (raw files)."),
-             manifest: Optional[Path] = typer.Option(None, help="manifest.json (default: CAPTURE_DIR/manifest.json)."),
+def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE_DIR]", help="Capture folder "
+                                                         "(raw files); leave out to check only --measurement."),
+             manifest: Optional[Path] = ManifestOpt,
              source: Optional[Path] = typer.Option(None, help="Instrumented source the binary was built from."),
              binary: Optional[Path] = typer.Option(None, help="Binary that ran (with --binary-sha256)."),
              binary_sha256: Optional[str] = typer.Option(None, help="Expected sha256 of --binary."),
@@ -263,10 +301,11 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, help="Capture fo
 
 
 @app.command()
-def summary(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = typer.Option(None),
-            as_json: bool = JsonOpt):
-    """Per launch: each interval `a -> b` (count, min, p10, median, p90, max in ns; per SM, per owner)
-    and each site's offsets from the launch's first event, recomputed from canonical events."""
+def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt, as_json: bool = JsonOpt):
+    """Per launch: each interval `a -> b` (count, min, p10, median, p90, max; per SM and per owner in
+    --json) and each site's offsets from the launch's first event, recomputed from canonical events
+    (streamed part by part, so a capture larger than memory is summarized). Text in µs, JSON in ns.
+    Prints the timer tick and flags medians under 10 ticks (quantized)."""
     from .decode import PART_EVENTS, capture_files
     from .summary import render_text, summarize_file
 
@@ -277,17 +316,19 @@ def summary(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = 
 
 
 @app.command()
-def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = typer.Option(None),
-           perfetto: Optional[Path] = typer.Option(None, help="Write a Perfetto trace (.pftrace)."),
-           png: Optional[Path] = typer.Option(None, help="Write a swimlane picture of the first launch."),
-           rows: int = typer.Option(16, help="Owners shown in the picture."),
+def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt,
+           perfetto: Optional[Path] = typer.Option(None, help="Write a Perfetto trace (.pftrace) of every launch."),
+           png: Optional[Path] = typer.Option(None, help="Write the picture of the first launch: per interval, its "
+                                                        "durations per owner role next to a zoomed swimlane."),
+           png_window: str = PngWindowOpt, rows: int = RowsOpt,
            owners: Optional[str] = typer.Option(None, "--owners", metavar="LIST",
                                                 help="Trace only these owner slots in full, e.g. 0-3,17."),
            ctas: Optional[str] = typer.Option(None, "--ctas", metavar="LIST",
                                               help="Trace only the owners of these CTAs (linear index), e.g. 0-7."),
-           window: Optional[str] = typer.Option(None, "--window", metavar="START:END",
-                                                help="Keep only events START <= t < END ns after each launch's "
-                                                     "first event (either side may be empty)."),
+           trace_window: Optional[str] = typer.Option(
+               None, "--trace-window", metavar="START:END",
+               help="Trace window (the Perfetto trace only): keep only events START <= t < END ns after each "
+                    "launch's first event (whole ns; either side may be empty). The picture's is --png-window."),
            everything: bool = typer.Option(False, "--all", help="Trace every owner in full, whatever the size."),
            budget: int = typer.Option(1_000_000, "--budget", metavar="EVENTS",
                                       help="Default rule: events traced in full, at most."),
@@ -295,10 +336,13 @@ def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = t
     """Export decoded launches: a native Perfetto trace (open it at ui.perfetto.dev) and/or a PNG.
     The trace holds every owner when the capture fits the budget; otherwise the owners closest to
     each interval's median, p10 and p90 and the slowest, and counter tracks for the rest; its
-    `selection` track names what was left out (docs/format.md)."""
+    `selection` track names what was left out (docs/format.md). The two windows are separate:
+    --trace-window (ns) selects the trace's events, --png-window (µs) zooms the picture."""
     from .decode import PART_EVENTS, capture_files, decode_file, decode_parts
+    from .timeline import parse_window
 
     def work():
+        w = parse_window(png_window)
         m = _manifest(capture_dir, manifest)
         files = capture_files(capture_dir)
         r = {}
@@ -306,12 +350,13 @@ def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = t
             from .export import write_trace
             from .selection import choose
             parts = [lambda f=f: decode_parts(f, m, PART_EVENTS) for f in files]
-            choices = choose(parts, m, owners, ctas, window, everything, budget)
+            choices = choose(parts, m, owners, ctas, trace_window, everything, budget)
             r["perfetto"] = str(write_trace(choices, m, perfetto))
             r["selection"] = [c.to_json() for c in choices]
         if png:
             from .timeline import render_png
-            r["png"] = str(render_png(decode_file(files[0], m), m, png, rows))
+            path, panels = render_png(decode_file(files[0], m), m, png, w, rows)
+            r["png"], r["panels"] = str(path), panels
         if not r:
             raise AtrexError("nothing to export", hint="give --perfetto FILE and/or --png FILE")
         return r
@@ -324,35 +369,56 @@ def export(capture_dir: Path = typer.Argument(...), manifest: Optional[Path] = t
             out.print(f"  {c['launch']}: {c['n_kept']} owners in full, {c['n_left_out']} left out"
                       + (f" ({c['left_out_owners'][:60]}{'…' if len(c['left_out_owners']) > 60 else ''})"
                          if c["n_left_out"] else "") + f"; rule: {c['rule']}", markup=False)
+        for p in r.get("panels", []):
+            where = f"{p['window_us'][0]:.2f}-{p['window_us'][1]:.2f} us" if p["window_us"] else "no instances"
+            out.print(f"  {p['interval']}: window {where}, {p['complete_in_window']} complete instance(s) "
+                      f"on {len(p['lanes'])} lanes", markup=False)
     _run(as_json, work, render)
 
 
 @app.command()
-def verdict(capture_dir: Optional[Path] = typer.Option(None, "--capture", help="Capture folder."),
-            manifest: Optional[Path] = typer.Option(None),
-            measurement: Optional[Path] = typer.Option(None, help="Measurement artifact (atrex-inject measure)."),
-            correctness_evidence: Optional[Path] = typer.Option(None, help="The evaluator's JSONL records."),
+def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-o", "--out", help="HTML file to write."),
+           manifest: Optional[Path] = ManifestOpt, measurement: Optional[Path] = MeasurementOpt,
+           correctness_evidence: Optional[Path] = EvidenceOpt, target: float = TargetOpt,
+           source: Optional[Path] = SourceOpt, root: Optional[Path] = MeasureRootOpt,
+           png_window: str = PngWindowOpt, as_json: bool = JsonOpt):
+    """Write one self-contained HTML page for a reviewer: the grade, the validation table, per launch
+    the interval summary and the picture, the measurement when given, and a link that opens the
+    embedded trace in the Perfetto UI."""
+    from .evidence import gather
+    from .report import render as render_report
+    from .timeline import parse_window
+
+    def work():
+        w = parse_window(png_window)
+        ev = gather(capture_dir, _manifest(capture_dir, manifest), measurement, correctness_evidence,
+                    target=target, source=source, root=root)
+        path = render_report(ev, out_file, str(capture_dir), w)
+        return {"report": str(path), "verdict": ev.capture["verdict"], "grade": ev.grade["grade"]}
+    _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})",
+                                            markup=False))
+
+
+@app.command()
+def verdict(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE_DIR]", help="Capture folder; "
+                                                          "leave out to grade without a capture (give --manifest)."),
+            manifest: Optional[Path] = ManifestOpt, measurement: Optional[Path] = MeasurementOpt,
+            correctness_evidence: Optional[Path] = EvidenceOpt,
             correctness: Optional[str] = typer.Option(None, help="Self-declared correctness: a note, never evidence."),
-            target: float = typer.Option(0.10, help="Overhead target (0.10 = 10%)."),
+            target: float = TargetOpt,
             hard_threshold: bool = typer.Option(False, help="Overhead above target rejects instead of diagnostic."),
-            source: Optional[Path] = typer.Option(None, help="Instrumented source, for the provenance check."),
-            root: Optional[Path] = MeasureRootOpt,
-            as_json: bool = JsonOpt):
+            source: Optional[Path] = SourceOpt, root: Optional[Path] = MeasureRootOpt, as_json: bool = JsonOpt):
     """Grade the evidence: decision_grade (valid capture + valid measurement within target + a
     matching evaluator record, all of one build, workload and device), diagnostic (something missing
     or a field that disagrees, listed), or rejected."""
-    from .grade import grade
-    from .measure import load_measurement, validate_measurement
-    from .validate import Provenance, validate_capture
+    from .evidence import gather
 
     def work():
         if capture_dir is None and manifest is None:
-            raise AtrexError("verdict needs --capture (with its manifest) or --manifest")
+            raise AtrexError("verdict needs a CAPTURE_DIR (with its manifest) or --manifest")
         m = _manifest(capture_dir or manifest.parent, manifest)
-        rep = validate_capture(capture_dir, m, Provenance(source=source)) if capture_dir else None
-        meas = load_measurement(measurement) if measurement else None
-        check = validate_measurement(measurement, root) if measurement else None
-        return grade(rep, m, meas, check, correctness_evidence, correctness, target, hard_threshold)
+        return gather(capture_dir, m, measurement, correctness_evidence, correctness, target, hard_threshold,
+                      source, root, keep_launches=False).grade
 
     def render(r):
         out.print(f"grade: {r['grade']}", markup=False)
@@ -379,14 +445,15 @@ def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder
         raise typer.Exit(1)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+             options_metavar="[OPTIONS] -- CMD...")
 def capture(ctx: typer.Context,
             spec: Path = typer.Option(..., help="The applied spec (its manifest names the kernel and sites)."),
             out_dir: Path = typer.Option(..., "--out", help="Capture folder to create."),
             root: Optional[Path] = RootOpt,
             workload: Optional[str] = typer.Option(None, help="Workload identity recorded with each launch."),
             as_json: bool = JsonOpt):
-    """Run a program (everything after --) under capture: with the cuda backend through the
+    """Run a program (CMD..., everything after --) under capture: with the cuda backend through the
     recorder's ATREX_TIMELINE_OUT; with cutedsl under IKeT's run-iket, normalizing its output to
     the same raw files. The manifest is copied in, so decode/validate/export take the folder as is."""
     from .capture import run_capture
@@ -397,6 +464,10 @@ def capture(ctx: typer.Context,
         return run_capture(spec, root, out_dir, ctx.args, workload)
     _run(as_json, work, lambda r: out.print(f"{len(r['launches'])} launch(es) captured in {r['out']}", markup=False))
 
+
+for _c in app.registered_commands:  # every command, including ones added later in this file
+    if _c.cls in (None, TyperCommand):
+        _c.cls = _Command
 
 if __name__ == "__main__":
     app()

@@ -2,7 +2,8 @@
 
 Copies the bundled GEMM example and its spec into a work folder, applies the spec, checks that
 the bundled real H200 capture was recorded from exactly this instrumented source (same source
-id), then decodes, validates, summarizes, exports .pftrace and PNG, and reverts byte-exact.
+id), then decodes, validates, summarizes, exports .pftrace and PNG, writes the HTML report, and reverts
+byte-exact.
 With --live it builds the instrumented example and captures on this machine's GPU instead.
 """
 from __future__ import annotations
@@ -16,12 +17,13 @@ from pathlib import Path
 from . import snapshot
 from .decode import capture_files
 from .errors import AtrexError
+from .evidence import gather
 from .export import export_perfetto
 from .fsio import sha256_file
 from .patch import diffstat
+from .report import render as render_report
 from .summary import render_text
 from .timeline import render_png
-from .validate import Provenance, validate_dir
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 SPEC = "gemm_mma"
@@ -75,7 +77,8 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     files = capture_files(cap)
     _say(console, f"2. capture: {len(files)} launch file(s) in {cap} "
                   f"({'recorded now' if live else 'recorded on an H200, bundled'})")
-    report, launches = validate_dir(cap, m, Provenance(source=src))
+    ev = gather(cap, m, source=src)
+    report, launches = ev.capture, ev.launches
     failed = [c for c in report["checks"] if not c["ok"]]
     _say(console, f"3. validate: {report['verdict']} ({report['events']} events; "
                   f"{len(report['checks']) - len(failed)}/{len(report['checks'])} checks pass)")
@@ -84,13 +87,20 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     _say(console, "4. summary (recomputed from canonical events):")
     for s in report["summaries"]:
         _say(console, "   " + render_text(s).replace("\n", "\n   "))
-    trace = export_perfetto(launches, m, work / "timeline.pftrace")
-    png = render_png(launches[0], m, work / "timeline.png")
-    _say(console, f"5. export: {trace} (open in https://ui.perfetto.dev) and {png}")
+    page = render_report(ev, work / "report.html", str(cap))
+    trace = png = panels = None
+    if launches:
+        trace = export_perfetto(launches, m, work / "timeline.pftrace")
+        png, panels = render_png(launches[0], m, work / "timeline.png")
+        _say(console, f"5. export: {trace} (open in https://ui.perfetto.dev), {png} (per interval: durations and "
+                      f"a zoomed swimlane), and {page} (validation, summary, picture, trace link: open this first)")
+    else:
+        _say(console, f"5. export: no launch decoded, nothing to draw; {page} shows the failed checks")
     rv = snapshot.revert(spec)
     restored = sha256_file(src) == clean_sha
     _say(console, f"6. revert: {m['source']['path']} restored byte for byte: {'yes' if restored else 'NO'}")
     _say(console, f"work folder: {work}")
     return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],
-            "summaries": report["summaries"], "perfetto": str(trace), "png": str(png),
+            "summaries": report["summaries"], "perfetto": trace and str(trace), "png": png and str(png),
+            "panels": panels, "report": str(page),
             "reverted_byte_exact": restored, "archived": rv["archived"], "live": live}

@@ -22,6 +22,7 @@ from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
 from .decode import Launch
 from .fsio import write_atomic
+from .owners import cta_name, owner_name
 from .selection import Choice, choose, in_memory, ranges_text
 from .summary import pairs, site_ids
 
@@ -118,7 +119,6 @@ def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> N
     p.track_descriptor.process.process_name = (f"{manifest['kernel']} launch {launch.meta['launch_seq']} "
                                                f"grid {tuple(launch.meta['grid'])}")
     p.track_descriptor.description = _selection_line(ch)
-    gx, gy = launch.meta["grid"][0], launch.meta["grid"][1]
     roles = [g["role"] for g in manifest["groups"]]
     for sm in np.unique(own["smid"][kept]):
         p = b.add_packet()
@@ -130,15 +130,12 @@ def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> N
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_CTA, c))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_SM, cta_sm[c]))
-        p.track_descriptor.name = f"CTA ({c % gx}, {c // gx % gy}, {c // (gx * gy)})"
+        p.track_descriptor.name = cta_name(c, launch.meta["grid"])
     for o in kept.tolist():
-        role, t = roles[own["group"][o]], int(own["thread"][o])
-        who = {"thread": f"thread {t}", "predicate": f"thread {t}", "lane0": f"warp {t // 32}",
-               "warpgroup": f"warpgroup {t // 128}", "cta": "CTA leader"}[role]
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_OWNER, o))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_CTA, int(own["cta"][o])))
-        p.track_descriptor.name = f"{who} ({role})"
+        p.track_descriptor.name = owner_name(roles[own["group"][o]], int(own["thread"][o]))
         for k, iv in enumerate(manifest["intervals"]):
             p = b.add_packet()
             p.track_descriptor.uuid = int(track_uuid(no, KIND_INTERVAL, o * 16 + k))

@@ -7,7 +7,7 @@ a bounded set of owners: all of them when the capture fits the event budget; oth
 interval, the owners whose typical (mean) duration is closest to the launch's median, p10 and p90
 and the owners with the slowest instances, taken in that priority order while the events fit.
 Without intervals the owner's span (first to last event) stands in for a duration. `--owners`,
-`--ctas` and `--all` replace the rule; `--window` first keeps only events inside a time window.
+`--ctas` and `--all` replace the rule; `--trace-window` first keeps only events inside a time window.
 The first pass (survey) reads what the rule needs; the second (gather) keeps the chosen owners'
 events and sums the others into time bins for counter tracks.
 """
@@ -62,13 +62,23 @@ def parse_ranges(text: str, option: str) -> np.ndarray:
     return np.unique(np.array(out, dtype=np.int64))
 
 
-def parse_window(text: str) -> tuple[int | None, int | None]:
-    """`START:END` in ns after the launch's first event; either side may be empty."""
-    m = re.fullmatch(r"\s*(\d*)\s*:\s*(\d*)\s*", text)
-    lo, hi = (int(m[1]) if m[1] else None, int(m[2]) if m[2] else None) if m else (None, None)
-    if not m or (lo is not None and hi is not None and hi <= lo):
-        raise AtrexError(f"--window {text!r}: expected START:END, whole ns after the launch's first event, "
-                         "START < END", hint="write e.g. --window 100000:250000 (or 100000: to the end)")
+def parse_window(text: str, option: str = "--trace-window", unit: str = "ns",
+                 open_ends: bool = True) -> tuple[int | None, int | None]:
+    """`START:END` after the launch's first event, in ns (`unit` "ns": whole numbers) or µs ("us":
+    decimals allowed), returned in whole ns; with open_ends either side may be empty (to the
+    launch's start or end). The one parser of the trace's window (`export --trace-window`, ns) and
+    the picture's (`--png-window`, µs, timeline.parse_window)."""
+    num = r"\d+" if unit == "ns" else r"\d+(?:\.\d*)?|\.\d+"
+    m = re.fullmatch(rf"\s*({num})?\s*:\s*({num})?\s*", text)
+    scale = 1 if unit == "ns" else 1000
+    lo, hi = (round(float(m[1]) * scale) if m[1] else None, round(float(m[2]) * scale) if m[2] else None) \
+        if m else (None, None)
+    if (not m or (lo is not None and hi is not None and hi <= lo)
+            or (not open_ends and (lo is None or hi is None))):
+        what = "whole ns" if unit == "ns" else "µs"
+        example = "100000:250000 (or 100000: to the end)" if open_ends else "250:262"
+        raise AtrexError(f"{option} {text!r}: expected START:END, {what} after the launch's first event, "
+                         "START < END", hint=f"write e.g. {option} {example}")
     return lo, hi
 
 
@@ -290,5 +300,5 @@ def in_memory(launch: Launch) -> Parts:
 
 
 def _first_time(parts: Parts) -> int:
-    """The launch's first event time (--window is counted from it)."""
+    """The launch's first event time (--trace-window is counted from it)."""
     return min((int(p.events["t_ns"].min()) for p in parts() if p.events["t_ns"].size), default=0)

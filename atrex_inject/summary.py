@@ -6,11 +6,22 @@ t_end - t_start in ns. Everything is numpy over the launch's event columns.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .decode import Launch, decode_parts
 
 QUANTILES = {"min": 0.0, "p10": 0.10, "median": 0.50, "p90": 0.90, "max": 1.0}
+FEW_TICKS = 10  # a median under this many timer ticks is mostly quantization: flagged
+
+
+def timer_tick_ns(t_ns: np.ndarray) -> int | None:
+    """The timer's resolution as the data shows it: the gcd of the timestamps' offsets from the
+    first one (32 ns for %globaltimer on an H200). Durations are multiples of it."""
+    t = np.asarray(t_ns, dtype=np.int64)
+    tick = int(np.gcd.reduce(t - t.min())) if t.size else 0
+    return tick or None
 
 
 def site_ids(manifest: dict) -> dict[str, int]:
@@ -95,6 +106,7 @@ class Summarizer:
         self.launch = None
         self.events = self.owners = 0
         self.t_min, self.t_max = None, None
+        self.tick, self.t_ref = 0, None  # gcd of every time's offset from t_ref, the first part's first time
 
     def add(self, part: Launch) -> None:
         ev = part.events
@@ -104,6 +116,11 @@ class Summarizer:
             lo, hi = int(ev["t_ns"].min()), int(ev["t_ns"].max())
             self.t_min = lo if self.t_min is None else min(self.t_min, lo)
             self.t_max = hi if self.t_max is None else max(self.t_max, hi)
+            # timer_tick_ns of the whole launch, part by part: the gcd of each part's own tick and
+            # its first time's offset from the first part's (gcds of differences need no common origin)
+            if self.t_ref is None:
+                self.t_ref = lo
+            self.tick = math.gcd(self.tick, timer_tick_ns(ev["t_ns"]) or 0, lo - self.t_ref)
         for k, iv in enumerate(self.manifest["intervals"]):
             p = pairs(part, self.ids[iv["start"]], self.ids[iv["end"]])
             d = p["dur"]
@@ -119,12 +136,15 @@ class Summarizer:
 
     def result(self) -> dict:
         t_launch = self.t_min or 0
+        tick = self.tick or None
         intervals = []
         for k, iv in enumerate(self.manifest["intervals"]):
             dur = _drain(self.dur[k], np.result_type(np.uint32, *self.dur[k]))
             per_sm = _grouped(_drain(self.sm[k], np.int16), dur)
-            intervals.append({"name": iv["name"], "unit": "ns", **stats(dur), "per_sm": per_sm,
-                              "per_owner": self.per_owner[k]})
+            st = stats(dur)
+            intervals.append({"name": iv["name"], "unit": "ns", **st,
+                              "median_ticks": st["median"] / tick if tick and st["count"] else None,
+                              "per_sm": per_sm, "per_owner": self.per_owner[k]})
         wide = self.t_max is None or self.t_max - t_launch >= 1 << 32
         marks = []
         for s in self.manifest["sites"]:
@@ -134,7 +154,7 @@ class Summarizer:
             marks.append({"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
                           **stats(t)})
         return {"launch": self.launch.name, "launch_seq": self.launch.meta["launch_seq"], "events": self.events,
-                "owners": self.owners, "t_first_ns": t_launch,
+                "owners": self.owners, "t_first_ns": t_launch, "timer_tick_ns": tick,
                 "span_ns": self.t_max - t_launch if self.t_max is not None else 0,
                 "intervals": intervals, "marks": marks}
 
@@ -170,12 +190,18 @@ def summarize_file(path, manifest: dict, part_events: int | None = None) -> dict
 
 
 def render_text(summary: dict) -> str:
+    def flag(r: dict) -> str:
+        few = r.get("median_ticks") is not None and r["median_ticks"] < FEW_TICKS
+        return f"  median {r['median_ticks']:.0f} ticks: quantized" if few else ""
+
     def table(title: str, rows: list[dict], key: str) -> list[str]:
         head = [f"  {title:<32}{'count':>8}" + "".join(f"{k:>10}" for k in QUANTILES) + "  (us)"]
         return head + [f"  {r[key]:<32}{r['count']:>8}" + "".join(
-            f"{r[k] / 1e3:>10.3f}" if r[k] is not None else f"{'-':>10}" for k in QUANTILES) for r in rows]
+            f"{r[k] / 1e3:>10.3f}" if r[k] is not None else f"{'-':>10}" for k in QUANTILES) + flag(r) for r in rows]
 
+    tick = summary.get("timer_tick_ns")
     return "\n".join([f"{summary['launch']}: {summary['events']} events from {summary['owners']} owners, "
-                      f"span {summary['span_ns'] / 1e3:.1f} us",
+                      f"span {summary['span_ns'] / 1e3:.1f} us, timer tick "
+                      + (f"{tick} ns (durations are multiples of it)" if tick else "unknown (fewer than 2 times)"),
                       *table("interval", summary["intervals"], "name"),
                       *table("mark (offset from first event)", summary["marks"], "site")])

@@ -112,7 +112,7 @@ grep -q "staging rings were sized for" "$OUT/refused.stderr" && [ -z "$(ls -A "$
   && echo "refused as expected, nothing written" || { echo "NOT refused as expected"; fail=1; }
 
 log "evidence grade: capture + measurement + evaluator record"
-$ATREX verdict --capture "$OUT/cap/gemm_mma" --measurement "$OUT/cap/measure/gemm_mma.json" --root "$work" \
+$ATREX verdict "$OUT/cap/gemm_mma" --measurement "$OUT/cap/measure/gemm_mma.json" --root "$work" \
   --correctness-evidence "$OUT/cap/measure/evaluations.jsonl" --source "$OUT/cap/gemm_mma.instrumented.cu" --json \
   | tee "$OUT/cap/measure/verdict.json" || fail=1
 

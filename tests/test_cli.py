@@ -43,13 +43,13 @@ def test_validate_rejects_with_exit_1(tmp_path):
 
 def test_usage_error_exit_2(tmp_path):
     r = invoke("validate", tmp_path / "nowhere")
-    assert r.exit_code == 2 and "no manifest" in r.output
+    assert r.exit_code == 2 and "does not exist" in r.output
 
 
 def test_verdict_json(tmp_path):
     d = tmp_path / "cap"
     shutil.copytree(FIX / "gemm_mma", d)
-    r = invoke("verdict", "--capture", d, "--correctness", "passed", "--json")
+    r = invoke("verdict", d, "--correctness", "passed", "--json")
     out = json.loads(r.output)
     assert r.exit_code == 0 and out["grade"] == "diagnostic" and out["notes"]
 
@@ -60,6 +60,7 @@ def test_demo(tmp_path):
     out = json.loads(r.output)
     assert out["validation"] == "valid" and out["reverted_byte_exact"] is True
     assert Path(out["perfetto"]).stat().st_size > 100_000 and Path(out["png"]).exists()
+    assert "<table class=\"validation\">" in Path(out["report"]).read_text()
 
 
 def test_include_dir():

@@ -327,7 +327,7 @@ def test_bad_inputs_exit_2(tmp_path):
     shutil.copytree(FIX / "gemm_mma", cap)
     (tmp_path / "bad.json").write_text("{not json")
     cases = [(["validate", "--measurement", tmp_path / "bad.json"], "not JSON"),
-             (["verdict", "--capture", cap, "--correctness-evidence", tmp_path / "nope.jsonl"],
+             (["verdict", cap, "--correctness-evidence", tmp_path / "nope.jsonl"],
               "cannot read the correctness evidence"),
              (["validate", cap, "--source", tmp_path / "nope.cu"], "cannot read the instrumented source")]
     for args, msg in cases:
@@ -338,7 +338,7 @@ def test_bad_inputs_exit_2(tmp_path):
 
 
 def test_verdict_root_rechecks_committed_measurement(tmp_path):
-    r = runner.invoke(app, ["verdict", "--capture", str(FIX / "cutedsl"), "--measurement",
+    r = runner.invoke(app, ["verdict", str(FIX / "cutedsl"), "--measurement",
                             str(FIX / "cutedsl" / "measure.json"), "--root", str(tmp_path), "--json"],
                       catch_exceptions=False)
     out = json.loads(r.output)

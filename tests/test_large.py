@@ -166,7 +166,7 @@ def test_owners_ctas_window_and_all_override_the_default(large, tmp_path):
     assert invoke("export", d, "--perfetto", f, "--ctas", "2").exit_code == 0
     assert sorted(parse_trace(f)["owners"]) == list(range(16, 24))  # 8 warps of CTA 2
     t_first = int(launch.events["t_ns"].min())
-    assert invoke("export", d, "--perfetto", f, "--owners", "7", "--window", "100000:200000").exit_code == 0
+    assert invoke("export", d, "--perfetto", f, "--owners", "7", "--trace-window", "100000:200000").exit_code == 0
     inside = [x for x in owner_times(launch, 7) if t_first + 100_000 <= x < t_first + 200_000]
     traced = traced_times(windowed(launch, 100_000, 200_000, t_first), m, 7)  # instances with both ends inside
     assert parse_trace(f)["owners"] == {7: traced} and set(traced) <= set(inside) and len(traced) >= len(inside) - 2
@@ -179,7 +179,7 @@ def test_owners_ctas_window_and_all_override_the_default(large, tmp_path):
     (["--all", "--owners", "1"], "--all keeps every owner; it cannot be combined with --owners or --ctas"),
     (["--owners", "2-1"], "--owners '2-1': '2-1' is not an index or a range LO-HI"),
     (["--ctas", "100000"], "--ctas: 100000 is out of range: the capture has"),
-    (["--window", "9:9"], "--window '9:9': expected START:END"),
+    (["--trace-window", "9:9"], "--trace-window '9:9': expected START:END"),
     (["--budget", "0"], "--budget 0: the event budget must be at least 1"),
 ])
 def test_bad_selection_options_exit_2_and_write_nothing(tmp_path, args, message):

@@ -1,0 +1,38 @@
+"""The evidence a reviewer judges, gathered once: the capture's validation (and the launches it
+decoded), the measurement's recheck, and the grade. `verdict` prints it; `report` renders it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .decode import PART_EVENTS, Launch
+from .grade import DEFAULT_TARGET, grade, read_records
+from .measure import load_measurement, validate_measurement
+from .validate import Provenance, validate_dir
+
+
+@dataclass
+class Evidence:
+    manifest: dict
+    capture: dict | None  # the validation report, summaries included
+    launches: list[Launch]
+    measurement: dict | None  # the artifact as written by `measure`
+    measurement_check: dict | None
+    grade: dict
+
+
+def gather(capture_dir: Path | None, manifest: dict, measurement: Path | None = None, evidence: Path | None = None,
+           correctness: str | None = None, target: float = DEFAULT_TARGET, hard_threshold: bool = False,
+           source: Path | None = None, root: Path | None = None, keep_launches: bool = True) -> Evidence:
+    """`root`: what the measurement's relative paths resolve against (validate_measurement).
+    keep_launches=False validates the capture part by part (memory bounded by a part, for captures
+    larger than memory) and returns no launches: enough for a grade, not for a picture or trace."""
+    # the files are read (a missing or unreadable one is a usage error) before the capture is validated
+    art = load_measurement(measurement) if measurement else None
+    if evidence is not None:
+        read_records(evidence)
+    capture, launches = (validate_dir(capture_dir, manifest, Provenance(source=source), None,
+                                      None if keep_launches else PART_EVENTS) if capture_dir else (None, []))
+    check = validate_measurement(measurement, root) if measurement else None
+    g = grade(capture, manifest, art, check, evidence, correctness, target, hard_threshold)
+    return Evidence(manifest, capture, launches, art, check, g)
