@@ -111,7 +111,9 @@ def test_summary_states_the_tick_and_flags_quantized_medians():
     s = summarize_launch(launch, m)
     assert s["timer_tick_ns"] == 32  # %globaltimer on the H200
     ticks = {iv["name"]: iv["median_ticks"] for iv in s["intervals"]}
-    assert ticks["stream_done -> tail_done"] == 3 and ticks["iter_begin -> iter_end"] == 16
+    assert all(ticks[iv["name"]] == iv["median"] / 32 for iv in s["intervals"])
+    short = sorted(n for n, t in ticks.items() if t < 10)
+    assert short == ["stream_done -> tail_done"]  # the warp reduction: a few ticks on the H200
     text = render_text(s).splitlines()
     assert "timer tick 32 ns" in text[0]
     flagged = [line for line in text if "quantized" in line]
