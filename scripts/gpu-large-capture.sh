@@ -6,13 +6,7 @@ T="timeout 180"
 OUT=${OUT:-/tmp/atrex-gpu}
 mkdir -p "$OUT"
 fail=0
-log() { echo "== $*"; }
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-ATREX="python3 -m atrex_inject.cli"
-INC=$($ATREX include-dir)
-NVCC="nvcc -O3 -gencode=arch=compute_90a,code=sm_90a"
+source scripts/gpu-env.sh
 work=$(mktemp -d)
 mkdir "$work/.git"
 mkdir -p "$work/bench" && cp -r bench/large_capture bench/probe_cost "$work/bench/"

@@ -11,9 +11,7 @@ OUT=${OUT:-/tmp/atrex-perturbation}
 mkdir -p "$OUT"
 T="timeout 280"
 fail=0
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+source scripts/gpu-env.sh
 { nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nvcc --version | tail -2; date -u; } \
   | tee "$OUT/device.txt"
 if [ "${HOT_PATH:-1}" = 1 ]; then

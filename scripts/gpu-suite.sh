@@ -14,17 +14,8 @@ set -uo pipefail
 T="timeout 180"
 OUT=${OUT:-/tmp/atrex-gpu}
 mkdir -p "$OUT/cap"
-log() { echo "== $*"; }
 fail=0
-
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-fi
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-ATREX="python3 -m atrex_inject.cli"
-INC=$($ATREX include-dir)
-NVCC="nvcc -O3 -gencode=arch=compute_90a,code=sm_90a"
+source scripts/gpu-env.sh
 
 log device
 nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee "$OUT/device.txt"

@@ -5,14 +5,9 @@
 // only because it drops the check does not count. Run on the GPU host:
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o hot_path bench/perturbation/hot_path.cu && ./hot_path
 // Prints one JSON line: overhead of each candidate against the clean loop, median of 21 launches, per round.
-#include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <vector>
-#include <cuda_runtime.h>
 
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); std::exit(3); } } while (0)
+#include "../probe_cost/timing.cuh"
 
 __device__ __forceinline__ uint32_t timer_lo() {
   uint32_t t;
@@ -27,35 +22,25 @@ struct None {
   __device__ __forceinline__ void finish() {}
 };
 
-// 1 today's global path: lane 0 stores an 8-byte {t, tag} at ev + n*8 when n < cap (others cap 0)
-struct Global8 {
+// 1/2 global: lane 0 stores each event at ev + n*B when n < cap (the other lanes have cap 0).
+// B = 8: today's {t, tag}; B = 4: compact (t & ~31) | site.
+template <uint32_t B>
+struct Global {
   unsigned char* ev; uint32_t n = 0, cap;
-  __device__ Global8(unsigned char* buf, uint32_t capacity) {
+  __device__ Global(unsigned char* buf, uint32_t capacity) {
     const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    ev = buf + (uint64_t)warp * capacity * 8u;
+    ev = buf + (uint64_t)warp * capacity * B;
     cap = (threadIdx.x & 31u) == 0u ? capacity : 0u;
   }
   __device__ __forceinline__ void rec(uint32_t site) {
     const uint32_t t = timer_lo();
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %1, %2;\n\t@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
-                 ::"l"(ev + n * 8u), "r"(n), "r"(cap), "r"(t), "r"(site | 0x80000000u));
-    ++n;
-  }
-  __device__ __forceinline__ void finish() {}
-};
-
-// 2 compact global: lane 0 stores a 4-byte (t & ~31) | site at ev + n*4 when n < cap
-struct Global4 {
-  unsigned char* ev; uint32_t n = 0, cap;
-  __device__ Global4(unsigned char* buf, uint32_t capacity) {
-    const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    ev = buf + (uint64_t)warp * capacity * 4u;
-    cap = (threadIdx.x & 31u) == 0u ? capacity : 0u;
-  }
-  __device__ __forceinline__ void rec(uint32_t site) {
-    const uint32_t v = (timer_lo() & ~31u) | site;
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %1, %2;\n\t@p st.global.u32 [%0], %3;\n\t}"
-                 ::"l"(ev + n * 4u), "r"(n), "r"(cap), "r"(v));
+    if (B == 8) {
+      asm volatile("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %1, %2;\n\t@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
+                   ::"l"(ev + n * 8u), "r"(n), "r"(cap), "r"(t), "r"(site | 0x80000000u));
+    } else {
+      asm volatile("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %1, %2;\n\t@p st.global.u32 [%0], %3;\n\t}"
+                   ::"l"(ev + n * 4u), "r"(n), "r"(cap), "r"((t & ~31u) | site));
+    }
     ++n;
   }
   __device__ __forceinline__ void finish() {}
@@ -144,25 +129,6 @@ __global__ void copy_loop(const float4* __restrict__ in, float4* __restrict__ ou
   r.finish();
 }
 
-template <class F>
-static float median_ms(int reps, F launch) {
-  for (int i = 0; i < 3; ++i) launch();
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> ms(reps);
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int r = 0; r < reps; ++r) {
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    CHECK(cudaEventElapsedTime(&ms[r], a, b));
-  }
-  CHECK(cudaGetLastError());
-  std::sort(ms.begin(), ms.end());
-  return ms[reps / 2];
-}
 
 int main() {
   int sms = 0;
@@ -181,8 +147,8 @@ int main() {
   auto fma = [&](int v) {
     switch (v) {
       case 0: return median_ms(21, [&] { fma_loop<None><<<fb, th>>>(out, iters, buf, iters); });
-      case 1: return median_ms(21, [&] { fma_loop<Global8><<<fb, th>>>(out, iters, buf, iters); });
-      case 2: return median_ms(21, [&] { fma_loop<Global4><<<fb, th>>>(out, iters, buf, iters); });
+      case 1: return median_ms(21, [&] { fma_loop<Global<8>><<<fb, th>>>(out, iters, buf, iters); });
+      case 2: return median_ms(21, [&] { fma_loop<Global<4>><<<fb, th>>>(out, iters, buf, iters); });
       case 3: return median_ms(21, [&] { fma_loop<Ring<4>><<<fb, th>>>(out, iters, buf, iters); });
       case 4: return median_ms(21, [&] { fma_loop<Ring<8>><<<fb, th>>>(out, iters, buf, iters); });
       default: return median_ms(21, [&] { fma_loop<Floor><<<fb, th>>>(out, iters, buf, iters); });
@@ -191,8 +157,8 @@ int main() {
   auto copy = [&](int v) {
     switch (v) {
       case 0: return median_ms(21, [&] { copy_loop<None><<<cb, th>>>(in4, out4, n4, buf, ccap); });
-      case 1: return median_ms(21, [&] { copy_loop<Global8><<<cb, th>>>(in4, out4, n4, buf, ccap); });
-      case 2: return median_ms(21, [&] { copy_loop<Global4><<<cb, th>>>(in4, out4, n4, buf, ccap); });
+      case 1: return median_ms(21, [&] { copy_loop<Global<8>><<<cb, th>>>(in4, out4, n4, buf, ccap); });
+      case 2: return median_ms(21, [&] { copy_loop<Global<4>><<<cb, th>>>(in4, out4, n4, buf, ccap); });
       case 3: return median_ms(21, [&] { copy_loop<Ring<4>><<<cb, th>>>(in4, out4, n4, buf, ccap); });
       case 4: return median_ms(21, [&] { copy_loop<Ring<8>><<<cb, th>>>(in4, out4, n4, buf, ccap); });
       default: return median_ms(21, [&] { copy_loop<Floor><<<cb, th>>>(in4, out4, n4, buf, ccap); });

@@ -2,8 +2,8 @@
 //   fma_loop / fma_manual:   128 FMA per thread per iteration (FMA-bound), 1056 x 256 threads
 //   copy_loop / copy_manual: grid-stride float4 copy, 512 bytes per warp per iteration (memory-bound)
 // *_manual carry the hand-written physical reference probe: %globaltimer_lo read + lane-0
-// predicated 8-byte global store per iteration; *_floor the store-based floor (floor_probe). run.py instruments fma_loop / copy_loop from
-// fma.toml / copy.toml with atrex-inject for the third column.
+// predicated 8-byte global store per iteration; *_floor the store-based floor (floor_probe).
+// run.py instruments fma_loop / copy_loop from fma.toml / copy.toml with atrex-inject.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -12,8 +12,7 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-  std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); std::exit(3); } } while (0)
+#include "timing.cuh"
 
 __device__ __forceinline__ void manual_probe(uint2* p, bool lane0, uint32_t tag) {
   uint32_t t;
@@ -93,25 +92,6 @@ __global__ void copy_floor(const float4* __restrict__ in, float4* __restrict__ o
   }
 }
 
-template <class F>
-static float median_ms(int reps, F launch) {
-  for (int i = 0; i < 3; ++i) launch();
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> ms(reps);
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int r = 0; r < reps; ++r) {
-    CHECK(cudaEventRecord(a));
-    launch();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    CHECK(cudaGetLastError());
-    CHECK(cudaEventElapsedTime(&ms[r], a, b));
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[reps / 2];
-}
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 21;

@@ -67,7 +67,7 @@ def main() -> int:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for f in ("probe_cost.cu", "fma.toml", "copy.toml"):
+        for f in ("probe_cost.cu", "timing.cuh", "fma.toml", "copy.toml"):
             shutil.copy(HERE / f, work / f)
         (work / ".git").mkdir()  # marks the project root for the specs' paths
         bins, manifests = build(work, a.staging)
