@@ -1,4 +1,4 @@
-// strip_mine.cu — which part of a strip-mined recording loop costs (run 27 in bench/RESULTS.md):
+// strip_mine.cu — which part of a strip-mined recording loop costs (runs 27 and 29 in bench/RESULTS.md):
 // reduce_sumsq's grid-stride loop, every CTA recording into a real buffer, variants timed side by
 // side in one process (median of 41 launches, 3 rounds). On the GPU host, from the repository root:
 //   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -Iruntime -o /tmp/sm bench/perturbation/strip_mine.cu && /tmp/sm
@@ -25,6 +25,19 @@ __global__ void __launch_bounds__(256) k(const float4* __restrict__ x, long n4, 
       if (V == 8) { asm volatile("mov.u32 %0, %%clock;" : "=r"(tc)); if ((threadIdx.x & 31) == 0 && tc == 0xffffffffu) out[1] = 0.f; }
       if (V == 9) { asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(tc)); if ((threadIdx.x & 31) == 0 && tc == 0xffffffffu) out[1] = 0.f; }
       if (V == 10) { if ((threadIdx.x & 31) == 0) reinterpret_cast<uint2*>(atrex_tl_buffer + 4096)[blockIdx.x * 8 + (threadIdx.x >> 5)] = make_uint2((uint32_t)i, 1u); }
+      if (V == 12 || V == 13) {  // the end probe's store with an L2 eviction-priority hint
+        asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(tc));
+        uint64_t pol;
+        if (V == 12) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+        else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+        if ((threadIdx.x & 31) == 0)
+          asm volatile("st.global.L2::cache_hint.v2.u32 [%0], {%1, %2}, %3;" ::"l"(atrex_tl_buffer + 4096 + 8 * (blockIdx.x * 8 + (threadIdx.x >> 5))), "r"(tc), "r"(1u), "l"(pol));
+      }
+      if (V == 14) {  // st.global.cs (streaming, evict-first in L1 and L2)
+        asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(tc));
+        if ((threadIdx.x & 31) == 0)
+          asm volatile("st.global.cs.v2.u32 [%0], {%1, %2};" ::"l"(atrex_tl_buffer + 4096 + 8 * (blockIdx.x * 8 + (threadIdx.x >> 5))), "r"(tc), "r"(1u));
+      }
       if (V == 11) { asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(tc)); if ((threadIdx.x & 31) == 0) reinterpret_cast<uint2*>(atrex_tl_buffer + 4096)[blockIdx.x * 8 + (threadIdx.x >> 5)] = make_uint2(tc, 1u); }
       { float4 v = a; ACC(v); } i += S;
       { float4 v = b; ACC(v); } i += S;
@@ -55,9 +68,9 @@ int main() {
   unsigned char* buf; cudaMalloc(&buf, h.total_bytes); cudaMemset(buf, 0, h.total_bytes);
   cudaMemcpy(buf, &h, sizeof h, cudaMemcpyHostToDevice);
   cudaMemcpyToSymbol(atrex_tl_buffer, &buf, sizeof buf);
-  const char* names[] = {"clean", "begin+end", "begin", "end", "none", "begin(dup)", "loads,begin", "loads,begin+end", "clock-only", "gtimer-only", "store-only", "gtimer+store same slot"};
+  const char* names[] = {"clean", "begin+end", "begin", "end", "none", "begin(dup)", "loads,begin", "loads,begin+end", "clock-only", "gtimer-only", "store-only", "gtimer+store same slot", "store evict_last", "store evict_first", "store .cs"};
   for (int round = 0; round < 3; ++round) {
-    float t[12];
+    float t[15];
     t[0] = tm([&] { k<0><<<grid, 256>>>(x, n4, out); });
     t[1] = tm([&] { k<1><<<grid, 256>>>(x, n4, out); });
     t[2] = tm([&] { k<2><<<grid, 256>>>(x, n4, out); });
@@ -70,8 +83,11 @@ int main() {
     t[9] = tm([&] { k<9><<<grid, 256>>>(x, n4, out); });
     t[10] = tm([&] { k<10><<<grid, 256>>>(x, n4, out); });
     t[11] = tm([&] { k<11><<<grid, 256>>>(x, n4, out); });
+    t[12] = tm([&] { k<12><<<grid, 256>>>(x, n4, out); });
+    t[13] = tm([&] { k<13><<<grid, 256>>>(x, n4, out); });
+    t[14] = tm([&] { k<14><<<grid, 256>>>(x, n4, out); });
     printf("round %d clean %.4f ms", round, t[0]);
-    for (int v = 1; v < 12; ++v) printf(" | %s %+.2f%%", names[v], 100 * (t[v] / t[0] - 1));
+    for (int v = 1; v < 15; ++v) printf(" | %s %+.2f%%", names[v], 100 * (t[v] / t[0] - 1));
     printf("\n");
   }
   printf("%s\n", cudaGetErrorString(cudaGetLastError()));
