@@ -90,6 +90,9 @@ class LaunchCapture:
         self.header = build_header(manifest["groups"], self.grid, self.block, cap["capacity"], cap["event_bytes"],
                                    cap["clock"], manifest["source"]["source_id"], launch_seq)
         self.nbytes = int(self.header["total_bytes"][0])
+        if self.nbytes > 0xFFFFFFFF:  # the device recorder addresses slots with 32-bit buffer offsets
+            raise CaptureError(f"this launch needs a {self.nbytes}-byte buffer, over the recorder's 4 GiB",
+                               hint="lower [capture] capacity or the CTA density in the spec, re-apply, rebuild")
         self.buf = None
 
     def __enter__(self) -> "LaunchCapture":

@@ -4,13 +4,16 @@
 // the user's code depends on it. Buffer layout (format v1) is documented in docs/format.md and
 // decoded by atrex_inject/decode.py; the two must change together (bump kFormatVersion).
 //
-// Device side: one atrex::Recorder per owner group, constructed once at kernel entry and reused by
-// every site of that group. The hot path (Recorder::rec) is a %globaltimer_lo read, one compare,
-// one address computation and one predicated 8- or 16-byte store: no atomics, no branch, no local
-// memory. Threads that are not the group's writer (or whose CTA/warp the density excludes) get
-// capacity 0, so the same predicate that guards overflow also masks them. With the spec's
-// [capture] staging, atrex::BasicRecorder<K, W, G> stages events in a per-warp shared-memory ring
-// instead and copies it out coalesced (see BasicRecorder).
+// Device side: the rewriter versions the kernel body on `atrex::bound() && atrex::cta_selected(...)`
+// (docs/perturbation.md): CTAs that record nothing, and every CTA when probes are off, run the
+// clean body verbatim. In the instrumented copy, one atrex::Recorder per owner group is constructed
+// once and reused by every site of that group. The hot path (Recorder::rec) is a %globaltimer_lo
+// read, one compare, the address (the buffer's base is a constant-bank operand) and one predicated
+// 8- or 16-byte store: no atomics, no branch, no local memory. Threads that are not the group's
+// writer (or whose CTA/warp the density excludes) get an empty slot range, so the same predicate
+// that guards overflow also masks them. With the spec's [capture] staging,
+// atrex::BasicRecorder<K, W, G> stages events in a per-warp shared-memory ring instead and copies
+// it out coalesced (see BasicRecorder).
 //
 // Host side: atrex::host::Capture brackets one launch of the target kernel. With
 // ATREX_TIMELINE_OUT unset it binds a null buffer (probes off, nothing written).

@@ -63,7 +63,7 @@ def test_reduce_geometry_and_counts():
     assert (per_site(m, l, "publish") == 1).all()
 
 
-@pytest.mark.parametrize("name", ["gemm_mma", "reduce_sumsq", "pycapture"])
+@pytest.mark.parametrize("name", ["gemm_mma", "reduce_sumsq", "layernorm", "pycapture"])
 def test_time_monotone_sm_and_sites(name):
     m, l = load(name)
     sm_count = json.loads(next((FIX / name).glob("*-launch*.json")).read_text())["device"]["sm_count"]
@@ -120,3 +120,16 @@ def test_cli_decode_json(tmp_path):
     out = json.loads(r.output)
     (row,) = out["launches"]
     assert row["counts"]["events"] == 16784 and Path(row["saved"]).exists()
+
+
+def test_python_capture_refuses_a_buffer_the_recorder_cannot_address():
+    """The device recorder keeps its slots as 32-bit offsets into the buffer, so a launch whose
+    buffer would pass 4 GiB is refused before anything is allocated (the C++ host session does the
+    same and turns probes off)."""
+    from atrex_inject.errors import CaptureError
+    from atrex_inject.pycapture import LaunchCapture
+
+    m = json.loads((FIX / "pycapture" / "manifest.json").read_text())
+    m = {**m, "capture": {**m["capture"], "capacity": 1 << 20}}  # 1M events per owner
+    with pytest.raises(CaptureError, match="over the recorder's 4 GiB"):
+        LaunchCapture(None, m, (528, 1, 1), (256, 1, 1), "/nonexistent")
