@@ -97,19 +97,20 @@ def _all_tokens(s: Stmt) -> list[Token]:
     return sorted(toks, key=lambda t: t.start_pos)
 
 
-def _early_exit(s: Stmt, in_switch: bool = False) -> str | None:
-    """Why BODY cannot be copied: something that leaves this loop's iteration early."""
-    for c in s.children:
-        if c.kind == "return_stmt":
-            return "its body has a return"
-        if c.kind == "continue_stmt" or (c.kind == "break_stmt" and not in_switch):
-            return f"its body has a {c.kind.removesuffix('_stmt')}"
-        if c.kind in LOOP_KINDS:
-            continue  # a nested loop's own break/continue stay inside the copy
-        why = _early_exit(c, in_switch or c.kind == "switch_stmt")
-        if why:
-            return why
-    return None
+def loop_exits(loop: Stmt) -> list[Stmt]:
+    """continue/break statements that leave an iteration of this loop (not of a nested one)."""
+    found = []
+
+    def visit(s: Stmt, in_switch: bool):
+        for c in s.children:
+            if c.kind in LOOP_KINDS:
+                continue
+            if c.kind == "continue_stmt" or (c.kind == "break_stmt" and not in_switch):
+                found.append(c)
+            visit(c, in_switch or c.kind == "switch_stmt")
+
+    visit(loop, False)
+    return found
 
 
 def canonical_loop(loop: Stmt, src: str) -> CanonicalLoop | str:
@@ -141,9 +142,11 @@ def canonical_loop(loop: Stmt, src: str) -> CanonicalLoop | str:
             if t.value in STEP_FORBIDDEN or (t.type == "WORD" and i + 1 < len(toks) and toks[i + 1].type == "LPAR"):
                 return f"its {what} `{_text(src, toks)}` is not a plain expression (a call or a side effect)"
     body = loop.body
-    why = _early_exit(loop)
-    if why:
-        return why
+    exits = loop_exits(loop)
+    if exits:
+        return f"its body has a {exits[0].kind.removesuffix('_stmt')}"
+    if any(x.kind == "return_stmt" for x in body.walk()):
+        return "its body has a return"
     body_toks = _all_tokens(body)
     words = [t.value for t in body_toks]
     if "goto" in words:

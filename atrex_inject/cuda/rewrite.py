@@ -16,7 +16,7 @@ from ..fsio import sha256_bytes
 from ..plan import Plan, Rewrite, SitePlacement, make_plan
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
-from .loops import CanonicalLoop, canonical_loop, leading_loads
+from .loops import CanonicalLoop, canonical_loop, leading_loads, loop_exits
 from .source import LOOP_KINDS, Kernel, SourceFile, Stmt, parse_source
 
 SOURCE_ID_PLACEHOLDER = "0" * 64
@@ -181,22 +181,6 @@ def _site_code(plan: Plan, site: Site, branch_free: bool = False) -> str:
 
 def _label(plan: Plan, site: Site) -> str:
     return f"site {site.name} (id {plan.spec.site_id(site.name)}, {site.position})"
-
-
-def _loop_exits(loop: Stmt) -> list[Stmt]:
-    """continue/break statements that leave an iteration of this loop (not of a nested one)."""
-    found = []
-
-    def visit(s: Stmt, in_switch: bool):
-        for c in s.children:
-            if c.kind in LOOP_KINDS:
-                continue
-            if c.kind == "continue_stmt" or (c.kind == "break_stmt" and not in_switch):
-                found.append(c)
-            visit(c, in_switch or c.kind == "switch_stmt")
-
-    visit(loop, False)
-    return found
 
 
 def _prefix(plan: Plan, src_rel: str) -> str:
@@ -489,7 +473,7 @@ def _loop_site(edits: _Edits, loop: Stmt, pos: str, code: str, label: str) -> No
         else:
             edits.before(body, code, label)
         return
-    for s in _loop_exits(loop):
+    for s in loop_exits(loop):
         edits.before(s, code, label)
     if body.kind == "block":
         last = body.children[-1] if body.children else None
