@@ -610,6 +610,24 @@ class Capture {
     return plan_.scratch;
   }
 
+  // One identity per process, in every sidecar it writes: validation keeps one run per capture folder.
+  static const char* run_id() {
+    static char id[33] = {0};
+    if (!id[0]) {
+      unsigned char r[16] = {0};
+      FILE* f = std::fopen("/dev/urandom", "rb");
+      const bool got = f && std::fread(r, 1, sizeof r, f) == sizeof r;
+      if (f) std::fclose(f);
+      if (!got) {  // no /dev/urandom: time and process id still differ between runs
+        const uint64_t a = static_cast<uint64_t>(std::time(nullptr)), b = static_cast<uint64_t>(getpid());
+        std::memcpy(r, &a, 8);
+        std::memcpy(r + 8, &b, 8);
+      }
+      for (int i = 0; i < 16; ++i) std::snprintf(id + 2 * i, 3, "%02x", r[i]);
+    }
+    return id;
+  }
+
   static std::string sidecar(const Pending& p, const std::string& base, uint32_t crc) {
     int dev = 0, drv = 0, rt = 0;
     cudaGetDevice(&dev);
@@ -633,11 +651,11 @@ class Capture {
                   "\"launch_seq\": %llu, \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"source_id\": \"%s\", "
                   "\"workload\": \"%s\", \"device\": {\"name\": \"%s\", \"uuid\": \"%s\", \"sm_count\": %d, "
                   "\"cc\": \"%d.%d\"}, \"driver_version\": %d, \"runtime_version\": %d, \"time_utc\": \"%s\", "
-                  "\"bytes\": %llu, \"crc32\": %u}\n",
+                  "\"run_id\": \"%s\", \"bytes\": %llu, \"crc32\": %u}\n",
                   kFormatVersion, file.c_str(), p.kernel, static_cast<unsigned long long>(p.seq), p.grid.x, p.grid.y,
                   p.grid.z, p.block.x, p.block.y, p.block.z, p.source_id_hex, json_escape(workload).c_str(),
                   json_escape(prop.name).c_str(), uuid, prop.multiProcessorCount, prop.major, prop.minor, drv, rt, when,
-                  static_cast<unsigned long long>(p.header.total_bytes), crc);
+                  run_id(), static_cast<unsigned long long>(p.header.total_bytes), crc);
     return buf;
   }
 
