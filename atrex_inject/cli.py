@@ -171,8 +171,8 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
     def work():
         req = ms.Request(ms.parse_argv(baseline, "--baseline"), ms.parse_argv(instrumented, "--instrumented"),
                          warmup, iterations, pattern, rounds, timeout, tuple(map(str, source)),
-                         tuple(map(str, binary)), str(capture_dir or out_file.with_suffix("").with_name(
-                             out_file.stem + "-captures")))
+                         tuple(map(str, binary)), str(capture_dir or out_file.resolve().with_name(
+                             out_file.resolve().stem + "-captures")))
         with Progress(console=err, transient=True, disable=as_json) as bar:
             task = bar.add_task("samples", total=len(req.schedule()))
             art = ms.measure(req, out_file, lambda i, n, arm: bar.update(task, completed=i,

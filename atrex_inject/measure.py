@@ -12,8 +12,8 @@ binaries, so `validate_measurement` can recompute medians, overhead and its inte
 from __future__ import annotations
 
 import json
+import math
 import os
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +23,7 @@ import numpy as np
 
 from .errors import AtrexError
 from .fsio import sha256_file, write_atomic
+from .proc import MAX_LINE, run_sample
 
 PREFIX = "__ATREX_TIMELINE_SAMPLE__="
 FORMAT = "atrex-measurement"
@@ -79,7 +80,7 @@ def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict
         return None, lines[0], f"printed {len(lines)} sample lines"
     try:
         s = json.loads(raw[len(PREFIX):])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, raw, "sample line is not JSON"
     if not isinstance(s, dict):
         return None, raw, "sample is not a JSON object"
@@ -93,8 +94,8 @@ def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict
             return None, raw, f"field {k!r} has the wrong type ({type(s[k]).__name__})"
     if not isinstance(s["device_identity"].get("uuid"), str):
         return None, raw, "field 'device_identity.uuid' is missing or not a string"
-    if not s["latency_ms"] > 0:
-        return None, raw, f"latency_ms {s['latency_ms']} is not positive"
+    if not 0 < s["latency_ms"] < 1e300:  # exact for huge ints; false for nan
+        return None, raw, f"latency_ms {str(s['latency_ms'])[:40]} is not a positive finite number"
     if s["correctness"] != "passed":
         return None, raw, f"correctness is {s['correctness']!r}"
     if s["synchronized"] is not True:
@@ -133,8 +134,23 @@ def _hashes(paths) -> list[dict]:
     return out
 
 
+def _check_request(req: Request, out: Path) -> None:
+    """Refuse what would waste every sample: a timeout or counts that cannot work, an --out that
+    cannot be written."""
+    if not (math.isfinite(req.timeout_s) and req.timeout_s > 0):
+        raise AtrexError(f"--timeout {req.timeout_s} must be a positive number of seconds")
+    if req.warmup < 0 or req.iterations < 1 or req.rounds < 1:
+        raise AtrexError(f"--warmup {req.warmup}, --iterations {req.iterations}, --rounds {req.rounds}: "
+                         "warmup must be >= 0, iterations and rounds >= 1")
+    out = Path(out)
+    if out.is_dir() or not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
+        raise AtrexError(f"--out {out} is a folder, or its folder does not exist or is not writable",
+                         hint="name a file in an existing, writable folder")
+
+
 def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] | None = None) -> dict:
     schedule = req.schedule()
+    _check_request(req, out)
     art = {"format": FORMAT, "version": 1, "schedule": "".join(schedule),
            "requested": {"warmup": req.warmup, "iterations": req.iterations, "pattern": req.pattern,
                          "rounds": req.rounds, "timeout_s": req.timeout_s},
@@ -152,17 +168,14 @@ def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] |
             env.update(ATREX_TIMELINE_OUT=str(Path(req.capture_dir) / f"sample-{i}"), ATREX_TIMELINE_DEFER="1")
             Path(env["ATREX_TIMELINE_OUT"]).mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=req.timeout_s, env=env)
-            stdout, status, err = p.stdout, p.returncode, p.stderr[-2000:]
-        except subprocess.TimeoutExpired as e:
-            stdout = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-            status, err = None, "timeout"
-        except OSError as e:
-            stdout, status, err = "", 127, str(e)
-        s, raw, why = check_sample(stdout, status, req, first)
-        art["samples"].append({"index": i, "arm": arm, "argv": argv, "exit_status": status, "line": raw,
-                               "sample": s, "wall_s": round(time.perf_counter() - t0, 3), "stderr_tail": err,
+        run = run_sample(argv, env, req.timeout_s, PREFIX)
+        s, raw, why = check_sample("\n".join(run.sample_lines), run.exit_status, req, first)
+        if run.long_lines and run.exit_status is not None:
+            s, raw, why = None, "", f"printed a sample line longer than {MAX_LINE} bytes"
+        art["samples"].append({"index": i, "arm": arm, "argv": argv, "exit_status": run.exit_status, "line": raw,
+                               "sample": s, "wall_s": round(time.perf_counter() - t0, 3),
+                               "stderr_tail": run.stderr_tail[-2000:], "output_bytes": {
+                                   "stdout": run.stdout_bytes, "stderr": run.stderr_bytes},
                                "valid": why is None, "reason": why})
         if why:
             reasons.append(f"sample {i} ({ARMS[arm]}): {why}")
