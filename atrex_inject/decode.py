@@ -12,6 +12,7 @@ masked by each owner's written count, and flattened in owner-then-sequence order
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROU
 
 TAG_VALID = np.uint32(0x80000000)
 ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
+CAPTURE_NAME = re.compile(r"^(?P<kernel>[^/]+)-launch(?P<seq>[0-9]{1,19})\.atrex$")
+SIDECAR_TYPES = {"workload": str, "device": dict}  # optional fields the checks read
 
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
 OWNER_COLUMNS = ("group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm")  # per owner, gathered on demand
@@ -115,6 +118,11 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         raise CaptureError(f"no readable sidecar {side_path.name}: the capture did not finish", path=where) from None
     if not isinstance(meta, dict) or meta.get("source_id") != source_id or meta.get("launch_seq") != int(h["launch_seq"]):
         raise CaptureError("sidecar does not describe this buffer (source id or launch sequence differ)", path=where)
+    for k, kind in SIDECAR_TYPES.items():
+        if k in meta and not isinstance(meta[k], kind):
+            raise CaptureError(f"sidecar field {k!r} must be a {'JSON object' if kind is dict else 'string'}, "
+                               f"not {type(meta[k]).__name__}", path=str(side_path),
+                               hint="the sidecar was edited or written by another tool; capture again")
     if meta.get("crc32") != zlib.crc32(raw):
         raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
     n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
@@ -188,8 +196,14 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
 
 
 def capture_files(capture_dir: str | Path) -> list[Path]:
-    files = sorted(Path(capture_dir).glob("*.atrex"), key=lambda p: (p.stem.rsplit("-launch", 1)[0],
-                                                                      int(p.stem.rsplit("launch", 1)[-1] or 0)))
+    """The folder's `<kernel>-launch<N>.atrex` files by kernel and launch number; a `.atrex` file
+    named otherwise is refused rather than guessed at."""
+    files = list(Path(capture_dir).glob("*.atrex"))
+    for p in files:
+        if not CAPTURE_NAME.match(p.name):
+            raise CaptureError(f"capture file {p.name!r} is not named <kernel>-launch<N>.atrex", path=str(p),
+                               hint="the recorder names its files so; rename the file or move it out of the folder")
+    files.sort(key=lambda p: (CAPTURE_NAME.match(p.name)["kernel"], int(CAPTURE_NAME.match(p.name)["seq"])))
     if not files:
         raise CaptureError(f"no *.atrex capture files in {capture_dir}",
                            hint="run the instrumented program with ATREX_TIMELINE_OUT set to this folder")

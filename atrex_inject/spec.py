@@ -214,7 +214,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
             if k not in allowed:
                 raise err(f"unknown key {k!r}", *keypath, k, hint=f"allowed keys here: {', '.join(sorted(allowed))}")
 
-    def typed(table: dict, key: str, kind, *keypath, default=None, required=False, lo=0, hi=U32):
+    def typed(table: dict, key: str, kind, *keypath, default=None, required=False, lo=0, hi=U32, unit=""):
         """table[key] checked for type and, for an integer, for the range [lo, hi] the generated
         code and the capture format can hold."""
         if key not in table:
@@ -226,7 +226,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
             raise err(f"{key!r} must be an integer, not {v!r}", *keypath, key)
         if kind is int and not lo <= v <= hi:
             label = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", ".".join(map(str, (*keypath, key))))
-            raise err(f"{label} must be between {lo} and {hi}, not {v}", *keypath, key)
+            raise err(f"{label} must be between {lo} and {hi}{unit}, not {v}", *keypath, key)
         if kind is not int and not isinstance(v, kind):
             raise err(f"{key!r} must be a {kind.__name__}, not {type(v).__name__}", *keypath, key)
         return v
@@ -254,15 +254,15 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     stage_t = typed(cap_t, "staging", dict, "capture", default={})
     unknown(stage_t, STAGING_KEYS, "capture", "staging")
     capture = Capture(
-        capacity=typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20),
+        capacity=typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20, unit=" events per owner"),
         clock=typed(cap_t, "clock", bool, "capture", default=False),
         skip=typed(cap_t, "skip", int, "capture", default=0, hi=I64),
         count=typed(cap_t, "count", int, "capture", default=1, hi=I64),
         # events: one per lane when copied out; warps: the largest block of the kernel's launches
         staging_events=typed(stage_t, "events", int, "capture", "staging", required=bool(stage_t), default=0,
-                             lo=1, hi=32),
+                             lo=1, hi=32, unit=" events per warp"),
         staging_warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0,
-                            lo=1, hi=32),
+                            lo=1, hi=32, unit=" warps per CTA"),
     )
     if stage_t and backend != "cuda":
         raise err("capture.staging applies to the cuda backend (IKeT buffers its own events)", "capture", "staging")
