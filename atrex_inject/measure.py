@@ -68,7 +68,7 @@ def parse_argv(text: str, what: str) -> list[str]:
 
 def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict | None) -> tuple[dict | None, str, str | None]:
     """(parsed sample or None, the raw line, the reason it is invalid or None)."""
-    lines = [l for l in stdout.splitlines() if l.startswith(PREFIX)]
+    lines = [l for l in stdout.split("\n") if l.startswith(PREFIX)]  # \n only, as the sample printed it
     raw = lines[0] if len(lines) == 1 else ""
     if exit_status is None:
         return None, raw, "timed out"
