@@ -275,3 +275,15 @@ def test_revert_in_apply_s_write_window_is_refused(project, monkeypatch):
     assert snapshot.status(spec)["state"] == "instrumented"
     snapshot.revert(spec)
     assert src.read_bytes() == clean
+
+
+@pytest.mark.parametrize("prefix,msg", [
+    (b"\xef\xbb\xbf", "starts with a UTF-8 byte-order mark, which the CUDA lexer does not read"),
+    (b"// \xff\n", "is not UTF-8 (byte 3, line 1)"),
+])
+def test_unreadable_source_encodings_named(project, prefix, msg):
+    src = project / SRC
+    src.write_bytes(prefix + src.read_bytes())
+    before = tree_hashes(project)
+    code, out = cli("apply", project / SPEC)
+    assert code == 2 and msg in out and tree_hashes(project) == before
