@@ -26,7 +26,7 @@ from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROU
 TAG_VALID = np.uint32(0x80000000)
 ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
 CAPTURE_NAME = re.compile(r"^(?P<kernel>[^/]+)-launch(?P<seq>[0-9]{1,19})\.atrex$")
-SIDECAR_TYPES = {"workload": str, "device": dict}  # optional fields the checks read
+SIDECAR_TYPES = {"workload": str, "device": dict, "device.uuid": str}  # optional fields the checks read
 
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
 OWNER_COLUMNS = ("group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm")  # per owner, gathered on demand
@@ -118,10 +118,14 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
         raise CaptureError(f"no readable sidecar {side_path.name}: the capture did not finish", path=where) from None
     if not isinstance(meta, dict) or meta.get("source_id") != source_id or meta.get("launch_seq") != int(h["launch_seq"]):
         raise CaptureError("sidecar does not describe this buffer (source id or launch sequence differ)", path=where)
-    for k, kind in SIDECAR_TYPES.items():
-        if k in meta and not isinstance(meta[k], kind):
+    for k, kind in SIDECAR_TYPES.items():  # parents before children, so each parent is an object here
+        *parents, leaf = k.split(".")
+        obj = meta
+        for p in parents:
+            obj = obj.get(p, {})
+        if leaf in obj and not isinstance(obj[leaf], kind):
             raise CaptureError(f"sidecar field {k!r} must be a {'JSON object' if kind is dict else 'string'}, "
-                               f"not {type(meta[k]).__name__}", path=str(side_path),
+                               f"not {type(obj[leaf]).__name__}", path=str(side_path),
                                hint="the sidecar was edited or written by another tool; capture again")
     if meta.get("crc32") != zlib.crc32(raw):
         raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
