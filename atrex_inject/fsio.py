@@ -78,6 +78,14 @@ def remove_stale_temps(path: str | Path) -> list[Path]:
     return stale
 
 
+def source_lock_path(source: Path) -> Path:
+    """A lock per source file, shared by every project tree that contains it (two --root values
+    may both reach one file): in the machine's temp folder, named by the file's real path."""
+    d = Path(tempfile.gettempdir()) / f"atrex-locks-{os.getuid()}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    return d / f"{sha256_bytes(str(Path(source).resolve()).encode())[:32]}.lock"
+
+
 @contextlib.contextmanager
 def locked(lock_path: Path, what: str, shared: bool = False, wait_s: float = 0.0):
     """Hold an advisory flock on `lock_path` (created if needed, never deleted: deleting a lock

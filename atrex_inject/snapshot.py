@@ -8,7 +8,8 @@ patch, reproduces the instrumented file's hash, onto a file that still has that 
 archives the workspace under `.atrex/history/` so the evidence (patch, hashes) survives.
 
 One writer at a time: apply and revert hold `.atrex/lock` (an advisory flock for the whole
-project tree, so for every workspace and source file in it); status shares it. Temps a killed
+project tree, so for every workspace and source file in it) and a lock per source file (for a
+file two project trees share); status shares the project lock. Temps a killed
 run left behind are removed by the next writer. Every path a manifest names is confined like a
 spec path. docs/recovery.md is the user's side of this.
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 from . import __version__
 from .assets import asset_dir
 from .errors import SnapshotError, SpecError
-from .fsio import locked, remove_stale_temps, sha256_bytes, write_atomic
+from .fsio import locked, remove_stale_temps, sha256_bytes, source_lock_path, write_atomic
 from .patch import PatchMismatch, apply_patch, diffstat, unified_diff
 from .plan import make_plan
 from .spec import ProbeSpec, confine, load_spec
@@ -72,7 +73,7 @@ def _writer(spec: ProbeSpec, create: bool):
         yield workspace(spec)
         return
     d.mkdir(exist_ok=True)
-    with locked(d / "lock", f"the project {spec.root}"):
+    with locked(d / "lock", f"the project {spec.root}"), locked(source_lock_path(spec.source), spec.source_rel):
         ws = workspace(spec)
         for p in (spec.source, ws / "manifest.json", ws / "instrumented.patch", ws / "clean" / spec.source.name):
             remove_stale_temps(p)

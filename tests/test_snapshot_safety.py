@@ -287,3 +287,15 @@ def test_unreadable_source_encodings_named(project, prefix, msg):
     before = tree_hashes(project)
     code, out = cli("apply", project / SPEC)
     assert code == 2 and msg in out and tree_hashes(project) == before
+
+
+def test_a_source_shared_by_two_project_trees_has_one_writer(project):
+    """The same source reached through another --root (an inner tree, with its own .atrex) is
+    locked per file."""
+    from atrex_inject.fsio import source_lock_path
+    inner = project / "examples"
+    with locked(source_lock_path(project / SRC), "test"):
+        code, out = cli("apply", project / SPEC, "--root", inner)
+        assert code == 2 and f"another atrex-inject apply/revert is working on {SRC.removeprefix('examples/')}" in out
+    assert cli("apply", project / SPEC, "--root", inner)[0] == 0
+    assert (inner / ".atrex" / "gemm_mma" / "manifest.json").is_file()
