@@ -170,8 +170,10 @@ def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] |
         t0 = time.perf_counter()
         run = run_sample(argv, env, req.timeout_s, PREFIX)
         s, raw, why = check_sample("\n".join(run.sample_lines), run.exit_status, req, first)
-        if run.long_lines and run.exit_status is not None:
+        if run.exit_status is not None and run.long_lines:
             s, raw, why = None, "", f"printed a sample line longer than {MAX_LINE} bytes"
+        elif run.exit_status is not None and run.n_sample_lines > len(run.sample_lines):
+            s, raw, why = None, run.sample_lines[0], f"printed {run.n_sample_lines} sample lines"
         art["samples"].append({"index": i, "arm": arm, "argv": argv, "exit_status": run.exit_status, "line": raw,
                                "sample": s, "wall_s": round(time.perf_counter() - t0, 3),
                                "stderr_tail": run.stderr_tail[-2000:], "output_bytes": {

@@ -75,7 +75,6 @@ class Finished:
     stdout_bytes: int
     stderr_bytes: int
     stderr_tail: str
-    spawn_error: str | None = None
 
 
 def _kill_tagged(token: bytes) -> None:
@@ -102,7 +101,7 @@ def run_sample(argv: list[str], env: dict[str, str], timeout_s: float, prefix: s
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env={**env, TOKEN_VAR: token}, start_new_session=True)
     except (OSError, ValueError) as e:
-        return Finished(127, [], 0, 0, 0, 0, str(e), spawn_error=str(e))
+        return Finished(127, [], 0, 0, 0, 0, str(e))
     out, err = _Stream(prefix.encode()), _Stream(None)
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ, out)

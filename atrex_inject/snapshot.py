@@ -278,8 +278,12 @@ def _verified_clean(spec: ProbeSpec, ws: Path, m: dict) -> tuple[Path, bytes]:
     clean_sha, inst_sha = m["source"]["clean_sha256"], m["source"]["instrumented_sha256"]
 
     def inside_ws(rel: str, what: str) -> Path:
-        p = (ws / rel).resolve()
-        if not p.is_relative_to(ws.resolve()) or not p.is_file():
+        try:
+            p = (ws / rel).resolve()
+            ok = p.is_relative_to(ws.resolve()) and p.is_file()
+        except (OSError, ValueError):  # a NUL byte, a name too long
+            ok = False
+        if not ok:
             raise SnapshotError(f"the manifest's {what} {rel!r} is missing or outside {ws}", path=where,
                                 hint="recover with `atrex-inject revert --from-history SPEC` if history holds it")
         return p
@@ -291,7 +295,8 @@ def _verified_clean(spec: ProbeSpec, ws: Path, m: dict) -> tuple[Path, bytes]:
                             hint=f"recover the clean source with `git apply -R {patch_path}`")
     if sha256_bytes(patch) != m["patch"]["sha256"]:
         raise SnapshotError(f"the saved patch {patch_path} does not match the manifest's patch hash",
-                            hint=f"the clean copy {clean_copy} is intact (sha256 {clean_sha[:16]}); copy it back by hand")
+                            hint=f"the clean copy {clean_copy} is intact (sha256 {clean_sha[:16]}); "
+                                 "copy it back by hand")
     try:
         rebuilt = apply_patch(data.decode(), patch.decode())
     except (UnicodeDecodeError, PatchMismatch) as e:

@@ -33,7 +33,6 @@ RESERVED_NAMES = {"history", "lock"}  # entries of .atrex/ that are not workspac
 NEVER_TARGETS = {".atrex", ".git"}  # the tool's own state and git's are never instrumented
 U32 = (1 << 32) - 1
 I64 = (1 << 63) - 1
-MAX_NESTING = 64
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
 TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "capture", "site", "intervals", "expect"}
@@ -182,14 +181,15 @@ def load_spec(path: str | Path, root: str | Path | None = None) -> ProbeSpec:
 
 
 def _deepest_line(text: str) -> int:
-    """Line where bracket nesting first passes MAX_NESTING: where a too-deep spec goes wrong."""
-    depth = 0
+    """Line where bracket nesting first reaches its maximum: where a too-deep spec goes wrong."""
+    depth = deepest = 0
+    at = 1
     for no, line in enumerate(text.split("\n"), 1):
         for c in line:
             depth += (c in "[{") - (c in "]}")
-            if depth > MAX_NESTING:
-                return no
-    return 1
+            if depth > deepest:
+                deepest, at = depth, no
+    return at
 
 
 def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
@@ -201,7 +201,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         raise SpecError(f"malformed TOML: {e}", path=where, line=int(m.group(1)) if m else text.count("\n") + 1,
                         hint="fix the TOML syntax at that line") from None
     except RecursionError:
-        raise SpecError(f"arrays or tables nested more than {MAX_NESTING} deep", path=where,
+        raise SpecError("arrays or tables nested too deeply to read", path=where,
                         line=_deepest_line(text), hint="a spec needs no deep nesting; flatten it") from None
     lines = _Lines(text)
 

@@ -4,8 +4,10 @@ end in exit 0, 1 or 2 with a message, never a traceback, and change no file on e
 
     python bench/fuzz_inputs.py [--specs 2000] [--captures 1000] [--seed 15]
 
-Prints the case counts by exit status and every failure (there should be none). The mutations
-are synthetic (tests/fuzz_support.py); the base inputs are the examples and real captures.
+Prints the exit statuses seen (specs: of apply, one per case, status and revert also running on
+each applied mutant; captures: of decode and of validate, two per case) and every failure (there
+should be none). The mutations are synthetic (tests/fuzz_support.py); the base inputs are the
+examples and real H200 captures.
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def main() -> None:
                 except Outcome as e:
                     failures.append(f"{what} case {i}: {e}")
                     exits["failure"] += 1
-            print(f"{what}: {n} cases in {time.perf_counter() - t0:.0f} s; exit statuses {dict(sorted(exits.items(), key=str))}")
+            print(f"{what}: {n} cases in {time.perf_counter() - t0:.0f} s; "
+                  f"exit statuses {dict(sorted(exits.items(), key=str))}")
     print(f"tracebacks or broken promises: {len(failures)}")
     for f in failures:
         print("  " + f)

@@ -172,4 +172,5 @@ def capture_case(rng: random.Random, tmp: Path) -> list[int]:
         mutate_capture(rng, folder)
     out = tmp / "decoded"
     shutil.rmtree(out, ignore_errors=True)
-    return [check_cli(folder, "decode", folder, "--out", out, "--json"), check_cli(folder, "validate", folder, "--json")]
+    return [check_cli(folder, "decode", folder, "--out", out, "--json"),
+            check_cli(folder, "validate", folder, "--json")]

@@ -5,7 +5,7 @@ lines and absurd numbers are rejected with a reason, never a traceback."""
 from __future__ import annotations
 
 import json
-import resource
+import subprocess
 import sys
 import time
 
@@ -83,15 +83,31 @@ def test_timeout_kills_the_whole_group(tmp_path):
 
 
 def test_big_output_is_counted_not_kept(tmp_path):
+    """64 MiB of stdout and 4 MiB of stderr from one sample: measure, in a process of its own so
+    its peak memory is its own, keeps neither."""
     mib = 64
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    art, s = one(tmp_path, f"blob = b'x' * (1 << 20)\nfor _ in range({mib}): sys.stdout.buffer.write(blob)\n"
-                           "sys.stdout.buffer.write(b'\\n'); sys.stderr.buffer.write(blob * 4)\nprint(LINE)\n")
-    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    body = (f"blob = b'x' * (1 << 20)\nfor _ in range({mib}): sys.stdout.buffer.write(blob)\n"
+            "sys.stdout.buffer.write(b'\\n'); sys.stderr.buffer.write(blob * 4)\nprint(LINE)\n")
+    driver = ("import json, resource; from pathlib import Path; from atrex_inject.measure import Request, measure\n"
+              f"bad = {prog(body)!r}; good = {GOOD_PROG!r}\n"
+              "req = Request(bad, good, warmup=3, iterations=7, pattern='AB')\n"
+              f"art = measure(req, Path({str(tmp_path / 'm.json')!r}))\n"
+              f"print(json.dumps([art['samples'][0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))")
+    base = subprocess.run([sys.executable, "-c", "import resource, atrex_inject.measure; "
+                           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+                          capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, check=True)
+    s, peak_kib = json.loads(out.stdout)
     assert s["valid"], s["reason"]
     assert s["output_bytes"] == {"stdout": mib * (1 << 20) + 1 + len(s["line"]) + 1, "stderr": 4 << 20}
     assert len(s["stderr_tail"]) == 2000
-    assert grown_mib < 32, grown_mib  # neither the 64 MiB of stdout nor the 4 MiB of stderr was held
+    grown_mib = (peak_kib - int(base.stdout)) / 1024
+    assert grown_mib < 16, grown_mib  # neither the 64 MiB of stdout nor the 4 MiB of stderr was held
+
+
+def test_many_sample_lines_are_counted(tmp_path):
+    art, s = one(tmp_path, "for _ in range(1000): print(LINE)")
+    assert s["reason"] == "printed 1000 sample lines"
 
 
 @pytest.mark.parametrize("body,reason", [

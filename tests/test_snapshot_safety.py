@@ -70,7 +70,8 @@ def _reach_clean(project: Path, clean: bytes) -> str:
 
 # A CLI process that imports first, then sleeps until a given moment, so that two of them run
 # their commands within milliseconds of each other (imports take far longer than apply itself).
-AT = "import sys, time; from atrex_inject.cli import app; time.sleep(max(0, float(sys.argv.pop(1)) - time.time())); app()"
+AT = ("import sys, time; from atrex_inject.cli import app; "
+      "time.sleep(max(0, float(sys.argv.pop(1)) - time.time())); app()")
 
 
 def test_concurrent_and_killed_apply_revert_always_leave_the_clean_source_reachable(project):
@@ -136,7 +137,8 @@ def test_from_history_refuses_a_tampered_archive(project):
     (lambda m, p: m["patch"].update(path="../../victim.cu"), "patch '../../victim.cu' is missing or outside"),
     (lambda m, p: m["source"].update(instrumented_sha256="0" * 64), "do not reproduce the instrumented hash"),
     (lambda m, p: (p / "clean" / "gemm_mma.cu").unlink(), "clean copy 'clean/gemm_mma.cu' is missing"),
-    (lambda m, p: (p / "instrumented.patch").write_text("@@ -1 +1 @@\n-x\n+y\n"), "does not match the manifest's patch"),
+    (lambda m, p: (p / "instrumented.patch").write_text("@@ -1 +1 @@\n-x\n+y\n"),
+     "does not match the manifest's patch"),
     (lambda m, p: m.pop("clean_copy"), "field clean_copy is missing or not a str"),
     (lambda m, p: m["source"].pop("clean_sha256"), "field source.clean_sha256 is missing or not a str"),
     (lambda m, p: m.update(intervals=None), "field intervals is missing or not a list"),

@@ -4,7 +4,6 @@ stay out of .atrex/.git, reserved names, and specs that are not TOML or not UTF-
 Each case plants one fault in a valid spec and expects one exact refusal."""
 from __future__ import annotations
 
-import re
 
 import pytest
 
@@ -161,7 +160,7 @@ def test_toml_errors_have_a_line(tree):
 
 def test_deep_nesting_refused_at_its_line(tree):
     e = refused(tree, BASE.replace('question = "q"', "question = " + "[" * 5000 + "]" * 5000))
-    assert re.match(r"arrays or tables nested more than \d+ deep", e.message) and e.line == 3
+    assert e.message == "arrays or tables nested too deeply to read" and e.line == 3
 
 
 def test_non_utf8_spec(tree):
