@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CaptureError
-from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, selected_warps,
-                     thread_level)
+from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, build_header,
+                     selected_warps, thread_level)
 
 TAG_VALID = np.uint32(0x80000000)
 ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
@@ -101,6 +101,18 @@ def read_header(raw: bytes, where: str) -> np.void:
     return h
 
 
+def header_mismatches(h: np.void, meta: dict, manifest: dict) -> list[str]:
+    """Header fields that differ from the header a recorder of this manifest writes for the
+    sidecar's launch geometry (layout.build_header), so that a buffer edited with its CRC
+    recomputed (grid, flags, header size, a group's limit or owner base, capacity) is refused."""
+    cap = manifest["capture"]
+    # an IKeT capture is sized to its fullest owner (cutedsl/normalize.py), not to the spec's capacity
+    capacity = int(h["capacity"]) if manifest["backend"] == "cutedsl" else cap["capacity"]
+    want = build_header(manifest["groups"], meta["grid"], meta["block"], capacity, cap["event_bytes"],
+                        bool(cap.get("clock")), bytes(h["source_id"]).hex(), int(h["launch_seq"]))[0]
+    return [f for f in HEADER_DTYPE.names if f != "tail" and not np.array_equal(h[f], want[f])]
+
+
 def decode_file(path: str | Path, manifest: dict) -> Launch:
     path = Path(path)
     where = str(path)
@@ -129,6 +141,10 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
                                hint="the sidecar was edited or written by another tool; capture again")
     if meta.get("crc32") != zlib.crc32(raw):
         raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
+    dims = [meta.get("grid"), meta.get("block")]
+    if not all(isinstance(d, list) and len(d) == 3 and all(
+            isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 1 << 32 for v in d) for d in dims):
+        raise CaptureError("sidecar grid and block must each be three integers >= 1", path=str(side_path))
     n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
     grid, block = h["grid"].astype(np.int64), h["block"].astype(np.int64)
     groups = h["groups"][: int(h["n_groups"])]
@@ -136,6 +152,11 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
             int(g["role"]) != mg["role_code"] or int(g["cta_stride"]) != mg["cta_stride"]
             or int(g["warp_mask"]) != mg["warp_mask"] for g, mg in zip(groups, manifest["groups"])):
         raise CaptureError("owner groups in the buffer differ from the manifest's", path=where)
+    wrong = header_mismatches(h, meta, manifest)
+    if wrong:
+        raise CaptureError(f"launch header fields {', '.join(wrong)} differ from the manifest's plan for the launch "
+                           "geometry in the sidecar", path=where,
+                           hint="the buffer was edited, or comes from another build; capture again")
 
     own = np.frombuffer(raw, dtype=OWNER_DTYPE, count=n_owners, offset=HEADER_BYTES)
     gid = np.repeat(np.arange(len(groups)), groups["n_owners"].astype(np.int64))

@@ -28,7 +28,7 @@ from .errors import SnapshotError, SpecError
 from .fsio import locked, remove_stale_temps, sha256_bytes, source_lock_path, write_atomic
 from .patch import PatchMismatch, apply_patch, diffstat, unified_diff
 from .plan import make_plan
-from .spec import ProbeSpec, confine, load_spec
+from .spec import U32, ProbeSpec, confine, load_spec
 
 MANIFEST_FORMAT = "atrex-manifest"
 MANIFEST_VERSION = 1
@@ -41,7 +41,7 @@ MANIFEST_FIELDS = {
     "source": {"path": str, "clean_sha256": str, "instrumented_sha256": str, "source_id": str},
     "patch": {"path": str, "sha256": str},
     "capture": {"capacity": int, "event_bytes": int},
-    "groups[]": {"role_code": int, "cta_stride": int, "warp_mask": int},
+    "groups[]": {"role_code": int, "cta_stride": int, "cta_limit": int, "warp_mask": int},
     "sites[]": {"id": int, "name": str, "group": int, "role": str},
     "intervals[]": {"name": str, "start": str, "end": str},
 }
@@ -139,6 +139,8 @@ def check_manifest(m, where: str) -> dict:
             v = obj.get(k)
             if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
                 raise bad(f"field {label + '.' if label else ''}{k} is missing or not a {kind.__name__}")
+            if kind is int and not 0 <= v <= U32:  # every integer the tool writes there is a u32
+                raise bad(f"field {label + '.' if label else ''}{k} = {v} is outside 0..{U32}")
 
     fields(m, MANIFEST_FIELDS[""], "")
     if m["format"] != MANIFEST_FORMAT:
@@ -148,6 +150,9 @@ def check_manifest(m, where: str) -> dict:
     for key in ("groups", "sites", "intervals"):
         for i, item in enumerate(m[key]):
             fields(item, MANIFEST_FIELDS[key + "[]"], f"{key}[{i}]")
+    if m["capture"]["event_bytes"] not in (8, 16) or m["capture"]["capacity"] < 1 or any(
+            g["cta_stride"] < 1 for g in m["groups"]):
+        raise bad("capture.event_bytes must be 8 or 16, capture.capacity and every group's cta_stride >= 1")
     names = [s["name"] for s in m["sites"]]
     if [s["id"] for s in m["sites"]] != list(range(len(names))) or not all(
             0 <= s["group"] < len(m["groups"]) for s in m["sites"]):

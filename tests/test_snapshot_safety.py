@@ -144,6 +144,8 @@ def test_from_history_refuses_a_tampered_archive(project):
     (lambda m, p: m.update(intervals=None), "field intervals is missing or not a list"),
     (lambda m, p: m["intervals"][0].update(start="nowhere"), "names unknown site 'nowhere'"),
     (lambda m, p: m.update(expect={"nowhere": 1}), "expect names unknown site 'nowhere'"),
+    (lambda m, p: m["capture"].update(capacity=2 ** 40), "field capture.capacity = 1099511627776 is outside"),
+    (lambda m, p: m["groups"][0].update(cta_stride=0), "every group's cta_stride >= 1"),
 ])
 def test_revert_refuses_a_manifest_that_points_elsewhere_or_lies(project, fault, msg):
     victim = project.parent / "victim.cu"
