@@ -28,12 +28,12 @@ import numpy as np
 
 from .errors import CaptureError
 from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, build_header,
-                     selected_warps, thread_level)
+                     group_owners, selected_warps, thread_level)
 
 TAG_VALID = np.uint32(0x80000000)
 ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
 CAPTURE_NAME = re.compile(r"^(?P<kernel>[^/]+)-launch(?P<seq>[0-9]{1,19})\.atrex$")
-SIDECAR_TYPES = {"workload": str, "device": dict, "device.uuid": str}  # optional fields the checks read
+SIDECAR_TYPES = {"workload": str, "device": dict, "device.uuid": str, "run_id": str}  # optional fields the checks read
 
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
 OWNER_COLUMNS = ("group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm")  # per owner, gathered on demand
@@ -127,6 +127,28 @@ def header_mismatches(h: np.void, meta: dict, manifest: dict) -> list[str]:
     return [f for f in HEADER_DTYPE.names if f != "tail" and not np.array_equal(h[f], want[f])]
 
 
+def _explain(h: np.void, meta: dict, manifest: dict) -> list[str]:
+    """What header_mismatches found, in the launch's terms: the sidecar's grid and block against the
+    header's, or (where they agree) each group's owner count, owner range and CTA limit against
+    those recomputed from that grid and block with the manifest's density."""
+    out = [f"the sidecar's {k} is {meta[k]!r}, the buffer's {h[k].tolist()!r}"
+           for k in ("grid", "block") if meta[k] != h[k].tolist()]
+    if out:
+        return out  # the groups below are recomputed from a geometry the sidecar and header agree on
+    groups, base = h["groups"][: int(h["n_groups"])], 0
+    for i, (g, mg, n) in enumerate(zip(groups, manifest["groups"], group_owners(manifest["groups"], meta["grid"],
+                                                                                 meta["block"]))):
+        if int(g["n_owners"]) != n or int(g["owner_base"]) != base:
+            out.append(f"group {i} ({mg.get('role')}) has {int(g['n_owners'])} owners from {int(g['owner_base'])} in the "
+                       f"header; grid {h['grid'].tolist()} x block {h['block'].tolist()} with the manifest's density "
+                       f"gives {n} from {base}")
+        if int(g["cta_limit"]) != mg["cta_limit"]:
+            out.append(f"group {i} selects at most {int(g['cta_limit'])} CTAs in the header, {mg['cta_limit']} in the "
+                       "manifest")
+        base += n
+    return out
+
+
 def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
     """Check the buffer's identity (header, sidecar and its field types, checksum, groups, every
     header field against the manifest's plan) and read its owner table: (header, meta, per-owner
@@ -177,9 +199,11 @@ def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
         raise CaptureError("owner groups in the buffer differ from the manifest's", path=where)
     wrong = header_mismatches(h, meta, manifest)
     if wrong:
+        # the sidecar disagreeing with the header is a mixing fault; any other field, the header's geometry
         raise CaptureError(f"launch header fields {', '.join(wrong)} differ from the manifest's plan for the launch "
-                           "geometry in the sidecar", path=where,
-                           hint="the buffer was edited, or comes from another build; capture again")
+                           "geometry in the sidecar" + "".join(f"; {d}" for d in _explain(h, meta, manifest)),
+                           path=where, hint="the buffer was edited, or comes from another build; capture again",
+                           check="cross_launch_mixing" if {"grid", "block"} & set(wrong) else "geometry")
 
     gid = np.repeat(np.arange(len(groups)), groups["n_owners"].astype(np.int64))
     exp = [_expected_owners(g, grid, block) for g in groups]

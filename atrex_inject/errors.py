@@ -45,7 +45,12 @@ class SnapshotError(AtrexError):
 
 
 class CaptureError(AtrexError):
-    """A raw capture cannot be decoded: wrong magic, version, source identity, or a short file."""
+    """A raw capture cannot be decoded: wrong magic, version, source identity, or a short file.
+    `check` names the validation check the refusal fails, where decode knows it (validate.py)."""
+
+    def __init__(self, message: str, *, check: str | None = None, **where):
+        self.check = check
+        super().__init__(message, **where)
 
 
 def user_error(e: Exception) -> AtrexError:
