@@ -140,8 +140,9 @@ def test_non_utf8_output_is_replaced(tmp_path):
 ])
 def test_bad_options_refused_before_any_sample(tmp_path, monkeypatch, opt, msg):
     marker = tmp_path / "ran"
-    cmd = json.dumps(prog(f"open({str(marker)!r}, 'w').close()\nprint(LINE)"))
-    monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(app, ["measure", "--baseline", cmd, "--instrumented", cmd, *opt], catch_exceptions=False)
+    argv = prog(f"open({str(marker)!r}, 'w').close()\nprint(LINE)")
+    monkeypatch.chdir(tmp_path)  # the arms differ (measure refuses one command for both) only by an ignored argument
+    r = CliRunner().invoke(app, ["measure", "--baseline", json.dumps(argv), "--instrumented", json.dumps(argv + ["B"]),
+                                 *opt], catch_exceptions=False)
     assert r.exit_code == 2 and msg in r.output, r.output
     assert not marker.exists()
