@@ -139,8 +139,8 @@ def _explain(h: np.void, meta: dict, manifest: dict) -> list[str]:
     for i, (g, mg, n) in enumerate(zip(groups, manifest["groups"], group_owners(manifest["groups"], meta["grid"],
                                                                                  meta["block"]))):
         if int(g["n_owners"]) != n or int(g["owner_base"]) != base:
-            out.append(f"group {i} ({mg.get('role')}) has {int(g['n_owners'])} owners from {int(g['owner_base'])} in the "
-                       f"header; grid {h['grid'].tolist()} x block {h['block'].tolist()} with the manifest's density "
+            out.append(f"group {i} ({mg.get('role')}) has {int(g['n_owners'])} owners from {int(g['owner_base'])} "
+                       f"in the header; grid {h['grid'].tolist()} x block {h['block'].tolist()} with the manifest's density "
                        f"gives {n} from {base}")
         if int(g["cta_limit"]) != mg["cta_limit"]:
             out.append(f"group {i} selects at most {int(g['cta_limit'])} CTAs in the header, {mg['cta_limit']} in the "
