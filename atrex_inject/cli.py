@@ -11,7 +11,7 @@ from rich.console import Console
 from typer.core import TyperCommand
 
 from . import __version__, snapshot
-from .errors import AtrexError
+from .errors import AtrexError, user_error
 
 class _Command(TyperCommand):
     """Usage lines name positional arguments by their metavar (`SPEC`, `CAPTURE_DIR`, `-- CMD...`),
@@ -63,10 +63,12 @@ def _main(version: bool = typer.Option(False, "--version", is_eager=True, callba
 
 
 def _run(as_json: bool, fn, render):
-    """Call the library; print text or JSON; map AtrexError to its exit status with nothing written."""
+    """Call the library; print text or JSON. The one error boundary: every exception becomes a
+    message with a hint (JSON under --json) and exit status 2, never a traceback."""
     try:
         result = fn()
-    except AtrexError as e:
+    except Exception as exc:  # noqa: BLE001 - the boundary is meant to catch everything
+        e = user_error(exc)
         if as_json:
             print(json.dumps(e.to_json()))
         else:
@@ -99,20 +101,29 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
 
 @app.command()
 def revert(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that was applied."),
-           root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
-    """Restore the clean source, only if the file still has the instrumented hash; the restored
-    file is checked against the clean hash, and the workspace is archived under .atrex/history/."""
+           root: Optional[Path] = RootOpt, as_json: bool = JsonOpt,
+           from_history: bool = typer.Option(False, "--from-history",
+                                             help="Restore from the archived workspace whose instrumented hash the "
+                                                  "source has (when `status` says instrumented-archived).")):
+    """Restore the clean source, only if the file still has the instrumented hash and the saved
+    clean copy plus the patch reproduce it; the restored file is checked against the clean hash,
+    and the workspace is archived under .atrex/history/."""
     def render(r):
         verb = "restored" if r["reverted"] else "already clean:"
         out.print(f"{verb} {r['source']} (workspace archived at {r['archived']})", markup=False)
-    _run(as_json, lambda: snapshot.revert(spec, root), render)
+        for w in r["warnings"]:
+            err.print(f"warning: {w}", markup=False)
+    _run(as_json, lambda: snapshot.revert(spec, root, from_history), render)
 
 
 @app.command()
 def status(spec: Path = typer.Argument(..., metavar="SPEC", help="The probe spec (TOML) to ask about."), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
     """Say whether the spec's source is clean, instrumented by this spec, or modified since."""
-    _run(as_json, lambda: snapshot.status(spec, root),
-         lambda r: out.print(f"{r['source']}: {r['state']} (spec {r['spec']})", markup=False))
+    def render(r):
+        out.print(f"{r['source']}: {r['state']} (spec {r['spec']})", markup=False)
+        if "hint" in r:
+            out.print(f"  hint: {r['hint']}", markup=False)
+    _run(as_json, lambda: snapshot.status(spec, root), render)
 
 
 @app.command()
@@ -207,8 +218,8 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
     def work():
         req = ms.Request(ms.parse_argv(baseline, "--baseline"), ms.parse_argv(instrumented, "--instrumented"),
                          warmup, iterations, pattern, rounds, timeout, tuple(map(str, source)),
-                         tuple(map(str, binary)), str(capture_dir or out_file.with_suffix("").with_name(
-                             out_file.stem + "-captures")), str(root) if root else None)
+                         tuple(map(str, binary)), str(capture_dir or out_file.resolve().with_name(
+                             out_file.resolve().stem + "-captures")), str(root) if root else None)
         with Progress(console=err, transient=True, disable=as_json) as bar:
             task = bar.add_task("samples", total=len(req.schedule()))
             art = ms.measure(req, out_file, lambda i, n, arm: bar.update(task, completed=i,

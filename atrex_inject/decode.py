@@ -14,7 +14,9 @@ streams; decode_file is the one-part case. save()/load() keep canonical events a
 from __future__ import annotations
 
 import json
+import json
 import os
+import re
 import shutil
 import struct
 import zlib
@@ -25,11 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CaptureError
-from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, selected_warps,
-                     thread_level)
+from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, build_header,
+                     group_owners, selected_warps, thread_level)
 
 TAG_VALID = np.uint32(0x80000000)
 ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
+CAPTURE_NAME = re.compile(r"^(?P<kernel>[^/]+)-launch(?P<seq>[0-9]{1,19})\.atrex$")
+SIDECAR_TYPES = {"workload": str, "device": dict, "device.uuid": str, "run_id": str}  # optional fields the checks read
 
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
 OWNER_COLUMNS = ("group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm")  # per owner, gathered on demand
@@ -111,9 +115,44 @@ CRC_BLOCK = 1 << 24  # the checksum reads the file in 16 MiB blocks: constant me
 PART_EVENTS = 1 << 20  # validate and summary stream captures in owner-range parts of this many events
 
 
+def header_mismatches(h: np.void, meta: dict, manifest: dict) -> list[str]:
+    """Header fields that differ from the header a recorder of this manifest writes for the
+    sidecar's launch geometry (layout.build_header), so that a buffer edited with its CRC
+    recomputed (grid, flags, header size, a group's limit or owner base, capacity) is refused."""
+    cap = manifest["capture"]
+    # an IKeT capture is sized to its fullest owner (cutedsl/normalize.py), not to the spec's capacity
+    capacity = int(h["capacity"]) if manifest["backend"] == "cutedsl" else cap["capacity"]
+    want = build_header(manifest["groups"], meta["grid"], meta["block"], capacity, cap["event_bytes"],
+                        bool(cap.get("clock")), bytes(h["source_id"]).hex(), int(h["launch_seq"]))[0]
+    return [f for f in HEADER_DTYPE.names if f != "tail" and not np.array_equal(h[f], want[f])]
+
+
+def _explain(h: np.void, meta: dict, manifest: dict) -> list[str]:
+    """What header_mismatches found, in the launch's terms: the sidecar's grid and block against the
+    header's, or (where they agree) each group's owner count, owner range and CTA limit against
+    those recomputed from that grid and block with the manifest's density."""
+    out = [f"the sidecar's {k} is {meta[k]!r}, the buffer's {h[k].tolist()!r}"
+           for k in ("grid", "block") if meta[k] != h[k].tolist()]
+    if out:
+        return out  # the groups below are recomputed from a geometry the sidecar and header agree on
+    groups, base = h["groups"][: int(h["n_groups"])], 0
+    for i, (g, mg, n) in enumerate(zip(groups, manifest["groups"], group_owners(manifest["groups"], meta["grid"],
+                                                                                 meta["block"]))):
+        if int(g["n_owners"]) != n or int(g["owner_base"]) != base:
+            out.append(f"group {i} ({mg.get('role')}) has {int(g['n_owners'])} owners from {int(g['owner_base'])} "
+                       f"in the header; grid {h['grid'].tolist()} x block {h['block'].tolist()} with the manifest's density "
+                       f"gives {n} from {base}")
+        if int(g["cta_limit"]) != mg["cta_limit"]:
+            out.append(f"group {i} selects at most {int(g['cta_limit'])} CTAs in the header, {mg['cta_limit']} in the "
+                       "manifest")
+        base += n
+    return out
+
+
 def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
-    """Check the buffer's identity (header, sidecar, checksum, groups) and read its owner table:
-    (header, meta, per-owner arrays of the whole launch, raw owner rows). Events are not read."""
+    """Check the buffer's identity (header, sidecar and its field types, checksum, groups, every
+    header field against the manifest's plan) and read its owner table: (header, meta, per-owner
+    arrays of the whole launch, raw owner rows). Events are not read."""
     where = str(path)
     size = path.stat().st_size
     with open(path, "rb") as f:
@@ -136,8 +175,21 @@ def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
         raise CaptureError(f"no readable sidecar {side_path.name}: the capture did not finish", path=where) from None
     if not isinstance(meta, dict) or meta.get("source_id") != source_id or meta.get("launch_seq") != int(h["launch_seq"]):
         raise CaptureError("sidecar does not describe this buffer (source id or launch sequence differ)", path=where)
+    for k, kind in SIDECAR_TYPES.items():  # parents before children, so each parent is an object here
+        *parents, leaf = k.split(".")
+        obj = meta
+        for p in parents:
+            obj = obj.get(p, {})
+        if leaf in obj and not isinstance(obj[leaf], kind):
+            raise CaptureError(f"sidecar field {k!r} must be a {'JSON object' if kind is dict else 'string'}, "
+                               f"not {type(obj[leaf]).__name__}", path=str(side_path),
+                               hint="the sidecar was edited or written by another tool; capture again")
     if meta.get("crc32") != crc:
         raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
+    dims = [meta.get("grid"), meta.get("block")]
+    if not all(isinstance(d, list) and len(d) == 3 and all(
+            isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 1 << 32 for v in d) for d in dims):
+        raise CaptureError("sidecar grid and block must each be three integers >= 1", path=str(side_path))
     cap = int(h["capacity"])
     grid, block = h["grid"].astype(np.int64), h["block"].astype(np.int64)
     groups = h["groups"][: int(h["n_groups"])]
@@ -145,6 +197,13 @@ def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
             int(g["role"]) != mg["role_code"] or int(g["cta_stride"]) != mg["cta_stride"]
             or int(g["warp_mask"]) != mg["warp_mask"] for g, mg in zip(groups, manifest["groups"])):
         raise CaptureError("owner groups in the buffer differ from the manifest's", path=where)
+    wrong = header_mismatches(h, meta, manifest)
+    if wrong:
+        # the sidecar disagreeing with the header is a mixing fault; any other field, the header's geometry
+        raise CaptureError(f"launch header fields {', '.join(wrong)} differ from the manifest's plan for the launch "
+                           "geometry in the sidecar" + "".join(f"; {d}" for d in _explain(h, meta, manifest)),
+                           path=where, hint="the buffer was edited, or comes from another build; capture again",
+                           check="cross_launch_mixing" if {"grid", "block"} & set(wrong) else "geometry")
 
     gid = np.repeat(np.arange(len(groups)), groups["n_owners"].astype(np.int64))
     exp = [_expected_owners(g, grid, block) for g in groups]
@@ -245,10 +304,14 @@ def decode_file(path: str | Path, manifest: dict) -> Launch:
 
 
 def capture_files(capture_dir: str | Path) -> list[Path]:
-    def order(p: Path) -> tuple:  # by kernel, then launch number; a name without one sorts first (validate says so)
-        seq = p.stem.rsplit("launch", 1)[-1]
-        return p.stem.rsplit("-launch", 1)[0], int(seq) if seq.isdigit() else -1
-    files = sorted(Path(capture_dir).glob("*.atrex"), key=order)
+    """The folder's `<kernel>-launch<N>.atrex` files by kernel and launch number; a `.atrex` file
+    named otherwise is refused rather than guessed at."""
+    files = list(Path(capture_dir).glob("*.atrex"))
+    for p in files:
+        if not CAPTURE_NAME.match(p.name):
+            raise CaptureError(f"capture file {p.name!r} is not named <kernel>-launch<N>.atrex", path=str(p),
+                               hint="the recorder names its files so; rename the file or move it out of the folder")
+    files.sort(key=lambda p: (CAPTURE_NAME.match(p.name)["kernel"], int(CAPTURE_NAME.match(p.name)["seq"])))
     if not files:
         raise CaptureError(f"no *.atrex capture files in {capture_dir}",
                            hint="run the instrumented program with ATREX_TIMELINE_OUT set to this folder")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 
 from .errors import AtrexError
 from .fsio import sha256_file, write_atomic
+from .proc import MAX_LINE, run_sample
 
 PREFIX = "__ATREX_TIMELINE_SAMPLE__="
 FORMAT = "atrex-measurement"
@@ -72,7 +72,8 @@ def parse_argv(text: str, what: str) -> list[str]:
 
 def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict | None) -> tuple[dict | None, str, str | None]:
     """(parsed sample or None, the raw line, the reason it is invalid or None)."""
-    lines = [l for l in (stdout if isinstance(stdout, str) else "").splitlines() if l.startswith(PREFIX)]
+    lines = [l for l in (stdout if isinstance(stdout, str) else "").split("\n")  # \n only, as the sample printed it
+             if l.startswith(PREFIX)]
     raw = lines[0] if len(lines) == 1 else ""
     if exit_status is None:
         return None, raw, "timed out"
@@ -84,7 +85,7 @@ def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict
         return None, lines[0], f"printed {len(lines)} sample lines"
     try:
         s = json.loads(raw[len(PREFIX):])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, raw, "sample line is not JSON"
     if not isinstance(s, dict):
         return None, raw, "sample is not a JSON object"
@@ -98,8 +99,8 @@ def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict
             return None, raw, f"field {k!r} has the wrong type ({type(s[k]).__name__})"
     if not isinstance(s["device_identity"].get("uuid"), str):
         return None, raw, "field 'device_identity.uuid' is missing or not a string"
-    if not (math.isfinite(s["latency_ms"]) and s["latency_ms"] > 0):
-        return None, raw, f"latency_ms {s['latency_ms']} is not a finite positive number"
+    if not 0 < s["latency_ms"] < 1e300:  # exact for huge ints (math.isfinite would overflow); false for nan and inf
+        return None, raw, f"latency_ms {str(s['latency_ms'])[:40]} is not a finite positive number"
     if s["correctness"] != "passed":
         return None, raw, f"correctness is {s['correctness']!r}"
     if s["synchronized"] is not True:
@@ -143,8 +144,23 @@ def _hashes(paths, root: str | None) -> list[dict]:
     return out
 
 
+def _check_request(req: Request, out: Path) -> None:
+    """Refuse what would waste every sample: a timeout or counts that cannot work, an --out that
+    cannot be written."""
+    if not (math.isfinite(req.timeout_s) and req.timeout_s > 0):
+        raise AtrexError(f"--timeout {req.timeout_s} must be a positive number of seconds")
+    if req.warmup < 0 or req.iterations < 1 or req.rounds < 1:
+        raise AtrexError(f"--warmup {req.warmup}, --iterations {req.iterations}, --rounds {req.rounds}: "
+                         "warmup must be >= 0, iterations and rounds >= 1")
+    out = Path(out)
+    if out.is_dir() or not out.parent.is_dir() or not os.access(out.parent, os.W_OK):
+        raise AtrexError(f"--out {out} is a folder, or its folder does not exist or is not writable",
+                         hint="name a file in an existing, writable folder")
+
+
 def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] | None = None) -> dict:
     schedule = req.schedule()
+    _check_request(req, out)
     art = {"format": FORMAT, "version": 1, "schedule": "".join(schedule),
            "requested": {"warmup": req.warmup, "iterations": req.iterations, "pattern": req.pattern,
                          "rounds": req.rounds, "timeout_s": req.timeout_s},
@@ -162,17 +178,16 @@ def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] |
             env.update(ATREX_TIMELINE_OUT=str(Path(req.capture_dir) / f"sample-{i}"), ATREX_TIMELINE_DEFER="1")
             Path(env["ATREX_TIMELINE_OUT"]).mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=req.timeout_s, env=env)
-            stdout, status, err = p.stdout, p.returncode, p.stderr[-2000:]
-        except subprocess.TimeoutExpired as e:
-            stdout = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-            status, err = None, "timeout"
-        except OSError as e:
-            stdout, status, err = "", 127, str(e)
-        s, raw, why = check_sample(stdout, status, req, first)
-        art["samples"].append({"index": i, "arm": arm, "argv": argv, "exit_status": status, "line": raw,
-                               "sample": s, "wall_s": round(time.perf_counter() - t0, 3), "stderr_tail": err,
+        run = run_sample(argv, env, req.timeout_s, PREFIX)
+        s, raw, why = check_sample("\n".join(run.sample_lines), run.exit_status, req, first)
+        if run.exit_status is not None and run.long_lines:
+            s, raw, why = None, "", f"printed a sample line longer than {MAX_LINE} bytes"
+        elif run.exit_status is not None and run.n_sample_lines > len(run.sample_lines):
+            s, raw, why = None, run.sample_lines[0], f"printed {run.n_sample_lines} sample lines"
+        art["samples"].append({"index": i, "arm": arm, "argv": argv, "exit_status": run.exit_status, "line": raw,
+                               "sample": s, "wall_s": round(time.perf_counter() - t0, 3),
+                               "stderr_tail": run.stderr_tail[-2000:], "output_bytes": {
+                                   "stdout": run.stdout_bytes, "stderr": run.stderr_bytes},
                                "valid": why is None, "reason": why})
         if why:
             reasons.append(f"sample {i} ({ARMS[arm]}): {why}")

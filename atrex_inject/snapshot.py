@@ -3,12 +3,19 @@
 Workspace `<root>/.atrex/<spec name>/` holds `clean/<file>` (the saved clean source),
 `instrumented.patch` (unified diff, `git apply`-able) and `manifest.json` (docs/format.md).
 Order of writes in apply: clean copy, patch, manifest, and only then the source (atomically), so
-any failure leaves the source as it was. revert restores only from a hash-verified clean copy
-onto a file that still has the instrumented hash, and archives the workspace under
-`.atrex/history/` so the evidence (patch, hashes) survives.
+any failure leaves the source as it was. revert restores only from a clean copy that, with the
+patch, reproduces the instrumented file's hash, onto a file that still has that hash, and
+archives the workspace under `.atrex/history/` so the evidence (patch, hashes) survives.
+
+One writer at a time: apply and revert hold `.atrex/lock` (an advisory flock for the whole
+project tree, so for every workspace and source file in it) and a lock per source file (for a
+file two project trees share); status shares the project lock. Temps a killed
+run left behind are removed by the next writer. Every path a manifest names is confined like a
+spec path. docs/recovery.md is the user's side of this.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
@@ -18,21 +25,69 @@ from pathlib import Path
 from . import __version__
 from .assets import asset_dir
 from .errors import SnapshotError, SpecError
-from .fsio import sha256_bytes, write_atomic
-from .patch import diffstat, unified_diff
+from .fsio import locked, remove_stale_temps, sha256_bytes, source_lock_path, write_atomic
+from .patch import PatchMismatch, apply_patch, diffstat, unified_diff
 from .plan import make_plan
-from .spec import ProbeSpec, load_spec
+from .spec import U32, ProbeSpec, confine, load_spec
 
 MANIFEST_FORMAT = "atrex-manifest"
 MANIFEST_VERSION = 1
+STATUS_WAIT_S = 30.0  # status waits this long for a running apply/revert before giving up
+# What the tools read from a manifest, with its type: a manifest missing one is refused by name.
+MANIFEST_FIELDS = {
+    "": {"format": str, "backend": str, "name": str, "kernel": str, "source": dict, "clean_copy": str,
+         "patch": dict, "capture": dict, "groups": list, "sites": list, "intervals": list, "expect": dict,
+         "applied_utc": str},
+    "source": {"path": str, "clean_sha256": str, "instrumented_sha256": str, "source_id": str},
+    "patch": {"path": str, "sha256": str},
+    "capture": {"capacity": int, "event_bytes": int},
+    "groups[]": {"role_code": int, "cta_stride": int, "cta_limit": int, "warp_mask": int},
+    "sites[]": {"id": int, "name": str, "group": int, "role": str},
+    "intervals[]": {"name": str, "start": str, "end": str},
+}
 
 
 def runtime_header() -> Path:
     return asset_dir("runtime") / "atrex_timeline.cuh"
 
 
+def atrex_dir(root: Path) -> Path:
+    """`<root>/.atrex`, refused when it is a symlink or not a folder: writes must stay in the tree."""
+    d = root / ".atrex"
+    if d.is_symlink() or (d.exists() and not d.is_dir()):
+        raise SnapshotError(f"{d} is a symlink or not a folder; atrex-inject writes only inside the project",
+                            hint=f"remove {d} (or replace it with a real folder) and run again")
+    return d
+
+
 def workspace(spec: ProbeSpec) -> Path:
-    return spec.root / ".atrex" / spec.name
+    return atrex_dir(spec.root) / spec.name
+
+
+@contextlib.contextmanager
+def _writer(spec: ProbeSpec, create: bool):
+    """The project lock for apply/revert, then the cleanup of temps a killed run left. Without
+    `create`, a project with no .atrex yet has nothing to lock (and nothing to revert)."""
+    d = atrex_dir(spec.root)
+    if not create and not d.is_dir():
+        yield workspace(spec)
+        return
+    d.mkdir(exist_ok=True)
+    with locked(d / "lock", f"the project {spec.root}"), locked(source_lock_path(spec.source), spec.source_rel):
+        ws = workspace(spec)
+        for p in (spec.source, ws / "manifest.json", ws / "instrumented.patch", ws / "clean" / spec.source.name):
+            remove_stale_temps(p)
+        yield ws
+
+
+@contextlib.contextmanager
+def _reader(spec: ProbeSpec):
+    d = atrex_dir(spec.root)
+    if not d.is_dir():
+        yield
+        return
+    with locked(d / "lock", f"the project {spec.root}", shared=True, wait_s=STATUS_WAIT_S):
+        yield
 
 
 @dataclass(frozen=True)
@@ -59,10 +114,56 @@ def _rewrite(spec: ProbeSpec, text: str):
 
 def _read_source(spec: ProbeSpec) -> tuple[bytes, str]:
     data = spec.source.read_bytes()
+    if spec.backend == "cuda" and data.startswith(b"\xef\xbb\xbf"):
+        raise SpecError(f"{spec.source_rel} starts with a UTF-8 byte-order mark, which the CUDA lexer does not read",
+                        path=str(spec.path), hint=f"save {spec.source_rel} as UTF-8 without a BOM, then apply again")
     try:
         return data, data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SpecError(f"{spec.source_rel} is not UTF-8 (byte {e.start})", path=str(spec.path)) from None
+        line = data[:e.start].count(b"\n") + 1
+        raise SpecError(f"{spec.source_rel} is not UTF-8 (byte {e.start}, line {line})", path=str(spec.path),
+                        hint="save the source as UTF-8") from None
+
+
+def check_manifest(m, where: str) -> dict:
+    """Refuse a manifest that lacks a field the tools read, or whose intervals and expectations
+    name sites it does not have: a clear message instead of a KeyError deep in decode."""
+    def bad(msg: str) -> SnapshotError:
+        return SnapshotError(f"manifest {where}: {msg}",
+                             hint="apply the spec again, or restore the manifest from .atrex/history/")
+
+    def fields(obj, spec: dict, label: str) -> None:
+        if not isinstance(obj, dict):
+            raise bad(f"{label or 'the manifest'} is not a JSON object")
+        for k, kind in spec.items():
+            v = obj.get(k)
+            if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+                raise bad(f"field {label + '.' if label else ''}{k} is missing or not a {kind.__name__}")
+            if kind is int and not 0 <= v <= U32:  # every integer the tool writes there is a u32
+                raise bad(f"field {label + '.' if label else ''}{k} = {v} is outside 0..{U32}")
+
+    fields(m, MANIFEST_FIELDS[""], "")
+    if m["format"] != MANIFEST_FORMAT:
+        raise bad("not an atrex manifest")
+    for key in ("source", "patch", "capture"):
+        fields(m[key], MANIFEST_FIELDS[key], key)
+    for key in ("groups", "sites", "intervals"):
+        for i, item in enumerate(m[key]):
+            fields(item, MANIFEST_FIELDS[key + "[]"], f"{key}[{i}]")
+    if m["capture"]["event_bytes"] not in (8, 16) or m["capture"]["capacity"] < 1 or any(
+            g["cta_stride"] < 1 for g in m["groups"]):
+        raise bad("capture.event_bytes must be 8 or 16, capture.capacity and every group's cta_stride >= 1")
+    names = [s["name"] for s in m["sites"]]
+    if [s["id"] for s in m["sites"]] != list(range(len(names))) or not all(
+            0 <= s["group"] < len(m["groups"]) for s in m["sites"]):
+        raise bad("site ids are not 0, 1, 2, ... or a site names a group that does not exist")
+    for label, site in [(f"interval {iv['name']!r}", iv[k]) for iv in m["intervals"] for k in ("start", "end")] + [
+            ("expect", k) for k in m["expect"]]:
+        if site not in names:
+            raise bad(f"{label} names unknown site {site!r}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in m["expect"].values()):
+        raise bad("expect counts must be integers")
+    return m
 
 
 def load_manifest(ws: Path) -> dict | None:
@@ -70,12 +171,10 @@ def load_manifest(ws: Path) -> dict | None:
     if not p.exists():
         return None
     try:
-        m = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
+        m = json.loads(p.read_bytes())
+    except (OSError, ValueError, RecursionError) as e:
         raise SnapshotError(f"manifest {p} is unreadable: {e}", hint="restore it from history or remove the workspace")
-    if m.get("format") != MANIFEST_FORMAT:
-        raise SnapshotError(f"{p} is not an atrex manifest")
-    return m
+    return check_manifest(m, str(p))
 
 
 def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str) -> dict:
@@ -109,10 +208,8 @@ def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str) -> dict:
     }
 
 
-def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
-    spec = load_spec(spec_path, root)
+def _check_not_applied(spec: ProbeSpec, spec_path, clean: bytes) -> None:
     ws = workspace(spec)
-    clean, text = _read_source(spec)
     old = load_manifest(ws)
     if old is not None:
         cur = sha256_bytes(clean)
@@ -122,13 +219,31 @@ def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
         if cur != old["source"]["clean_sha256"]:
             raise SnapshotError(f"workspace {ws} belongs to another state of {old['source']['path']}",
                                 path=str(spec.path), hint=f"inspect {ws} and remove it if it is stale")
-    rw = _rewrite(spec, text)  # every spec/anchor error is raised here, before any write
+
+
+def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
+    """Rewrite outside the lock (every spec/anchor error is raised there, before anything is
+    written or created), then, holding it, check that the source and workspace are still as read."""
+    spec = load_spec(spec_path, root)
+    clean, text = _read_source(spec)
+    _check_not_applied(spec, spec_path, clean)
+    rw = _rewrite(spec, text)
     patch = unified_diff(text, rw.text, spec.source_rel)
     manifest = build_manifest(spec, clean, rw, patch)
+    with _writer(spec, create=True) as ws:
+        if spec.source.read_bytes() != clean:
+            raise SnapshotError(f"{spec.source_rel} changed while apply was rewriting it; nothing was written",
+                                path=str(spec.path), hint="run apply again")
+        _check_not_applied(spec, spec_path, clean)
+        return _write_snapshot(spec, ws, clean, rw, patch, manifest)
+
+
+def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw, patch: str, manifest: dict) -> ApplyResult:
     steps = [("saving the clean copy", ws / manifest["clean_copy"], clean),
              ("writing the patch", ws / "instrumented.patch", patch),
              ("writing the manifest", ws / "manifest.json", json.dumps(manifest, indent=2) + "\n"),
              ("writing the instrumented source", spec.source, rw.text)]
+    existed = ws.exists()
     done = []
     for what, path, data in steps:
         try:
@@ -136,6 +251,8 @@ def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
         except OSError as e:
             for p in done:
                 p.unlink(missing_ok=True)
+            if not existed:
+                shutil.rmtree(ws, ignore_errors=True)
             raise SnapshotError(f"apply failed while {what} ({path}): {e}; {spec.source_rel} is unchanged "
                                 f"(sha256 {sha256_bytes(clean)[:16]})", path=str(spec.path),
                                 hint="fix the cause (disk space, permissions) and apply again") from e
@@ -146,52 +263,150 @@ def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
 def _history(ws: Path) -> Path:
     dest = ws.parent / "history" / f"{ws.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{time.time_ns() % 10**6}"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(ws), str(dest))
+    ws.rename(dest)
     return dest
 
 
-def revert(spec_path: str | Path, root: str | Path | None = None) -> dict:
-    spec = load_spec(spec_path, root)
-    ws = workspace(spec)
-    m = load_manifest(ws)
-    if m is None:
-        raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / 'manifest.json'})",
-                            path=str(spec.path), hint="nothing to revert; `atrex-inject status` shows the state")
-    src = spec.root / m["source"]["path"]
-    cur = sha256_bytes(src.read_bytes())
+def _history_entries(spec: ProbeSpec) -> list[Path]:
+    """This spec's archived workspaces, newest first."""
+    h = atrex_dir(spec.root) / "history"
+    entries = [p for p in h.glob(f"{spec.name}-*") if p.is_dir() and not p.is_symlink()] if h.is_dir() else []
+    return sorted(entries, key=lambda p: p.name.removeprefix(spec.name + "-"), reverse=True)
+
+
+def _verified_clean(spec: ProbeSpec, ws: Path, m: dict) -> tuple[Path, bytes]:
+    """(the source the manifest names, its clean content), after proving from the workspace that
+    clean copy + patch reproduce the instrumented hash. Every manifest path is confined: the
+    source like a spec path, the clean copy and patch inside the workspace."""
+    where = str(ws / "manifest.json")
+    src = confine(m["source"]["path"], spec.root, spec.root, where, None)
     clean_sha, inst_sha = m["source"]["clean_sha256"], m["source"]["instrumented_sha256"]
-    clean_copy = ws / m["clean_copy"]
-    if cur == clean_sha:
-        return {"reverted": False, "state": "clean", "source": m["source"]["path"], "archived": str(_history(ws))}
-    if cur != inst_sha:
-        clean_text = clean_copy.read_bytes().decode() if clean_copy.exists() else ""
-        changed = sum(1 for _ in unified_diff(clean_text, src.read_text(), m["source"]["path"]).splitlines())
-        raise SnapshotError(
-            f"{m['source']['path']} changed since apply (sha256 {cur[:16]}, expected instrumented {inst_sha[:16]}); "
-            f"refusing to overwrite your edits", path=str(src),
-            hint=f"the clean source is saved at {clean_copy} (sha256 {clean_sha[:16]}), {changed} diff lines from it; "
-                 f"copy it back to discard your edits, or undo the edits and revert again")
-    data = clean_copy.read_bytes()
+
+    def inside_ws(rel: str, what: str) -> Path:
+        try:
+            p = (ws / rel).resolve()
+            ok = p.is_relative_to(ws.resolve()) and p.is_file()
+        except (OSError, ValueError):  # a NUL byte, a name too long
+            ok = False
+        if not ok:
+            raise SnapshotError(f"the manifest's {what} {rel!r} is missing or outside {ws}", path=where,
+                                hint="recover with `atrex-inject revert --from-history SPEC` if history holds it")
+        return p
+
+    clean_copy, patch_path = inside_ws(m["clean_copy"], "clean copy"), inside_ws(m["patch"]["path"], "patch")
+    data, patch = clean_copy.read_bytes(), patch_path.read_bytes()
     if sha256_bytes(data) != clean_sha:
         raise SnapshotError(f"the saved clean copy {clean_copy} does not match the manifest's clean hash",
-                            hint=f"recover the clean source with `git apply -R {ws / 'instrumented.patch'}`")
+                            hint=f"recover the clean source with `git apply -R {patch_path}`")
+    if sha256_bytes(patch) != m["patch"]["sha256"]:
+        raise SnapshotError(f"the saved patch {patch_path} does not match the manifest's patch hash",
+                            hint=f"the clean copy {clean_copy} is intact (sha256 {clean_sha[:16]}); "
+                                 "copy it back by hand")
+    try:
+        rebuilt = apply_patch(data.decode(), patch.decode())
+    except (UnicodeDecodeError, PatchMismatch) as e:
+        rebuilt = f"<{e}>"
+    if sha256_bytes(rebuilt.encode()) != inst_sha:
+        raise SnapshotError(f"clean copy + patch in {ws} do not reproduce the instrumented hash {inst_sha[:16]}: "
+                            "the workspace was altered", path=where,
+                            hint="do not trust this workspace; restore the source from version control")
+    return src, data
+
+
+def _restore(src: Path, data: bytes, clean_sha: str, inst_sha: str, rel: str, saved: Path) -> None:
+    cur = sha256_bytes(src.read_bytes())
+    if cur != inst_sha:
+        raise SnapshotError(
+            f"{rel} changed since apply (sha256 {cur[:16]}, expected instrumented {inst_sha[:16]}); "
+            f"refusing to overwrite your edits", path=str(src),
+            hint=f"the clean source is saved at {saved} (sha256 {clean_sha[:16]}); copy it back to discard your "
+                 f"edits, or undo the edits and revert again")
     write_atomic(src, data)
     if sha256_bytes(src.read_bytes()) != clean_sha:
-        raise SnapshotError(f"restored {src} but its hash differs from the clean hash", hint=f"copy {clean_copy} by hand")
-    return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": clean_sha,
-            "archived": str(_history(ws))}
+        raise SnapshotError(f"restored {src} but its hash differs from the clean hash", hint=f"copy {saved} by hand")
+
+
+def _archive(ws: Path) -> tuple[str | None, list[str]]:
+    """Move the workspace to history; a failure after the source is restored is a warning, not an
+    error: the next revert (the source then being clean) archives it."""
+    try:
+        return str(_history(ws)), []
+    except OSError as e:
+        return None, [f"the source is restored but the workspace {ws} could not be archived ({e.strerror}); "
+                      "run revert again once that is fixed"]
+
+
+def revert(spec_path: str | Path, root: str | Path | None = None, from_history: bool = False) -> dict:
+    spec = load_spec(spec_path, root)
+    with _writer(spec, create=False) as ws:
+        if from_history:
+            return _revert_from_history(spec)
+        m = load_manifest(ws)
+        if m is None:
+            found = _orphan(spec)
+            raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / 'manifest.json'})",
+                                path=str(spec.path),
+                                hint=f"{spec.source_rel} is instrumented and its clean copy is archived in {found}: "
+                                     f"run `atrex-inject revert --from-history {spec_path}`" if found else
+                                "nothing to revert; `atrex-inject status` shows the state")
+        clean_sha, inst_sha = m["source"]["clean_sha256"], m["source"]["instrumented_sha256"]
+        src = confine(m["source"]["path"], spec.root, spec.root, str(ws / "manifest.json"), None)
+        if sha256_bytes(src.read_bytes()) == clean_sha:
+            archived, warnings = _archive(ws)
+            return {"reverted": False, "state": "clean", "source": m["source"]["path"], "archived": archived,
+                    "warnings": warnings}
+        src, data = _verified_clean(spec, ws, m)
+        _restore(src, data, clean_sha, inst_sha, m["source"]["path"], ws / m["clean_copy"])
+        archived, warnings = _archive(ws)
+        return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": clean_sha,
+                "archived": archived, "warnings": warnings}
+
+
+def _orphan(spec: ProbeSpec) -> Path | None:
+    """The newest archived workspace of this spec whose instrumented hash the source has now: the
+    source is instrumented but its clean copy is only in history."""
+    cur = sha256_bytes(spec.source.read_bytes())
+    for h in _history_entries(spec):
+        try:
+            m = load_manifest(h)
+        except SnapshotError:
+            continue
+        if m is not None and m["source"]["instrumented_sha256"] == cur and m["source"]["path"] == spec.source_rel:
+            return h
+    return None
+
+
+def _revert_from_history(spec: ProbeSpec) -> dict:
+    h = _orphan(spec)
+    if h is None:
+        raise SnapshotError(f"no archived workspace of spec {spec.name!r} has the current hash of {spec.source_rel}",
+                            path=str(spec.path), hint="`atrex-inject status` shows the state; nothing was changed")
+    m = load_manifest(h)
+    src, data = _verified_clean(spec, h, m)
+    _restore(src, data, m["source"]["clean_sha256"], m["source"]["instrumented_sha256"], m["source"]["path"],
+             h / m["clean_copy"])
+    return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": m["source"]["clean_sha256"],
+            "archived": str(h), "from_history": True, "warnings": []}
 
 
 def status(spec_path: str | Path, root: str | Path | None = None) -> dict:
     spec = load_spec(spec_path, root)
-    ws = workspace(spec)
-    m = load_manifest(ws)
-    cur = sha256_bytes(spec.source.read_bytes())
-    if m is None:
-        return {"state": "not-applied", "source": spec.source_rel, "sha256": cur, "spec": spec.name}
-    state = {m["source"]["clean_sha256"]: "clean", m["source"]["instrumented_sha256"]: "instrumented"}.get(cur, "modified")
-    return {"state": state, "source": spec.source_rel, "sha256": cur, "spec": spec.name, "workspace": str(ws),
-            "applied_utc": m["applied_utc"], "sites": len(m["sites"])}
+    with _reader(spec):
+        ws = workspace(spec)
+        m = load_manifest(ws)
+        cur = sha256_bytes(spec.source.read_bytes())
+        if m is None:
+            found = _orphan(spec)
+            if found is None:
+                return {"state": "not-applied", "source": spec.source_rel, "sha256": cur, "spec": spec.name}
+            return {"state": "instrumented-archived", "source": spec.source_rel, "sha256": cur, "spec": spec.name,
+                    "history": str(found),
+                    "hint": f"the source is instrumented but its clean copy is only in {found}; "
+                            f"restore it with `atrex-inject revert --from-history {spec_path}`"}
+        state = {m["source"]["clean_sha256"]: "clean", m["source"]["instrumented_sha256"]: "instrumented"}.get(
+            cur, "modified")
+        return {"state": state, "source": spec.source_rel, "sha256": cur, "spec": spec.name, "workspace": str(ws),
+                "applied_utc": m["applied_utc"], "sites": len(m["sites"])}
 
 
 def patch_text(spec_path: str | Path, root: str | Path | None = None) -> str:

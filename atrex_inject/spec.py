@@ -29,6 +29,10 @@ ANCHOR_POSITIONS = {
     "exit": ("exit",),
 }
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,31}$")
+RESERVED_NAMES = {"history", "lock"}  # entries of .atrex/ that are not workspaces
+NEVER_TARGETS = {".atrex", ".git"}  # the tool's own state and git's are never instrumented
+U32 = (1 << 32) - 1
+I64 = (1 << 63) - 1
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
 TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "capture", "site", "intervals", "expect"}
@@ -131,7 +135,7 @@ class _Lines:
         self.lines: dict[tuple, int] = {}
         table: tuple = ()
         counts: dict[str, int] = {}
-        for no, line in enumerate(text.splitlines(), 1):
+        for no, line in enumerate(text.split("\n"), 1):  # TOML lines end at \n only
             m = self.HEADER.match(line)
             if m:
                 name = m.group(2).strip('"')
@@ -163,12 +167,29 @@ def find_root(spec_path: Path) -> Path:
 
 
 def load_spec(path: str | Path, root: str | Path | None = None) -> ProbeSpec:
-    path = Path(path).resolve()
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise SpecError(f"cannot read spec: {e.strerror}", path=str(path)) from None
+        path = Path(path).resolve()
+        data = path.read_bytes()
+    except (OSError, ValueError) as e:
+        raise SpecError(f"cannot read spec: {getattr(e, 'strerror', None) or e}", path=str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SpecError(f"the spec is not UTF-8 text (byte {e.start})", path=str(path),
+                        line=data[:e.start].count(b"\n") + 1, hint="save the spec as UTF-8") from None
     return parse_spec(text, path, Path(root).resolve() if root else find_root(path))
+
+
+def _deepest_line(text: str) -> int:
+    """Line where bracket nesting first reaches its maximum: where a too-deep spec goes wrong."""
+    depth = deepest = 0
+    at = 1
+    for no, line in enumerate(text.split("\n"), 1):
+        for c in line:
+            depth += (c in "[{") - (c in "]}")
+            if depth > deepest:
+                deepest, at = depth, no
+    return at
 
 
 def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
@@ -177,19 +198,25 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
-        raise SpecError(f"malformed TOML: {e}", path=where, line=int(m.group(1)) if m else None,
+        raise SpecError(f"malformed TOML: {e}", path=where, line=int(m.group(1)) if m else text.count("\n") + 1,
                         hint="fix the TOML syntax at that line") from None
+    except RecursionError:
+        raise SpecError("arrays or tables nested too deeply to read", path=where,
+                        line=_deepest_line(text), hint="a spec needs no deep nesting; flatten it") from None
     lines = _Lines(text)
 
     def err(msg: str, *keypath, hint: str | None = None) -> SpecError:
-        return SpecError(msg, path=where, line=lines.of(*keypath), hint=hint)
+        # a key that is missing has no line: point at its table (top-level keys go before line 1's table)
+        return SpecError(msg, path=where, line=lines.of(*keypath) or 1, hint=hint)
 
     def unknown(table: dict, allowed: set, *keypath):
         for k in table:
             if k not in allowed:
                 raise err(f"unknown key {k!r}", *keypath, k, hint=f"allowed keys here: {', '.join(sorted(allowed))}")
 
-    def typed(table: dict, key: str, kind, *keypath, default=None, required=False):
+    def typed(table: dict, key: str, kind, *keypath, default=None, required=False, lo=0, hi=U32, unit=""):
+        """table[key] checked for type and, for an integer, for the range [lo, hi] the generated
+        code and the capture format can hold."""
         if key not in table:
             if required:
                 raise err(f"missing required key {key!r}", *keypath, hint=f"add `{key} = ...`")
@@ -197,6 +224,9 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         v = table[key]
         if kind is int and (isinstance(v, bool) or not isinstance(v, int)):
             raise err(f"{key!r} must be an integer, not {v!r}", *keypath, key)
+        if kind is int and not lo <= v <= hi:
+            label = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", ".".join(map(str, (*keypath, key))))
+            raise err(f"{label} must be between {lo} and {hi}{unit}, not {v}", *keypath, key)
         if kind is not int and not isinstance(v, kind):
             raise err(f"{key!r} must be a {kind.__name__}, not {type(v).__name__}", *keypath, key)
         return v
@@ -208,6 +238,9 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     name = typed(data, "name", str, required=True)
     if not NAME_RE.match(name):
         raise err(f"spec name {name!r} must be an identifier of at most 32 characters", "name")
+    if name in RESERVED_NAMES:
+        raise err(f"spec name {name!r} is reserved (.atrex/{name} is not a workspace)", "name",
+                  hint="choose another name")
     question = typed(data, "question", str, required=True)
     backend = typed(data, "backend", str, required=True)
     if backend not in BACKENDS:
@@ -221,31 +254,23 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     stage_t = typed(cap_t, "staging", dict, "capture", default={})
     unknown(stage_t, STAGING_KEYS, "capture", "staging")
     capture = Capture(
-        capacity=typed(cap_t, "capacity", int, "capture", default=64),
+        capacity=typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20, unit=" events per owner"),
         clock=typed(cap_t, "clock", bool, "capture", default=False),
-        skip=typed(cap_t, "skip", int, "capture", default=0),
-        count=typed(cap_t, "count", int, "capture", default=1),
-        staging_events=typed(stage_t, "events", int, "capture", "staging", required=bool(stage_t), default=0),
-        staging_warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0),
+        skip=typed(cap_t, "skip", int, "capture", default=0, hi=I64),
+        count=typed(cap_t, "count", int, "capture", default=1, hi=I64),
+        # events: one per lane when copied out; warps: the largest block of the kernel's launches
+        staging_events=typed(stage_t, "events", int, "capture", "staging", required=bool(stage_t), default=0,
+                             lo=1, hi=32, unit=" events per warp"),
+        staging_warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0,
+                            lo=1, hi=32, unit=" warps per CTA"),
     )
-    if stage_t:
-        if backend != "cuda":
-            raise err("capture.staging applies to the cuda backend (IKeT buffers its own events)", "capture", "staging")
-        if not 1 <= capture.staging_events <= 32:
-            raise err("capture.staging.events must be between 1 and 32 events per warp (one per lane when copied)",
-                      "capture", "staging")
-        if not 1 <= capture.staging_warps <= 32:
-            raise err("capture.staging.warps must be between 1 and 32 warps per CTA", "capture", "staging",
-                      hint="the largest block of the kernel's launches, in warps")
-    if not 1 <= capture.capacity <= 1 << 20:
-        raise err("capture.capacity must be between 1 and 1048576 events per owner", "capture", "capacity")
-    if capture.skip < 0 or capture.count < 0:
-        raise err("capture.skip and capture.count must be >= 0", "capture")
+    if stage_t and backend != "cuda":
+        raise err("capture.staging applies to the cuda backend (IKeT buffers its own events)", "capture", "staging")
 
     raw_sites = data.get("site", [])
     if not isinstance(raw_sites, list) or not raw_sites:
         raise err("a spec needs at least one [[site]]", hint="add a [[site]] table with name, anchor and position")
-    sites = [_parse_site(t, i, err, unknown, typed, lines) for i, t in enumerate(raw_sites)]
+    sites = [_parse_site(t, i, err, unknown, typed, lines, backend) for i, t in enumerate(raw_sites)]
     names = [s.name for s in sites]
     for i, n in enumerate(names):
         if names.index(n) != i:
@@ -254,9 +279,11 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         if capture.staging_events and st.role in ("thread", "predicate"):
             raise err(f"site {st.name!r}: role {st.role!r} records per thread; capture.staging stages per warp",
                       "site", i, "role", hint="use a warp-level role (lane0, warpgroup, cta) or drop staging")
-    groups = {s.group_key for s in sites}
+    groups = list(dict.fromkeys(s.group_key for s in sites))
     if len(groups) > 8:
-        raise err(f"{len(groups)} owner groups (role + density + predicate combinations); at most 8",
+        ninth = [s.group_key for s in sites].index(groups[8])
+        raise err(f"{len(groups)} owner groups (role + density + predicate combinations); at most 8, "
+                  f"the 9th starts at site {sites[ninth].name!r}", "site", ninth,
                   hint="let sites share roles and density")
 
     intervals = []
@@ -280,7 +307,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     for k, v in expect_t.items():
         if k not in names:
             raise err(f"expect names unknown site {k!r}", "expect", k, hint=f"sites: {', '.join(names)}")
-        expect[k] = typed(expect_t, k, int, "expect")
+        expect[k] = typed(expect_t, k, int, "expect")  # events per owner: a u32 count
 
     return ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, sites=tuple(sites), intervals=tuple(intervals), capture=capture,
@@ -307,7 +334,7 @@ def staged_copy(path: Path, events: int, warps: int) -> Path:
     return out
 
 
-def _parse_site(t, i, err, unknown, typed, lines) -> Site:
+def _parse_site(t, i, err, unknown, typed, lines, backend) -> Site:
     k = ("site", i)
     if not isinstance(t, dict):
         raise err("each site must be a [[site]] table", *k)
@@ -331,9 +358,7 @@ def _parse_site(t, i, err, unknown, typed, lines) -> Site:
         pattern = a[kind]
         if not isinstance(pattern, str) or not pattern.strip():
             raise err(f"site {name!r}: anchor {kind} must be a non-empty string", *k, "anchor")
-    occ = a.get("occurrence")
-    if occ is not None and (isinstance(occ, bool) or not isinstance(occ, int) or occ < 1):
-        raise err(f"site {name!r}: occurrence must be an integer >= 1", *k, "anchor")
+    occ = typed(a, "occurrence", int, *k, "anchor", lo=1)
     position = typed(t, "position", str, *k, default={"entry": "entry", "exit": "exit"}.get(kind, "before"))
     if position not in ANCHOR_POSITIONS[kind]:
         raise err(f"site {name!r}: position {position!r} does not apply to a {kind} anchor", *k, "position",
@@ -344,34 +369,118 @@ def _parse_site(t, i, err, unknown, typed, lines) -> Site:
     predicate = typed(t, "predicate", str, *k)
     if (role == "predicate") != (predicate is not None):
         raise err(f"site {name!r}: `predicate` goes with role = \"predicate\" and only with it", *k, "role")
+    exprs = {"predicate": predicate, "payload": typed(t, "payload", str, *k)}
+    for key, expr in exprs.items():
+        why = expression_problem(expr, backend) if expr is not None else None
+        if why:
+            lang = "C++" if backend == "cuda" else "Python"
+            raise err(f"site {name!r}: {key} {expr!r} {why}", *k, key,
+                      hint=f"write one {lang} expression on one line; it is pasted into the generated code as is")
     ctas = typed(t, "ctas", dict, *k, default={})
     unknown(ctas, CTAS_KEYS, *k, "ctas")
-    stride = typed(ctas, "stride", int, *k, "ctas", default=1)
+    stride = typed(ctas, "stride", int, *k, "ctas", default=1, lo=1)
     limit = typed(ctas, "limit", int, *k, "ctas", default=0)
-    if stride < 1 or limit < 0:
-        raise err(f"site {name!r}: ctas.stride must be >= 1 and ctas.limit >= 0", *k, "ctas")
     warps = typed(t, "warps", list, *k)
     if warps is not None:
         if not warps or not all(isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 32 for w in warps):
             raise err(f"site {name!r}: warps must list warp indices 0..31", *k, "warps")
         warps = tuple(sorted(set(warps)))
-    every = typed(t, "every", int, *k, default=1)
-    if every < 1:
-        raise err(f"site {name!r}: every must be >= 1", *k, "every")
+    every = typed(t, "every", int, *k, default=1, lo=1)
     return Site(name=name, anchor=Anchor(kind, pattern, occ), position=position, role=role, predicate=predicate,
-                payload=typed(t, "payload", str, *k), cta_stride=stride, cta_limit=limit, warps=warps, every=every,
+                payload=exprs["payload"], cta_stride=stride, cta_limit=limit, warps=warps, every=every,
                 line=lines.of(*k))
 
 
 def confine(rel: str, base: Path, root: Path, where: str, line: int | None) -> Path:
-    """Resolve a spec path and refuse anything outside the project tree."""
-    p = Path(rel)
-    full = (p if p.is_absolute() else base / p).resolve()
+    """Resolve a spec or manifest path and refuse anything outside the project tree, inside the
+    tool's or git's own state, or not a regular file."""
+    def refuse(msg: str, hint: str = "name a file inside the project, relative to the spec") -> SpecError:
+        return SpecError(msg, path=where, line=line, hint=hint)
+
+    if not isinstance(rel, str) or not rel or not rel.isprintable() or len(rel) > 4096:
+        raise refuse(f"path {str(rel)[:80]!r} is empty, too long, or holds control characters")
     try:
-        full.relative_to(root)
+        p = Path(rel)
+        full = (p if p.is_absolute() else base / p).resolve()
+        inside = full.relative_to(root)
     except ValueError:
-        raise SpecError(f"path {rel!r} leaves the project tree {root}", path=where, line=line,
-                        hint="name a file inside the project, relative to the spec") from None
-    if not full.is_file():
-        raise SpecError(f"source file {rel!r} does not exist ({full})", path=where, line=line)
+        raise refuse(f"path {rel!r} leaves the project tree {root}") from None
+    except OSError as e:
+        raise refuse(f"path {rel!r} cannot be resolved: {e.strerror}") from None
+    if NEVER_TARGETS & set(inside.parts):
+        raise refuse(f"path {rel!r} is inside {'/'.join(NEVER_TARGETS & set(inside.parts))}/, which atrex-inject "
+                     "and git own", hint="name the kernel source itself, not the tool's saved copies")
+    try:
+        regular = full.is_file()
+    except OSError as e:
+        raise refuse(f"path {rel!r} cannot be read: {e.strerror}") from None
+    if not regular:
+        raise refuse(f"source file {rel!r} does not exist ({full})")
     return full
+
+
+CPP_NEVER = {"PREPROC", "IF0", "LAUNCH_OPEN", "LAUNCH_CLOSE"}
+CPP_TOP_LEVEL_ONLY = {"SEMI", "LBRACE", "RBRACE", "FOR", "WHILE", "DO", "IF", "ELSE", "SWITCH", "RETURN", "BREAK",
+                      "CONTINUE", "CASE", "DEFAULT", "ASM", "ASM_GNU", "ASM_ALT", "GOTO"}
+CPP_BAD_PUNCT = {"#", "@", "`", "\\"}
+CLOSE = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
+
+
+def expression_problem(expr: str, backend: str) -> str | None:
+    """Why `expr` is not one expression on one line of the backend's language (None if it is).
+
+    Payload and predicate text is pasted into generated code; a comment, a newline, a stray brace
+    or `;` would change the code around it. C++ is lexed with the CUDA grammar's own terminals
+    (comments and literals are single tokens there), Python with libcst and tokenize."""
+    if not expr.strip():
+        return "is empty"
+    bad = next((c for c in expr if not c.isprintable()), None)
+    if bad is not None:
+        return f"holds a newline or control character (U+{ord(bad):04X})"
+    if backend == "cuda":
+        return _cpp_problem(expr)
+    return _python_problem(expr)
+
+
+def _cpp_problem(expr: str) -> str | None:
+    from lark.exceptions import LarkError
+
+    from .cuda.source import MacroStatements
+    from .lark_loader import parser
+    try:
+        toks = [t for t in parser("cuda.lark", "body", postlex=MacroStatements).lex(expr) if t.type != "VSEMI"]
+    except LarkError:
+        return "is not C++ the lexer can read"
+    skeleton = list(expr)  # the text with literals blanked: what remains of `//`, `/*`, `*/` is a comment
+    stack: list[str] = []
+    for t in toks:
+        if t.type in ("STRING", "CHAR", "RAWSTRING"):
+            skeleton[t.start_pos:t.end_pos] = " " * (t.end_pos - t.start_pos)
+        elif t.type in CPP_NEVER or (t.type == "PUNCT" and t.value in CPP_BAD_PUNCT):
+            return f"holds {t.value.strip()!r}, which is not part of a C++ expression"
+        elif t.type in ("LPAR", "LSQB", "LBRACE") and (stack or t.type != "LBRACE"):
+            stack.append(t.type)
+        elif t.type in CLOSE and stack:
+            if stack.pop() != CLOSE[t.type]:
+                return f"has an unbalanced {t.value!r}"
+        elif t.type in CLOSE or (t.type in CPP_TOP_LEVEL_ONLY and not stack):
+            return f"holds {t.value!r} outside parentheses: it must be one expression, not statements"
+    if stack:
+        return "has an unclosed bracket"
+    text = "".join(skeleton)
+    if "//" in text or "/*" in text or "*/" in text:
+        return "holds a comment"
+    return None
+
+
+def _python_problem(expr: str) -> str | None:
+    import io
+    import tokenize
+
+    import libcst
+    try:
+        libcst.parse_expression(expr)
+        comments = [t for t in tokenize.generate_tokens(io.StringIO(expr).readline) if t.type == tokenize.COMMENT]
+    except (libcst.ParserSyntaxError, tokenize.TokenError, SyntaxError, ValueError, RecursionError):
+        return "is not a Python expression"
+    return "holds a comment" if comments else None

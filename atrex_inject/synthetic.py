@@ -34,6 +34,9 @@ def manifest(capacity: int) -> dict:
             "question": "SYNTHETIC capture (not device data)", "kernel": KERNEL,
             "source": {"path": "synthetic.cu", "source_id": SOURCE_ID, "clean_sha256": "0" * 64,
                        "instrumented_sha256": "0" * 64},
+            # the fields snapshot.check_manifest requires of every manifest; nothing was applied
+            "clean_copy": "clean/synthetic.cu", "patch": {"path": "instrumented.patch", "sha256": "0" * 64},
+            "applied_utc": "1970-01-01T00:00:00Z",
             "capture": {"capacity": capacity, "clock": False, "skip": 0, "count": 1, "event_bytes": 8,
                         "staging": None},
             "groups": [GROUP], "sites": sites,

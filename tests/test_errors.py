@@ -95,7 +95,7 @@ def test_json_error_output(project):
 @pytest.mark.parametrize("old,new,msg", [
     ('position = "loop-begin"', 'position = "entry"', "does not apply to a loop anchor"),
     ('role = "cta"', 'role = "boss"', "role 'boss' is not one of"),
-    ('every = 4          # one event per 4 iterations', "every = 0", "every must be >= 1"),
+    ('every = 4          # one event per 4 iterations', "every = 0", "site[1].every must be between 1 and 4294967295, not 0"),
     ('"start -> stream_done"', '"start -> nowhere"', "names unknown site 'nowhere'"),
     ('"start -> stream_done"', '"start stream_done"', "must read"),
     ("version = 1", "version = 2", "spec version 2 is not supported"),

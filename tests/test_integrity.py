@@ -347,7 +347,10 @@ def test_verdict_root_rechecks_committed_measurement(tmp_path):
 
 
 
-def test_oddly_named_capture_file_is_rejected_not_crashed(tmp_path):
+def test_oddly_named_capture_file_is_refused_not_crashed(tmp_path):
+    """A .atrex file the recorder cannot have written (no launch number) is refused by name (exit 2,
+    tests/test_capture_inputs.py), not sorted in and guessed at."""
     s = Synthetic(tmp_path).save()
     (s.dir / "synthetic-launchX.atrex").write_bytes(b"")
-    assert failing(s.validate()) == {"truncation": 1}
+    with pytest.raises(CaptureError, match=r"capture file 'synthetic-launchX.atrex' is not named"):
+        s.validate()
