@@ -16,8 +16,6 @@ import json
 import resource
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -25,9 +23,8 @@ HERE = Path(__file__).resolve().parent
 
 def one(mb: float) -> dict:
     sys.path.insert(0, str(HERE))
-    from apply_speed import KERNEL
+    from apply_speed import KERNEL, timed_apply
 
-    from atrex_inject import snapshot
     from atrex_inject.cuda.source import parse_source
 
     parse_source("__global__ void warm() {}")
@@ -39,20 +36,7 @@ def one(mb: float) -> dict:
         i += 1
     text = "".join(parts)
     del parts
-    t0 = time.perf_counter()
-    parse_source(text)
-    parse_s = time.perf_counter() - t0
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / ".git").mkdir()
-        (root / "big.cu").write_text(text)
-        (root / "big.toml").write_text(
-            'version = 1\nname = "big"\nquestion = "scale"\nbackend = "cuda"\nsource = "big.cu"\nkernel = "k7"\n'
-            '[[site]]\nname = "top"\nanchor = { loop = "for (int j" }\nposition = "loop-begin"\n'
-            '[[site]]\nname = "out"\nanchor = { exit = true }\n')
-        t0 = time.perf_counter()
-        snapshot.apply(root / "big.toml")
-        apply_s = time.perf_counter() - t0
+    parse_s, apply_s = timed_apply(text, "k7")
     return {"mb": len(text) / 1e6, "parse_s": parse_s, "apply_s": apply_s,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 

@@ -34,6 +34,26 @@ void launch{i}(float* o, const float* in, int n) {{ k{i}<1><<<64, 256>>>(o, in, 
 """
 
 
+SITES = ('[[site]]\nname = "top"\nanchor = { loop = "for (int j" }\nposition = "loop-begin"\n'
+         '[[site]]\nname = "out"\nanchor = { exit = true }\n')
+
+
+def timed_apply(text: str, kernel: str, sites: str = SITES) -> tuple[float, float]:
+    """(front end s, whole apply s) for `text` as big.cu in a fresh temporary project."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / ".git").mkdir()
+        (root / "big.cu").write_text(text)
+        (root / "big.toml").write_text(f'version = 1\nname = "big"\nquestion = "speed"\nbackend = "cuda"\n'
+                                       f'source = "big.cu"\nkernel = "{kernel}"\n{sites}')
+        t0 = time.perf_counter()
+        source.parse_source(text)
+        parse_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        snapshot.apply(root / "big.toml")
+        return parse_s, time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=10000)
@@ -44,23 +64,8 @@ def main() -> None:
     t0 = time.perf_counter()
     source.parse_source("__global__ void warm() {}")
     compile_s = time.perf_counter() - t0
-    parse, apply = [], []
-    for _ in range(a.repeat):
-        with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp)
-            (root / ".git").mkdir()
-            (root / "big.cu").write_text(text)
-            (root / "big.toml").write_text(
-                'version = 1\nname = "big"\nquestion = "speed"\nbackend = "cuda"\nsource = "big.cu"\nkernel = "k500"\n'
-                '[[site]]\nname = "top"\nanchor = { loop = "for (int j" }\nposition = "loop-begin"\n'
-                '[[site]]\nname = "asm"\nanchor = { ptx = "bar.sync" }\nposition = "after"\n'
-                '[[site]]\nname = "out"\nanchor = { exit = true }\n')
-            t0 = time.perf_counter()
-            source.parse_source(text)
-            parse.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            snapshot.apply(root / "big.toml")
-            apply.append(time.perf_counter() - t0)
+    asm = '[[site]]\nname = "asm"\nanchor = { ptx = "bar.sync" }\nposition = "after"\n'
+    parse, apply = zip(*(timed_apply(text, "k500", SITES + asm) for _ in range(a.repeat)))
     lines = text.count("\n")
     print(f"{'lines':>7} {'grammar build s':>16} {'parse s':>9} {'apply s':>9} {'lines/s (apply)':>16}")
     print(f"{lines:>7} {compile_s:>16.3f} {statistics.median(parse):>9.3f} {statistics.median(apply):>9.3f} "
