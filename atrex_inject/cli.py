@@ -26,7 +26,8 @@ app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None,
     help="Instrument one GPU kernel from a probe spec, capture and decode its intra-kernel timeline, "
          "and restore the clean kernel byte for byte.\n\n"
-         "Typical loop: apply SPEC -> build and run with ATREX_TIMELINE_OUT=CAPTURE_DIR -> validate CAPTURE_DIR "
+         "Typical loop: apply SPEC (check-sass SPEC: did the build keep the clean loops?) -> build and run with "
+         "ATREX_TIMELINE_OUT=CAPTURE_DIR -> validate CAPTURE_DIR "
          "-> summary CAPTURE_DIR -> export CAPTURE_DIR --perfetto T.pftrace --png T.png -> report CAPTURE_DIR "
          "-o report.html -> revert SPEC.")
 out = Console(highlight=False, soft_wrap=True)
@@ -130,6 +131,37 @@ def status(spec: Path = typer.Argument(..., metavar="SPEC", help="The probe spec
 def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that was applied."), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
     """Print the applied patch (unified diff, accepted by `git apply -R` to undo)."""
     _run(as_json, lambda: {"patch": snapshot.patch_text(spec, root)}, lambda r: sys.stdout.write(r["patch"]))
+
+
+@app.command("check-sass")
+def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML) of a CUDA kernel."),
+               root: Optional[Path] = RootOpt,
+               nvcc_flag: list[str] = typer.Option([], "--nvcc-flag", metavar="FLAG",
+                                                   help="A flag for nvcc (repeatable; default -O3, sm_90a, c++17). "
+                                                        "Pass your build's flags."),
+               as_json: bool = JsonOpt):
+    """Does the instrumented build keep what the compiler made of the clean kernel? Compiles the
+    spec's source clean, instrumented and instrumented without versioning (no GPU), and checks
+    that every loop of the clean kernel is still there with the same loads, stores and tensor
+    instructions per trip; prints the register counts side by side. Exit 1 when a loop is missing
+    (docs/perturbation.md)."""
+    from . import sass
+
+    def render(r):
+        regs = r["registers"]
+        out.print(f"{r['kernel']}: registers clean {regs['clean']}, instrumented {regs['instrumented']} "
+                  f"(one copy {regs['one_copy']}); body {'versioned' if r['versioned'] else 'NOT versioned'}",
+                  markup=False)
+        for l in r["clean_loops"]:
+            out.print(f"  clean {l}", markup=False)
+        for m in r["missing"]:
+            have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
+            out.print(f"  MISSING in the instrumented kernel: {m['missing']} loop(s) with {have} per trip", markup=False)
+        out.print("clean loops kept" if r["ok"] else "a clean loop was lost: see docs/perturbation.md", markup=False)
+
+    r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None), render)
+    if not r["ok"]:
+        raise typer.Exit(1)
 
 
 @app.command("include-dir")

@@ -117,3 +117,68 @@ def missing_loops(clean: list[Loop], instrumented: list[Loop]) -> list[Loop]:
 def describe(l: Loop) -> str:
     parts = [f"{l.count(f)} {f}" for f in FAMILIES if l.count(f)]
     return f"loop 0x{l.start:04x}-0x{l.end:04x} ({len(l.ops)} instructions: {', '.join(parts)})"
+
+
+def _registers(ptxas_log: str, kernel: str) -> int | None:
+    """Registers ptxas reported for the kernel's function (-Xptxas -v)."""
+    current = None
+    for line in ptxas_log.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'|Function properties for (\S+)", line)
+        if m:
+            current = m.group(1) or m.group(2)
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current and kernel in current:
+            return int(m.group(1))
+    return None
+
+
+def _build(src: Path, include: Path, kernel: str, flags: list[str]) -> tuple[list[Loop], int | None]:
+    """Loops and registers of `kernel` in `src` (a copy of a source whose own folder is `include`)."""
+    from .assets import asset_dir  # noqa: PLC0415
+
+    cubin = src.with_suffix(".cubin")
+    cmd = ["nvcc", "-cubin", "-Xptxas", "-v", f"-I{asset_dir('runtime')}", f"-I{include}", *flags, "-o",
+           str(cubin), str(src)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise AtrexError(f"cannot run nvcc: {e}", hint="put CUDA's nvcc on PATH") from None
+    if p.returncode != 0:
+        raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src),
+                         hint="pass the flags your build uses with --nvcc-flag")
+    return loops(function(disassemble(cubin), kernel)), _registers(p.stderr, kernel)
+
+
+def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None) -> dict:
+    """Compile the spec's kernel clean, instrumented, and instrumented as one copy (no versioning),
+    and compare their loops: the instrumented kernel must hold the one-copy rewrite's loops plus
+    every loop of the clean kernel, with the same memory and tensor instructions per trip (its clean
+    copy kept the unrolling and loads in flight). Registers are reported side by side: they are the
+    whole kernel's, so a higher count changes occupancy even for the clean copy."""
+    import tempfile  # noqa: PLC0415
+
+    from .cuda.rewrite import rewrite  # noqa: PLC0415
+    from .spec import load_spec  # noqa: PLC0415
+
+    spec = load_spec(spec_path, root)
+    if spec.backend != "cuda":
+        raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
+                         path=str(spec.path))
+    flags = nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
+    clean = spec.source.read_text()
+    inst = rewrite(spec, clean)
+    texts = {"clean": clean, "instrumented": inst.text, "one_copy": rewrite(spec, clean, version_body=False).text}
+    with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
+        built = {}
+        for name, text in texts.items():
+            src = Path(tmp) / f"{name}{spec.source.suffix}"
+            src.write_text(text)
+            built[name] = _build(src, spec.source.parent, spec.kernel, flags)
+    sig = {k: Counter(l.signature for l in v[0] if any(l.signature)) for k, v in built.items()}
+    want = sig["clean"] + sig["one_copy"]
+    short = [{"loop": dict(zip(FAMILIES, s)), "missing": n - sig["instrumented"][s]}
+             for s, n in want.items() if sig["instrumented"][s] < n]
+    regs = {k: v[1] for k, v in built.items()}
+    return {"spec": spec.name, "kernel": spec.kernel, "versioned": inst.backend_data["perturbation"]["versioned"],
+            "registers": regs, "clean_loops": [describe(l) for l in built["clean"][0] if any(l.signature)],
+            "missing": short, "ok": not short, "flags": flags}
