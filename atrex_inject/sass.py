@@ -149,6 +149,24 @@ def _build(src: Path, include: Path, kernel: str, flags: list[str]) -> tuple[lis
     return loops(function(disassemble(cubin), kernel)), _registers(p.stderr, kernel)
 
 
+def _clean_text(spec) -> str:
+    """The spec's clean source: the file itself, or, once applied, the clean copy apply saved."""
+    from .cuda.rewrite import MARK  # noqa: PLC0415
+    from .fsio import sha256_bytes  # noqa: PLC0415
+    from .snapshot import load_manifest, workspace  # noqa: PLC0415
+
+    text = spec.source.read_text()
+    if MARK not in text:
+        return text
+    ws = workspace(spec)
+    m = load_manifest(ws)
+    data = (ws / m["clean_copy"]).read_bytes() if m else b""
+    if not m or sha256_bytes(data) != m["source"]["clean_sha256"]:
+        raise AtrexError(f"{spec.source_rel} is instrumented and no verified clean copy is saved for spec {spec.name!r}",
+                         path=str(spec.path), hint="revert it, or run check-sass before apply")
+    return data.decode()
+
+
 def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None) -> dict:
     """Compile the spec's kernel clean, instrumented, and instrumented as one copy (no versioning),
     and compare their loops: the instrumented kernel must hold the one-copy rewrite's loops plus
@@ -165,7 +183,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
                          path=str(spec.path))
     flags = nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
-    clean = spec.source.read_text()
+    clean = _clean_text(spec)
     inst = rewrite(spec, clean)
     texts = {"clean": clean, "instrumented": inst.text, "one_copy": rewrite(spec, clean, version_body=False).text}
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
