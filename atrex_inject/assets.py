@@ -1,18 +1,20 @@
-"""Where the shipped non-Python files are: grammars/*.lark and runtime/atrex_timeline.cuh.
+"""Where the shipped non-Python files are: the grammars, the runtime header, and the demo's example
+and real H200 capture.
 
-Installed, they are the packages atrex_inject.grammars and atrex_inject.runtime (pyproject maps
-the repository's top-level folders onto them); run from a source checkout without installing,
-they are the top-level folders themselves.
+Installed (`pip install .`), they are folders inside the package (pyproject maps the repository's
+folders onto atrex_inject.grammars, .runtime, .examples and .demo_capture); run from a source
+checkout, or installed editable, they are the repository's own folders.
 """
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
+
+SOURCE_DIRS = {"grammars": "grammars", "runtime": "runtime", "examples": "examples",
+               "demo_capture": "tests/fixtures/h200/gemm_mma"}
 
 
 def asset_dir(kind: str) -> Path:
-    """kind: "grammars" or "runtime"."""
-    try:
-        return Path(str(resources.files(f"atrex_inject.{kind}")))
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / kind
+    """kind: a key of SOURCE_DIRS."""
+    here = Path(__file__).resolve().parent
+    installed = here / kind
+    return installed if installed.is_dir() else here.parent / SOURCE_DIRS[kind]

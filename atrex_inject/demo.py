@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from . import snapshot
+from .assets import asset_dir
 from .decode import capture_files
 from .errors import AtrexError
 from .evidence import gather
@@ -25,9 +26,7 @@ from .report import render as render_report
 from .summary import render_text
 from .timeline import render_png
 
-CHECKOUT = Path(__file__).resolve().parent.parent
 SPEC = "gemm_mma"
-CAPTURE = CHECKOUT / "tests" / "fixtures" / "h200" / SPEC
 
 
 def _say(console, text: str) -> None:
@@ -52,12 +51,13 @@ def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
 
 
 def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
-    if not (CHECKOUT / "examples").is_dir() or not CAPTURE.is_dir():
-        raise AtrexError("the demo needs the source checkout (examples/ and tests/fixtures/h200/)",
-                         hint="clone the repository and `pip install -e .` there")
+    examples, bundled = asset_dir("examples"), asset_dir("demo_capture")
+    if not examples.is_dir() or not bundled.is_dir():
+        raise AtrexError(f"the demo's example or capture is missing ({examples}, {bundled})",
+                         hint="reinstall atrex-inject (pip install .) or run it from a source checkout")
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="atrex-demo-"))
     work.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(CHECKOUT / "examples", work / "examples", dirs_exist_ok=True)
+    shutil.copytree(examples, work / "examples", dirs_exist_ok=True)
     (work / ".git").mkdir(exist_ok=True)  # the project root the spec's paths are confined to
     spec = work / "examples" / "specs" / f"{SPEC}.toml"
     src = work / "examples" / "cuda" / f"{SPEC}.cu"
@@ -72,7 +72,7 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     if live:
         _live_capture(work, src, cap, console)
     else:
-        shutil.copytree(CAPTURE, cap, dirs_exist_ok=True)
+        shutil.copytree(bundled, cap, dirs_exist_ok=True)
         shutil.copy(res.workspace / "manifest.json", cap / "manifest.json")
     files = capture_files(cap)
     _say(console, f"2. capture: {len(files)} launch file(s) in {cap} "
