@@ -149,7 +149,8 @@ def test_demo_with_a_foreign_capture_reports_instead_of_crashing(tmp_path, monke
     """The reduction's real capture in place of the GEMM's: nothing decodes (another source id);
     the demo exits 1 and its report shows the failed check, with no picture and no trace."""
     from atrex_inject import demo
-    monkeypatch.setattr(demo, "CAPTURE", FIX / "reduce_sumsq")
+    real = demo.asset_dir
+    monkeypatch.setattr(demo, "asset_dir", lambda kind: FIX / "reduce_sumsq" if kind == "demo_capture" else real(kind))
     r = invoke("demo", "--out", tmp_path / "d", "--json")
     assert r.exit_code == 1
     out = json.loads(r.output)
