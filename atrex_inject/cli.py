@@ -175,7 +175,7 @@ def _manifest(capture_dir: Path, manifest: Optional[Path]) -> dict:
         raise AtrexError(f"capture folder {capture_dir} does not exist",
                          hint="give the folder the program wrote with ATREX_TIMELINE_OUT")
     path = manifest or capture_dir / "manifest.json"
-    m = snapshot.load_manifest(path.parent) if path.name == "manifest.json" else None
+    m = snapshot.load_manifest_file(path)
     if m is None:
         raise AtrexError(f"no manifest at {path}", hint="pass --manifest .atrex/<spec name>/manifest.json")
     return m

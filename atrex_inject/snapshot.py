@@ -167,7 +167,12 @@ def check_manifest(m, where: str) -> dict:
 
 
 def load_manifest(ws: Path) -> dict | None:
-    p = ws / "manifest.json"
+    """The workspace's manifest.json, checked; None when there is none."""
+    return load_manifest_file(ws / "manifest.json")
+
+
+def load_manifest_file(p: Path) -> dict | None:
+    """A manifest under any name (a copy next to a capture, say), checked; None when it is absent."""
     if not p.exists():
         return None
     try:

@@ -104,3 +104,14 @@ def test_capture_command_cuda(project, tmp_path):
     src.write_text(src.read_text() + "// edited after apply\n")
     r = invoke("capture", "--spec", spec, "--out", tmp_path / "cap2", "--", _sys.executable, prog)
     assert r.exit_code == 2 and "not the instrumented source" in r.output
+
+
+def test_manifest_option_takes_any_file_name(tmp_path):
+    """--manifest names a file, whatever it is called (a copy kept next to the program, say)."""
+    cap = tmp_path / "cap"
+    shutil.copytree(FIX / "reduce_sumsq", cap)
+    (cap / "manifest.json").rename(tmp_path / "reduce.manifest.json")
+    r = invoke("validate", cap, "--manifest", tmp_path / "reduce.manifest.json", "--json")
+    assert r.exit_code == 0 and json.loads(r.output)["verdict"] == "valid", r.output
+    r = invoke("validate", cap, "--manifest", tmp_path / "missing.json")
+    assert r.exit_code == 2 and "no manifest at" in r.output
