@@ -158,10 +158,14 @@ class _Lines:
         return None
 
 
+ROOT_MARKERS = (".git", ".atrex")
+
+
 def find_root(spec_path: Path) -> Path:
-    """The project tree: the nearest ancestor holding .git, else the spec's folder."""
+    """The project tree: the nearest ancestor holding .git or .atrex (the tool's workspace: `mkdir
+    .atrex` marks a tree that is not a git checkout, a tarball's, say), else the spec's folder."""
     for parent in [spec_path.parent, *spec_path.parent.parents]:
-        if (parent / ".git").exists():
+        if any((parent / m).exists() for m in ROOT_MARKERS):
             return parent
     return spec_path.parent
 
@@ -404,7 +408,9 @@ def confine(rel: str, base: Path, root: Path, where: str, line: int | None) -> P
         full = (p if p.is_absolute() else base / p).resolve()
         inside = full.relative_to(root)
     except ValueError:
-        raise refuse(f"path {rel!r} leaves the project tree {root}") from None
+        raise refuse(f"path {rel!r} leaves the project tree {root}",
+                     hint="name a file inside the project; the tree's root is the nearest folder holding .git or "
+                          ".atrex (mkdir .atrex there), or pass --root") from None
     except OSError as e:
         raise refuse(f"path {rel!r} cannot be resolved: {e.strerror}") from None
     if NEVER_TARGETS & set(inside.parts):

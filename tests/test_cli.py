@@ -115,3 +115,14 @@ def test_manifest_option_takes_any_file_name(tmp_path):
     assert r.exit_code == 0 and json.loads(r.output)["verdict"] == "valid", r.output
     r = invoke("validate", cap, "--manifest", tmp_path / "missing.json")
     assert r.exit_code == 2 and "no manifest at" in r.output
+
+
+def test_a_tree_without_git_is_marked_by_its_atrex_folder(tmp_path):
+    """A checkout that is not a git clone (a tarball) finds its root at a .atrex folder."""
+    shutil.copytree(Path(__file__).parent.parent / "examples", tmp_path / "examples")
+    spec = tmp_path / "examples" / "specs" / "reduce_sumsq.toml"
+    r = invoke("apply", spec)
+    assert r.exit_code == 2 and "leaves the project tree" in r.output and "mkdir .atrex" in r.output
+    (tmp_path / ".atrex").mkdir()
+    assert invoke("apply", spec).exit_code == 0
+    assert invoke("revert", spec).exit_code == 0
