@@ -21,9 +21,11 @@ import numpy as np
 from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 
 from .decode import Launch
+from .errors import AtrexError
 from .fsio import write_atomic
 from .owners import cta_name, owner_name
 from .selection import Choice, choose, in_memory, ranges_text
+from .spec import MAX_INTERVALS
 from .summary import pairs, site_ids
 
 SEQ_ID = 1
@@ -138,7 +140,7 @@ def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> N
         p.track_descriptor.name = owner_name(roles[own["group"][o]], int(own["thread"][o]))
         for k, iv in enumerate(manifest["intervals"]):
             p = b.add_packet()
-            p.track_descriptor.uuid = int(track_uuid(no, KIND_INTERVAL, o * 16 + k))
+            p.track_descriptor.uuid = int(track_uuid(no, KIND_INTERVAL, o * MAX_INTERVALS + k))
             p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_OWNER, o))
             p.track_descriptor.name = iv["name"]
 
@@ -190,8 +192,9 @@ def _counters(b: TraceProtoBuilder, no: int, ch: Choice) -> None:
 
 def trace_bytes(choices: list[Choice], manifest: dict) -> bytes:
     """The trace of selection.choose's choices: kept owners in full, counters for the rest."""
-    if len(manifest["intervals"]) > 16:
-        raise ValueError("at most 16 intervals per spec can be exported")
+    if len(manifest["intervals"]) > MAX_INTERVALS:  # parse_spec refuses such specs; a hand-edited manifest here
+        raise AtrexError(f"{len(manifest['intervals'])} intervals in the manifest; at most {MAX_INTERVALS} can be "
+                         "exported", hint="re-apply the spec (it refuses more) or drop intervals from the manifest")
     b = TraceProtoBuilder()
     chunks = []
     ids = site_ids(manifest)
@@ -205,7 +208,7 @@ def trace_bytes(choices: list[Choice], manifest: dict) -> bytes:
         ev = launch.events
         for k, iv in enumerate(manifest["intervals"]):
             p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
-            uuid = track_uuid(no, KIND_INTERVAL, p["owner"].astype(np.uint64) * np.uint64(16) + np.uint64(k))
+            uuid = track_uuid(no, KIND_INTERVAL, p["owner"].astype(np.uint64) * np.uint64(MAX_INTERVALS) + np.uint64(k))
             n = p["t0"].size  # begin, end, begin, end...: equal timestamps keep their order
             chunks.append(encode_events(np.column_stack([p["t0"], p["t1"]]).ravel(),
                                         np.tile([SLICE_BEGIN, SLICE_END], n), np.repeat(uuid, 2),

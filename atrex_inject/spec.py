@@ -159,6 +159,7 @@ class _Lines:
 
 
 ROOT_MARKERS = (".git", ".atrex")
+MAX_INTERVALS = 16  # export.py numbers an owner's interval tracks owner * 16 + k
 
 
 def find_root(spec_path: Path) -> Path:
@@ -305,6 +306,9 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
             raise err(f"interval {text_iv!r} joins sites of different owners (role/density/predicate differ)",
                       "intervals", hint="an interval is paired per owner: give both sites the same role and density")
         intervals.append(Interval(*m.groups()))
+    if len(intervals) > MAX_INTERVALS:
+        raise err(f"{len(intervals)} intervals; at most {MAX_INTERVALS} (the Perfetto export gives each owner one "
+                  f"track per interval, {MAX_INTERVALS} at most)", "intervals", hint="keep the intervals the question needs")
 
     expect_t = typed(data, "expect", dict, default={})
     expect = {}

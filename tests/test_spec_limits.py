@@ -177,3 +177,17 @@ def test_nine_owner_groups_point_at_the_ninth(tree):
     e = refused(tree, text)
     assert e.message.startswith("9 owner groups") and "the 9th starts at site 's8'" in e.message
     assert e.line == line_of('name = "s8"', text) - 1
+
+
+def test_more_intervals_than_the_export_can_show_are_refused_at_their_line(tmp_path):
+    """17 intervals: refused by parse_spec at the intervals line, not later by export."""
+    from atrex_inject.spec import MAX_INTERVALS, parse_spec
+
+    sites = "".join(f'[[site]]\nname = "s{i}"\nanchor = {{ entry = true }}\n' for i in range(MAX_INTERVALS + 2))
+    ivs = ", ".join(f'"s{i} -> s{i + 1}"' for i in range(MAX_INTERVALS + 1))
+    text = (f'version = 1\nname = "n"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cu"\nkernel = "k"\n'
+            f"intervals = [{ivs}]\n{sites}")
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    with pytest.raises(SpecError, match=f"{MAX_INTERVALS + 1} intervals; at most {MAX_INTERVALS}") as e:
+        parse_spec(text, tmp_path / "s.toml", tmp_path)
+    assert e.value.line == 7
