@@ -1,4 +1,4 @@
-"""Evidence grade: decision_grade / diagnostic / rejected (DESIGN.md, "Evidence grade").
+"""Evidence grade: decision_grade / diagnostic / rejected (docs/measure.md says when each is given).
 
 decision_grade needs all three, and all three about one build: a valid capture, a valid
 measurement whose overhead is within the target, and a correctness record from the user's
