@@ -41,6 +41,7 @@ WORK = HERE / "work"
 NVCC_ARCH = ["-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 NVCC_COMMON = ["--expt-relaxed-constexpr", "--expt-extended-lambda", "-w"]
 CONTEXT = 3
+EXTRA_INCLUDES: list[str] = []  # --include: system headers the machine lacks (e.g. cuBLAS from the nvidia-cublas wheel)
 
 
 def git(mirror: Path, *args: str, binary: bool = False):
@@ -199,7 +200,7 @@ def first_error(text: str) -> str:
 
 def nvcc(tree: Path, rel: str, f: dict, extra: list[str], timeout: int) -> tuple[bool | None, str]:
     cmd = ["nvcc", *NVCC_ARCH, *NVCC_COMMON, *f.get("flags", [])]
-    cmd += [f"-I{tree / d}" for d in f.get("includes", [])] + extra
+    cmd += [f"-I{tree / d}" for d in f.get("includes", [])] + [f"-I{d}" for d in EXTRA_INCLUDES] + extra
     if not rel.endswith(".cu"):
         cmd += ["-x", "cu"]
     cmd += ["-c", str(tree / rel), "-o", os.devnull]
@@ -331,7 +332,10 @@ def main() -> int:
     ap.add_argument("--timeout", type=int, default=240, help="seconds per nvcc run")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the per-file results here")
+    ap.add_argument("--include", action="append", default=[], metavar="DIR",
+                    help="extra -I for every compile (headers this machine's toolkit lacks, e.g. cublas_v2.h)")
     args = ap.parse_args()
+    EXTRA_INCLUDES.extend(str(Path(d).resolve()) for d in args.include)
     files = tomllib.loads(args.files.read_text())["file"]
     results = []
     t0 = time.time()
