@@ -75,7 +75,7 @@ class _Edits:
 
     def block_begin(self, block: Stmt, items):
         off = block.start + 1
-        first = next((c for c in block.children), None)
+        first = next((c for c in block.children if c.kind != "pp_line"), None)
         inner = self.indent(first.start) if first is not None and self.starts_line(first.start) \
             else self.indent(block.start) + "  "
         if self.rest_blank(off):
@@ -86,30 +86,33 @@ class _Edits:
     def block_end(self, block: Stmt, items):
         off = block.end - 1
         if self.starts_line(off):
-            first = block.children[0] if block.children else None
+            first = next((c for c in block.children if c.kind != "pp_line"), None)
             inner = self.indent(first.start) if first is not None and self.starts_line(first.start) \
                 else self.indent(off) + "  "
             self.insert(self.src.lines.line_start(off), BLOCK_END, self.lines_of(items, inner))
         else:
             self.insert(off, BLOCK_END, self.inline(items) + " ")
 
-    def statement(self, start: int, end: int, before, after, wrap: bool, depth: int):
+    def statement(self, s: Stmt, before, after, wrap: bool, depth: int):
+        """Probes before/after statement `s`; `before` goes above the #pragma lines that lead it, indented
+        like the statement itself."""
+        start, end, ind = s.lead, s.end, self.indent(s.start)
         if wrap:
             opening = "{ " + "".join(self.inline([b]) + " " for b in before)
             if self.src.text.startswith("#", start):  # a directive must stay first on its line
-                self.insert(self.src.lines.line_start(start), BEFORE, self.indent(start) + opening + "\n", depth)
+                self.insert(self.src.lines.line_start(start), BEFORE, ind + opening + "\n", depth)
             else:
                 self.insert(start, BEFORE, opening, depth)
             self.insert(end, AFTER, "".join(" " + self.inline([a]) for a in after) + " }", -depth)
             return
         if before:
             if self.starts_line(start):
-                self.insert(self.src.lines.line_start(start), BEFORE, self.lines_of(before, self.indent(start)), depth)
+                self.insert(self.src.lines.line_start(start), BEFORE, self.lines_of(before, ind), depth)
             else:
                 self.insert(start, BEFORE, self.inline(before) + " ", depth)
         if after:
             if self.rest_blank(end):
-                self.insert(self.src.lines.line_end(end) + 1, AFTER, self.lines_of(after, self.indent(start)), -depth)
+                self.insert(self.src.lines.line_end(end) + 1, AFTER, self.lines_of(after, ind), -depth)
             else:
                 self.insert(end, AFTER, " " + self.inline(after), -depth)
 
@@ -149,7 +152,7 @@ class _Edits:
             p = s.parent
             while p is not None:
                 depth, p = depth + 1, p.parent
-            self.statement(s.lead, s.end, side["before"], side["after"], wrap=not s.in_block, depth=depth)
+            self.statement(s, side["before"], side["after"], wrap=not s.in_block, depth=depth)
         return prefix + self.span(0, len(self.src.text))
 
 

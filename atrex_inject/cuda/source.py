@@ -13,7 +13,7 @@ from functools import cached_property
 from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput
 
-from ..errors import SourceParseError
+from ..errors import AnchorError, SourceParseError
 from ..lark_loader import parser
 from . import ptx
 
@@ -21,6 +21,11 @@ STMT_KINDS = {"block", "for_stmt", "while_stmt", "do_stmt", "if_stmt", "switch_s
               "break_stmt", "continue_stmt", "case_label", "simple_stmt", "empty_stmt", "pp_line"}
 LOOP_KINDS = {"for_stmt", "while_stmt", "do_stmt"}
 ATTR_WORDS = {"__launch_bounds__", "__cluster_dims__", "__attribute__", "alignas", "__declspec", "__maxnreg__"}
+# Statements that are a pragma in disguise: the operators, and the unroll macros of CUTLASS/CuTe
+# (defined in headers we do not read). A macro the file itself defines with `_Pragma` is added.
+PRAGMA_WORDS = frozenset({"_Pragma", "__pragma", "CUTLASS_PRAGMA_UNROLL", "CUTLASS_PRAGMA_NO_UNROLL", "CUTE_UNROLL",
+                          "CUTE_NO_UNROLL"})
+PRAGMA_DEFINE = re.compile(r"#\s*define\s+(\w+)\b.*\b_Pragma\b", re.S)
 
 
 class MacroStatements:
@@ -119,6 +124,7 @@ class Kernel:
     path: str
     body_start: int  # offset of the body's `{`
     body_end: int  # offset after its `}`
+    pragma_words: frozenset[str] = PRAGMA_WORDS
 
     @cached_property
     def body(self) -> Stmt:
@@ -129,7 +135,7 @@ class Kernel:
         except LarkError as e:
             raise _parse_error(e, self.text, self.path, a) from None
         tree.data = "block"
-        return _build(tree, a)
+        return _build(tree, a, self.pragma_words)
 
 
 @dataclass(eq=False)
@@ -147,12 +153,23 @@ class Launch:
 @dataclass(eq=False)
 class SourceFile:
     text: str
+    path: str
     lines: Lines
     kernels: list[Kernel]
     launches: list[Launch]
 
     def kernel(self, name: str) -> Kernel | None:
+        """The one definition of `name`; several (under #if/#else, or specializations) are refused:
+        instrumenting only the first would leave the build that uses another without probes."""
         found = [k for k in self.kernels if k.name == name]
+        if len(found) > 1:
+            lines = ", ".join(str(k.line) for k in found)
+            raise AnchorError(f"kernel {name!r} has {len(found)} __global__ definitions in {self.path} "
+                              f"(lines {lines}), for example under #if/#else; atrex-inject instruments exactly one "
+                              "definition",
+                              path=self.path, line=found[1].line,
+                              hint="target a kernel defined once; instrumenting only one of several definitions "
+                                   "would leave the build that compiles another without probes")
         return found[0] if found else None
 
 
@@ -163,6 +180,11 @@ def _tokens(node) -> list[Token]:
 
 
 def _span(node, off: int) -> tuple[int, int]:
+    """Absolute [start, end) of a node. A directive token starts at the newline before its `#` (the
+    lexer sees `#` only at line starts), but the directive's span starts at the `#`: a probe placed
+    before it goes on its own line, not at the end of the line above (inside a `//` comment there)."""
+    if isinstance(node, Tree) and node.data == "pp_line":
+        node = node.children[0]
     if isinstance(node, Token):
         v = node.value
         lead = len(v) - len(v.lstrip()) if node.type in ("PREPROC", "IF0") else 0
@@ -175,7 +197,7 @@ def _moved(tok: Token, off: int) -> Token:
     return Token(tok.type, tok.value, start_pos=tok.start_pos + off, end_pos=tok.end_pos + off)
 
 
-def _build(node: Tree, off: int) -> Stmt:
+def _build(node: Tree, off: int, pragmas: frozenset[str]) -> Stmt:
     kind = node.data
     start, end = _span(node, off)
     if kind == "pp_line":
@@ -184,20 +206,29 @@ def _build(node: Tree, off: int) -> Stmt:
     subs: list[Stmt] = []
     for c in node.children:
         if isinstance(c, Tree) and c.data in STMT_KINDS and kind not in ("simple_stmt", "return_stmt", "case_label"):
-            subs.append(_build(c, off))
+            subs.append(_build(c, off, pragmas))
         else:
             own.extend(_moved(t, off) for t in _tokens(c))
     s = Stmt(kind, start, end, own, subs, lead=start)
     for c in subs:
         c.parent = s
-    _mark_pragma_leads(subs)
+    _mark_pragma_leads(subs, pragmas)
     return s
 
 
-def _mark_pragma_leads(stmts: list[Stmt]) -> None:
+def _is_pragma(s: Stmt, pragmas: frozenset[str]) -> bool:
+    """A `#pragma` line, or `_Pragma(...)` / a pragma macro used as a statement (`UNROLL` before a loop)."""
+    if s.kind == "pp_line":
+        return s.own[0].value.lstrip().startswith("#pragma")
+    return s.kind == "simple_stmt" and s.own[0].value in pragmas and s.own[-1].type == "VSEMI"
+
+
+def _mark_pragma_leads(stmts: list[Stmt], pragmas: frozenset[str]) -> None:
+    """Each statement's lead: the start of the pragmas directly before it, which apply to it and must
+    stay attached (a probe goes above them)."""
     for i, s in enumerate(stmts):
         j = i
-        while j > 0 and stmts[j - 1].kind == "pp_line" and stmts[j - 1].own[0].value.lstrip().startswith("#pragma"):
+        while j > 0 and _is_pragma(stmts[j - 1], pragmas):
             j -= 1
         s.lead = stmts[j].start if j < i else s.start
 
@@ -268,19 +299,21 @@ def parse_source(text: str, path: str = "<source>") -> SourceFile:
     lines = Lines(text)
     kernels: list[Kernel] = []
     launches: list[Launch] = []
+    pragmas = PRAGMA_WORDS | {m.group(1) for t in tk.toks if t.type == "PREPROC"
+                              for m in [PRAGMA_DEFINE.match(t.value.lstrip())] if m}
     for i, t in enumerate(tk.toks):
         if t.type == "WORD" and t.value == "__global__":
-            k = _kernel_at(tk, i, text, path, lines)
+            k = _kernel_at(tk, i, text, path, lines, pragmas)
             if k:
                 kernels.append(k)
         elif t.type == "LAUNCH_OPEN" or (t.type == "WORD" and t.value == "cudaLaunchKernelEx"):
             launch = _launch(tk, i, text, lines)
             if launch:
                 launches.append(launch)
-    return SourceFile(text, lines, kernels, launches)
+    return SourceFile(text, path, lines, kernels, launches)
 
 
-def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines) -> Kernel | None:
+def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, pragmas: frozenset[str]) -> Kernel | None:
     toks, name = tk.toks, None
     j = i + 1
     while j < len(toks):
@@ -292,7 +325,8 @@ def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines) -> Kerne
         if t.type == "LBRACE":
             if name is None:
                 return None
-            return Kernel(name, lines.line(toks[i].start_pos), text, path, t.start_pos, toks[tk.match[j]].end_pos)
+            return Kernel(name, lines.line(toks[i].start_pos), text, path, t.start_pos, toks[tk.match[j]].end_pos,
+                          pragmas)
         j = tk.skip(j)
     return None
 

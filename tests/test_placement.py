@@ -1,0 +1,182 @@
+"""Placement on real-code shapes (issue 13): each probe lands exactly where the spec says, checked
+by line and enclosing statement, or apply refuses with exit 2, the reason, and every file unchanged."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from atrex_inject.cli import app
+from atrex_inject.cuda.anchors import candidates
+from atrex_inject.cuda.source import parse_source
+from atrex_inject.spec import Anchor, Site
+from conftest import nvcc_compile, tree_hashes
+
+HAS_NVCC = shutil.which("nvcc") is not None
+
+
+def cli(*args) -> tuple[int, str]:
+    r = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    return r.exit_code, r.output
+
+
+def site(anchor: str, position: str = "before", name: str = "a") -> str:
+    return f'[[site]]\nname = "{name}"\nanchor = {{ {anchor} }}\nposition = "{position}"\n'
+
+
+def project(tmp_path: Path, source: str | bytes, *sites: str, kernel: str = "k") -> Path:
+    """A project holding k.cu and spec s.toml; returns the spec."""
+    (tmp_path / ".git").mkdir()
+    src = tmp_path / "k.cu"
+    src.write_bytes(source if isinstance(source, bytes) else source.encode())
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cu"\n'
+                    f'kernel = "{kernel}"\n\n' + "\n".join(sites))
+    return spec
+
+
+def applied(spec: Path, compile_it: bool = True) -> list[str]:
+    """Apply (it must succeed), check it compiles, revert byte-exact; the instrumented lines."""
+    src = spec.parent / "k.cu"
+    clean = src.read_bytes()
+    code, out = cli("apply", spec)
+    assert code == 0, out
+    lines = src.read_bytes().decode().split("\n")
+    if compile_it and HAS_NVCC:
+        proc = nvcc_compile(src, spec.parent / "k.o")
+        assert proc.returncode == 0, proc.stderr
+    code, out = cli("revert", spec)
+    assert code == 0 and src.read_bytes() == clean, out
+    return lines
+
+
+def refused(spec: Path, *needles: str) -> str:
+    before = tree_hashes(spec.parent)
+    code, out = cli("apply", spec)
+    assert code == 2, out
+    for n in needles:
+        assert n in out, out
+    assert tree_hashes(spec.parent) == before
+    return out
+
+
+def probe_line(lines: list[str], name: str = "a") -> int:
+    """0-based index of the (first) line holding site `name`'s probe."""
+    return next(i for i, l in enumerate(lines) if f"atrex: site {name} (" in l)
+
+
+PRAGMA_AFTER_COMMENT = """\
+__global__ void k(float* x, int n) {
+  float acc = 0.f;  // accumulator
+#pragma unroll
+  for (int i = 0; i < 4; ++i) acc += x[i];
+  if (n > 8)  // big
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc += x[i];
+  x[0] = acc;
+}
+"""
+
+
+def test_before_a_pragma_led_loop_goes_above_the_pragma_not_into_the_comment(tmp_path):
+    spec = project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 1'))
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i - 1] == "  float acc = 0.f;  // accumulator"
+    assert lines[i] == "  __atrex_r0.rec(0u);  // atrex: site a (id 0, before)"
+    assert lines[i + 1:i + 3] == ["#pragma unroll", "  for (int i = 0; i < 4; ++i) acc += x[i];"]
+
+
+def test_before_a_pragma_led_unbraced_body_opens_its_brace_on_a_line_of_its_own(tmp_path):
+    spec = project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 2'))
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i - 1] == "  if (n > 8)  // big"
+    assert lines[i].startswith("    { __atrex_r0.rec(0u);")
+    assert lines[i + 1:i + 3] == ["#pragma unroll", "    for (int i = 0; i < 4; ++i) acc += x[i]; }"]
+
+
+@pytest.mark.parametrize("define,use", [('#define UNROLL _Pragma("unroll")', "UNROLL"),
+                                        ("", '_Pragma("unroll")'),
+                                        ("", "CUTLASS_PRAGMA_UNROLL")])  # defined in a CUTLASS header
+def test_before_a_loop_led_by_a_pragma_macro_goes_above_the_macro(tmp_path, define, use):
+    source = (f"{define}\n__global__ void k(float* x) {{\n"
+              f"  float acc = 0.f;\n  {use}\n  for (int i = 0; i < 4; ++i) acc += x[i];\n  x[0] = acc;\n}}\n")
+    spec = project(tmp_path, source, site('loop = "for"'))
+    lines = applied(spec, compile_it=use != "CUTLASS_PRAGMA_UNROLL")
+    i = probe_line(lines)
+    assert lines[i - 1:i + 3] == ["  float acc = 0.f;", "  __atrex_r0.rec(0u);  // atrex: site a (id 0, before)",
+                                  f"  {use}", "  for (int i = 0; i < 4; ++i) acc += x[i];"]
+
+
+def test_a_kernel_defined_under_if_and_else_is_refused_naming_both_definitions(tmp_path):
+    source = ("#if USE_FAST\n__global__ void k(float* x) { x[0] = 1.f; }\n#else\n"
+              "__global__ void k(float* x) { x[0] = 2.f; }\n#endif\n")
+    spec = project(tmp_path, source, site('stmt = "x[0]"'))
+    refused(spec, "k.cu:4: kernel 'k' has 2 __global__ definitions in k.cu (lines 2, 4)",
+            "atrex-inject instruments exactly one definition")
+
+
+CALLS = """\
+__device__ float k(float v) { return v; }
+__device__ float g(float v) { return v; }
+__global__ void kern(float* x, int steps) {
+  int k = 0;
+  while (k < steps) { x[k] = g(x[k]); ++k; }
+  for (int j = 0; j < steps; ++j) x[j] = ::k(x[j]);
+}
+"""
+
+
+def test_a_comparison_is_not_a_template_call(tmp_path):
+    src = parse_source(CALLS)
+    _, every = candidates(src.kernel("kern"), Site("x", Anchor("call", "\0"), "before"))
+    assert [(src.lines.line(m.stmt.start), m.what) for m in every] == [(5, "call g"), (6, "call k")]
+    spec = project(tmp_path, CALLS, site('call = "k"', "after"), kernel="kern")
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i].startswith("  for (int j = 0; j < steps; ++j) { x[j] = ::k(x[j]); __atrex_r0.rec(0u);")
+
+
+LAMBDA = """\
+template <class F> __device__ void dispatch(F f) { f(0); }
+__global__ void k(float* x, int n) {
+  float acc = 0.f;
+  dispatch([&](int s) {
+    for (int i = 0; i < n; ++i) {
+      acc += x[i];
+    }
+    x[s] = acc;
+  });
+  x[1] = acc;
+}
+"""
+
+
+@pytest.mark.parametrize("anchor,line", [('stmt = "x[s] = acc"', 8), ('loop = "for (int i"', 5),
+                                         ('call = "f"', None)])
+def test_an_anchor_inside_a_lambda_is_refused_with_the_placeable_candidates(tmp_path, anchor, line):
+    spec = project(tmp_path, LAMBDA, site(anchor))
+    if line is None:  # `f(0)` is in another function: nothing matches, and the lambda's calls are no candidates
+        out = refused(spec, "matches nothing in kernel 'k'; the kernel's call candidates are:",
+                      "1. k.cu:4: call dispatch: dispatch([&](int s) {")
+        assert "2." not in out
+        return
+    out = refused(spec, f"matches inside a lambda at k.cu:{line}; a probe cannot be placed inside a lambda body "
+                        "(it would land before or after the whole statement at line 4)")
+    if anchor.startswith("stmt"):
+        assert "1. k.cu:3: statement: float acc = 0.f;" in out and "3. k.cu:10: statement: x[1] = acc;" in out
+    else:
+        assert "the kernel has no placeable loop candidate" in out
+
+
+def test_the_statement_holding_a_lambda_is_still_placeable(tmp_path):
+    spec = project(tmp_path, LAMBDA, site('call = "dispatch"'), site('stmt = "x[1]"', "after", "b"))
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i + 1] == "  dispatch([&](int s) {"
+    j = probe_line(lines, "b")
+    assert lines[j - 1] == "  x[1] = acc;"
