@@ -114,9 +114,6 @@ def _rewrite(spec: ProbeSpec, text: str):
 
 def _read_source(spec: ProbeSpec) -> tuple[bytes, str]:
     data = spec.source.read_bytes()
-    if spec.backend == "cuda" and data.startswith(b"\xef\xbb\xbf"):
-        raise SpecError(f"{spec.source_rel} starts with a UTF-8 byte-order mark, which the CUDA lexer does not read",
-                        path=str(spec.path), hint=f"save {spec.source_rel} as UTF-8 without a BOM, then apply again")
     try:
         return data, data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -180,3 +180,45 @@ def test_the_statement_holding_a_lambda_is_still_placeable(tmp_path):
     assert lines[i + 1] == "  dispatch([&](int s) {"
     j = probe_line(lines, "b")
     assert lines[j - 1] == "  x[1] = acc;"
+
+
+CRLF = """\
+#define TWICE(x) \\
+  do { (x); (x); } while (0)  /* { */
+// a comment continued \\
+   onto a line with a } brace
+__global__ void k(float* x, int n) {
+  float acc = 0.f;  // accumulator
+#pragma unroll 4
+  for (int i = 0; i < n; ++i) {
+    acc += x[i];
+  }
+  TWICE(acc += 1.f);
+  x[0] = acc;
+}
+""".replace("\n", "\r\n")
+
+
+def test_a_crlf_file_with_continued_directives_and_comments_gets_crlf_lines(tmp_path):
+    spec = project(tmp_path, CRLF, site("entry = true", "entry", "in"), site('loop = "for"', "before"),
+                   site('loop = "for"', "loop-begin", "it") + "every = 4\n", site("exit = true", "exit", "out"))
+    lines = applied(spec)
+    text = "\n".join(lines)
+    assert text.count("\n") == text.count("\r\n") > CRLF.count("\n")  # every line, inserted or not, ends in CRLF
+    i = probe_line(lines)
+    assert lines[i - 1:i + 1] == ["  float acc = 0.f;  // accumulator\r",
+                                  "  __atrex_r0.rec(1u);  // atrex: site a (id 1, before)\r"]
+    assert lines[i + 1].startswith("  { int i = 0;  // atrex: strip-mined by 4") and lines[i + 2] == "  #pragma unroll 4\r"
+
+
+def test_a_utf8_bom_stays_first_and_placement_is_unchanged(tmp_path):
+    plain = PRAGMA_AFTER_COMMENT.encode()
+    spec = project(tmp_path, b"\xef\xbb\xbf" + plain, site('loop = "for", occurrence = 1'))
+    lines = applied(spec)
+    assert lines[0].startswith("\ufeff// atrex: instrumented from spec s.toml")
+    m = json.loads(next((tmp_path / ".atrex" / "history").glob("s-*")).joinpath("manifest.json").read_text())
+    assert m["sites"][0]["source_line"] == 4
+    shutil.rmtree(tmp_path / ".atrex")
+    (tmp_path / "k.cu").write_bytes(plain)
+    without = applied(spec, compile_it=False)
+    assert without[0] == lines[0].removeprefix("\ufeff") and without[3:] == lines[3:]  # [2]: the source id
