@@ -27,8 +27,9 @@ def site(anchor: str, position: str = "before", name: str = "a") -> str:
     return f'[[site]]\nname = "{name}"\nanchor = {{ {anchor} }}\nposition = "{position}"\n'
 
 
-def project(tmp_path: Path, source: str | bytes, *sites: str, kernel: str = "k") -> Path:
+def make_project(tmp_path: Path, source: str | bytes, *sites: str, kernel: str = "k") -> Path:
     """A project holding k.cu and spec s.toml; returns the spec."""
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / ".git").mkdir()
     src = tmp_path / "k.cu"
     src.write_bytes(source if isinstance(source, bytes) else source.encode())
@@ -82,7 +83,7 @@ __global__ void k(float* x, int n) {
 
 
 def test_before_a_pragma_led_loop_goes_above_the_pragma_not_into_the_comment(tmp_path):
-    spec = project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 1'))
+    spec = make_project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 1'))
     lines = applied(spec)
     i = probe_line(lines)
     assert lines[i - 1] == "  float acc = 0.f;  // accumulator"
@@ -91,7 +92,7 @@ def test_before_a_pragma_led_loop_goes_above_the_pragma_not_into_the_comment(tmp
 
 
 def test_before_a_pragma_led_unbraced_body_opens_its_brace_on_a_line_of_its_own(tmp_path):
-    spec = project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 2'))
+    spec = make_project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 2'))
     lines = applied(spec)
     i = probe_line(lines)
     assert lines[i - 1] == "  if (n > 8)  // big"
@@ -105,7 +106,7 @@ def test_before_a_pragma_led_unbraced_body_opens_its_brace_on_a_line_of_its_own(
 def test_before_a_loop_led_by_a_pragma_macro_goes_above_the_macro(tmp_path, define, use):
     source = (f"{define}\n__global__ void k(float* x) {{\n"
               f"  float acc = 0.f;\n  {use}\n  for (int i = 0; i < 4; ++i) acc += x[i];\n  x[0] = acc;\n}}\n")
-    spec = project(tmp_path, source, site('loop = "for"'))
+    spec = make_project(tmp_path, source, site('loop = "for"'))
     lines = applied(spec, compile_it=use != "CUTLASS_PRAGMA_UNROLL")
     i = probe_line(lines)
     assert lines[i - 1:i + 3] == ["  float acc = 0.f;", "  __atrex_r0.rec(0u);  // atrex: site a (id 0, before)",
@@ -115,7 +116,7 @@ def test_before_a_loop_led_by_a_pragma_macro_goes_above_the_macro(tmp_path, defi
 def test_a_kernel_defined_under_if_and_else_is_refused_naming_both_definitions(tmp_path):
     source = ("#if USE_FAST\n__global__ void k(float* x) { x[0] = 1.f; }\n#else\n"
               "__global__ void k(float* x) { x[0] = 2.f; }\n#endif\n")
-    spec = project(tmp_path, source, site('stmt = "x[0]"'))
+    spec = make_project(tmp_path, source, site('stmt = "x[0]"'))
     refused(spec, "k.cu:4: kernel 'k' has 2 __global__ definitions in k.cu (lines 2, 4)",
             "atrex-inject instruments exactly one definition")
 
@@ -135,7 +136,7 @@ def test_a_comparison_is_not_a_template_call(tmp_path):
     src = parse_source(CALLS)
     _, every = candidates(src.kernel("kern"), Site("x", Anchor("call", "\0"), "before"))
     assert [(src.lines.line(m.stmt.start), m.what) for m in every] == [(5, "call g"), (6, "call k")]
-    spec = project(tmp_path, CALLS, site('call = "k"', "after"), kernel="kern")
+    spec = make_project(tmp_path, CALLS, site('call = "k"', "after"), kernel="kern")
     lines = applied(spec)
     i = probe_line(lines)
     assert lines[i].startswith("  for (int j = 0; j < steps; ++j) { x[j] = ::k(x[j]); __atrex_r0.rec(0u);")
@@ -159,7 +160,7 @@ __global__ void k(float* x, int n) {
 @pytest.mark.parametrize("anchor,line", [('stmt = "x[s] = acc"', 8), ('loop = "for (int i"', 5),
                                          ('call = "f"', None)])
 def test_an_anchor_inside_a_lambda_is_refused_with_the_placeable_candidates(tmp_path, anchor, line):
-    spec = project(tmp_path, LAMBDA, site(anchor))
+    spec = make_project(tmp_path, LAMBDA, site(anchor))
     if line is None:  # `f(0)` is in another function: nothing matches, and the lambda's calls are no candidates
         out = refused(spec, "matches nothing in kernel 'k'; the kernel's call candidates are:",
                       "1. k.cu:4: call dispatch: dispatch([&](int s) {")
@@ -174,7 +175,7 @@ def test_an_anchor_inside_a_lambda_is_refused_with_the_placeable_candidates(tmp_
 
 
 def test_the_statement_holding_a_lambda_is_still_placeable(tmp_path):
-    spec = project(tmp_path, LAMBDA, site('call = "dispatch"'), site('stmt = "x[1]"', "after", "b"))
+    spec = make_project(tmp_path, LAMBDA, site('call = "dispatch"'), site('stmt = "x[1]"', "after", "b"))
     lines = applied(spec)
     i = probe_line(lines)
     assert lines[i + 1] == "  dispatch([&](int s) {"
@@ -200,7 +201,7 @@ __global__ void k(float* x, int n) {
 
 
 def test_a_crlf_file_with_continued_directives_and_comments_gets_crlf_lines(tmp_path):
-    spec = project(tmp_path, CRLF, site("entry = true", "entry", "in"), site('loop = "for"', "before"),
+    spec = make_project(tmp_path, CRLF, site("entry = true", "entry", "in"), site('loop = "for"', "before"),
                    site('loop = "for"', "loop-begin", "it") + "every = 4\n", site("exit = true", "exit", "out"))
     lines = applied(spec)
     text = "\n".join(lines)
@@ -213,7 +214,7 @@ def test_a_crlf_file_with_continued_directives_and_comments_gets_crlf_lines(tmp_
 
 def test_a_utf8_bom_stays_first_and_placement_is_unchanged(tmp_path):
     plain = PRAGMA_AFTER_COMMENT.encode()
-    spec = project(tmp_path, b"\xef\xbb\xbf" + plain, site('loop = "for", occurrence = 1'))
+    spec = make_project(tmp_path, b"\xef\xbb\xbf" + plain, site('loop = "for", occurrence = 1'))
     lines = applied(spec)
     assert lines[0].startswith("\ufeff// atrex: instrumented from spec s.toml")
     m = json.loads(next((tmp_path / ".atrex" / "history").glob("s-*")).joinpath("manifest.json").read_text())
@@ -222,3 +223,34 @@ def test_a_utf8_bom_stays_first_and_placement_is_unchanged(tmp_path):
     (tmp_path / "k.cu").write_bytes(plain)
     without = applied(spec, compile_it=False)
     assert without[0] == lines[0].removeprefix("\ufeff") and without[3:] == lines[3:]  # [2]: the source id
+
+
+def test_dry_run_shows_each_landing_with_its_lines_and_writes_nothing(tmp_path):
+    spec = make_project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 2'),
+                   site("exit = true", "exit", "x"))
+    before = tree_hashes(tmp_path)
+    code, out = cli("apply", "--dry-run", spec)
+    assert code == 0, out
+    assert "dry run, nothing written: k.cu would get +" in out
+    assert "site 0 a (before), anchored at k.cu:7, lands at:\n  k.cu:13 (instrumented)\n" in out
+    assert "       12 |   if (n > 8)  // big\n  >    13 |     { __atrex_r0.rec(0u);" in out
+    code, out = cli("apply", "--dry-run", "--json", spec)
+    r = json.loads(out)
+    assert r["dry_run"] and not r["applied"]
+    a, x = r["sites"]
+    assert [land["line"] for land in a["lands"]] == [13] and a["source_line"] == 7
+    assert [c["line"] for c in a["lands"][0]["context"]] == list(range(10, 17))
+    assert x["lands"][0]["context"][3]["text"] == "  __atrex_r0.rec(1u);  // atrex: site x (id 1, exit)"
+    assert tree_hashes(tmp_path) == before and not (tmp_path / ".atrex").exists()
+    refused(make_project(tmp_path / "bad", LAMBDA, site('stmt = "x[s]"')), "matches inside a lambda")
+
+
+@pytest.mark.parametrize("spec_path", sorted((Path(__file__).parent.parent / "examples" / "specs").glob("*.toml")),
+                         ids=lambda p: p.stem)
+def test_dry_run_of_every_example_lands_every_site(project, spec_path):
+    spec = project / "examples" / "specs" / spec_path.name
+    before = tree_hashes(project)
+    code, out = cli("apply", "--dry-run", "--json", spec)
+    assert code == 0, out
+    assert all(s["lands"] for s in json.loads(out)["sites"])
+    assert tree_hashes(project) == before
