@@ -209,7 +209,8 @@ def test_a_crlf_file_with_continued_directives_and_comments_gets_crlf_lines(tmp_
     i = probe_line(lines)
     assert lines[i - 1:i + 1] == ["  float acc = 0.f;  // accumulator\r",
                                   "  __atrex_r0.rec(1u);  // atrex: site a (id 1, before)\r"]
-    assert lines[i + 1].startswith("  { int i = 0;  // atrex: strip-mined by 4") and lines[i + 2] == "  #pragma unroll 4\r"
+    assert lines[i + 1].startswith("  { int i = 0;  // atrex: strip-mined by 4")
+    assert lines[i + 2] == "  #pragma unroll 4\r"
 
 
 def test_a_utf8_bom_stays_first_and_placement_is_unchanged(tmp_path):

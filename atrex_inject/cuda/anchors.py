@@ -131,7 +131,10 @@ def candidates(kernel: Kernel, site: Site) -> tuple[list[Match], list[Match]]:
                 if call_matches(callee, site.anchor.pattern):
                     hits.append(m)
         elif kind == "ptx" and s.kind == "asm_stmt":
-            for ins in asm_instructions(s):
+            found = asm_instructions(s, kernel.macros)
+            if found is None:
+                every.append(Match(s, "asm whose PTX template atrex-inject cannot read (no opcode of it can match)"))
+            for ins in found or []:
                 m = Match(s, f"ptx {ins.opcode}")
                 every.append(m)
                 if opcode_matches(ins.opcode, site.anchor.pattern):

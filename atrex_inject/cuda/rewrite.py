@@ -449,8 +449,8 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
                             for k in range(n) for j, (_, expr) in enumerate(lead.decls))
             loads = f"{nl}{ind}  const auto {idx};  // atrex: the group's loads, issued together{nl}{ind}  {vals}"
         pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""  # a #pragma lead at column 0
-        return (f"{pad}{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: one probed "
-                f"iteration per group of {n}{nl}{ind}{text[loop.lead:loop.start]}"
+        return (f"{pad}{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: "
+                f"one probed iteration per group of {n}{nl}{ind}{text[loop.lead:loop.start]}"
                 f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{begin}"
                 f"{loads}{nl}{ind}  {sep.join(copy(k, k == 0) for k in range(n))}{end} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {clean}  /* atrex: the last iterations, clean */ }}")

@@ -26,6 +26,23 @@ ATTR_WORDS = {"__launch_bounds__", "__cluster_dims__", "__attribute__", "alignas
 PRAGMA_WORDS = frozenset({"_Pragma", "__pragma", "CUTLASS_PRAGMA_UNROLL", "CUTLASS_PRAGMA_NO_UNROLL", "CUTE_UNROLL",
                           "CUTE_NO_UNROLL"})
 PRAGMA_DEFINE = re.compile(r"#\s*define\s+(\w+)\b.*\b_Pragma\b", re.S)
+STRING_DEFINE = re.compile(r'#\s*define\s+(\w+)[ \t]+((?:"(?:[^"\\\n]|\\.)*"\s*)+)$')
+
+
+@dataclass(frozen=True)
+class Macros:
+    """What the file's own object-like #defines tell the statement model: which names are pragmas
+    (they lead the next statement) and which expand to string literals (spliced into asm templates,
+    `"mbarrier.arrive" SCOPE ".b64 ..."`)."""
+    pragmas: frozenset[str] = PRAGMA_WORDS
+    strings: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, toks: list[Token]) -> "Macros":
+        defines = [t.value.strip() for t in toks if t.type == "PREPROC"]
+        strings = {m.group(1): re.findall(r'"(?:[^"\\\n]|\\.)*"', m.group(2))
+                   for d in defines for m in [STRING_DEFINE.match(d)] if m}
+        return cls(PRAGMA_WORDS | {m.group(1) for d in defines for m in [PRAGMA_DEFINE.match(d)] if m}, strings)
 
 
 class MacroStatements:
@@ -124,7 +141,7 @@ class Kernel:
     path: str
     body_start: int  # offset of the body's `{`
     body_end: int  # offset after its `}`
-    pragma_words: frozenset[str] = PRAGMA_WORDS
+    macros: Macros = field(default_factory=Macros)
 
     @cached_property
     def body(self) -> Stmt:
@@ -135,7 +152,7 @@ class Kernel:
         except LarkError as e:
             raise _parse_error(e, self.text, self.path, a) from None
         tree.data = "block"
-        return _build(tree, a, self.pragma_words)
+        return _build(tree, a, self.macros.pragmas)
 
 
 @dataclass(eq=False)
@@ -299,11 +316,10 @@ def parse_source(text: str, path: str = "<source>") -> SourceFile:
     lines = Lines(text)
     kernels: list[Kernel] = []
     launches: list[Launch] = []
-    pragmas = PRAGMA_WORDS | {m.group(1) for t in tk.toks if t.type == "PREPROC"
-                              for m in [PRAGMA_DEFINE.match(t.value.lstrip())] if m}
+    macros = Macros.of(tk.toks)
     for i, t in enumerate(tk.toks):
         if t.type == "WORD" and t.value == "__global__":
-            k = _kernel_at(tk, i, text, path, lines, pragmas)
+            k = _kernel_at(tk, i, text, path, lines, macros)
             if k:
                 kernels.append(k)
         elif t.type == "LAUNCH_OPEN" or (t.type == "WORD" and t.value == "cudaLaunchKernelEx"):
@@ -313,7 +329,7 @@ def parse_source(text: str, path: str = "<source>") -> SourceFile:
     return SourceFile(text, path, lines, kernels, launches)
 
 
-def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, pragmas: frozenset[str]) -> Kernel | None:
+def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
     toks, name = tk.toks, None
     j = i + 1
     while j < len(toks):
@@ -326,7 +342,7 @@ def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, pragmas:
             if name is None:
                 return None
             return Kernel(name, lines.line(toks[i].start_pos), text, path, t.start_pos, toks[tk.match[j]].end_pos,
-                          pragmas)
+                          macros)
         j = tk.skip(j)
     return None
 
@@ -409,12 +425,16 @@ def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
     return Launch(name, a, toks[end].end_pos, grid, block, stream, lines.line(a), via)
 
 
-def asm_instructions(stmt: Stmt) -> list[ptx.PtxInstr]:
-    """PTX instructions of an asm statement's template (its leading string literals)."""
+def asm_instructions(stmt: Stmt, macros: Macros = Macros()) -> list[ptx.PtxInstr] | None:
+    """PTX instructions of an asm statement's template (its leading string literals, with the file's
+    string macros among them expanded); None when the PTX grammar cannot read it (a macro defined
+    elsewhere expands to nothing here, which may make it unreadable)."""
     strings = []
     for t in stmt.own[1:]:
         if t.type in ("STRING", "RAWSTRING"):
             strings.append(t.value)
+        elif t.type == "WORD" and strings:
+            strings += macros.strings.get(t.value, [])
         elif t.type in ("VOLATILE", "VOLATILE_GNU", "INLINE", "GOTO", "LPAR"):
             continue
         else:
