@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from atrex_inject.cuda.anchors import candidates
 from atrex_inject.cuda.ptx import instructions
 from atrex_inject.cuda.source import asm_instructions, parse_source
+from atrex_inject.spec import Anchor, Site
 from test_placement import make_project, refused, site
 
 TEMPLATES = [
@@ -46,3 +48,22 @@ def test_literals_spliced_with_macros_are_read_and_an_unreadable_template_is_lis
     refused(spec, "anchor ptx 'mov' matches nothing in kernel 'k'; the kernel's ptx candidates are:",
             "3. k.cu:5: asm whose PTX template atrex-inject cannot read (no opcode of it can match): "
             'asm volatile("mov.u32 %0, " REG ";" : "=r"(b[2]));')
+
+
+REPEATED = """\
+__global__ void k(unsigned* b) {
+  asm volatile("{\\n.reg .pred p;\\nW:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\\n@p bra D;\\nbra W;\\nD:\\n}"
+               :: "r"(b[0]) : "memory");
+  asm volatile("bra.uni L;\\nL:\\n" ::: "memory");
+}
+"""
+
+
+def test_occurrence_counts_asm_statements_and_each_opcode_is_listed_once(tmp_path):
+    k = parse_source(REPEATED).kernel("k")
+    hits, every = candidates(k, Site("x", Anchor("ptx", "bra"), "before"))
+    assert [(h.stmt, h.what) for h in hits] == [(k.body.children[0], "ptx bra"), (k.body.children[1], "ptx bra.uni")]
+    assert [m.what for m in every] == ["ptx .reg", "ptx mbarrier.try_wait.parity.shared::cta.b64", "ptx bra",
+                                       "ptx bra.uni"]
+    spec = make_project(tmp_path, REPEATED, site('ptx = "bra", occurrence = 3'))
+    refused(spec, "occurrence 3 asked, but the anchor matches 2 place(s)")

@@ -134,11 +134,11 @@ def candidates(kernel: Kernel, site: Site) -> tuple[list[Match], list[Match]]:
             found = asm_instructions(s, kernel.macros)
             if found is None:
                 every.append(Match(s, "asm whose PTX template atrex-inject cannot read (no opcode of it can match)"))
-            for ins in found or []:
-                m = Match(s, f"ptx {ins.opcode}")
-                every.append(m)
-                if opcode_matches(ins.opcode, site.anchor.pattern):
-                    hits.append(m)
+            # one candidate per opcode and one match per asm statement: `occurrence` counts asm
+            # statements, however many matching instructions a template holds
+            opcodes = list(dict.fromkeys(ins.opcode for ins in found or []))
+            every += [Match(s, f"ptx {op}") for op in opcodes]
+            hits += [Match(s, f"ptx {op}") for op in opcodes if opcode_matches(op, site.anchor.pattern)][:1]
         elif kind in ("loop", "stmt"):
             if s.kind in (LOOP_KINDS if kind == "loop" else PATTERN_KINDS):
                 m = Match(s, f"{s.kind.removesuffix('_stmt')} loop" if kind == "loop" else "statement")
