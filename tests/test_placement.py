@@ -255,3 +255,21 @@ def test_dry_run_of_every_example_lands_every_site(project, spec_path):
     assert code == 0, out
     assert all(s["lands"] for s in json.loads(out)["sites"])
     assert tree_hashes(project) == before
+
+
+@pytest.mark.parametrize("guard,end", [("#pragma once\n", ""), ("#ifndef K_CUH\n#define K_CUH\n", "#endif\n")])
+def test_the_prefix_goes_inside_a_header_s_guard_so_a_double_include_compiles(tmp_path, guard, end):
+    header = f"// k.cuh\n{guard}__global__ void k(float* x) {{\n  x[0] = 1.f;\n}}\n{end}"
+    spec = make_project(tmp_path, header, site('stmt = "x[0]"'))
+    spec.write_text(spec.read_text().replace("k.cu", "k.cuh"))
+    (tmp_path / "k.cu").rename(tmp_path / "k.cuh")
+    (tmp_path / "other.cuh").write_text('#pragma once\n#include "k.cuh"\n')
+    (tmp_path / "main.cu").write_text('#include "k.cuh"\n#include "other.cuh"\n#include "k.cuh"\n')
+    code, out = cli("apply", spec)
+    assert code == 0, out
+    lines = (tmp_path / "k.cuh").read_text().split("\n")
+    assert lines[:len(guard.split("\n"))] == ["// k.cuh", *guard.split("\n")[:-1]]
+    assert lines[len(guard.split("\n"))].startswith("// atrex: instrumented from spec s.toml")
+    if HAS_NVCC:
+        proc = nvcc_compile(tmp_path / "main.cu", tmp_path / "main.o")
+        assert proc.returncode == 0, proc.stderr

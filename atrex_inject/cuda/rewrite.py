@@ -154,7 +154,21 @@ class _Edits:
             while p is not None:
                 depth, p = depth + 1, p.parent
             self.statement(s, side["before"], side["after"], wrap=not s.in_block, depth=depth)
-        return prefix.replace("\n", self.nl) + self.span(0, len(self.src.text))
+        self.insert(_prefix_offset(self.src.text), -1, prefix.replace("\n", self.nl))
+        return self.span(0, len(self.src.text))
+
+
+_LEADING = r"(?:\s|//[^\n]*|/\*.*?\*/)*"  # whitespace and comments before a file's first directive
+_ONCE_OR_GUARD = re.compile(_LEADING + r"#[ \t]*(?:pragma[ \t]+once\b|(?:ifndef[ \t]+|if[ \t]+!\s*defined\s*\(?\s*)(\w+)"
+                            r"[^\n]*\n" + _LEADING + r"#[ \t]*define[ \t]+\1\b)[^\n]*\n", re.S)
+
+
+def _prefix_offset(text: str) -> int:
+    """Where the instrumentation prefix goes: after a header's `#pragma once` or include guard
+    (`#ifndef G` / `#define G`), so a translation unit that includes the header twice defines the
+    recorder globals once; else at the top of the file."""
+    m = _ONCE_OR_GUARD.match(text)
+    return m.end() if m else 0
 
 
 @dataclass(eq=False)
