@@ -273,3 +273,13 @@ def test_the_prefix_goes_inside_a_header_s_guard_so_a_double_include_compiles(tm
     if HAS_NVCC:
         proc = nvcc_compile(tmp_path / "main.cu", tmp_path / "main.o")
         assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("define,decl", [("#define KERNEL_ATTRS __global__ __launch_bounds__(128)\n", "KERNEL_ATTRS"),
+                                         ("", "CUTLASS_GLOBAL")])  # defined in a CUTLASS header
+def test_a_kernel_declared_through_a_macro_is_found(tmp_path, define, decl):
+    source = f"{define}{decl} void k(float* x) {{\n  x[0] = 1.f;\n}}\n"
+    spec = make_project(tmp_path, source, site('stmt = "x[0]"'))
+    lines = applied(spec, compile_it=decl != "CUTLASS_GLOBAL")
+    i = probe_line(lines)
+    assert lines[i + 1] == "  x[0] = 1.f;" and lines[i - 3] == f"{decl} void k(float* x) {{"

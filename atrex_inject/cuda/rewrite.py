@@ -331,7 +331,9 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
     if kernel is None:
         names = ", ".join(k.name for k in src.kernels) or "none"
         raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}",
-                          path=str(spec.path), hint=f"kernels defined there: {names}")
+                          path=str(spec.path), hint=f"kernels defined there: {names}; a kernel declared through a "
+                                                    "macro is found when the file defines that macro with __global__, "
+                                                    "or the macro is CUTLASS_GLOBAL")
     plan = make_plan(spec)
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}

@@ -26,23 +26,30 @@ ATTR_WORDS = {"__launch_bounds__", "__cluster_dims__", "__attribute__", "alignas
 PRAGMA_WORDS = frozenset({"_Pragma", "__pragma", "CUTLASS_PRAGMA_UNROLL", "CUTLASS_PRAGMA_NO_UNROLL", "CUTE_UNROLL",
                           "CUTE_NO_UNROLL"})
 PRAGMA_DEFINE = re.compile(r"#\s*define\s+(\w+)\b.*\b_Pragma\b", re.S)
+# Words that declare a kernel: `__global__`, CUTLASS's CUTLASS_GLOBAL (defined in a header we do not
+# read), and a macro the file defines with `__global__` in its body (`#define KERNEL_ATTRS __global__ ...`).
+GLOBAL_WORDS = frozenset({"__global__", "CUTLASS_GLOBAL"})
+GLOBAL_DEFINE = re.compile(r"#\s*define\s+(\w+)\b.*\b__global__\b", re.S)
 STRING_DEFINE = re.compile(r'#\s*define\s+(\w+)[ \t]+((?:"(?:[^"\\\n]|\\.)*"\s*)+)$')
 
 
 @dataclass(frozen=True)
 class Macros:
-    """What the file's own object-like #defines tell the statement model: which names are pragmas
-    (they lead the next statement) and which expand to string literals (spliced into asm templates,
-    `"mbarrier.arrive" SCOPE ".b64 ..."`)."""
+    """What the file's own #defines tell the statement model: which names are pragmas (they lead
+    the next statement), which declare kernels, and which expand to string literals (spliced into
+    asm templates, `"mbarrier.arrive" SCOPE ".b64 ..."`)."""
     pragmas: frozenset[str] = PRAGMA_WORDS
     strings: dict[str, list[str]] = field(default_factory=dict)
+    globals: frozenset[str] = GLOBAL_WORDS
 
     @classmethod
     def of(cls, toks: list[Token]) -> "Macros":
         defines = [t.value.strip() for t in toks if t.type == "PREPROC"]
         strings = {m.group(1): re.findall(r'"(?:[^"\\\n]|\\.)*"', m.group(2))
                    for d in defines for m in [STRING_DEFINE.match(d)] if m}
-        return cls(PRAGMA_WORDS | {m.group(1) for d in defines for m in [PRAGMA_DEFINE.match(d)] if m}, strings)
+        def named(regex: re.Pattern) -> set[str]:
+            return {m.group(1) for d in defines for m in [regex.match(d)] if m}
+        return cls(PRAGMA_WORDS | named(PRAGMA_DEFINE), strings, GLOBAL_WORDS | named(GLOBAL_DEFINE))
 
 
 class MacroStatements:
@@ -318,7 +325,7 @@ def parse_source(text: str, path: str = "<source>") -> SourceFile:
     launches: list[Launch] = []
     macros = Macros.of(tk.toks)
     for i, t in enumerate(tk.toks):
-        if t.type == "WORD" and t.value == "__global__":
+        if t.type == "WORD" and t.value in macros.globals:
             k = _kernel_at(tk, i, text, path, lines, macros)
             if k:
                 kernels.append(k)
