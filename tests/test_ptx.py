@@ -52,7 +52,8 @@ def test_literals_spliced_with_macros_are_read_and_an_unreadable_template_is_lis
 
 REPEATED = """\
 __global__ void k(unsigned* b) {
-  asm volatile("{\\n.reg .pred p;\\nW:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\\n@p bra D;\\nbra W;\\nD:\\n}"
+  asm volatile("{\\n.reg .pred p;\\nW:\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\\n"
+               "@p bra D;\\nbra W;\\nD:\\n}"
                :: "r"(b[0]) : "memory");
   asm volatile("bra.uni L;\\nL:\\n" ::: "memory");
 }
@@ -67,3 +68,20 @@ def test_occurrence_counts_asm_statements_and_each_opcode_is_listed_once(tmp_pat
                                        "ptx bra.uni"]
     spec = make_project(tmp_path, REPEATED, site('ptx = "bra", occurrence = 3'))
     refused(spec, "occurrence 3 asked, but the anchor matches 2 place(s)")
+
+
+HELPER = """\
+__device__ void arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "l"(bar) : "memory");
+}
+__global__ void k(unsigned long long* bar) {
+  arrive(bar);
+}
+"""
+
+
+def test_an_opcode_only_in_a_device_helper_points_at_the_helper_s_call(tmp_path):
+    spec = make_project(tmp_path, HELPER, site('ptx = "mbarrier.arrive"'))
+    refused(spec, "anchor ptx 'mbarrier.arrive' matches nothing in kernel 'k'; that opcode is in the asm of "
+                  "arrive (k.cu:2), outside the kernel", 'hint: anchor the kernel\'s call of that function instead: '
+                  'call = "arrive"')

@@ -163,6 +163,14 @@ def resolve(spec: ProbeSpec, src: SourceFile, kernel: Kernel, site: Site) -> Stm
         ln = src.lines.line(m.at if m.at >= 0 else m.stmt.start)
         return Candidate(m, m.what, ln, src.lines.line_text(ln).strip())
     rows = [row(m) for m in every]
+    helpers = [(f, ln) for f, ln, found in src.helper_asm if site.anchor.kind == "ptx"
+               and any(opcode_matches(i.opcode, site.anchor.pattern) for i in found)]
+    if not hits and helpers:
+        where = ", ".join(f"{f} ({spec.source_rel}:{ln})" for f, ln in helpers)
+        raise AnchorError(f"site {site.name!r}: anchor ptx {site.anchor.pattern!r} matches nothing in kernel "
+                          f"{kernel.name!r}; that opcode is in the asm of {where}, outside the kernel",
+                          path=str(spec.path), line=site.line,
+                          hint=f'anchor the kernel\'s call of that function instead: call = "{helpers[0][0]}"')
     chosen = pick(spec, site, kernel.name, [row(m) for m in hits], rows)
     if chosen.in_lambda:
         ln = row(chosen).line

@@ -159,8 +159,9 @@ class _Edits:
 
 
 _LEADING = r"(?:\s|//[^\n]*|/\*.*?\*/)*"  # whitespace and comments before a file's first directive
-_ONCE_OR_GUARD = re.compile(_LEADING + r"#[ \t]*(?:pragma[ \t]+once\b|(?:ifndef[ \t]+|if[ \t]+!\s*defined\s*\(?\s*)(\w+)"
-                            r"[^\n]*\n" + _LEADING + r"#[ \t]*define[ \t]+\1\b)[^\n]*\n", re.S)
+_ONCE_OR_GUARD = re.compile(_LEADING + r"#[ \t]*(?:pragma[ \t]+once\b|"
+                            r"(?:ifndef[ \t]+|if[ \t]+!\s*defined\s*\(?\s*)(\w+)[^\n]*\n"
+                            + _LEADING + r"#[ \t]*define[ \t]+\1\b)[^\n]*\n", re.S)
 
 
 def _prefix_offset(text: str) -> int:

@@ -6,7 +6,9 @@ balanced groups, then each kernel body is parsed again with the statement-level 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -181,6 +183,7 @@ class SourceFile:
     lines: Lines
     kernels: list[Kernel]
     launches: list[Launch]
+    helper_asm: list[tuple[str, int, list[ptx.PtxInstr]]]  # (function, line, instructions) outside kernels
 
     def kernel(self, name: str) -> Kernel | None:
         """The one definition of `name`; several (under #if/#else, or specializations) are refused:
@@ -333,7 +336,7 @@ def parse_source(text: str, path: str = "<source>") -> SourceFile:
             launch = _launch(tk, i, text, lines)
             if launch:
                 launches.append(launch)
-    return SourceFile(text, path, lines, kernels, launches)
+    return SourceFile(text, path, lines, kernels, launches, _helper_asm(tk, kernels, lines, macros))
 
 
 def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
@@ -432,12 +435,57 @@ def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
     return Launch(name, a, toks[end].end_pos, grid, block, stream, lines.line(a), via)
 
 
+ASM_TYPES = {"ASM", "ASM_GNU", "ASM_ALT"}
+NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch"}
+
+
+def _helper_asm(tk: _Tokens, kernels: list[Kernel], lines: Lines,
+                macros: Macros) -> list[tuple[str, int, list[ptx.PtxInstr]]]:
+    """Each asm statement outside the kernels with the function that holds it: a ptx anchor that
+    matches nothing in the kernel may name an opcode of a `__device__` helper, whose call can be
+    anchored instead."""
+    toks, out = tk.toks, []
+    bodies = [(k.body_start, k.body_end) for k in kernels]
+    for i, t in enumerate(toks):
+        if t.type not in ASM_TYPES or any(a <= t.start_pos < b for a, b in bodies):
+            continue
+        found = _instructions(itertools.islice(toks, i + 1, None), macros)
+        if found:
+            out.append((_function_at(tk, i), lines.line(t.start_pos), found))
+    return out
+
+
+def _function_at(tk: _Tokens, i: int) -> str:
+    """The name of the innermost function whose body holds token i (`?` if none is found)."""
+    toks, depth = tk.toks, 0
+    for k in range(i - 1, -1, -1):
+        if toks[k].type == "RBRACE":
+            depth += 1
+        elif toks[k].type == "LBRACE":
+            if depth:
+                depth -= 1
+                continue
+            j = k - 1
+            while j >= 0 and toks[j].type == "WORD" and toks[j].value in ("const", "noexcept"):
+                j -= 1
+            if j > 0 and toks[j].type == "RPAR":
+                name = toks[tk.opener[j] - 1]
+                if name.type == "WORD" and name.value not in NOT_FUNCTIONS:
+                    return name.value
+    return "?"
+
+
 def asm_instructions(stmt: Stmt, macros: Macros = Macros()) -> list[ptx.PtxInstr] | None:
-    """PTX instructions of an asm statement's template (its leading string literals, with the file's
-    string macros among them expanded); None when the PTX grammar cannot read it (a macro defined
-    elsewhere expands to nothing here, which may make it unreadable)."""
+    """PTX instructions of an asm statement's template; None when the PTX grammar cannot read it."""
+    return _instructions(stmt.own[1:], macros)
+
+
+def _instructions(toks: Iterable[Token], macros: Macros) -> list[ptx.PtxInstr] | None:
+    """The instructions of the template that starts the tokens after `asm` (its leading string
+    literals, with the file's string macros among them expanded; a macro defined elsewhere expands
+    to nothing here, which may make the template unreadable: None)."""
     strings = []
-    for t in stmt.own[1:]:
+    for t in toks:
         if t.type in ("STRING", "RAWSTRING"):
             strings.append(t.value)
         elif t.type == "WORD" and strings:
