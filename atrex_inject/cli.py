@@ -84,9 +84,25 @@ def _run(as_json: bool, fn, render):
 
 @app.command()
 def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML), see docs/spec.md."),
-          root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
+          root: Optional[Path] = RootOpt, as_json: bool = JsonOpt,
+          dry_run: bool = typer.Option(False, "--dry-run", help="Show where each site would land (file:line "
+                                       "and the lines around it) and write nothing.")):
     """Save the clean source, write the instrumented snapshot in place, and keep patch + manifest
     under .atrex/<name>/. Refused when already applied; on any error nothing is written."""
+    def render_preview(r):
+        out.print(f"dry run, nothing written: {r['source']} would get +{r['lines_added']} -{r['lines_removed']} "
+                  f"lines, {len(r['sites'])} sites", markup=False)
+        for s in r["sites"]:
+            out.print(f"site {s['id']} {s['name']} ({s['position']}), anchored at {r['source']}:{s['source_line']}, "
+                      f"lands at:", markup=False)
+            for land in s["lands"]:
+                out.print(f"  {r['source']}:{land['line']} (instrumented)", markup=False)
+                for c in land["context"]:
+                    out.print(f"  {'>' if c['line'] == land['line'] else ' '} {c['line']:>5} | {c['text']}",
+                              markup=False)
+        for w in r["warnings"]:
+            out.print(f"warning: {w}", markup=False)
+
     def render(r):
         out.print(f"instrumented {r['source']}: +{r['lines_added']} -{r['lines_removed']} lines, "
                   f"{len(r['sites'])} sites; manifest {r['manifest']}", markup=False)
@@ -97,7 +113,10 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
             st = r["staging"]
             out.print(f"  staging: {st['events']} events x {st['warps']} warps per group, "
                       f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA", markup=False)
-    _run(as_json, lambda: snapshot.apply(spec, root).to_json(), render)
+    if dry_run:
+        _run(as_json, lambda: snapshot.preview(spec, root), render_preview)
+    else:
+        _run(as_json, lambda: snapshot.apply(spec, root).to_json(), render)
 
 
 @app.command()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from .spec import U32, ProbeSpec, confine, load_spec
 
 MANIFEST_FORMAT = "atrex-manifest"
 MANIFEST_VERSION = 1
+PREVIEW_CONTEXT = 3  # lines shown above and below each landing by `apply --dry-run`
 STATUS_WAIT_S = 30.0  # status waits this long for a running apply/revert before giving up
 # What the tools read from a manifest, with its type: a manifest missing one is refused by name.
 MANIFEST_FIELDS = {
@@ -114,9 +116,6 @@ def _rewrite(spec: ProbeSpec, text: str):
 
 def _read_source(spec: ProbeSpec) -> tuple[bytes, str]:
     data = spec.source.read_bytes()
-    if spec.backend == "cuda" and data.startswith(b"\xef\xbb\xbf"):
-        raise SpecError(f"{spec.source_rel} starts with a UTF-8 byte-order mark, which the CUDA lexer does not read",
-                        path=str(spec.path), hint=f"save {spec.source_rel} as UTF-8 without a BOM, then apply again")
     try:
         return data, data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -226,15 +225,40 @@ def _check_not_applied(spec: ProbeSpec, spec_path, clean: bytes) -> None:
                                 path=str(spec.path), hint=f"inspect {ws} and remove it if it is stale")
 
 
-def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
-    """Rewrite outside the lock (every spec/anchor error is raised there, before anything is
-    written or created), then, holding it, check that the source and workspace are still as read."""
+def _prepare(spec_path: str | Path, root: str | Path | None):
+    """Everything apply computes before it writes: (spec, clean bytes, rewrite, patch, manifest)."""
     spec = load_spec(spec_path, root)
     clean, text = _read_source(spec)
     _check_not_applied(spec, spec_path, clean)
     rw = _rewrite(spec, text)
     patch = unified_diff(text, rw.text, spec.source_rel)
-    manifest = build_manifest(spec, clean, rw, patch)
+    return spec, clean, rw, patch, build_manifest(spec, clean, rw, patch)
+
+
+def preview(spec_path: str | Path, root: str | Path | None = None) -> dict:
+    """`apply --dry-run`: where each site would land, as instrumented `file:line` with PREVIEW_CONTEXT
+    lines either side, so placement can be checked by reading; nothing is written, no lock is taken."""
+    spec, _, rw, patch, manifest = _prepare(spec_path, root)
+    lines = rw.text.split("\n")
+    added, removed = diffstat(patch)
+    sites = []
+    for s in manifest["sites"]:
+        key = re.compile(rf"atrex: site {re.escape(s['name'])} \(id {s['id']}\b")
+        lands = []
+        for i, line in enumerate(lines):
+            if key.search(line):
+                lo, hi = max(0, i - PREVIEW_CONTEXT), min(len(lines), i + PREVIEW_CONTEXT + 1)
+                lands.append({"line": i + 1, "context": [{"line": j + 1, "text": lines[j].rstrip("\r")}
+                                                         for j in range(lo, hi)]})
+        sites.append({k: s[k] for k in ("id", "name", "position", "role", "source_line")} | {"lands": lands})
+    return {"dry_run": True, "applied": False, "source": spec.source_rel, "lines_added": added,
+            "lines_removed": removed, "sites": sites, "warnings": manifest["warnings"]}
+
+
+def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
+    """Rewrite outside the lock (every spec/anchor error is raised there, before anything is
+    written or created), then, holding it, check that the source and workspace are still as read."""
+    spec, clean, rw, patch, manifest = _prepare(spec_path, root)
     with _writer(spec, create=True) as ws:
         if spec.source.read_bytes() != clean:
             raise SnapshotError(f"{spec.source_rel} changed while apply was rewriting it; nothing was written",

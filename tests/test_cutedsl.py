@@ -236,3 +236,24 @@ def test_gpu_ran_what_apply_writes_here(project, folder):
     v = validate_measurement(project / "measure.json")
     assert v["valid"], v["problems"]
     snapshot.revert(project / m["spec"]["path"])
+
+
+@pytest.mark.parametrize("loop,body", [("for i in cutlass.range(4): x[i] = x[i] + 1.0", "x[i] = x[i] + 1.0"),
+                                       ("while n > 0: n = n - 1", "n = n - 1")])
+def test_a_one_line_loop_body_gets_its_probes_on_lines_of_their_own(tmp_path, loop, body):
+    (tmp_path / ".git").mkdir()
+    src = tmp_path / "k.py"
+    clean = KERNEL_TEMPLATE.format(body=f"    {loop}\n    x[0] = 2.0")
+    src.write_text(clean)
+    head = loop.split(":")[0]
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'version = 1\nname = "s"\nquestion = "q"\nbackend = "cutedsl"\nsource = "k.py"\nkernel = "k"\n'
+                    f'[[site]]\nname = "a"\nanchor = {{ loop = "{head.split()[-1]}" }}\nposition = "loop-begin"\n'
+                    f'[[site]]\nname = "b"\nanchor = {{ loop = "{head.split()[-1]}" }}\nposition = "loop-end"\n')
+    snapshot.apply(spec)
+    lines = src.read_text().split("\n")
+    i = lines.index(f"    {head}:")
+    assert lines[i + 1:i + 4] == ['        iket.mark("a")  # atrex: site a (id 0, loop-begin)', f"        {body}",
+                                  '        iket.mark("b")  # atrex: site b (id 1, loop-end)']
+    snapshot.revert(spec)
+    assert src.read_text() == clean

@@ -282,7 +282,6 @@ def test_revert_in_apply_s_write_window_is_refused(project, monkeypatch):
 
 
 @pytest.mark.parametrize("prefix,msg", [
-    (b"\xef\xbb\xbf", "starts with a UTF-8 byte-order mark, which the CUDA lexer does not read"),
     (b"// \xff\n", "is not UTF-8 (byte 3, line 1)"),
 ])
 def test_unreadable_source_encodings_named(project, prefix, msg):

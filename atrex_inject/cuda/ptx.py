@@ -33,12 +33,13 @@ def template_of(string_tokens: list[str]) -> str:
     return "".join(parts)
 
 
-def instructions(template: str) -> list[PtxInstr]:
-    """The template's instructions in order; a template outside the grammar yields none."""
+def instructions(template: str) -> list[PtxInstr] | None:
+    """The template's instructions in order; None for a template outside the grammar (an anchor
+    error lists it, so a ptx anchor never misses it silently)."""
     try:
         tree = parser("ptx.lark").parse(template)
     except LarkError:
-        return []
+        return None
     out = []
     for node in tree.iter_subtrees_topdown():
         if node.data != "instr":

@@ -40,6 +40,8 @@ class _Edits:
 
     def __init__(self, src: SourceFile):
         self.src = src
+        # inserted lines end like the file's lines: CRLF in a CRLF file, so no file gets mixed endings
+        self.nl = "\r\n" if src.text.count("\r\n") * 2 > src.text.count("\n") else "\n"
         self.sides: dict[Stmt, dict[str, list[tuple[str, str]]]] = {}
         self.raw: list[tuple[int, int, int, str]] = []  # offset, rank, tiebreak, text
         self.replacements: list[_Replacement] = []
@@ -65,9 +67,8 @@ class _Edits:
         rest = self.src.text[off:self.src.lines.line_end(off)].strip()
         return rest == "" or (rest.startswith("//") and not rest.endswith("\\"))
 
-    @staticmethod
-    def lines_of(items, indent: str) -> str:
-        return "".join(f"{indent}{code}  // atrex: {label}\n" for code, label in items)
+    def lines_of(self, items, indent: str) -> str:
+        return "".join(f"{indent}{code}  // atrex: {label}{self.nl}" for code, label in items)
 
     @staticmethod
     def inline(items) -> str:
@@ -75,7 +76,7 @@ class _Edits:
 
     def block_begin(self, block: Stmt, items):
         off = block.start + 1
-        first = next((c for c in block.children), None)
+        first = next((c for c in block.children if c.kind != "pp_line"), None)
         inner = self.indent(first.start) if first is not None and self.starts_line(first.start) \
             else self.indent(block.start) + "  "
         if self.rest_blank(off):
@@ -86,30 +87,33 @@ class _Edits:
     def block_end(self, block: Stmt, items):
         off = block.end - 1
         if self.starts_line(off):
-            first = block.children[0] if block.children else None
+            first = next((c for c in block.children if c.kind != "pp_line"), None)
             inner = self.indent(first.start) if first is not None and self.starts_line(first.start) \
                 else self.indent(off) + "  "
             self.insert(self.src.lines.line_start(off), BLOCK_END, self.lines_of(items, inner))
         else:
             self.insert(off, BLOCK_END, self.inline(items) + " ")
 
-    def statement(self, start: int, end: int, before, after, wrap: bool, depth: int):
+    def statement(self, s: Stmt, before, after, wrap: bool, depth: int):
+        """Probes before/after statement `s`; `before` goes above the #pragma lines that lead it, indented
+        like the statement itself."""
+        start, end, ind = s.lead, s.end, self.indent(s.start)
         if wrap:
             opening = "{ " + "".join(self.inline([b]) + " " for b in before)
             if self.src.text.startswith("#", start):  # a directive must stay first on its line
-                self.insert(self.src.lines.line_start(start), BEFORE, self.indent(start) + opening + "\n", depth)
+                self.insert(self.src.lines.line_start(start), BEFORE, ind + opening + self.nl, depth)
             else:
                 self.insert(start, BEFORE, opening, depth)
             self.insert(end, AFTER, "".join(" " + self.inline([a]) for a in after) + " }", -depth)
             return
         if before:
             if self.starts_line(start):
-                self.insert(self.src.lines.line_start(start), BEFORE, self.lines_of(before, self.indent(start)), depth)
+                self.insert(self.src.lines.line_start(start), BEFORE, self.lines_of(before, ind), depth)
             else:
                 self.insert(start, BEFORE, self.inline(before) + " ", depth)
         if after:
             if self.rest_blank(end):
-                self.insert(self.src.lines.line_end(end) + 1, AFTER, self.lines_of(after, self.indent(start)), -depth)
+                self.insert(self.src.lines.line_end(end) + 1, AFTER, self.lines_of(after, ind), -depth)
             else:
                 self.insert(end, AFTER, " " + self.inline(after), -depth)
 
@@ -149,8 +153,23 @@ class _Edits:
             p = s.parent
             while p is not None:
                 depth, p = depth + 1, p.parent
-            self.statement(s.lead, s.end, side["before"], side["after"], wrap=not s.in_block, depth=depth)
-        return prefix + self.span(0, len(self.src.text))
+            self.statement(s, side["before"], side["after"], wrap=not s.in_block, depth=depth)
+        self.insert(_prefix_offset(self.src.text), -1, prefix.replace("\n", self.nl))
+        return self.span(0, len(self.src.text))
+
+
+_LEADING = r"(?:\s|//[^\n]*|/\*.*?\*/)*"  # whitespace and comments before a file's first directive
+_ONCE_OR_GUARD = re.compile(_LEADING + r"#[ \t]*(?:pragma[ \t]+once\b|"
+                            r"(?:ifndef[ \t]+|if[ \t]+!\s*defined\s*\(?\s*)(\w+)[^\n]*\n"
+                            + _LEADING + r"#[ \t]*define[ \t]+\1\b)[^\n]*\n", re.S)
+
+
+def _prefix_offset(text: str) -> int:
+    """Where the instrumentation prefix goes: after a header's `#pragma once` or include guard
+    (`#ifndef G` / `#define G`), so a translation unit that includes the header twice defines the
+    recorder globals once; else at the top of the file."""
+    m = _ONCE_OR_GUARD.match(text)
+    return m.end() if m else 0
 
 
 @dataclass(eq=False)
@@ -307,12 +326,15 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
                         hint="revert it first: atrex-inject revert SPEC")
-    src = parse_source(text, spec.source_rel)
+    bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept first, before the inserted prefix
+    src = parse_source(text[len(bom):], spec.source_rel)
     kernel = src.kernel(spec.kernel)
     if kernel is None:
         names = ", ".join(k.name for k in src.kernels) or "none"
         raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}",
-                          path=str(spec.path), hint=f"kernels defined there: {names}")
+                          path=str(spec.path), hint=f"kernels defined there: {names}; a kernel declared through a "
+                                                    "macro is found when the file defines that macro with __global__, "
+                                                    "or the macro is CUTLASS_GLOBAL")
     plan = make_plan(spec)
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}
@@ -363,10 +385,10 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
     if versioned:
         _version_body(edits, kernel, split, _guard(plan), entry_items)
     launches = _wrap_launches(edits, src, spec.kernel)
-    out = edits.render(_prefix(plan, spec.source_rel))
+    out = bom + edits.render(_prefix(plan, spec.source_rel))
     sid = source_id_of(out)
     out = out.replace(f'__atrex_source_id[] = "{SOURCE_ID_PLACEHOLDER}"', f'__atrex_source_id[] = "{sid}"', 1)
-    lines = out.splitlines()
+    lines = out.split("\n")
     for p in placements:
         key = f"atrex: {_label(plan, p.site)}"
         p.instrumented_line = next((i for i, l in enumerate(lines, 1) if key in l), 0)
@@ -401,9 +423,10 @@ def _version_body(edits: _Edits, kernel: Kernel, first: int, guard: str, entry_i
     def gen() -> str:
         inst = edits.span(a, b, exclude=holder[0])
         if nice:
-            return (f"{ind}if ({guard}) {{  // atrex: {why}\n{edits.lines_of(entry_items, ind)}{inst}"
-                    f"{ind}}} else {{  // atrex: the clean body, verbatim\n{src.text[a:b]}"
-                    f"{ind}}}  // atrex: end of the clean body\n")
+            nl = edits.nl
+            return (f"{ind}if ({guard}) {{  // atrex: {why}{nl}{edits.lines_of(entry_items, ind)}{inst}"
+                    f"{ind}}} else {{  // atrex: the clean body, verbatim{nl}{src.text[a:b]}"
+                    f"{ind}}}  // atrex: end of the clean body{nl}")
         return (f" if ({guard}) {{ /* atrex: {why} */ {edits.inline(entry_items)} {inst} }} else {{ "
                 f"/* atrex: the clean body, verbatim */ {src.text[a:b]} }} ")
 
@@ -417,7 +440,7 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
     last iterations clean. When BODY starts with loads (loops.LeadingLoads), the group declares the
     N copies' loaded values first and each copy takes its own: nvcc keeps statements in order, so
     this is what puts the group's loads in flight together, as in its own unrolling of the clean loop."""
-    cl, n, text = sm.loop, sm.every, edits.src.text
+    cl, n, text, nl = sm.loop, sm.every, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
     cmp = ">" if cl.op == "<" else ">="
@@ -432,7 +455,7 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
 
     def gen() -> str:
         clean = text[body.start:body.end]
-        sep = f" {cl.incr};\n{ind}  "
+        sep = f" {cl.incr};{nl}{ind}  "
         begin = f" {edits.inline(sm.begin)}" if sm.begin else ""
         end = f" {edits.inline(sm.end)}" if sm.end else ""
         init = f" {cl.init};" if cl.init else ""
@@ -441,11 +464,12 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
             idx = ", ".join(f"__atrex_i{k} = ({cl.var}) + {k} * ({cl.step})" for k in range(1, n))
             vals = " ".join(f"{lead.type} __atrex_v{k}_{j} = {expr.format(i=cl.var if k == 0 else f'__atrex_i{k}')};"
                             for k in range(n) for j, (_, expr) in enumerate(lead.decls))
-            loads = (f"\n{ind}  const auto {idx};  // atrex: the group's loads, issued together\n{ind}  {vals}")
-        return (f"{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: one probed "
-                f"iteration per group of {n}\n{ind}{text[loop.lead:loop.start]}"
+            loads = f"{nl}{ind}  const auto {idx};  // atrex: the group's loads, issued together{nl}{ind}  {vals}"
+        pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""  # a #pragma lead at column 0
+        return (f"{pad}{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: "
+                f"one probed iteration per group of {n}{nl}{ind}{text[loop.lead:loop.start]}"
                 f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{begin}"
-                f"{loads}\n{ind}  {sep.join(copy(k, k == 0) for k in range(n))}{end} }}\n"
+                f"{loads}{nl}{ind}  {sep.join(copy(k, k == 0) for k in range(n))}{end} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {clean}  /* atrex: the last iterations, clean */ }}")
 
     edits.replace(loop.lead, loop.end, gen, inclusive=False)

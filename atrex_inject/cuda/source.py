@@ -6,14 +6,16 @@ balanced groups, then each kernel body is parsed again with the statement-level 
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput
 
-from ..errors import SourceParseError
+from ..errors import AnchorError, SourceParseError
 from ..lark_loader import parser
 from . import ptx
 
@@ -21,6 +23,35 @@ STMT_KINDS = {"block", "for_stmt", "while_stmt", "do_stmt", "if_stmt", "switch_s
               "break_stmt", "continue_stmt", "case_label", "simple_stmt", "empty_stmt", "pp_line"}
 LOOP_KINDS = {"for_stmt", "while_stmt", "do_stmt"}
 ATTR_WORDS = {"__launch_bounds__", "__cluster_dims__", "__attribute__", "alignas", "__declspec", "__maxnreg__"}
+# Statements that are a pragma in disguise: the operators, and the unroll macros of CUTLASS/CuTe
+# (defined in headers we do not read). A macro the file itself defines with `_Pragma` is added.
+PRAGMA_WORDS = frozenset({"_Pragma", "__pragma", "CUTLASS_PRAGMA_UNROLL", "CUTLASS_PRAGMA_NO_UNROLL", "CUTE_UNROLL",
+                          "CUTE_NO_UNROLL"})
+PRAGMA_DEFINE = re.compile(r"#\s*define\s+(\w+)\b.*\b_Pragma\b", re.S)
+# Words that declare a kernel: `__global__`, CUTLASS's CUTLASS_GLOBAL (defined in a header we do not
+# read), and a macro the file defines with `__global__` in its body (`#define KERNEL_ATTRS __global__ ...`).
+GLOBAL_WORDS = frozenset({"__global__", "CUTLASS_GLOBAL"})
+GLOBAL_DEFINE = re.compile(r"#\s*define\s+(\w+)\b.*\b__global__\b", re.S)
+STRING_DEFINE = re.compile(r'#\s*define\s+(\w+)[ \t]+((?:"(?:[^"\\\n]|\\.)*"\s*)+)$')
+
+
+@dataclass(frozen=True)
+class Macros:
+    """What the file's own #defines tell the statement model: which names are pragmas (they lead
+    the next statement), which declare kernels, and which expand to string literals (spliced into
+    asm templates, `"mbarrier.arrive" SCOPE ".b64 ..."`)."""
+    pragmas: frozenset[str] = PRAGMA_WORDS
+    strings: dict[str, list[str]] = field(default_factory=dict)
+    globals: frozenset[str] = GLOBAL_WORDS
+
+    @classmethod
+    def of(cls, toks: list[Token]) -> "Macros":
+        defines = [t.value.strip() for t in toks if t.type == "PREPROC"]
+        strings = {m.group(1): re.findall(r'"(?:[^"\\\n]|\\.)*"', m.group(2))
+                   for d in defines for m in [STRING_DEFINE.match(d)] if m}
+        def named(regex: re.Pattern) -> set[str]:
+            return {m.group(1) for d in defines for m in [regex.match(d)] if m}
+        return cls(PRAGMA_WORDS | named(PRAGMA_DEFINE), strings, GLOBAL_WORDS | named(GLOBAL_DEFINE))
 
 
 class MacroStatements:
@@ -119,6 +150,7 @@ class Kernel:
     path: str
     body_start: int  # offset of the body's `{`
     body_end: int  # offset after its `}`
+    macros: Macros = field(default_factory=Macros)
 
     @cached_property
     def body(self) -> Stmt:
@@ -129,7 +161,7 @@ class Kernel:
         except LarkError as e:
             raise _parse_error(e, self.text, self.path, a) from None
         tree.data = "block"
-        return _build(tree, a)
+        return _build(tree, a, self.macros.pragmas)
 
 
 @dataclass(eq=False)
@@ -147,12 +179,24 @@ class Launch:
 @dataclass(eq=False)
 class SourceFile:
     text: str
+    path: str
     lines: Lines
     kernels: list[Kernel]
     launches: list[Launch]
+    helper_asm: list[tuple[str, int, list[ptx.PtxInstr]]]  # (function, line, instructions) outside kernels
 
     def kernel(self, name: str) -> Kernel | None:
+        """The one definition of `name`; several (under #if/#else, or specializations) are refused:
+        instrumenting only the first would leave the build that uses another without probes."""
         found = [k for k in self.kernels if k.name == name]
+        if len(found) > 1:
+            lines = ", ".join(str(k.line) for k in found)
+            raise AnchorError(f"kernel {name!r} has {len(found)} __global__ definitions in {self.path} "
+                              f"(lines {lines}), for example under #if/#else; atrex-inject instruments exactly one "
+                              "definition",
+                              path=self.path, line=found[1].line,
+                              hint="target a kernel defined once; instrumenting only one of several definitions "
+                                   "would leave the build that compiles another without probes")
         return found[0] if found else None
 
 
@@ -163,6 +207,11 @@ def _tokens(node) -> list[Token]:
 
 
 def _span(node, off: int) -> tuple[int, int]:
+    """Absolute [start, end) of a node. A directive token starts at the newline before its `#` (the
+    lexer sees `#` only at line starts), but the directive's span starts at the `#`: a probe placed
+    before it goes on its own line, not at the end of the line above (inside a `//` comment there)."""
+    if isinstance(node, Tree) and node.data == "pp_line":
+        node = node.children[0]
     if isinstance(node, Token):
         v = node.value
         lead = len(v) - len(v.lstrip()) if node.type in ("PREPROC", "IF0") else 0
@@ -175,7 +224,7 @@ def _moved(tok: Token, off: int) -> Token:
     return Token(tok.type, tok.value, start_pos=tok.start_pos + off, end_pos=tok.end_pos + off)
 
 
-def _build(node: Tree, off: int) -> Stmt:
+def _build(node: Tree, off: int, pragmas: frozenset[str]) -> Stmt:
     kind = node.data
     start, end = _span(node, off)
     if kind == "pp_line":
@@ -184,20 +233,29 @@ def _build(node: Tree, off: int) -> Stmt:
     subs: list[Stmt] = []
     for c in node.children:
         if isinstance(c, Tree) and c.data in STMT_KINDS and kind not in ("simple_stmt", "return_stmt", "case_label"):
-            subs.append(_build(c, off))
+            subs.append(_build(c, off, pragmas))
         else:
             own.extend(_moved(t, off) for t in _tokens(c))
     s = Stmt(kind, start, end, own, subs, lead=start)
     for c in subs:
         c.parent = s
-    _mark_pragma_leads(subs)
+    _mark_pragma_leads(subs, pragmas)
     return s
 
 
-def _mark_pragma_leads(stmts: list[Stmt]) -> None:
+def _is_pragma(s: Stmt, pragmas: frozenset[str]) -> bool:
+    """A `#pragma` line, or `_Pragma(...)` / a pragma macro used as a statement (`UNROLL` before a loop)."""
+    if s.kind == "pp_line":
+        return s.own[0].value.lstrip().startswith("#pragma")
+    return s.kind == "simple_stmt" and s.own[0].value in pragmas and s.own[-1].type == "VSEMI"
+
+
+def _mark_pragma_leads(stmts: list[Stmt], pragmas: frozenset[str]) -> None:
+    """Each statement's lead: the start of the pragmas directly before it, which apply to it and must
+    stay attached (a probe goes above them)."""
     for i, s in enumerate(stmts):
         j = i
-        while j > 0 and stmts[j - 1].kind == "pp_line" and stmts[j - 1].own[0].value.lstrip().startswith("#pragma"):
+        while j > 0 and _is_pragma(stmts[j - 1], pragmas):
             j -= 1
         s.lead = stmts[j].start if j < i else s.start
 
@@ -268,19 +326,20 @@ def parse_source(text: str, path: str = "<source>") -> SourceFile:
     lines = Lines(text)
     kernels: list[Kernel] = []
     launches: list[Launch] = []
+    macros = Macros.of(tk.toks)
     for i, t in enumerate(tk.toks):
-        if t.type == "WORD" and t.value == "__global__":
-            k = _kernel_at(tk, i, text, path, lines)
+        if t.type == "WORD" and t.value in macros.globals:
+            k = _kernel_at(tk, i, text, path, lines, macros)
             if k:
                 kernels.append(k)
         elif t.type == "LAUNCH_OPEN" or (t.type == "WORD" and t.value == "cudaLaunchKernelEx"):
             launch = _launch(tk, i, text, lines)
             if launch:
                 launches.append(launch)
-    return SourceFile(text, lines, kernels, launches)
+    return SourceFile(text, path, lines, kernels, launches, _helper_asm(tk, kernels, lines, macros))
 
 
-def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines) -> Kernel | None:
+def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
     toks, name = tk.toks, None
     j = i + 1
     while j < len(toks):
@@ -292,7 +351,8 @@ def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines) -> Kerne
         if t.type == "LBRACE":
             if name is None:
                 return None
-            return Kernel(name, lines.line(toks[i].start_pos), text, path, t.start_pos, toks[tk.match[j]].end_pos)
+            return Kernel(name, lines.line(toks[i].start_pos), text, path, t.start_pos, toks[tk.match[j]].end_pos,
+                          macros)
         j = tk.skip(j)
     return None
 
@@ -375,12 +435,61 @@ def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
     return Launch(name, a, toks[end].end_pos, grid, block, stream, lines.line(a), via)
 
 
-def asm_instructions(stmt: Stmt) -> list[ptx.PtxInstr]:
-    """PTX instructions of an asm statement's template (its leading string literals)."""
+ASM_TYPES = {"ASM", "ASM_GNU", "ASM_ALT"}
+NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch"}
+
+
+def _helper_asm(tk: _Tokens, kernels: list[Kernel], lines: Lines,
+                macros: Macros) -> list[tuple[str, int, list[ptx.PtxInstr]]]:
+    """Each asm statement outside the kernels with the function that holds it: a ptx anchor that
+    matches nothing in the kernel may name an opcode of a `__device__` helper, whose call can be
+    anchored instead."""
+    toks, out = tk.toks, []
+    bodies = [(k.body_start, k.body_end) for k in kernels]
+    for i, t in enumerate(toks):
+        if t.type not in ASM_TYPES or any(a <= t.start_pos < b for a, b in bodies):
+            continue
+        found = _instructions(itertools.islice(toks, i + 1, None), macros)
+        if found:
+            out.append((_function_at(tk, i), lines.line(t.start_pos), found))
+    return out
+
+
+def _function_at(tk: _Tokens, i: int) -> str:
+    """The name of the innermost function whose body holds token i (`?` if none is found)."""
+    toks, depth = tk.toks, 0
+    for k in range(i - 1, -1, -1):
+        if toks[k].type == "RBRACE":
+            depth += 1
+        elif toks[k].type == "LBRACE":
+            if depth:
+                depth -= 1
+                continue
+            j = k - 1
+            while j >= 0 and toks[j].type == "WORD" and toks[j].value in ("const", "noexcept"):
+                j -= 1
+            if j > 0 and toks[j].type == "RPAR":
+                name = toks[tk.opener[j] - 1]
+                if name.type == "WORD" and name.value not in NOT_FUNCTIONS:
+                    return name.value
+    return "?"
+
+
+def asm_instructions(stmt: Stmt, macros: Macros = Macros()) -> list[ptx.PtxInstr] | None:
+    """PTX instructions of an asm statement's template; None when the PTX grammar cannot read it."""
+    return _instructions(stmt.own[1:], macros)
+
+
+def _instructions(toks: Iterable[Token], macros: Macros) -> list[ptx.PtxInstr] | None:
+    """The instructions of the template that starts the tokens after `asm` (its leading string
+    literals, with the file's string macros among them expanded; a macro defined elsewhere expands
+    to nothing here, which may make the template unreadable: None)."""
     strings = []
-    for t in stmt.own[1:]:
+    for t in toks:
         if t.type in ("STRING", "RAWSTRING"):
             strings.append(t.value)
+        elif t.type == "WORD" and strings:
+            strings += macros.strings.get(t.value, [])
         elif t.type in ("VOLATILE", "VOLATILE_GNU", "INLINE", "GOTO", "LPAR"):
             continue
         else:

@@ -108,12 +108,15 @@ class _Insert(cst.CSTTransformer):
         begin, end = self.plan.begin.get(id(original), []), self.plan.end.get(id(original), [])
         if not begin and not end:
             return updated
-        body = list(updated.body.body)
+        block = updated.body
+        if isinstance(block, cst.SimpleStatementSuite):  # `for i in r: x[i] = 0`: the probes need lines
+            block = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=block.body)])
         last = original.body.body[-1] if original.body.body else None
-        terminal = isinstance(last, cst.SimpleStatementLine) and isinstance(
-            last.body[-1], (cst.Continue, cst.Break, cst.Return))
-        body = self._stmts(begin) + body + ([] if terminal else self._stmts(end))
-        return updated.with_changes(body=updated.body.with_changes(body=body))
+        if isinstance(last, cst.SimpleStatementLine):
+            last = last.body[-1]
+        terminal = isinstance(last, (cst.Continue, cst.Break, cst.Return))
+        body = self._stmts(begin) + list(block.body) + ([] if terminal else self._stmts(end))
+        return updated.with_changes(body=block.with_changes(body=body))
 
     leave_For = _loop
     leave_While = _loop

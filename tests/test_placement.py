@@ -1,0 +1,285 @@
+"""Placement on real-code shapes (issue 13): each probe lands exactly where the spec says, checked
+by line and enclosing statement, or apply refuses with exit 2, the reason, and every file unchanged."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from atrex_inject.cli import app
+from atrex_inject.cuda.anchors import candidates
+from atrex_inject.cuda.source import parse_source
+from atrex_inject.spec import Anchor, Site
+from conftest import nvcc_compile, tree_hashes
+
+HAS_NVCC = shutil.which("nvcc") is not None
+
+
+def cli(*args) -> tuple[int, str]:
+    r = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    return r.exit_code, r.output
+
+
+def site(anchor: str, position: str = "before", name: str = "a") -> str:
+    return f'[[site]]\nname = "{name}"\nanchor = {{ {anchor} }}\nposition = "{position}"\n'
+
+
+def make_project(tmp_path: Path, source: str | bytes, *sites: str, kernel: str = "k") -> Path:
+    """A project holding k.cu and spec s.toml; returns the spec."""
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / ".git").mkdir()
+    src = tmp_path / "k.cu"
+    src.write_bytes(source if isinstance(source, bytes) else source.encode())
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cu"\n'
+                    f'kernel = "{kernel}"\n\n' + "\n".join(sites))
+    return spec
+
+
+def applied(spec: Path, compile_it: bool = True) -> list[str]:
+    """Apply (it must succeed), check it compiles, revert byte-exact; the instrumented lines."""
+    src = spec.parent / "k.cu"
+    clean = src.read_bytes()
+    code, out = cli("apply", spec)
+    assert code == 0, out
+    lines = src.read_bytes().decode().split("\n")
+    if compile_it and HAS_NVCC:
+        proc = nvcc_compile(src, spec.parent / "k.o")
+        assert proc.returncode == 0, proc.stderr
+    code, out = cli("revert", spec)
+    assert code == 0 and src.read_bytes() == clean, out
+    return lines
+
+
+def refused(spec: Path, *needles: str) -> str:
+    before = tree_hashes(spec.parent)
+    code, out = cli("apply", spec)
+    assert code == 2, out
+    for n in needles:
+        assert n in out, out
+    assert tree_hashes(spec.parent) == before
+    return out
+
+
+def probe_line(lines: list[str], name: str = "a") -> int:
+    """0-based index of the (first) line holding site `name`'s probe."""
+    return next(i for i, l in enumerate(lines) if f"atrex: site {name} (" in l)
+
+
+PRAGMA_AFTER_COMMENT = """\
+__global__ void k(float* x, int n) {
+  float acc = 0.f;  // accumulator
+#pragma unroll
+  for (int i = 0; i < 4; ++i) acc += x[i];
+  if (n > 8)  // big
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc += x[i];
+  x[0] = acc;
+}
+"""
+
+
+def test_before_a_pragma_led_loop_goes_above_the_pragma_not_into_the_comment(tmp_path):
+    spec = make_project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 1'))
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i - 1] == "  float acc = 0.f;  // accumulator"
+    assert lines[i] == "  __atrex_r0.rec(0u);  // atrex: site a (id 0, before)"
+    assert lines[i + 1:i + 3] == ["#pragma unroll", "  for (int i = 0; i < 4; ++i) acc += x[i];"]
+
+
+def test_before_a_pragma_led_unbraced_body_opens_its_brace_on_a_line_of_its_own(tmp_path):
+    spec = make_project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 2'))
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i - 1] == "  if (n > 8)  // big"
+    assert lines[i].startswith("    { __atrex_r0.rec(0u);")
+    assert lines[i + 1:i + 3] == ["#pragma unroll", "    for (int i = 0; i < 4; ++i) acc += x[i]; }"]
+
+
+@pytest.mark.parametrize("define,use", [('#define UNROLL _Pragma("unroll")', "UNROLL"),
+                                        ("", '_Pragma("unroll")'),
+                                        ("", "CUTLASS_PRAGMA_UNROLL")])  # defined in a CUTLASS header
+def test_before_a_loop_led_by_a_pragma_macro_goes_above_the_macro(tmp_path, define, use):
+    source = (f"{define}\n__global__ void k(float* x) {{\n"
+              f"  float acc = 0.f;\n  {use}\n  for (int i = 0; i < 4; ++i) acc += x[i];\n  x[0] = acc;\n}}\n")
+    spec = make_project(tmp_path, source, site('loop = "for"'))
+    lines = applied(spec, compile_it=use != "CUTLASS_PRAGMA_UNROLL")
+    i = probe_line(lines)
+    assert lines[i - 1:i + 3] == ["  float acc = 0.f;", "  __atrex_r0.rec(0u);  // atrex: site a (id 0, before)",
+                                  f"  {use}", "  for (int i = 0; i < 4; ++i) acc += x[i];"]
+
+
+def test_a_kernel_defined_under_if_and_else_is_refused_naming_both_definitions(tmp_path):
+    source = ("#if USE_FAST\n__global__ void k(float* x) { x[0] = 1.f; }\n#else\n"
+              "__global__ void k(float* x) { x[0] = 2.f; }\n#endif\n")
+    spec = make_project(tmp_path, source, site('stmt = "x[0]"'))
+    refused(spec, "k.cu:4: kernel 'k' has 2 __global__ definitions in k.cu (lines 2, 4)",
+            "atrex-inject instruments exactly one definition")
+
+
+CALLS = """\
+__device__ float k(float v) { return v; }
+__device__ float g(float v) { return v; }
+__global__ void kern(float* x, int steps) {
+  int k = 0;
+  while (k < steps) { x[k] = g(x[k]); ++k; }
+  for (int j = 0; j < steps; ++j) x[j] = ::k(x[j]);
+}
+"""
+
+
+def test_a_comparison_is_not_a_template_call(tmp_path):
+    src = parse_source(CALLS)
+    _, every = candidates(src.kernel("kern"), Site("x", Anchor("call", "\0"), "before"))
+    assert [(src.lines.line(m.stmt.start), m.what) for m in every] == [(5, "call g"), (6, "call k")]
+    spec = make_project(tmp_path, CALLS, site('call = "k"', "after"), kernel="kern")
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i].startswith("  for (int j = 0; j < steps; ++j) { x[j] = ::k(x[j]); __atrex_r0.rec(0u);")
+
+
+LAMBDA = """\
+template <class F> __device__ void dispatch(F f) { f(0); }
+__global__ void k(float* x, int n) {
+  float acc = 0.f;
+  dispatch([&](int s) {
+    for (int i = 0; i < n; ++i) {
+      acc += x[i];
+    }
+    x[s] = acc;
+  });
+  x[1] = acc;
+}
+"""
+
+
+@pytest.mark.parametrize("anchor,line", [('stmt = "x[s] = acc"', 8), ('loop = "for (int i"', 5),
+                                         ('call = "f"', None)])
+def test_an_anchor_inside_a_lambda_is_refused_with_the_placeable_candidates(tmp_path, anchor, line):
+    spec = make_project(tmp_path, LAMBDA, site(anchor))
+    if line is None:  # `f(0)` is in another function: nothing matches, and the lambda's calls are no candidates
+        out = refused(spec, "matches nothing in kernel 'k'; the kernel's call candidates are:",
+                      "1. k.cu:4: call dispatch: dispatch([&](int s) {")
+        assert "2." not in out
+        return
+    out = refused(spec, f"matches inside a lambda at k.cu:{line}; a probe cannot be placed inside a lambda body "
+                        "(it would land before or after the whole statement at line 4)")
+    if anchor.startswith("stmt"):
+        assert "1. k.cu:3: statement: float acc = 0.f;" in out and "3. k.cu:10: statement: x[1] = acc;" in out
+    else:
+        assert "the kernel has no placeable loop candidate" in out
+
+
+def test_the_statement_holding_a_lambda_is_still_placeable(tmp_path):
+    spec = make_project(tmp_path, LAMBDA, site('call = "dispatch"'), site('stmt = "x[1]"', "after", "b"))
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i + 1] == "  dispatch([&](int s) {"
+    j = probe_line(lines, "b")
+    assert lines[j - 1] == "  x[1] = acc;"
+
+
+CRLF = """\
+#define TWICE(x) \\
+  do { (x); (x); } while (0)  /* { */
+// a comment continued \\
+   onto a line with a } brace
+__global__ void k(float* x, int n) {
+  float acc = 0.f;  // accumulator
+#pragma unroll 4
+  for (int i = 0; i < n; ++i) {
+    acc += x[i];
+  }
+  TWICE(acc += 1.f);
+  x[0] = acc;
+}
+""".replace("\n", "\r\n")
+
+
+def test_a_crlf_file_with_continued_directives_and_comments_gets_crlf_lines(tmp_path):
+    spec = make_project(tmp_path, CRLF, site("entry = true", "entry", "in"), site('loop = "for"', "before"),
+                   site('loop = "for"', "loop-begin", "it") + "every = 4\n", site("exit = true", "exit", "out"))
+    lines = applied(spec)
+    text = "\n".join(lines)
+    assert text.count("\n") == text.count("\r\n") > CRLF.count("\n")  # every line, inserted or not, ends in CRLF
+    i = probe_line(lines)
+    assert lines[i - 1:i + 1] == ["  float acc = 0.f;  // accumulator\r",
+                                  "  __atrex_r0.rec(1u);  // atrex: site a (id 1, before)\r"]
+    assert lines[i + 1].startswith("  { int i = 0;  // atrex: strip-mined by 4")
+    assert lines[i + 2] == "  #pragma unroll 4\r"
+
+
+def test_a_utf8_bom_stays_first_and_placement_is_unchanged(tmp_path):
+    plain = PRAGMA_AFTER_COMMENT.encode()
+    spec = make_project(tmp_path, b"\xef\xbb\xbf" + plain, site('loop = "for", occurrence = 1'))
+    lines = applied(spec)
+    assert lines[0].startswith("\ufeff// atrex: instrumented from spec s.toml")
+    m = json.loads(next((tmp_path / ".atrex" / "history").glob("s-*")).joinpath("manifest.json").read_text())
+    assert m["sites"][0]["source_line"] == 4
+    shutil.rmtree(tmp_path / ".atrex")
+    (tmp_path / "k.cu").write_bytes(plain)
+    without = applied(spec, compile_it=False)
+    assert without[0] == lines[0].removeprefix("\ufeff") and without[3:] == lines[3:]  # [2]: the source id
+
+
+def test_dry_run_shows_each_landing_with_its_lines_and_writes_nothing(tmp_path):
+    spec = make_project(tmp_path, PRAGMA_AFTER_COMMENT, site('loop = "for", occurrence = 2'),
+                   site("exit = true", "exit", "x"))
+    before = tree_hashes(tmp_path)
+    code, out = cli("apply", "--dry-run", spec)
+    assert code == 0, out
+    assert "dry run, nothing written: k.cu would get +" in out
+    assert "site 0 a (before), anchored at k.cu:7, lands at:\n  k.cu:13 (instrumented)\n" in out
+    assert "       12 |   if (n > 8)  // big\n  >    13 |     { __atrex_r0.rec(0u);" in out
+    code, out = cli("apply", "--dry-run", "--json", spec)
+    r = json.loads(out)
+    assert r["dry_run"] and not r["applied"]
+    a, x = r["sites"]
+    assert [land["line"] for land in a["lands"]] == [13] and a["source_line"] == 7
+    assert [c["line"] for c in a["lands"][0]["context"]] == list(range(10, 17))
+    assert x["lands"][0]["context"][3]["text"] == "  __atrex_r0.rec(1u);  // atrex: site x (id 1, exit)"
+    assert tree_hashes(tmp_path) == before and not (tmp_path / ".atrex").exists()
+    refused(make_project(tmp_path / "bad", LAMBDA, site('stmt = "x[s]"')), "matches inside a lambda")
+
+
+@pytest.mark.parametrize("spec_path", sorted((Path(__file__).parent.parent / "examples" / "specs").glob("*.toml")),
+                         ids=lambda p: p.stem)
+def test_dry_run_of_every_example_lands_every_site(project, spec_path):
+    spec = project / "examples" / "specs" / spec_path.name
+    before = tree_hashes(project)
+    code, out = cli("apply", "--dry-run", "--json", spec)
+    assert code == 0, out
+    assert all(s["lands"] for s in json.loads(out)["sites"])
+    assert tree_hashes(project) == before
+
+
+@pytest.mark.parametrize("guard,end", [("#pragma once\n", ""), ("#ifndef K_CUH\n#define K_CUH\n", "#endif\n")])
+def test_the_prefix_goes_inside_a_header_s_guard_so_a_double_include_compiles(tmp_path, guard, end):
+    header = f"// k.cuh\n{guard}__global__ void k(float* x) {{\n  x[0] = 1.f;\n}}\n{end}"
+    spec = make_project(tmp_path, header, site('stmt = "x[0]"'))
+    spec.write_text(spec.read_text().replace("k.cu", "k.cuh"))
+    (tmp_path / "k.cu").rename(tmp_path / "k.cuh")
+    (tmp_path / "other.cuh").write_text('#pragma once\n#include "k.cuh"\n')
+    (tmp_path / "main.cu").write_text('#include "k.cuh"\n#include "other.cuh"\n#include "k.cuh"\n')
+    code, out = cli("apply", spec)
+    assert code == 0, out
+    lines = (tmp_path / "k.cuh").read_text().split("\n")
+    assert lines[:len(guard.split("\n"))] == ["// k.cuh", *guard.split("\n")[:-1]]
+    assert lines[len(guard.split("\n"))].startswith("// atrex: instrumented from spec s.toml")
+    if HAS_NVCC:
+        proc = nvcc_compile(tmp_path / "main.cu", tmp_path / "main.o")
+        assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("define,decl", [("#define KERNEL_ATTRS __global__ __launch_bounds__(128)\n", "KERNEL_ATTRS"),
+                                         ("", "CUTLASS_GLOBAL")])  # defined in a CUTLASS header
+def test_a_kernel_declared_through_a_macro_is_found(tmp_path, define, decl):
+    source = f"{define}{decl} void k(float* x) {{\n  x[0] = 1.f;\n}}\n"
+    spec = make_project(tmp_path, source, site('stmt = "x[0]"'))
+    lines = applied(spec, compile_it=decl != "CUTLASS_GLOBAL")
+    i = probe_line(lines)
+    assert lines[i + 1] == "  x[0] = 1.f;" and lines[i - 3] == f"{decl} void k(float* x) {{"
