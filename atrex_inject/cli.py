@@ -113,6 +113,15 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
             st = r["staging"]
             out.print(f"  staging: {st['events']} events x {st['warps']} warps per group, "
                       f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA", markup=False)
+        p = r.get("perturbation")
+        if p:  # how the clean code is kept for CTAs that record nothing (docs/perturbation.md)
+            out.print("  body versioned: CTAs that record nothing, and all when probes are off, run the clean copy"
+                      if p["versioned"] else f"  body NOT versioned: {p['not_versioned_because']}", markup=False)
+            for sm in p["strip_mined"]:
+                out.print(f"  loop at line {sm['line']} strip-mined by {sm['every']} for {', '.join(sm['sites'])}",
+                          markup=False)
+        for w in r["warnings"]:
+            out.print(f"warning: {w}", markup=False)
     if dry_run:
         _run(as_json, lambda: snapshot.preview(spec, root), render_preview)
     else:

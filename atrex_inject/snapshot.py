@@ -103,7 +103,7 @@ class ApplyResult:
         return {"applied": True, "workspace": str(self.workspace), "source": self.manifest["source"]["path"],
                 "lines_added": added, "lines_removed": removed, "sites": self.manifest["sites"],
                 "warnings": self.manifest["warnings"], "staging": self.manifest["capture"].get("staging"),
-                "manifest": str(self.workspace / "manifest.json")}
+                "perturbation": self.manifest.get("perturbation"), "manifest": str(self.workspace / "manifest.json")}
 
 
 def _rewrite(spec: ProbeSpec, text: str):

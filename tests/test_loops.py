@@ -118,3 +118,21 @@ def test_a_loop_that_cannot_be_strip_mined_keeps_its_counter_and_says_why(tmp_pa
     assert "rec_every(__atrex_n0, 4u, 0u)" in src.read_text()
     assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
     snapshot.revert(spec)
+
+
+def test_apply_says_how_the_clean_code_is_kept(tmp_path):
+    """The CLI prints whether the body is versioned, which loops are strip-mined, and the warnings."""
+    from typer.testing import CliRunner
+
+    from atrex_inject.cli import app
+
+    (tmp_path / ".git").mkdir()
+    src = tmp_path / "k.cu"
+    src.write_text(KERNELS)
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC.format(name="s", every=4))
+    r = CliRunner().invoke(app, ["apply", str(spec)])
+    assert r.exit_code == 0, r.output
+    assert "body NOT versioned: a static __shared__ declaration at line 8" in r.output
+    assert "loop at line 4 strip-mined by 4 for it" in r.output and "warning: kernel nested_shared is not versioned" in r.output
+    assert CliRunner().invoke(app, ["revert", str(spec)]).exit_code == 0 and src.read_text() == KERNELS
