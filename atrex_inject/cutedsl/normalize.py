@@ -32,8 +32,9 @@ MALFORMED = (KeyError, TypeError, IndexError, ValueError, AttributeError, Overfl
 
 
 def iket_kernel_name(kernel: str) -> re.Pattern:
-    """CuTe DSL names a kernel `kernel_cutlass_<function>_<signature>`."""
-    return re.compile(rf"(^|_){re.escape(kernel)}(_|$)")
+    """CuTe DSL names a kernel `kernel_cutlass_<function>_<signature>`; a spec may qualify a method
+    with its class (`RMSNorm.kernel`): the function's own name is what appears."""
+    return re.compile(rf"(^|_){re.escape(kernel.rsplit('.', 1)[-1])}(_|$)")
 
 
 def launches_of(trace: dict, kernel: str) -> list[dict]:
