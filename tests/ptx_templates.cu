@@ -1,13 +1,13 @@
 // ptx_templates.cu: inline-asm templates shaped like those of Hopper/Ampere kernels, written from the
 // PTX ISA's instruction syntax. tests/test_ptx.py parses every asm statement of kernel `templates` as
-// the rewriter does and checks it against the `//>` line above it (its opcodes, in order).
+// the rewriter does and checks it against the `//>` line above it (its opcodes, in order); it is parsed, never
+// compiled (operand lists are only as long as the reading needs).
 #define SCOPE ".cluster"
 #define SEM ".release"
 #define SPACE ".shared::cta"
 #define ACQ_GPU ".acquire" ".gpu"
 #define FENCE_ASYNC "fence.proxy.async"
 #define L2_HINT ".L2::cache_hint"
-#define WAIT_LOOP(l) l
 __global__ void templates(unsigned* s, unsigned long long* b, float* f, unsigned long long d, int n) {
   // ---- ld / st
 //> ld.global.u32
