@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from atrex_inject.cli import app
 from atrex_inject.cuda.anchors import candidates
+from atrex_inject.cuda.rewrite import source_id_of, static_suffix
 from atrex_inject.cuda.source import parse_source
 from atrex_inject.spec import Anchor, Site
 from conftest import nvcc_compile, tree_hashes
@@ -273,6 +274,36 @@ def test_the_prefix_goes_inside_a_header_s_guard_so_a_double_include_compiles(tm
     if HAS_NVCC:
         proc = nvcc_compile(tmp_path / "main.cu", tmp_path / "main.o")
         assert proc.returncode == 0, proc.stderr
+
+
+def test_two_instrumented_headers_share_a_translation_unit(tmp_path):
+    """The prefix's static names carry a per-header suffix, so two headers instrumented by two specs
+    (one included twice) compile in one .cu; each keeps a source id that source_id_of recomputes."""
+    (tmp_path / ".git").mkdir()
+    clean = {}
+    for name, guard, end in [("a", "#pragma once\n", ""), ("b", "#ifndef B_CUH\n#define B_CUH\n", "#endif\n")]:
+        clean[name] = (f"{guard}__global__ void k{name}(float* x) {{\n  x[0] = 1.f;\n}}\n"
+                       f"inline void launch_{name}(float* x) {{\n  k{name}<<<1, 32>>>(x);\n}}\n{end}")
+        (tmp_path / f"{name}.cuh").write_text(clean[name])
+        (tmp_path / f"s{name}.toml").write_text(
+            f'version = 1\nname = "s{name}"\nquestion = "q"\nbackend = "cuda"\nsource = "{name}.cuh"\n'
+            f'kernel = "k{name}"\n\n' + site('stmt = "x[0]"'))
+    (tmp_path / "main.cu").write_text('#include "a.cuh"\n#include "b.cuh"\n#include "a.cuh"\n'
+                                      "void run(float* x) { launch_a(x); launch_b(x); }\n")
+    for name in "ab":
+        code, out = cli("apply", tmp_path / f"s{name}.toml")
+        assert code == 0, out
+        text = (tmp_path / f"{name}.cuh").read_text()
+        sfx = static_suffix(f"{name}.cuh")
+        assert len(sfx) == 9 and f"__atrex_cap(__atrex_plan{sfx}," in text
+        assert f'__atrex_source_id{sfx}[] = "{source_id_of(text)}"' in text
+    assert static_suffix("a.cuh") != static_suffix("b.cuh")
+    if HAS_NVCC:
+        proc = nvcc_compile(tmp_path / "main.cu", tmp_path / "main.o")
+        assert proc.returncode == 0, proc.stderr
+    for name in "ab":
+        code, out = cli("revert", tmp_path / f"s{name}.toml")
+        assert code == 0 and (tmp_path / f"{name}.cuh").read_text() == clean[name], out
 
 
 @pytest.mark.parametrize("define,decl", [("#define KERNEL_ATTRS __global__ __launch_bounds__(128)\n", "KERNEL_ATTRS"),

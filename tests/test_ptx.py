@@ -3,6 +3,9 @@ lines, modifiers after a space, literals spliced with macros; a template it cann
 when a ptx anchor matches nothing, never skipped silently."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from atrex_inject.cuda.anchors import candidates
@@ -29,12 +32,30 @@ def test_real_world_shapes_parse(template, opcodes):
     assert [i.opcode for i in instructions(template)] == opcodes
 
 
+CORPUS = Path(__file__).with_name("ptx_templates.cu")
+
+
+def test_the_grammar_reads_every_template_of_the_corpus():
+    """Every asm statement of tests/ptx_templates.cu, read as the rewriter reads a kernel (statement
+    model, the file's string macros spliced in), yields the opcodes of the `//>` line above it."""
+    text = CORPUS.read_text()
+    k = parse_source(text, str(CORPUS)).kernel("templates")
+    asms = [s for s in k.body.walk() if s.kind == "asm_stmt"]
+    expected = [m.group(1).split() for m in re.finditer(r"^//> (.*)$", text, re.M)]
+    assert len(asms) == len(expected) and len({text[s.start:s.end] for s in asms}) >= 200
+    got = [(text.count("\n", 0, s.start) + 1, asm_instructions(s, k.macros)) for s in asms]
+    failed = [(line, want, have and [i.opcode for i in have]) for (line, have), want in zip(got, expected)
+              if have is None or [i.opcode for i in have] != want]
+    assert failed == []
+
+
 SPLICED = """\
 #define SEM ".release" ".cta"
 __global__ void k(unsigned* b) {
   asm volatile("mbarrier.arrive" SEM ".shared::cta.b64 _, [%0];" :: "r"(b[0]) : "memory");
   asm volatile("mbarrier.arrive" SCOPE ".shared::cta.b64 _, [%0];" :: "r"(b[1]) : "memory");
   asm volatile("mov.u32 %0, " REG ";" : "=r"(b[2]));
+  asm volatile(FENCE ";" ::: "memory");
 }
 """
 
@@ -43,7 +64,7 @@ def test_literals_spliced_with_macros_are_read_and_an_unreadable_template_is_lis
     k = parse_source(SPLICED).kernel("k")
     got = [asm_instructions(s, k.macros) for s in k.body.children]
     assert [[i.opcode for i in g] if g is not None else None for g in got] == [
-        ["mbarrier.arrive.release.cta.shared::cta.b64"], ["mbarrier.arrive.shared::cta.b64"], None]
+        ["mbarrier.arrive.release.cta.shared::cta.b64"], ["mbarrier.arrive.shared::cta.b64"], None, None]
     spec = make_project(tmp_path, SPLICED, site('ptx = "mov"'))
     refused(spec, "anchor ptx 'mov' matches nothing in kernel 'k'; the kernel's ptx candidates are:",
             "3. k.cu:5: asm whose PTX template atrex-inject cannot read (no opcode of it can match): "

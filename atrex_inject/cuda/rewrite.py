@@ -28,9 +28,22 @@ ROLE_ENUM = {"thread": "kThread", "lane0": "kLane0", "warpgroup": "kWarpgroup", 
 AFTER, BLOCK_BEGIN, BLOCK_END, BEFORE = 0, 1, 2, 3
 
 
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".inl")
+_SOURCE_ID = re.compile(r'__atrex_source_id(?:_[0-9a-f]{8})?\[\] = "([0-9a-f]{64})"')
+
+
+def static_suffix(source_rel: str) -> str:
+    """Suffix of the prefix's static names: in a header, `_` + 8 hex digits of its path, so two
+    instrumented headers can share a translation unit; none in a .cu (its output, and so the source
+    ids of existing captures, stay as they were)."""
+    if not source_rel.lower().endswith(HEADER_SUFFIXES):
+        return ""
+    return "_" + sha256_bytes(source_rel.encode())[:8]
+
+
 def source_id_of(text: str) -> str:
     """The identity a capture carries: the instrumented source with its own id zeroed, hashed."""
-    m = re.search(r'__atrex_source_id\[\] = "([0-9a-f]{64})"', text)
+    m = _SOURCE_ID.search(text)
     body = text if m is None else text[:m.start(1)] + SOURCE_ID_PLACEHOLDER + text[m.end(1):]
     return sha256_bytes(body.encode())
 
@@ -202,7 +215,7 @@ def _label(plan: Plan, site: Site) -> str:
     return f"site {site.name} (id {plan.spec.site_id(site.name)}, {site.position})"
 
 
-def _prefix(plan: Plan, src_rel: str) -> str:
+def _prefix(plan: Plan, sfx: str) -> str:
     spec = plan.spec
     defines = ""
     if plan.wide_events:
@@ -216,9 +229,10 @@ def _prefix(plan: Plan, src_rel: str) -> str:
     return (f"{MARK} from spec {spec.path.name} for kernel {spec.kernel}; `atrex-inject revert` restores it\n"
             f"{defines}"
             f'#include "{HEADER}"  // atrex: recorder runtime (atrex-inject include-dir)\n'
-            f'static const char __atrex_source_id[] = "{SOURCE_ID_PLACEHOLDER}";  // atrex: source identity\n'
-            f"static atrex::GroupDesc __atrex_groups[] = {{{groups}}};  // atrex: owner groups\n"
-            f"static atrex::host::KernelPlan __atrex_plan = {{\"{spec.kernel}\", __atrex_source_id, __atrex_groups, "
+            f'static const char __atrex_source_id{sfx}[] = "{SOURCE_ID_PLACEHOLDER}";  // atrex: source identity\n'
+            f"static atrex::GroupDesc __atrex_groups{sfx}[] = {{{groups}}};  // atrex: owner groups\n"
+            f"static atrex::host::KernelPlan __atrex_plan{sfx} = {{\"{spec.kernel}\", __atrex_source_id{sfx}, "
+            f"__atrex_groups{sfx}, "
             f"{len(plan.groups)}u, {c.capacity}u, {c.skip}u, {c.count}u, 0u, nullptr, 0u, nullptr, {{0u}}"
             f"{f', {c.staging_warps}u' if c.staging_events else ''}}};  // atrex: capture plan\n")
 
@@ -384,10 +398,12 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
         _strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         _version_body(edits, kernel, split, _guard(plan), entry_items)
-    launches = _wrap_launches(edits, src, spec.kernel)
-    out = bom + edits.render(_prefix(plan, spec.source_rel))
+    sfx = static_suffix(spec.source_rel)
+    launches = _wrap_launches(edits, src, spec.kernel, sfx)
+    out = bom + edits.render(_prefix(plan, sfx))
     sid = source_id_of(out)
-    out = out.replace(f'__atrex_source_id[] = "{SOURCE_ID_PLACEHOLDER}"', f'__atrex_source_id[] = "{sid}"', 1)
+    name = f"__atrex_source_id{sfx}[]"
+    out = out.replace(f'{name} = "{SOURCE_ID_PLACEHOLDER}"', f'{name} = "{sid}"', 1)
     lines = out.split("\n")
     for p in placements:
         key = f"atrex: {_label(plan, p.site)}"
@@ -507,12 +523,13 @@ def _loop_site(edits: _Edits, loop: Stmt, pos: str, code: str, label: str) -> No
         edits.after(body, code, label)
 
 
-def _wrap_launches(edits: _Edits, src: SourceFile, kernel: str) -> list[dict]:
+def _wrap_launches(edits: _Edits, src: SourceFile, kernel: str, sfx: str) -> list[dict]:
     out = []
     for l in src.launches:
         if l.kernel != kernel:
             continue
-        open_ = (f"{{ atrex::host::Capture __atrex_cap(__atrex_plan, dim3({l.grid}), dim3({l.block}), {l.stream});",
+        open_ = (f"{{ atrex::host::Capture __atrex_cap(__atrex_plan{sfx}, dim3({l.grid}), dim3({l.block}), "
+                 f"{l.stream});",
                  f"capture session for this launch of {kernel}")
         close = ("__atrex_cap.finish(); }", "end of capture session")
         if edits.starts_line(l.start) and edits.rest_blank(l.end):

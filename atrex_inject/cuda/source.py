@@ -481,17 +481,21 @@ def asm_instructions(stmt: Stmt, macros: Macros = Macros()) -> list[ptx.PtxInstr
 
 
 def _instructions(toks: Iterable[Token], macros: Macros) -> list[ptx.PtxInstr] | None:
-    """The instructions of the template that starts the tokens after `asm` (its leading string
-    literals, with the file's string macros among them expanded; a macro defined elsewhere expands
-    to nothing here, which may make the template unreadable: None)."""
-    strings = []
+    """The instructions of the template that starts the tokens after `asm` (its string literals and
+    the file's string macros among them, first included: `FENCE ";"`). A macro defined elsewhere
+    expands to nothing here, which may make the template unreadable: None, so it is listed."""
+    strings: list[str] = []
+    unknown = False
     for t in toks:
         if t.type in ("STRING", "RAWSTRING"):
             strings.append(t.value)
-        elif t.type == "WORD" and strings:
+        elif t.type == "WORD":
             strings += macros.strings.get(t.value, [])
+            unknown |= t.value not in macros.strings
         elif t.type in ("VOLATILE", "VOLATILE_GNU", "INLINE", "GOTO", "LPAR"):
             continue
         else:
             break
-    return ptx.instructions(ptx.template_of(strings)) if strings else []
+    if not strings:
+        return None if unknown else []
+    return ptx.instructions(ptx.template_of(strings))
