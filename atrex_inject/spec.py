@@ -35,7 +35,8 @@ U32 = (1 << 32) - 1
 I64 = (1 << 63) - 1
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
-TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "capture", "site", "intervals", "expect"}
+TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "capture", "site", "intervals",
+            "expect"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging"}
 STAGING_KEYS = {"events", "warps"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
@@ -109,6 +110,7 @@ class ProbeSpec:
     kernel: str
     sites: tuple[Site, ...]
     intervals: tuple[Interval, ...] = ()
+    declared_by: str | None = None  # a macro that declares the kernel: `MACRO(kernel, ...) { body }`
     capture: Capture = field(default_factory=Capture)
     expect: dict[str, int] = field(default_factory=dict)
     text: str = ""
@@ -253,6 +255,10 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     src_text = typed(data, "source", str, required=True)
     source = confine(src_text, path.parent, root, where, lines.of("source"))
     kernel = typed(data, "kernel", str, required=True)
+    declared_by = typed(data, "declared_by", str, default=None)
+    if declared_by is not None and not re.fullmatch(r"[A-Za-z_]\w*", declared_by):
+        raise err(f"declared_by {declared_by!r} must be the name of a macro", "declared_by",
+                  hint='e.g. declared_by = "DEFINE_FLASH_FORWARD_KERNEL" for `DEFINE_FLASH_FORWARD_KERNEL(name, ...) {`')
 
     cap_t = typed(data, "capture", dict, default={})
     unknown(cap_t, CAPTURE_KEYS, "capture")
@@ -318,7 +324,8 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         expect[k] = typed(expect_t, k, int, "expect")  # events per owner: a u32 count
 
     return ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
-                     kernel=kernel, sites=tuple(sites), intervals=tuple(intervals), capture=capture,
+                     kernel=kernel, declared_by=declared_by, sites=tuple(sites), intervals=tuple(intervals),
+                     capture=capture,
                      expect=expect, text=text)
 
 

@@ -314,3 +314,45 @@ def test_a_kernel_declared_through_a_macro_is_found(tmp_path, define, decl):
     lines = applied(spec, compile_it=decl != "CUTLASS_GLOBAL")
     i = probe_line(lines)
     assert lines[i + 1] == "  x[0] = 1.f;" and lines[i - 3] == f"{decl} void k(float* x) {{"
+
+
+DEFS = """#pragma once
+#define DEFINE_SCALE_KERNEL(name, ...) __global__ void name(__VA_ARGS__)
+"""
+MACRO_KERNEL = """#include "defs.h"
+
+DEFINE_SCALE_KERNEL(scale, float* x, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    x[i] *= 2.f;
+  }
+}
+"""
+
+
+def test_a_kernel_declared_by_a_macro_defined_elsewhere_is_found_with_declared_by(tmp_path):
+    """`MACRO(name, ...) { body }` with MACRO defined in a header the file does not define it in: refused
+    with the way out, then found when the spec names the macro (declared_by); compiles; revert exact."""
+    from atrex_inject import snapshot
+    from atrex_inject.errors import AnchorError
+    from conftest import nvcc_compile
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "defs.h").write_text(DEFS)
+    src = tmp_path / "k.cu"
+    src.write_text(MACRO_KERNEL)
+    spec = tmp_path / "s.toml"
+    body = ('version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cu"\nkernel = "scale"\n{extra}'
+            '[[site]]\nname = "go"\nanchor = { entry = true }\n'
+            '[[site]]\nname = "it"\nanchor = { loop = "for (int i" }\nposition = "loop-begin"\n')
+    spec.write_text(body.replace("{extra}", ""))
+    with pytest.raises(AnchorError, match="declared_by"):
+        snapshot.apply(spec)
+    assert src.read_text() == MACRO_KERNEL
+    spec.write_text(body.replace("{extra}", 'declared_by = "DEFINE_SCALE_KERNEL"\n'))
+    res = snapshot.apply(spec)
+    text = src.read_text()
+    assert [s["source_line"] for s in res.manifest["sites"]] == [3, 4]
+    assert text.index("__atrex_r0.rec(1u)") > text.index("for (int i = threadIdx.x")  # inside the loop
+    assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
+    snapshot.revert(spec)
+    assert src.read_text() == MACRO_KERNEL

@@ -341,14 +341,17 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
                         hint="revert it first: atrex-inject revert SPEC")
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept first, before the inserted prefix
-    src = parse_source(text[len(bom):], spec.source_rel)
+    src = parse_source(text[len(bom):], spec.source_rel, spec.declared_by)
     kernel = src.kernel(spec.kernel)
     if kernel is None:
         names = ", ".join(k.name for k in src.kernels) or "none"
-        raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}",
+        via = f" (nor a use of {spec.declared_by}(name, ...) {{ ... }})" if spec.declared_by else ""
+        raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}{via}",
                           path=str(spec.path), hint=f"kernels defined there: {names}; a kernel declared through a "
                                                     "macro is found when the file defines that macro with __global__, "
-                                                    "or the macro is CUTLASS_GLOBAL")
+                                                    "when the macro is CUTLASS_GLOBAL, or, for a macro that takes the "
+                                                    "kernel's name (MACRO(name, ...) { body }), with "
+                                                    'declared_by = "MACRO" in the spec')
     plan = make_plan(spec)
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}

@@ -321,7 +321,9 @@ class _Tokens:
         return parts
 
 
-def parse_source(text: str, path: str = "<source>") -> SourceFile:
+def parse_source(text: str, path: str = "<source>", declared_by: str | None = None) -> SourceFile:
+    """`declared_by`: a function-like macro that declares kernels (`MACRO(name, ...) { body }`,
+    defined in a header this file does not define it in): its uses are kernels too."""
     tk = _Tokens(text, path)
     lines = Lines(text)
     kernels: list[Kernel] = []
@@ -330,6 +332,10 @@ def parse_source(text: str, path: str = "<source>") -> SourceFile:
     for i, t in enumerate(tk.toks):
         if t.type == "WORD" and t.value in macros.globals:
             k = _kernel_at(tk, i, text, path, lines, macros)
+            if k:
+                kernels.append(k)
+        elif t.type == "WORD" and t.value == declared_by:
+            k = _macro_kernel_at(tk, i, text, path, lines, macros)
             if k:
                 kernels.append(k)
         elif t.type == "LAUNCH_OPEN" or (t.type == "WORD" and t.value == "cudaLaunchKernelEx"):
@@ -355,6 +361,23 @@ def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, macros: 
                           macros)
         j = tk.skip(j)
     return None
+
+
+def _macro_kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
+    """`MACRO(name, ...) { body }`: the kernel is the macro's first argument, its body the braces
+    right after the call."""
+    toks = tk.toks
+    if i + 1 >= len(toks) or toks[i + 1].type != "LPAR" or i + 1 not in tk.match:
+        return None
+    close = tk.match[i + 1]
+    args = tk.split_args(i + 1)
+    if not args or close + 1 >= len(toks) or toks[close + 1].type != "LBRACE":
+        return None
+    a, b = args[0]
+    if a != b or toks[a].type != "WORD":
+        return None
+    return Kernel(toks[a].value, lines.line(toks[i].start_pos), text, path, toks[close + 1].start_pos,
+                  toks[tk.match[close + 1]].end_pos, macros)
 
 
 BOUNDARY_TYPES = {"SEMI", "VSEMI", "PREPROC", "IF0", "LBRACE", "RBRACE", "ELSE", "DO", "COLON", "LPAR", "LSQB"}
