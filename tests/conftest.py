@@ -33,6 +33,27 @@ def nvcc_compile(src: Path, out: Path | None = None, extra: list[str] | None = N
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+def cli(*args) -> tuple[int, str]:
+    """Run `atrex-inject ARGS` in-process: (exit code, output)."""
+    from typer.testing import CliRunner
+
+    from atrex_inject.cli import app
+
+    r = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    return r.exit_code, r.output
+
+
+def refused(spec: Path, *needles: str) -> str:
+    """apply SPEC must exit 2 with every needle in its message and leave the spec's tree unchanged."""
+    before = tree_hashes(spec.parent)
+    code, out = cli("apply", spec)
+    assert code == 2, out
+    for n in needles:
+        assert n in out, out
+    assert tree_hashes(spec.parent) == before
+    return out
+
+
 def edit_file(path: Path, *edits: tuple[str, str]) -> Path:
     """Apply (old, new) replacements, first occurrence each; every `old` must be there."""
     text = path.read_text()

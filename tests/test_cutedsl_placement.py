@@ -8,20 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from atrex_inject.cli import app
-from conftest import tree_hashes
+from conftest import cli, refused
 from test_cutedsl import compile_check
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
 
 HEAD = "import cutlass\nimport cutlass.cute as cute\n"
-
-
-def cli(*args) -> tuple[int, str]:
-    r = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-    return r.exit_code, r.output
 
 
 def make_project(tmp_path: Path, source: str, sites: str, kernel: str = "k", intervals: str = "") -> Path:
@@ -50,15 +43,6 @@ def applied(spec: Path, compile_it: bool = False) -> str:
     code, out = cli("revert", spec)
     assert code == 0 and src.read_bytes() == clean, out
     return text.split("\n", 1)[1]
-
-
-def refused(spec: Path, *needles: str) -> None:
-    before = tree_hashes(spec.parent)
-    code, out = cli("apply", spec)
-    assert code == 2, out
-    for n in needles:
-        assert n in out, out
-    assert tree_hashes(spec.parent) == before
 
 
 # ---- 1. a kernel that imports a name the probes use ----

@@ -7,21 +7,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from atrex_inject.cli import app
 from atrex_inject.cuda.anchors import candidates
 from atrex_inject.cuda.rewrite import source_id_of, static_suffix
 from atrex_inject.cuda.source import parse_source
 from atrex_inject.spec import Anchor, Site
-from conftest import nvcc_compile, tree_hashes
+from conftest import cli, nvcc_compile, refused, tree_hashes
 
 HAS_NVCC = shutil.which("nvcc") is not None
-
-
-def cli(*args) -> tuple[int, str]:
-    r = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-    return r.exit_code, r.output
 
 
 def site(anchor: str, position: str = "before", name: str = "a") -> str:
@@ -53,16 +46,6 @@ def applied(spec: Path, compile_it: bool = True) -> list[str]:
     code, out = cli("revert", spec)
     assert code == 0 and src.read_bytes() == clean, out
     return lines
-
-
-def refused(spec: Path, *needles: str) -> str:
-    before = tree_hashes(spec.parent)
-    code, out = cli("apply", spec)
-    assert code == 2, out
-    for n in needles:
-        assert n in out, out
-    assert tree_hashes(spec.parent) == before
-    return out
 
 
 def probe_line(lines: list[str], name: str = "a") -> int:
