@@ -82,6 +82,22 @@ def _run(as_json: bool, fn, render):
     return result
 
 
+def _render_launches(r: dict, each_captured: bool = True) -> None:
+    """The kernel's launches: each captured one, and each one not captured with why and what to do."""
+    caught, missed = r.get("launches", []), r.get("not_captured", [])
+    if not caught and not missed:
+        return
+    rewritten = [f if isinstance(f, str) else f["path"] for f in r.get("launchers", [])]
+    out.print(f"  launches: {len(caught)} captured, {len(missed)} not captured"
+              + (f"; launchers rewritten: {', '.join(rewritten)}" if rewritten else ""), markup=False)
+    for l in caught if each_captured else []:
+        how = l["shape"] + (f" in {l['macro']}(...)" if l.get("macro") else "")
+        out.print(f"    captured      {l['file']}:{l['line']} {l['via']} ({how})", markup=False)
+    for n in missed:
+        out.print(f"    NOT captured  {n['file']}:{n['line']} {n['via']}: {n['reason']}", markup=False)
+        out.print(f"                  to capture it: {n['hint']}", markup=False)
+
+
 @app.command()
 def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML), see docs/spec.md."),
           root: Optional[Path] = RootOpt, as_json: bool = JsonOpt,
@@ -100,6 +116,7 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
                 for c in land["context"]:
                     out.print(f"  {'>' if c['line'] == land['line'] else ' '} {c['line']:>5} | {c['text']}",
                               markup=False)
+        _render_launches(r)
         for w in r["warnings"]:
             out.print(f"warning: {w}", markup=False)
 
@@ -120,6 +137,7 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
             for sm in p["strip_mined"]:
                 out.print(f"  loop at line {sm['line']} strip-mined by {sm['every']} for {', '.join(sm['sites'])}",
                           markup=False)
+        _render_launches(r)
         for w in r["warnings"]:
             out.print(f"warning: {w}", markup=False)
     if dry_run:
@@ -139,7 +157,8 @@ def revert(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that 
     and the workspace is archived under .atrex/history/."""
     def render(r):
         verb = "restored" if r["reverted"] else "already clean:"
-        out.print(f"{verb} {r['source']} (workspace archived at {r['archived']})", markup=False)
+        files = ", ".join(r.get("restored") or [r["source"]])
+        out.print(f"{verb} {files} (workspace archived at {r['archived']})", markup=False)
         for w in r["warnings"]:
             err.print(f"warning: {w}", markup=False)
     _run(as_json, lambda: snapshot.revert(spec, root, from_history), render)
@@ -150,6 +169,9 @@ def status(spec: Path = typer.Argument(..., metavar="SPEC", help="The probe spec
     """Say whether the spec's source is clean, instrumented by this spec, or modified since."""
     def render(r):
         out.print(f"{r['source']}: {r['state']} (spec {r['spec']})", markup=False)
+        for f in r.get("launchers", []):
+            out.print(f"  launcher {f['path']}: {f['state']}", markup=False)
+        _render_launches(r, each_captured=False)
         if "hint" in r:
             out.print(f"  hint: {r['hint']}", markup=False)
     _run(as_json, lambda: snapshot.status(spec, root), render)

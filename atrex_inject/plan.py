@@ -85,3 +85,5 @@ class Rewrite:
     launches: list[dict]
     warnings: list[str] = field(default_factory=list)
     backend_data: dict = field(default_factory=dict)  # e.g. the IKeT event map, kept in the manifest
+    not_captured: list[dict] = field(default_factory=list)  # launches (or may-be launches) left without capture
+    launchers: dict[str, str] = field(default_factory=dict)  # other files rewritten: rel path -> their new text

@@ -1,7 +1,9 @@
 """apply / revert / status: the reversible-snapshot machinery around a backend rewriter.
 
 Workspace `<root>/.atrex/<spec name>/` holds `clean/<file>` (the saved clean source),
-`instrumented.patch` (unified diff, `git apply`-able) and `manifest.json` (docs/format.md).
+`instrumented.patch` (unified diff, `git apply`-able) and `manifest.json` (docs/format.md); for
+each launcher the spec lists (a file whose launches of the kernel are wrapped),
+`clean/launchers/<i>/<file>` and `launcher<i>.patch`. Every file is restored or none is.
 Order of writes in apply: clean copy, patch, manifest, and only then the source (atomically), so
 any failure leaves the source as it was. revert restores only from a clean copy that, with the
 patch, reproduces the instrumented file's hash, onto a file that still has that hash, and
@@ -46,6 +48,8 @@ MANIFEST_FIELDS = {
     "groups[]": {"role_code": int, "cta_stride": int, "cta_limit": int, "warp_mask": int},
     "sites[]": {"id": int, "name": str, "group": int, "role": str},
     "intervals[]": {"name": str, "start": str, "end": str},
+    "launchers[]": {"path": str, "clean_sha256": str, "instrumented_sha256": str, "clean_copy": str, "patch": dict},
+    "not_captured[]": {"file": str, "line": int, "via": str, "reason": str, "hint": str},
 }
 
 
@@ -75,10 +79,18 @@ def _writer(spec: ProbeSpec, create: bool):
         yield workspace(spec)
         return
     d.mkdir(exist_ok=True)
-    with locked(d / "lock", f"the project {spec.root}"), locked(source_lock_path(spec.source), spec.source_rel):
+    files = sorted({source_lock_path(p): rel for p, rel in
+                    [(spec.source, spec.source_rel), *zip(spec.launchers, spec.launcher_rels)]}.items())
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(locked(d / "lock", f"the project {spec.root}"))
+        for lock, rel in files:  # in one order, so two writers sharing files cannot deadlock
+            stack.enter_context(locked(lock, rel))
         ws = workspace(spec)
         for p in (spec.source, ws / "manifest.json", ws / "instrumented.patch", ws / "clean" / spec.source.name):
             remove_stale_temps(p)
+        for i, lp in enumerate(spec.launchers):
+            for p in (lp, ws / f"launcher{i}.patch", ws / "clean" / "launchers" / str(i) / lp.name):
+                remove_stale_temps(p)
         yield ws
 
 
@@ -103,25 +115,34 @@ class ApplyResult:
         return {"applied": True, "workspace": str(self.workspace), "source": self.manifest["source"]["path"],
                 "lines_added": added, "lines_removed": removed, "sites": self.manifest["sites"],
                 "warnings": self.manifest["warnings"], "staging": self.manifest["capture"].get("staging"),
-                "perturbation": self.manifest.get("perturbation"), "manifest": str(self.workspace / "manifest.json")}
+                "perturbation": self.manifest.get("perturbation"), **launch_report(self.manifest),
+                "manifest": str(self.workspace / "manifest.json")}
 
 
-def _rewrite(spec: ProbeSpec, text: str):
+def launch_report(m: dict) -> dict:
+    """What apply, status and validate say about the kernel's launches: those captured, those not
+    (with why and what to do), and the launcher files rewritten."""
+    return {"launches": m.get("launches", []), "not_captured": m.get("not_captured", []),
+            "launchers": [x["path"] for x in m.get("launchers", [])]}
+
+
+def _rewrite(spec: ProbeSpec, text: str, launchers: dict[str, str]):
     if spec.backend == "cuda":
         from .cuda.rewrite import rewrite
-    else:
-        from .cutedsl.rewrite import rewrite
+        return rewrite(spec, text, launchers=launchers)
+    from .cutedsl.rewrite import rewrite
     return rewrite(spec, text)
 
 
-def _read_source(spec: ProbeSpec) -> tuple[bytes, str]:
-    data = spec.source.read_bytes()
+def _read_source(spec: ProbeSpec, path: Path | None = None) -> tuple[bytes, str]:
+    path = path or spec.source
+    data = path.read_bytes()
     try:
         return data, data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
-        raise SpecError(f"{spec.source_rel} is not UTF-8 (byte {e.start}, line {line})", path=str(spec.path),
-                        hint="save the source as UTF-8") from None
+        raise SpecError(f"{path.relative_to(spec.root).as_posix()} is not UTF-8 (byte {e.start}, line {line})",
+                        path=str(spec.path), hint="save the source as UTF-8") from None
 
 
 def check_manifest(m, where: str) -> dict:
@@ -149,6 +170,13 @@ def check_manifest(m, where: str) -> dict:
     for key in ("groups", "sites", "intervals"):
         for i, item in enumerate(m[key]):
             fields(item, MANIFEST_FIELDS[key + "[]"], f"{key}[{i}]")
+    for key in ("launchers", "not_captured"):  # optional: manifests written before launchers have neither
+        if not isinstance(m.get(key, []), list):
+            raise bad(f"field {key} is not a list")
+        for i, item in enumerate(m.get(key, [])):
+            fields(item, MANIFEST_FIELDS[key + "[]"], f"{key}[{i}]")
+    for i, item in enumerate(m.get("launchers", [])):
+        fields(item["patch"], MANIFEST_FIELDS["patch"], f"launchers[{i}].patch")
     if m["capture"]["event_bytes"] not in (8, 16) or m["capture"]["capacity"] < 1 or any(
             g["cta_stride"] < 1 for g in m["groups"]):
         raise bad("capture.event_bytes must be 8 or 16, capture.capacity and every group's cta_stride >= 1")
@@ -181,7 +209,7 @@ def load_manifest_file(p: Path) -> dict | None:
     return check_manifest(m, str(p))
 
 
-def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str) -> dict:
+def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str, launchers: list["_Launcher"] = ()) -> dict:
     plan = make_plan(spec)
     hdr = runtime_header()
     return {
@@ -206,6 +234,8 @@ def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str) -> dict:
         "intervals": [{"name": iv.name, "start": iv.start, "end": iv.end} for iv in spec.intervals],
         "expect": spec.expect,
         "launches": rw.launches,
+        "not_captured": rw.not_captured,
+        "launchers": [lf.to_json() for lf in launchers],
         "warnings": rw.warnings,
         **rw.backend_data,
         "applied_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -225,20 +255,48 @@ def _check_not_applied(spec: ProbeSpec, spec_path, clean: bytes) -> None:
                                 path=str(spec.path), hint=f"inspect {ws} and remove it if it is stale")
 
 
+@dataclass(frozen=True)
+class _Launcher:
+    """A launcher file as apply writes it: where, its clean bytes, its wrapped text, its patch."""
+    index: int
+    path: Path
+    rel: str
+    clean: bytes
+    text: str
+    patch: str
+
+    @property
+    def clean_copy(self) -> str:
+        return f"clean/launchers/{self.index}/{self.path.name}"
+
+    @property
+    def patch_name(self) -> str:
+        return f"launcher{self.index}.patch"
+
+    def to_json(self) -> dict:
+        return {"path": self.rel, "clean_sha256": sha256_bytes(self.clean),
+                "instrumented_sha256": sha256_bytes(self.text.encode()), "clean_copy": self.clean_copy,
+                "patch": {"path": self.patch_name, "sha256": sha256_bytes(self.patch.encode())}}
+
+
 def _prepare(spec_path: str | Path, root: str | Path | None):
-    """Everything apply computes before it writes: (spec, clean bytes, rewrite, patch, manifest)."""
+    """Everything apply computes before it writes: (spec, clean bytes, rewrite, patch, manifest,
+    launchers)."""
     spec = load_spec(spec_path, root)
     clean, text = _read_source(spec)
     _check_not_applied(spec, spec_path, clean)
-    rw = _rewrite(spec, text)
+    read = [(p, rel, *_read_source(spec, p)) for p, rel in zip(spec.launchers, spec.launcher_rels)]
+    rw = _rewrite(spec, text, {rel: t for _, rel, _, t in read})
     patch = unified_diff(text, rw.text, spec.source_rel)
-    return spec, clean, rw, patch, build_manifest(spec, clean, rw, patch)
+    launchers = [_Launcher(i, p, rel, data, rw.launchers[rel], unified_diff(t, rw.launchers[rel], rel))
+                 for i, (p, rel, data, t) in enumerate(read)]
+    return spec, clean, rw, patch, build_manifest(spec, clean, rw, patch, launchers), launchers
 
 
 def preview(spec_path: str | Path, root: str | Path | None = None) -> dict:
     """`apply --dry-run`: where each site would land, as instrumented `file:line` with PREVIEW_CONTEXT
     lines either side, so placement can be checked by reading; nothing is written, no lock is taken."""
-    spec, _, rw, patch, manifest = _prepare(spec_path, root)
+    spec, _, rw, patch, manifest, launchers = _prepare(spec_path, root)
     lines = rw.text.split("\n")
     added, removed = diffstat(patch)
     sites = []
@@ -252,40 +310,52 @@ def preview(spec_path: str | Path, root: str | Path | None = None) -> dict:
                                                          for j in range(lo, hi)]})
         sites.append({k: s[k] for k in ("id", "name", "position", "role", "source_line")} | {"lands": lands})
     return {"dry_run": True, "applied": False, "source": spec.source_rel, "lines_added": added,
-            "lines_removed": removed, "sites": sites, "warnings": manifest["warnings"]}
+            "lines_removed": removed, "sites": sites, "warnings": manifest["warnings"], **launch_report(manifest)}
 
 
 def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
     """Rewrite outside the lock (every spec/anchor error is raised there, before anything is
     written or created), then, holding it, check that the source and workspace are still as read."""
-    spec, clean, rw, patch, manifest = _prepare(spec_path, root)
+    spec, clean, rw, patch, manifest, launchers = _prepare(spec_path, root)
     with _writer(spec, create=True) as ws:
-        if spec.source.read_bytes() != clean:
-            raise SnapshotError(f"{spec.source_rel} changed while apply was rewriting it; nothing was written",
-                                path=str(spec.path), hint="run apply again")
+        for path, rel, data in [(spec.source, spec.source_rel, clean)] + [(l.path, l.rel, l.clean) for l in launchers]:
+            if path.read_bytes() != data:
+                raise SnapshotError(f"{rel} changed while apply was rewriting it; nothing was written",
+                                    path=str(spec.path), hint="run apply again")
         _check_not_applied(spec, spec_path, clean)
-        return _write_snapshot(spec, ws, clean, rw, patch, manifest)
+        return _write_snapshot(spec, ws, clean, rw, patch, manifest, launchers)
 
 
-def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw, patch: str, manifest: dict) -> ApplyResult:
-    steps = [("saving the clean copy", ws / manifest["clean_copy"], clean),
-             ("writing the patch", ws / "instrumented.patch", patch),
-             ("writing the manifest", ws / "manifest.json", json.dumps(manifest, indent=2) + "\n"),
-             ("writing the instrumented source", spec.source, rw.text)]
+def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw, patch: str, manifest: dict,
+                    launchers: list[_Launcher]) -> ApplyResult:
+    """Workspace files first, the user's files last; on a failure every file written is undone (a
+    workspace file removed, a user's file given its clean bytes back)."""
+    steps = [("saving the clean copy", ws / manifest["clean_copy"], clean, None),
+             *[(f"saving the clean copy of {l.rel}", ws / l.clean_copy, l.clean, None) for l in launchers],
+             ("writing the patch", ws / "instrumented.patch", patch, None),
+             *[(f"writing the patch of {l.rel}", ws / l.patch_name, l.patch, None) for l in launchers],
+             ("writing the manifest", ws / "manifest.json", json.dumps(manifest, indent=2) + "\n", None),
+             ("writing the instrumented source", spec.source, rw.text, clean),
+             *[(f"writing {l.rel}", l.path, l.text, l.clean) for l in launchers]]
     existed = ws.exists()
-    done = []
-    for what, path, data in steps:
+    done: list[tuple[Path, bytes | None]] = []
+    for what, path, data, undo in steps:
         try:
             write_atomic(path, data)
         except OSError as e:
-            for p in done:
-                p.unlink(missing_ok=True)
+            for p, old in reversed(done):
+                if old is None:
+                    p.unlink(missing_ok=True)
+                else:
+                    write_atomic(p, old)
             if not existed:
                 shutil.rmtree(ws, ignore_errors=True)
-            raise SnapshotError(f"apply failed while {what} ({path}): {e}; {spec.source_rel} is unchanged "
-                                f"(sha256 {sha256_bytes(clean)[:16]})", path=str(spec.path),
+            also = "".join(f", {l.rel}" for l in launchers)
+            raise SnapshotError(f"apply failed while {what} ({path}): {e}; {spec.source_rel}{also} "
+                                f"{'are' if also else 'is'} unchanged (sha256 {sha256_bytes(clean)[:16]})",
+                                path=str(spec.path),
                                 hint="fix the cause (disk space, permissions) and apply again") from e
-        done.append(path)
+        done.append((path, undo))
     return ApplyResult(manifest, ws, patch)
 
 
@@ -303,38 +373,48 @@ def _history_entries(spec: ProbeSpec) -> list[Path]:
     return sorted(entries, key=lambda p: p.name.removeprefix(spec.name + "-"), reverse=True)
 
 
-def _verified_clean(spec: ProbeSpec, ws: Path, m: dict) -> tuple[Path, bytes]:
-    """(the source the manifest names, its clean content), after proving from the workspace that
+def _entries(m: dict) -> list[dict]:
+    """The manifest's files, each as {path, clean_sha256, instrumented_sha256, clean_copy, patch}:
+    the source first, then the launchers."""
+    src = {"path": m["source"]["path"], "clean_sha256": m["source"]["clean_sha256"],
+           "instrumented_sha256": m["source"]["instrumented_sha256"], "clean_copy": m["clean_copy"],
+           "patch": m["patch"]}
+    return [src, *m.get("launchers", [])]
+
+
+def _inside_ws(ws: Path, rel: str, what: str) -> Path:
+    """A file the manifest names inside the workspace, refused when missing or outside it."""
+    try:
+        p = (ws / rel).resolve()
+        ok = p.is_relative_to(ws.resolve()) and p.is_file()
+    except (OSError, ValueError):  # a NUL byte, a name too long
+        ok = False
+    if not ok:
+        raise SnapshotError(f"the manifest's {what} {rel!r} is missing or outside {ws}", path=str(ws / "manifest.json"),
+                            hint="recover with `atrex-inject revert --from-history SPEC` if history holds it")
+    return p
+
+
+def _verified_clean(spec: ProbeSpec, ws: Path, e: dict) -> tuple[Path, bytes]:
+    """(the file a manifest entry names, its clean content), after proving from the workspace that
     clean copy + patch reproduce the instrumented hash. Every manifest path is confined: the
-    source like a spec path, the clean copy and patch inside the workspace."""
+    file like a spec path, the clean copy and patch inside the workspace."""
     where = str(ws / "manifest.json")
-    src = confine(m["source"]["path"], spec.root, spec.root, where, None)
-    clean_sha, inst_sha = m["source"]["clean_sha256"], m["source"]["instrumented_sha256"]
-
-    def inside_ws(rel: str, what: str) -> Path:
-        try:
-            p = (ws / rel).resolve()
-            ok = p.is_relative_to(ws.resolve()) and p.is_file()
-        except (OSError, ValueError):  # a NUL byte, a name too long
-            ok = False
-        if not ok:
-            raise SnapshotError(f"the manifest's {what} {rel!r} is missing or outside {ws}", path=where,
-                                hint="recover with `atrex-inject revert --from-history SPEC` if history holds it")
-        return p
-
-    clean_copy, patch_path = inside_ws(m["clean_copy"], "clean copy"), inside_ws(m["patch"]["path"], "patch")
+    src = confine(e["path"], spec.root, spec.root, where, None)
+    clean_sha, inst_sha = e["clean_sha256"], e["instrumented_sha256"]
+    clean_copy, patch_path = _inside_ws(ws, e["clean_copy"], "clean copy"), _inside_ws(ws, e["patch"]["path"], "patch")
     data, patch = clean_copy.read_bytes(), patch_path.read_bytes()
     if sha256_bytes(data) != clean_sha:
         raise SnapshotError(f"the saved clean copy {clean_copy} does not match the manifest's clean hash",
                             hint=f"recover the clean source with `git apply -R {patch_path}`")
-    if sha256_bytes(patch) != m["patch"]["sha256"]:
+    if sha256_bytes(patch) != e["patch"]["sha256"]:
         raise SnapshotError(f"the saved patch {patch_path} does not match the manifest's patch hash",
                             hint=f"the clean copy {clean_copy} is intact (sha256 {clean_sha[:16]}); "
                                  "copy it back by hand")
     try:
         rebuilt = apply_patch(data.decode(), patch.decode())
-    except (UnicodeDecodeError, PatchMismatch) as e:
-        rebuilt = f"<{e}>"
+    except (UnicodeDecodeError, PatchMismatch) as exc:
+        rebuilt = f"<{exc}>"
     if sha256_bytes(rebuilt.encode()) != inst_sha:
         raise SnapshotError(f"clean copy + patch in {ws} do not reproduce the instrumented hash {inst_sha[:16]}: "
                             "the workspace was altered", path=where,
@@ -342,17 +422,31 @@ def _verified_clean(spec: ProbeSpec, ws: Path, m: dict) -> tuple[Path, bytes]:
     return src, data
 
 
-def _restore(src: Path, data: bytes, clean_sha: str, inst_sha: str, rel: str, saved: Path) -> None:
-    cur = sha256_bytes(src.read_bytes())
-    if cur != inst_sha:
-        raise SnapshotError(
-            f"{rel} changed since apply (sha256 {cur[:16]}, expected instrumented {inst_sha[:16]}); "
-            f"refusing to overwrite your edits", path=str(src),
-            hint=f"the clean source is saved at {saved} (sha256 {clean_sha[:16]}); copy it back to discard your "
-                 f"edits, or undo the edits and revert again")
-    write_atomic(src, data)
-    if sha256_bytes(src.read_bytes()) != clean_sha:
-        raise SnapshotError(f"restored {src} but its hash differs from the clean hash", hint=f"copy {saved} by hand")
+def _restore_all(spec: ProbeSpec, ws: Path, m: dict) -> list[str]:
+    """Give every instrumented file of the manifest its clean bytes back; the paths restored. A file
+    already clean is left alone; one that is neither clean nor instrumented is refused before any
+    file is written, so the files are restored together or not at all."""
+    todo = []
+    for e in _entries(m):
+        src = confine(e["path"], spec.root, spec.root, str(ws / "manifest.json"), None)
+        cur = sha256_bytes(src.read_bytes())
+        if cur == e["clean_sha256"]:
+            continue
+        verified = _verified_clean(spec, ws, e)  # first: a workspace that lies is named as such
+        if cur != e["instrumented_sha256"]:
+            saved = ws / e["clean_copy"]
+            raise SnapshotError(
+                f"{e['path']} changed since apply (sha256 {cur[:16]}, expected instrumented "
+                f"{e['instrumented_sha256'][:16]}); refusing to overwrite your edits; nothing was restored",
+                path=str(src), hint=f"the clean source is saved at {saved} (sha256 {e['clean_sha256'][:16]}); copy it "
+                                    f"back to discard your edits, or undo the edits and revert again")
+        todo.append((e, *verified))
+    for e, src, data in todo:
+        write_atomic(src, data)
+        if sha256_bytes(src.read_bytes()) != e["clean_sha256"]:
+            raise SnapshotError(f"restored {src} but its hash differs from the clean hash",
+                                hint=f"copy {ws / e['clean_copy']} by hand")
+    return [e["path"] for e, _, _ in todo]
 
 
 def _archive(ws: Path) -> tuple[str | None, list[str]]:
@@ -378,17 +472,13 @@ def revert(spec_path: str | Path, root: str | Path | None = None, from_history: 
                                 hint=f"{spec.source_rel} is instrumented and its clean copy is archived in {found}: "
                                      f"run `atrex-inject revert --from-history {spec_path}`" if found else
                                 "nothing to revert; `atrex-inject status` shows the state")
-        clean_sha, inst_sha = m["source"]["clean_sha256"], m["source"]["instrumented_sha256"]
-        src = confine(m["source"]["path"], spec.root, spec.root, str(ws / "manifest.json"), None)
-        if sha256_bytes(src.read_bytes()) == clean_sha:
-            archived, warnings = _archive(ws)
+        restored = _restore_all(spec, ws, m)
+        archived, warnings = _archive(ws)
+        if not restored:
             return {"reverted": False, "state": "clean", "source": m["source"]["path"], "archived": archived,
                     "warnings": warnings}
-        src, data = _verified_clean(spec, ws, m)
-        _restore(src, data, clean_sha, inst_sha, m["source"]["path"], ws / m["clean_copy"])
-        archived, warnings = _archive(ws)
-        return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": clean_sha,
-                "archived": archived, "warnings": warnings}
+        return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": m["source"]["clean_sha256"],
+                "restored": restored, "archived": archived, "warnings": warnings}
 
 
 def _orphan(spec: ProbeSpec) -> Path | None:
@@ -411,11 +501,9 @@ def _revert_from_history(spec: ProbeSpec) -> dict:
         raise SnapshotError(f"no archived workspace of spec {spec.name!r} has the current hash of {spec.source_rel}",
                             path=str(spec.path), hint="`atrex-inject status` shows the state; nothing was changed")
     m = load_manifest(h)
-    src, data = _verified_clean(spec, h, m)
-    _restore(src, data, m["source"]["clean_sha256"], m["source"]["instrumented_sha256"], m["source"]["path"],
-             h / m["clean_copy"])
+    restored = _restore_all(spec, h, m)
     return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": m["source"]["clean_sha256"],
-            "archived": str(h), "from_history": True, "warnings": []}
+            "restored": restored, "archived": str(h), "from_history": True, "warnings": []}
 
 
 def status(spec_path: str | Path, root: str | Path | None = None) -> dict:
@@ -434,13 +522,26 @@ def status(spec_path: str | Path, root: str | Path | None = None) -> dict:
                             f"restore it with `atrex-inject revert --from-history {spec_path}`"}
         state = {m["source"]["clean_sha256"]: "clean", m["source"]["instrumented_sha256"]: "instrumented"}.get(
             cur, "modified")
+        files = []
+        for e in m.get("launchers", []):
+            p = confine(e["path"], spec.root, spec.root, str(ws / "manifest.json"), None)
+            now = sha256_bytes(p.read_bytes())
+            files.append({"path": e["path"], "state": {e["clean_sha256"]: "clean", e["instrumented_sha256"]:
+                                                       "instrumented"}.get(now, "modified")})
+        if any(f["state"] != state for f in files):
+            state = "modified"  # the files no longer agree: revert says which one changed
         return {"state": state, "source": spec.source_rel, "sha256": cur, "spec": spec.name, "workspace": str(ws),
-                "applied_utc": m["applied_utc"], "sites": len(m["sites"])}
+                "applied_utc": m["applied_utc"], "sites": len(m["sites"]), **launch_report(m),
+                "launchers": files}
 
 
 def patch_text(spec_path: str | Path, root: str | Path | None = None) -> str:
+    """The applied patch: the source's, then each launcher's (one multi-file diff)."""
     spec = load_spec(spec_path, root)
-    p = workspace(spec) / "instrumented.patch"
+    ws = workspace(spec)
+    p = ws / "instrumented.patch"
     if not p.exists():
         raise SnapshotError(f"spec {spec.name!r} is not applied (no {p})", hint="atrex-inject apply SPEC")
-    return p.read_text()
+    m = load_manifest(ws) or {}
+    return p.read_text() + "".join(_inside_ws(ws, e["patch"]["path"], "patch").read_text()
+                                   for e in m.get("launchers", []))

@@ -35,8 +35,9 @@ U32 = (1 << 32) - 1
 I64 = (1 << 63) - 1
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
-TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "capture", "site", "intervals",
-            "expect"}
+TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "launchers", "capture", "site",
+            "intervals", "expect"}
+KERNEL_KEYS = {"name", "occurrence"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging"}
 STAGING_KEYS = {"events", "warps"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
@@ -107,10 +108,12 @@ class ProbeSpec:
     question: str
     backend: str
     source: Path  # absolute, inside root
-    kernel: str
+    kernel: str  # the name as the spec writes it: `step`, `slow::step`, `gemm<128, 64>`
     sites: tuple[Site, ...]
     intervals: tuple[Interval, ...] = ()
     declared_by: str | None = None  # a macro that declares the kernel: `MACRO(kernel, ...) { body }`
+    kernel_occurrence: int | None = None  # 1-based pick among several definitions the name matches
+    launchers: tuple[Path, ...] = ()  # other files (absolute, inside root) whose launches of the kernel are captured
     capture: Capture = field(default_factory=Capture)
     expect: dict[str, int] = field(default_factory=dict)
     text: str = ""
@@ -125,6 +128,10 @@ class ProbeSpec:
     @property
     def source_rel(self) -> str:
         return self.source.relative_to(self.root).as_posix()
+
+    @property
+    def launcher_rels(self) -> tuple[str, ...]:
+        return tuple(p.relative_to(self.root).as_posix() for p in self.launchers)
 
 
 class _Lines:
@@ -254,7 +261,8 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         raise err(f"backend {backend!r} is not one of {', '.join(BACKENDS)}", "backend")
     src_text = typed(data, "source", str, required=True)
     source = confine(src_text, path.parent, root, where, lines.of("source"))
-    kernel = typed(data, "kernel", str, required=True)
+    kernel, kernel_occurrence = _kernel(data, backend, err, unknown, typed)
+    launchers = _launchers(data, backend, source, path, root, where, lines, err, typed)
     declared_by = typed(data, "declared_by", str, default=None)
     if declared_by is not None and not re.fullmatch(r"[A-Za-z_]\w*", declared_by):
         raise err(f"declared_by {declared_by!r} must be the name of a macro", "declared_by",
@@ -324,9 +332,58 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         expect[k] = typed(expect_t, k, int, "expect")  # events per owner: a u32 count
 
     return ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
-                     kernel=kernel, declared_by=declared_by, sites=tuple(sites), intervals=tuple(intervals),
+                     kernel=kernel, declared_by=declared_by, kernel_occurrence=kernel_occurrence, launchers=launchers,
+                     sites=tuple(sites), intervals=tuple(intervals),
                      capture=capture,
                      expect=expect, text=text)
+
+
+def _kernel(data: dict, backend: str, err, unknown, typed) -> tuple[str, int | None]:
+    """`kernel = "name"` or `kernel = { name = "name", occurrence = N }`; a CUDA name must read as
+    a (qualified) C++ name with optional template arguments (cuda/names.py)."""
+    v = data.get("kernel")
+    if isinstance(v, dict):
+        unknown(v, KERNEL_KEYS, "kernel")
+        name = typed(v, "name", str, "kernel", required=True)
+        occurrence = typed(v, "occurrence", int, "kernel", lo=1)
+    elif v is None or isinstance(v, str):
+        name, occurrence = typed(data, "kernel", str, required=True), None
+    else:
+        raise err(f"kernel must be a name or a table, not {type(v).__name__}", "kernel",
+                  hint='kernel = "slow::step", or kernel = { name = "step", occurrence = 2 }')
+    if backend != "cuda":
+        if occurrence is not None:
+            raise err("kernel.occurrence applies to the cuda backend", "kernel", "occurrence",
+                      hint="name the @cute.kernel by its qualified name (Class.kernel) instead")
+        return name, None
+    from .cuda.names import KernelName
+    try:
+        KernelName.parse(name)
+    except ValueError as e:
+        raise err(f"kernel {name!r} {e}", "kernel", hint='e.g. kernel = "step", "slow::step" or "gemm<128, 64>"') from None
+    return name, occurrence
+
+
+def _launchers(data: dict, backend: str, source: Path, path: Path, root: Path, where: str, lines, err,
+               typed) -> tuple[Path, ...]:
+    """`launchers = ["main.cu", ...]`: files besides the source whose launches of the kernel are
+    captured (a kernel in a header, launched from a .cu that includes it)."""
+    rels = typed(data, "launchers", list, default=[])
+    if rels and backend != "cuda":
+        raise err("launchers applies to the cuda backend", "launchers")
+    out: list[Path] = []
+    for rel in rels:
+        if not isinstance(rel, str):
+            raise err(f"launchers must list file paths (strings), not {rel!r}", "launchers",
+                      hint='launchers = ["main.cu"], relative to the spec')
+        p = confine(rel, path.parent, root, where, lines.of("launchers"))
+        if p == source:
+            raise err(f"launcher {rel!r} is the spec's source; its launches are captured anyway", "launchers",
+                      hint="list only the other files that launch the kernel")
+        if p in out:
+            raise err(f"launcher {rel!r} is listed twice", "launchers")
+        out.append(p)
+    return tuple(out)
 
 
 def staged_copy(path: Path, events: int, warps: int) -> Path:
@@ -462,10 +519,9 @@ def expression_problem(expr: str, backend: str) -> str | None:
 def _cpp_problem(expr: str) -> str | None:
     from lark.exceptions import LarkError
 
-    from .cuda.source import MacroStatements
-    from .lark_loader import parser
+    from .cuda.source import cuda_parser
     try:
-        toks = [t for t in parser("cuda.lark", "body", postlex=MacroStatements).lex(expr) if t.type != "VSEMI"]
+        toks = [t for t in cuda_parser().lex(expr) if t.type != "VSEMI"]
     except LarkError:
         return "is not C++ the lexer can read"
     skeleton = list(expr)  # the text with literals blanked: what remains of `//`, `/*`, `*/` is a comment

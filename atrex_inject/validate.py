@@ -345,6 +345,11 @@ def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None, cla
             launches.append(part)
     unchecked = _check_provenance(heads, m, prov or Provenance(), checks["stale_provenance"]) if heads else []
     _check_mixing(heads, m, checks["cross_launch_mixing"], notes)
+    missed = m.get("not_captured", [])
+    if missed:  # launches apply could not wrap ran without probes, so they are not in this folder
+        notes.append(f"{len(missed)} place(s) in the sources launch or may launch {m['kernel']} without a capture "
+                     "session; such launches ran without probes and left no file here: "
+                     + "; ".join(f"{n['file']}:{n['line']} {n['via']} ({n['reason']})" for n in missed))
     if claims:
         _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
     valid = all(c.ok for c in checks.values()) and bool(heads)

@@ -502,6 +502,12 @@ class Capture {
     }
   }
 
+  // A session that goes out of scope unfinished (the launch was returned: `return LAUNCH;`, or an
+  // error-check macro returned early) finishes then; finish() runs once.
+  ~Capture() { finish(); }
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+
   // After the launch: synchronize, read back and write one raw file plus its JSON sidecar; in
   // deferred mode, only remember the buffer (flush_deferred writes it at exit).
   void finish() {

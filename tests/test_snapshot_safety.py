@@ -246,8 +246,8 @@ def test_source_changed_during_rewrite_is_not_overwritten(project, monkeypatch):
     src = project / SRC
     real = snapshot._rewrite
 
-    def racing(spec, text):
-        out = real(spec, text)
+    def racing(spec, text, launchers):
+        out = real(spec, text, launchers)
         src.write_text(text + "// a user edit while apply was rewriting\n")
         return out
 

@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from ..anchoring import Candidate, call_matches, listing, pick, squash
 from ..errors import AnchorError
 from ..spec import ProbeSpec, Site
-from .source import LOOP_KINDS, Kernel, SourceFile, Stmt, asm_instructions
+from .source import JUMP_KINDS, LOOP_KINDS, Kernel, Kind, SourceFile, Stmt, asm_instructions
 from .ptx import opcode_matches
 
-PATTERN_KINDS = {"simple_stmt", "asm_stmt", "return_stmt", "break_stmt", "continue_stmt", "do_stmt", "for_stmt",
-                 "while_stmt", "if_stmt", "switch_stmt"}
+PATTERN_KINDS = {Kind.SIMPLE, Kind.ASM, Kind.IF, Kind.SWITCH} | JUMP_KINDS | LOOP_KINDS
 
 
 @dataclass(frozen=True)
@@ -130,7 +129,7 @@ def candidates(kernel: Kernel, site: Site) -> tuple[list[Match], list[Match]]:
                     every.append(m)
                 if call_matches(callee, site.anchor.pattern):
                     hits.append(m)
-        elif kind == "ptx" and s.kind == "asm_stmt":
+        elif kind == "ptx" and s.kind == Kind.ASM:
             found = asm_instructions(s, kernel.macros)
             if found is None:
                 every.append(Match(s, "asm whose PTX template atrex-inject cannot read (no opcode of it can match)"))
@@ -141,7 +140,7 @@ def candidates(kernel: Kernel, site: Site) -> tuple[list[Match], list[Match]]:
             hits += [Match(s, f"ptx {op}") for op in opcodes if opcode_matches(op, site.anchor.pattern)][:1]
         elif kind in ("loop", "stmt"):
             if s.kind in (LOOP_KINDS if kind == "loop" else PATTERN_KINDS):
-                m = Match(s, f"{s.kind.removesuffix('_stmt')} loop" if kind == "loop" else "statement")
+                m = Match(s, f"{s.kind.word} loop" if kind == "loop" else "statement")
                 every.append(m)
                 outside = "".join(t.value for j, t in enumerate(toks) if inside(j) is None)
                 if pat in squash(outside):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from lark import Token
 
-from .source import LOOP_KINDS, Stmt
+from .source import LOOP_KINDS, Kind, Stmt
 
 ASSIGN_OPS = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>"}
 STEP_FORBIDDEN = {"=", "++", "--", "<<=", ">>=", "?", ","}
@@ -105,9 +105,9 @@ def loop_exits(loop: Stmt) -> list[Stmt]:
         for c in s.children:
             if c.kind in LOOP_KINDS:
                 continue
-            if c.kind == "continue_stmt" or (c.kind == "break_stmt" and not in_switch):
+            if c.kind == Kind.CONTINUE or (c.kind == Kind.BREAK and not in_switch):
                 found.append(c)
-            visit(c, in_switch or c.kind == "switch_stmt")
+            visit(c, in_switch or c.kind == Kind.SWITCH)
 
     visit(loop, False)
     return found
@@ -115,8 +115,8 @@ def loop_exits(loop: Stmt) -> list[Stmt]:
 
 def canonical_loop(loop: Stmt, src: str) -> CanonicalLoop | str:
     """The loop's canonical form, or the reason (a phrase) it has none."""
-    if loop.kind != "for_stmt":
-        return f"it is a {loop.kind.removesuffix('_stmt')} loop, not `for (init; i < n; i += s)`"
+    if loop.kind != Kind.FOR:
+        return f"it is a {loop.kind.word} loop, not `for (init; i < n; i += s)`"
     parts = _split_header(loop)
     if parts is None:
         return "its header is not `for (init; cond; incr)`"
@@ -144,14 +144,14 @@ def canonical_loop(loop: Stmt, src: str) -> CanonicalLoop | str:
     body = loop.body
     exits = loop_exits(loop)
     if exits:
-        return f"its body has a {exits[0].kind.removesuffix('_stmt')}"
-    if any(x.kind == "return_stmt" for x in body.walk()):
+        return f"its body has a {exits[0].kind.word}"
+    if any(x.kind == Kind.RETURN for x in body.walk()):
         return "its body has a return"
     body_toks = _all_tokens(body)
     words = [t.value for t in body_toks]
     if "goto" in words:
         return "its body has a goto"
-    if any(s.kind == "simple_stmt" and len(s.own) > 1 and s.own[0].type == "WORD" and s.own[1].type == "COLON"
+    if any(s.kind == Kind.SIMPLE and len(s.own) > 1 and s.own[0].type == "WORD" and s.own[1].type == "COLON"
            for s in body.walk()):
         return "its body has a label (each copy would define it again)"
     for i, t in enumerate(body_toks):
@@ -205,7 +205,7 @@ def _writes_memory(stmts: list[Stmt]) -> bool:
     """May these statements store to memory (through a subscript, `->` or `*`) or call anything?"""
     for s in stmts:
         for x in s.walk():
-            if x.kind == "asm_stmt":
+            if x.kind == Kind.ASM:
                 return True
             toks = x.own
             for i, t in enumerate(toks):
@@ -227,7 +227,7 @@ def leading_loads(loop: CanonicalLoop, src: str, anchored: set) -> LeadingLoads 
     """The body's leading loads, if the strip-mined group may issue them together (see LeadingLoads)."""
     body = loop.stmt.body
     kids = body.children
-    if not kids or kids[0].kind != "simple_stmt" or kids[0] in anchored:
+    if not kids or kids[0].kind != Kind.SIMPLE or kids[0] in anchored:
         return None
     first = kids[0]
     toks = [t for t in first.own if t.type not in ("SEMI", "VSEMI")]

@@ -17,7 +17,9 @@ from ..plan import Plan, Rewrite, SitePlacement, make_plan
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
 from .loops import CanonicalLoop, canonical_loop, leading_loads, loop_exits
-from .source import LOOP_KINDS, Kernel, SourceFile, Stmt, parse_source
+from .launches import FileLaunches, Launch, find_all
+from .names import KernelName, select_kernel
+from .source import HEADER_SUFFIXES, JUMP_KINDS, LOOP_KINDS, Kernel, Kind, SourceFile, Stmt, parse_source
 
 SOURCE_ID_PLACEHOLDER = "0" * 64
 HEADER = "atrex_timeline.cuh"
@@ -28,7 +30,6 @@ ROLE_ENUM = {"thread": "kThread", "lane0": "kLane0", "warpgroup": "kWarpgroup", 
 AFTER, BLOCK_BEGIN, BLOCK_END, BEFORE = 0, 1, 2, 3
 
 
-HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".inl")
 _SOURCE_ID = re.compile(r'__atrex_source_id(?:_[0-9a-f]{8})?\[\] = "([0-9a-f]{64})"')
 
 
@@ -89,7 +90,7 @@ class _Edits:
 
     def block_begin(self, block: Stmt, items):
         off = block.start + 1
-        first = next((c for c in block.children if c.kind != "pp_line"), None)
+        first = next((c for c in block.children if c.kind != Kind.PP), None)
         inner = self.indent(first.start) if first is not None and self.starts_line(first.start) \
             else self.indent(block.start) + "  "
         if self.rest_blank(off):
@@ -100,7 +101,7 @@ class _Edits:
     def block_end(self, block: Stmt, items):
         off = block.end - 1
         if self.starts_line(off):
-            first = next((c for c in block.children if c.kind != "pp_line"), None)
+            first = next((c for c in block.children if c.kind != Kind.PP), None)
             inner = self.indent(first.start) if first is not None and self.starts_line(first.start) \
                 else self.indent(off) + "  "
             self.insert(self.src.lines.line_start(off), BLOCK_END, self.lines_of(items, inner))
@@ -161,13 +162,16 @@ class _Edits:
         return "".join(out)
 
     def render(self, prefix: str) -> str:
+        """The rewritten text; `prefix` (the recorder's definitions) goes at the top, or after a
+        header's include guard."""
         for s, side in self.sides.items():
             depth = 0
             p = s.parent
             while p is not None:
                 depth, p = depth + 1, p.parent
             self.statement(s, side["before"], side["after"], wrap=not s.in_block, depth=depth)
-        self.insert(_prefix_offset(self.src.text), -1, prefix.replace("\n", self.nl))
+        if prefix:
+            self.insert(_prefix_offset(self.src.text), -1, prefix.replace("\n", self.nl))
         return self.span(0, len(self.src.text))
 
 
@@ -288,7 +292,7 @@ def _plan_strip_mining(spec: ProbeSpec, anchored: dict[str, Stmt], text: str) ->
             why = f"site(s) {', '.join(others)} also run inside it, every iteration or in a nested loop"
         elif isinstance(form, str):
             why = form
-        elif loop.body.kind != "block":
+        elif loop.body.kind != Kind.BLOCK:
             why = "its body is not a braced block"
         else:
             chosen[loop] = _StripMine(form, everies[0], sites, [], [])
@@ -299,7 +303,7 @@ def _plan_strip_mining(spec: ProbeSpec, anchored: dict[str, Stmt], text: str) ->
 
 def _declares_static_shared(s: Stmt) -> bool:
     words = [t.value for t in s.own]
-    return s.kind == "simple_stmt" and "__shared__" in words and "extern" not in words
+    return s.kind == Kind.SIMPLE and "__shared__" in words and "extern" not in words
 
 
 def _kernel_split(src: SourceFile, kernel: Kernel, anchored: dict[str, Stmt]) -> int | str:
@@ -322,7 +326,7 @@ def _kernel_split(src: SourceFile, kernel: Kernel, anchored: dict[str, Stmt]) ->
         for s in c.walk():
             if s in anchored_stmts:
                 return f"a site is anchored at line {src.lines.line(s.start)}, before its last __shared__ declaration"
-            if s.kind == "return_stmt":
+            if s.kind == Kind.RETURN:
                 return f"it returns at line {src.lines.line(s.start)}, before its last __shared__ declaration"
     return first
 
@@ -334,24 +338,16 @@ def _guard(plan: Plan) -> str:
     return "atrex::bound() && (" + " || ".join(f"atrex::cta_selected({a}u, {b}u)" for a, b in sel) + ")"
 
 
-def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
-    """The instrumented source. `version_body=False` keeps one instrumented copy of the body (what
-    the SASS check compares against: versioned = that copy + the clean kernel)."""
+def rewrite(spec: ProbeSpec, text: str, version_body: bool = True, launchers: dict[str, str] | None = None) -> Rewrite:
+    """The instrumented source, and each launcher (rel path -> text) with its launches of the kernel
+    wrapped. `version_body=False` keeps one instrumented copy of the body (what the SASS check
+    compares against: versioned = that copy + the clean kernel)."""
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
                         hint="revert it first: atrex-inject revert SPEC")
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept first, before the inserted prefix
     src = parse_source(text[len(bom):], spec.source_rel, spec.declared_by)
-    kernel = src.kernel(spec.kernel)
-    if kernel is None:
-        names = ", ".join(k.name for k in src.kernels) or "none"
-        via = f" (nor a use of {spec.declared_by}(name, ...) {{ ... }})" if spec.declared_by else ""
-        raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}{via}",
-                          path=str(spec.path), hint=f"kernels defined there: {names}; a kernel declared through a "
-                                                    "macro is found when the file defines that macro with __global__, "
-                                                    "when the macro is CUTLASS_GLOBAL, or, for a macro that takes the "
-                                                    "kernel's name (MACRO(name, ...) { body }), with "
-                                                    'declared_by = "MACRO" in the spec')
+    kernel = _kernel(spec, src)
     plan = make_plan(spec)
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}
@@ -381,8 +377,8 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
         elif pos == "before":
             edits.before(stmt, code, label)
         elif pos == "after":
-            if stmt.kind in ("return_stmt", "break_stmt", "continue_stmt"):
-                raise AnchorError(f"site {site.name!r}: nothing runs after a {stmt.kind.removesuffix('_stmt')}",
+            if stmt.kind in JUMP_KINDS:
+                raise AnchorError(f"site {site.name!r}: nothing runs after a {stmt.kind.word}",
                                   path=str(spec.path), line=site.line, hint='use position = "before"')
             edits.after(stmt, code, label)
         else:
@@ -391,18 +387,19 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
     if not versioned:
         edits.block_begin(kernel.body, entry_items)
     for s in kernel.body.walk():
-        if s.kind == "return_stmt":
+        if s.kind == Kind.RETURN:
             for item in exit_items:
                 edits.before(s, *item)
     last = kernel.body.children[-1] if kernel.body.children else None
-    if last is None or last.kind != "return_stmt":
+    if last is None or last.kind != Kind.RETURN:
         edits.block_end(kernel.body, exit_items)
     for sm in strip.values():
         _strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         _version_body(edits, kernel, split, _guard(plan), entry_items)
     sfx = static_suffix(spec.source_rel)
-    launches = _wrap_launches(edits, src, spec.kernel, sfx)
+    files, launch_warnings = find_all(spec, src, kernel, launchers or {})
+    _wrap_launches(edits, files[0].scan.captured, kernel, sfx)
     out = bom + edits.render(_prefix(plan, sfx))
     sid = source_id_of(out)
     name = f"__atrex_source_id{sfx}[]"
@@ -411,7 +408,7 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
     for p in placements:
         key = f"atrex: {_label(plan, p.site)}"
         p.instrumented_line = next((i for i, l in enumerate(lines, 1) if key in l), 0)
-    warnings = []
+    warnings = launch_warnings
     if not versioned:
         warnings.append(f"kernel {spec.kernel} is not versioned ({split}): every CTA runs the instrumented code, "
                         f"probes off included, so the probes may change what the compiler makes of the clean kernel")
@@ -422,7 +419,31 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
                     "strip_mined": [{"line": src.lines.line(sm.loop.stmt.start), "every": sm.every,
                                      "sites": [s.name for s in sm.sites]} for sm in strip.values()],
                     "not_strip_mined": refused}
-    return Rewrite(out, sid, placements, launches, warnings, {"perturbation": perturbation})
+    others = {}
+    for f in files[1:]:
+        e = _Edits(f.src)
+        _wrap_launches(e, f.scan.captured, kernel, sfx)
+        others[f.src.path] = f.bom + e.render("")
+    return Rewrite(out, sid, placements, [l.to_json() for f in files for l in f.scan.captured], warnings,
+                   {"perturbation": perturbation}, not_captured=[n.to_json() for f in files for n in f.scan.not_captured],
+                   launchers=others)
+
+
+def _kernel(spec: ProbeSpec, src: SourceFile) -> Kernel:
+    """The definition the spec's kernel name (and occurrence) chooses, or why none is."""
+    kernel = select_kernel(src, KernelName.parse(spec.kernel), spec.kernel_occurrence, str(spec.path))
+    if kernel is not None:
+        return kernel
+    names = ", ".join(k.label for k in src.kernels) or "none"
+    via = f" (nor a use of {spec.declared_by}(name, ...) {{ ... }})" if spec.declared_by else ""
+    unread = (f"; the grammar cannot read the head of the __global__ declaration(s) at line(s) "
+              f"{', '.join(map(str, src.unreadable))}" if src.unreadable else "")
+    raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}{via}{unread}",
+                      path=str(spec.path), hint=f"kernels defined there: {names}; a kernel declared through a "
+                                                "macro is found when the file defines that macro with __global__, "
+                                                "when the macro is CUTLASS_GLOBAL, or, for a macro that takes the "
+                                                "kernel's name (MACRO(name, ...) { body }), with "
+                                                'declared_by = "MACRO" in the spec')
 
 
 def _version_body(edits: _Edits, kernel: Kernel, first: int, guard: str, entry_items) -> None:
@@ -511,36 +532,38 @@ def _recorders(plan: Plan, mined: set[str]) -> list[tuple[str, str]]:
 def _loop_site(edits: _Edits, loop: Stmt, pos: str, code: str, label: str) -> None:
     body = loop.body
     if pos == "loop-begin":
-        if body.kind == "block":
+        if body.kind == Kind.BLOCK:
             edits.block_begin(body, [(code, label)])
         else:
             edits.before(body, code, label)
         return
     for s in loop_exits(loop):
         edits.before(s, code, label)
-    if body.kind == "block":
+    if body.kind == Kind.BLOCK:
         last = body.children[-1] if body.children else None
-        if last is None or last.kind not in ("continue_stmt", "break_stmt", "return_stmt"):
+        if last is None or last.kind not in JUMP_KINDS:
             edits.block_end(body, [(code, label)])
-    elif body.kind not in ("continue_stmt", "break_stmt", "return_stmt"):
+    elif body.kind not in JUMP_KINDS:
         edits.after(body, code, label)
 
 
-def _wrap_launches(edits: _Edits, src: SourceFile, kernel: str, sfx: str) -> list[dict]:
-    out = []
-    for l in src.launches:
-        if l.kernel != kernel:
-            continue
-        open_ = (f"{{ atrex::host::Capture __atrex_cap(__atrex_plan{sfx}, dim3({l.grid}), dim3({l.block}), "
-                 f"{l.stream});",
-                 f"capture session for this launch of {kernel}")
-        close = ("__atrex_cap.finish(); }", "end of capture session")
-        if edits.starts_line(l.start) and edits.rest_blank(l.end):
-            ind = edits.indent(l.start)
-            edits.insert(edits.src.lines.line_start(l.start), BEFORE, edits.lines_of([open_], ind), -1)
-            edits.insert(edits.src.lines.line_end(l.end) + 1, AFTER, edits.lines_of([close], ind), 1)
+def _wrap_launches(edits: _Edits, launches: list[Launch], kernel: Kernel, sfx: str) -> None:
+    """Bracket each captured launch's statement with a capture session: `{ Capture c(...); STMT
+    c.finish(); }`. A declaration (`auto e = LAUNCH;`) gets no braces, so its name stays in scope,
+    and a session of its own name; a `return LAUNCH;` gets no finish() (nothing after it runs): the
+    session's destructor finishes it as the return leaves the braces."""
+    for n, l in enumerate(launches):
+        cap = "__atrex_cap" if l.braced else f"__atrex_cap{n}"
+        session = (f"atrex::host::Capture {cap}(__atrex_plan{sfx}, dim3({l.grid}), dim3({l.block}), {l.stream});")
+        open_ = ("{ " + session if l.braced else session, f"capture session for this launch of {kernel.label}")
+        finish = "" if l.shape == "return" else f"{cap}.finish();"
+        close = ((finish + " }").strip() if l.braced else finish,
+                 "end of capture session" + (" (the return finishes it)" if l.shape == "return" else ""))
+        a, b = l.stmt
+        if edits.starts_line(a) and edits.rest_blank(b):
+            ind = edits.indent(a)
+            edits.insert(edits.src.lines.line_start(a), BEFORE, edits.lines_of([open_], ind), -1)
+            edits.insert(edits.src.lines.line_end(b) + 1, AFTER, edits.lines_of([close], ind), 1)
         else:
-            edits.insert(l.start, BEFORE, edits.inline([open_]) + " ", -1)
-            edits.insert(l.end, AFTER, " " + edits.inline([close]), 1)
-        out.append({"line": l.line, "via": l.via, "grid": l.grid, "block": l.block, "stream": l.stream})
-    return out
+            edits.insert(a, BEFORE, edits.inline([open_]) + " ", -1)
+            edits.insert(b, AFTER, " " + edits.inline([close]), 1)

@@ -1,7 +1,9 @@
-"""CUDA source → typed nodes: kernels with their statement trees, and launches of kernels.
+"""CUDA source → typed nodes: kernels (with their qualified names and statement trees) and the
+file's tokens with brackets and namespaces matched, for cuda/launches.py.
 
-Positions come from the Lark parse tree (grammars/cuda.lark): the whole file is parsed once as
-balanced groups, then each kernel body is parsed again with the statement-level start rule.
+The whole file is lexed once with the grammar's terminals (grammars/cuda.lark); a kernel's head is
+parsed with the `kernel_head` rule on its tokens, and each kernel body, on first use, with `body`.
+Positions are absolute offsets into the file.
 """
 from __future__ import annotations
 
@@ -10,18 +12,46 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 
-from lark import Token, Tree
+from lark import Token, Transformer, Tree
 from lark.exceptions import LarkError, UnexpectedInput
 
-from ..errors import AnchorError, SourceParseError
+from ..errors import SourceParseError
 from ..lark_loader import parser
 from . import ptx
+from .names import squash_targs
 
-STMT_KINDS = {"block", "for_stmt", "while_stmt", "do_stmt", "if_stmt", "switch_stmt", "asm_stmt", "return_stmt",
-              "break_stmt", "continue_stmt", "case_label", "simple_stmt", "empty_stmt", "pp_line"}
-LOOP_KINDS = {"for_stmt", "while_stmt", "do_stmt"}
+
+class Kind(StrEnum):
+    """A statement's kind: the name of its rule in grammars/cuda.lark (a test checks each one is)."""
+    BLOCK = "block"
+    FOR = "for_stmt"
+    WHILE = "while_stmt"
+    DO = "do_stmt"
+    IF = "if_stmt"
+    SWITCH = "switch_stmt"
+    ASM = "asm_stmt"
+    RETURN = "return_stmt"
+    BREAK = "break_stmt"
+    CONTINUE = "continue_stmt"
+    CASE = "case_label"
+    SIMPLE = "simple_stmt"
+    EMPTY = "empty_stmt"
+    PP = "pp_line"
+
+    @property
+    def word(self) -> str:
+        """How a message names it: `for`, `return`, `simple`."""
+        return self.value.removesuffix("_stmt")
+
+
+LOOP_KINDS = frozenset({Kind.FOR, Kind.WHILE, Kind.DO})
+JUMP_KINDS = frozenset({Kind.RETURN, Kind.BREAK, Kind.CONTINUE})
+# Statements whose sub-statements stay among their own tokens (a lambda's body inside a return).
+FLAT_KINDS = frozenset({Kind.SIMPLE, Kind.RETURN, Kind.CASE})
+HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".inl")  # files included, not compiled on their own
 ATTR_WORDS = {"__launch_bounds__", "__cluster_dims__", "__attribute__", "alignas", "__declspec", "__maxnreg__"}
 # Statements that are a pragma in disguise: the operators, and the unroll macros of CUTLASS/CuTe
 # (defined in headers we do not read). A macro the file itself defines with `_Pragma` is added.
@@ -55,10 +85,11 @@ class Macros:
 
 
 class MacroStatements:
-    """Postlexer: a zero-width VSEMI after a macro statement written without `;`.
+    """Postlexer: a zero-width VSEMI after a macro statement written without `;`, and a `>>>` that
+    closes no `<<<` (at its bracket depth) split into three `>` (`Tag<Tag<int>>>`).
 
-    Emitted when a WORD or `)` outside any parenthesis is followed by `}` or a statement keyword,
-    unless that `)` closes an if/for/while/switch header.
+    VSEMI is emitted when a WORD or `)` outside any parenthesis is followed by `}` or a statement
+    keyword, unless that `)` closes an if/for/while/switch header.
     """
 
     TRIGGERS = {"RBRACE", "FOR", "WHILE", "DO", "IF", "SWITCH", "RETURN", "BREAK", "CONTINUE", "CASE", "DEFAULT"}
@@ -66,6 +97,30 @@ class MacroStatements:
     always_accept = ()
 
     def process(self, stream):
+        yield from self._vsemi(self._angles(stream))
+
+    @staticmethod
+    def _angles(stream):
+        depth, opens = 0, []  # bracket depth, and the depth of each open `<<<`
+        for tok in stream:
+            if tok.type in ("LPAR", "LSQB", "LBRACE"):
+                depth += 1
+            elif tok.type in ("RPAR", "RSQB", "RBRACE"):
+                depth -= 1
+            elif tok.type == "LAUNCH_OPEN":
+                opens.append(depth)
+            elif tok.type == "LAUNCH_CLOSE":
+                if opens and opens[-1] == depth:
+                    opens.pop()
+                else:
+                    for k in range(3):
+                        yield Token("GT", ">", start_pos=tok.start_pos + k, end_pos=tok.start_pos + k + 1,
+                                    line=tok.line, column=tok.column + k, end_line=tok.line,
+                                    end_column=tok.column + k + 1)
+                    continue
+            yield tok
+
+    def _vsemi(self, stream):
         prev = None
         headers: list[bool] = []  # per open paren: does it hold a control header?
         closed_header = False
@@ -83,8 +138,9 @@ class MacroStatements:
             prev = tok
 
 
-def _parser():
-    return parser("cuda.lark", "body", postlex=MacroStatements)
+def cuda_parser():
+    """The CUDA grammar's LALR parser, with its start rules (built once per process)."""
+    return parser("cuda.lark", "body", "kernel_head", "callee", postlex=MacroStatements)
 
 
 class Lines:
@@ -113,7 +169,7 @@ class Lines:
 
 @dataclass(eq=False)
 class Stmt:
-    kind: str
+    kind: Kind
     start: int  # absolute offset of the first character
     end: int  # absolute offset after the last character
     own: list[Token]  # this statement's tokens, without those of its sub-statements
@@ -133,7 +189,7 @@ class Stmt:
 
     @property
     def in_block(self) -> bool:
-        return self.parent is not None and self.parent.kind == "block"
+        return self.parent is not None and self.parent.kind == Kind.BLOCK
 
     def walk(self):
         yield self
@@ -144,36 +200,36 @@ class Stmt:
 @dataclass(eq=False)
 class Kernel:
     """A __global__ definition; its body is parsed into statements on first use."""
-    name: str
+    name: str  # the declarator's identifier: `step`
     line: int
     text: str
     path: str
     body_start: int  # offset of the body's `{`
     body_end: int  # offset after its `}`
     macros: Macros = field(default_factory=Macros)
+    qualname: str = ""  # with the namespaces around it: `slow::step` (the name alone at file scope)
+    targs: str | None = None  # an explicit specialization's template arguments, squashed: `128,64`
+    template: bool = False  # declared under `template <...>`
+    start: int = 0  # offset of the word that declares it (`__global__`)
+
+    def __post_init__(self):
+        self.qualname = self.qualname or self.name
+
+    @property
+    def label(self) -> str:
+        """How messages name it: `slow::step`, `gemm<128,64>`."""
+        return self.qualname + (f"<{self.targs}>" if self.targs is not None else "")
 
     @cached_property
     def body(self) -> Stmt:
-        """The body as a statement tree (kind "block"), from the grammar's `body` rule."""
+        """The body as a statement tree (kind block), from the grammar's `body` rule."""
         a, b = self.body_start, self.body_end
         try:
-            tree = _parser().parse(self.text[a:b], start="body")
+            tree = cuda_parser().parse(self.text[a:b], start="body")
         except LarkError as e:
             raise _parse_error(e, self.text, self.path, a) from None
-        tree.data = "block"
+        tree.data = Kind.BLOCK.value
         return _build(tree, a, self.macros.pragmas)
-
-
-@dataclass(eq=False)
-class Launch:
-    kernel: str
-    start: int  # start of the statement holding the launch
-    end: int  # after its semicolon
-    grid: str
-    block: str
-    stream: str
-    line: int
-    via: str  # "<<<>>>" or "cudaLaunchKernelEx"
 
 
 @dataclass(eq=False)
@@ -181,23 +237,17 @@ class SourceFile:
     text: str
     path: str
     lines: Lines
+    tokens: "Tokens"
     kernels: list[Kernel]
-    launches: list[Launch]
+    declared: set[str]  # qualified names of kernels declared (not defined) here: `__global__ void k(float*);`
+    unreadable: list[int]  # lines of `__global__` heads the grammar cannot read
     helper_asm: list[tuple[str, int, list[ptx.PtxInstr]]]  # (function, line, instructions) outside kernels
 
-    def kernel(self, name: str) -> Kernel | None:
-        """The one definition of `name`; several (under #if/#else, or specializations) are refused:
-        instrumenting only the first would leave the build that uses another without probes."""
-        found = [k for k in self.kernels if k.name == name]
-        if len(found) > 1:
-            lines = ", ".join(str(k.line) for k in found)
-            raise AnchorError(f"kernel {name!r} has {len(found)} __global__ definitions in {self.path} "
-                              f"(lines {lines}), for example under #if/#else; atrex-inject instruments exactly one "
-                              "definition",
-                              path=self.path, line=found[1].line,
-                              hint="target a kernel defined once; instrumenting only one of several definitions "
-                                   "would leave the build that compiles another without probes")
-        return found[0] if found else None
+    def kernel(self, name: str, occurrence: int | None = None) -> Kernel | None:
+        """The one definition `name` (a qualified name, maybe with template arguments) chooses; see
+        names.select_kernel for what is refused."""
+        from .names import KernelName, select_kernel
+        return select_kernel(self, KernelName.parse(name), occurrence)
 
 
 def _tokens(node) -> list[Token]:
@@ -210,7 +260,7 @@ def _span(node, off: int) -> tuple[int, int]:
     """Absolute [start, end) of a node. A directive token starts at the newline before its `#` (the
     lexer sees `#` only at line starts), but the directive's span starts at the `#`: a probe placed
     before it goes on its own line, not at the end of the line above (inside a `//` comment there)."""
-    if isinstance(node, Tree) and node.data == "pp_line":
+    if isinstance(node, Tree) and node.data == Kind.PP:
         node = node.children[0]
     if isinstance(node, Token):
         v = node.value
@@ -225,14 +275,14 @@ def _moved(tok: Token, off: int) -> Token:
 
 
 def _build(node: Tree, off: int, pragmas: frozenset[str]) -> Stmt:
-    kind = node.data
+    kind = Kind(node.data)
     start, end = _span(node, off)
-    if kind == "pp_line":
+    if kind == Kind.PP:
         return Stmt(kind, start, end, [_moved(node.children[0], off)])
     own: list[Token] = []
     subs: list[Stmt] = []
     for c in node.children:
-        if isinstance(c, Tree) and c.data in STMT_KINDS and kind not in ("simple_stmt", "return_stmt", "case_label"):
+        if isinstance(c, Tree) and c.data in Kind._value2member_map_ and kind not in FLAT_KINDS:
             subs.append(_build(c, off, pragmas))
         else:
             own.extend(_moved(t, off) for t in _tokens(c))
@@ -245,9 +295,9 @@ def _build(node: Tree, off: int, pragmas: frozenset[str]) -> Stmt:
 
 def _is_pragma(s: Stmt, pragmas: frozenset[str]) -> bool:
     """A `#pragma` line, or `_Pragma(...)` / a pragma macro used as a statement (`UNROLL` before a loop)."""
-    if s.kind == "pp_line":
+    if s.kind == Kind.PP:
         return s.own[0].value.lstrip().startswith("#pragma")
-    return s.kind == "simple_stmt" and s.own[0].value in pragmas and s.own[-1].type == "VSEMI"
+    return s.kind == Kind.SIMPLE and s.own[0].value in pragmas and s.own[-1].type == "VSEMI"
 
 
 def _mark_pragma_leads(stmts: list[Stmt], pragmas: frozenset[str]) -> None:
@@ -272,10 +322,22 @@ def _parse_error(e: LarkError, text: str, path: str, base: int = 0) -> SourcePar
 
 
 OPEN = {"LBRACE": "RBRACE", "LPAR": "RPAR", "LSQB": "RSQB"}
+# Tokens a template argument list cannot hold at its own level: reaching one first means the `<`
+# was a comparison.
+NOT_IN_TARGS = {"SEMI", "VSEMI", "LBRACE", "RBRACE", "RPAR", "RSQB", "PREPROC", "IF0"}
+BOUNDARY_TYPES = {"SEMI", "VSEMI", "PREPROC", "IF0", "LBRACE", "RBRACE"}
 
 
-class _Tokens:
-    """The file as the grammar's token stream with brackets matched.
+@dataclass(frozen=True)
+class Scope:
+    """A namespace's braces: token indices of `{` and `}`, and its name's parts (none: anonymous)."""
+    open: int
+    close: int
+    parts: tuple[str, ...]
+
+
+class Tokens:
+    """The file as the grammar's token stream with brackets and namespaces matched.
 
     The whole file is only lexed (with the grammar's terminals, so comments, strings, raw strings,
     directives and `#if 0` regions are single tokens); only the target kernel's body is parsed
@@ -284,7 +346,7 @@ class _Tokens:
 
     def __init__(self, text: str, path: str):
         try:
-            self.toks = list(_parser().lex(text))
+            self.toks = list(cuda_parser().lex(text))
         except LarkError as e:
             raise _parse_error(e, text, path) from None
         self.match: dict[int, int] = {}
@@ -303,67 +365,215 @@ class _Tokens:
         if stack:
             t = self.toks[stack[-1]]
             raise SourceParseError(f"{t.value!r} is never closed", path=path, line=Lines(text).line(t.start_pos))
+        self.scopes = [sc for i, t in enumerate(self.toks) if t.type == "LBRACE" for sc in [self._namespace(i)] if sc]
+        # `using namespace X;`: (token index, enclosing scope's close index or len, X's parts)
+        self.usings = [(i, self._close_of(i), tuple(self._qual_words(i + 2)))
+                       for i, t in enumerate(self.toks) if t.value == "using" and i + 2 < len(self.toks)
+                       and self.toks[i + 1].value == "namespace"]
+
+    def _qual_words(self, i: int) -> list[str]:
+        """The words of `A::B::C` starting at token i (a leading `::` is skipped)."""
+        toks, out = self.toks, []
+        if i < len(toks) and toks[i].type == "SCOPE":
+            i += 1
+        while i < len(toks) and toks[i].type == "WORD":
+            out.append(toks[i].value)
+            if i + 1 < len(toks) and toks[i + 1].type == "SCOPE":
+                i += 2
+            else:
+                break
+        return out
+
+    def _namespace(self, i: int) -> Scope | None:
+        """The namespace whose `{` is token i: `namespace a::b {`, `inline namespace v1 {`, `namespace {`."""
+        j = i - 1
+        while j >= 0 and self.toks[j].type in ("WORD", "SCOPE") and self.toks[j].value != "namespace":
+            j -= 1
+        if j < 0 or self.toks[j].value != "namespace":
+            return None
+        parts = tuple(t.value for t in self.toks[j + 1:i] if t.type == "WORD")
+        return Scope(i, self.match[i], parts)
+
+    def _close_of(self, i: int) -> int:
+        """Index of the `}` closing the innermost braces around token i (len(toks) at file scope)."""
+        inner = [self.match[o] for o in self._open_braces(i)]
+        return min(inner) if inner else len(self.toks)
+
+    def _open_braces(self, i: int) -> list[int]:
+        return [o for o, c in self.match.items() if o < i < c and self.toks[o].type == "LBRACE"]
+
+    def namespace_at(self, i: int) -> tuple[str, ...]:
+        """The namespaces around token i, outermost first (anonymous ones add nothing)."""
+        return tuple(p for sc in self.scopes if sc.open < i < sc.close for p in sc.parts)
+
+    def usings_at(self, i: int) -> list[tuple[str, ...]]:
+        """Namespaces a `using namespace` directive before token i makes visible there."""
+        return [parts for u, close, parts in self.usings if u < i < close]
 
     def skip(self, i: int) -> int:
         """Index after the token at i, or after its whole bracketed group."""
         return self.match.get(i, i) + 1
 
+    def angle_close(self, i: int, end: int) -> int | None:
+        """Index of the `>` closing the `<` at token i, before index `end`; None when the `<` is a
+        comparison (a `;`, brace, unmatched `)`, `&&` or `||` comes first)."""
+        depth, j = 0, i
+        while j < end:
+            t = self.toks[j]
+            if t.type in NOT_IN_TARGS or t.value in ("&&", "||"):
+                return None
+            depth += (t.type == "LT") - (t.type == "GT")
+            if depth == 0:
+                return j
+            j = self.skip(j)
+        return None
+
+    def angle_open(self, i: int) -> int | None:
+        """Index of the `<` whose `>` is token i, walking back over bracketed groups."""
+        depth, j = 0, i
+        while j >= 0:
+            t = self.toks[j]
+            if j in self.opener:
+                j = self.opener[j] - 1
+                continue
+            if t.type in NOT_IN_TARGS or t.type in ("LPAR", "LSQB") or t.value in ("&&", "||"):
+                return None
+            depth += (t.type == "GT") - (t.type == "LT")
+            if depth == 0:
+                return j
+            j -= 1
+        return None
+
     def split_args(self, open_i: int) -> list[tuple[int, int]]:
         """(first, last) token index of each top-level comma-separated part inside a group."""
-        parts, start, i, close = [], open_i + 1, open_i + 1, self.match[open_i]
-        while i < close:
-            if self.toks[i].value == "," and self.toks[i].type == "PUNCT":
+        return self.split(open_i + 1, self.match[open_i])
+
+    def split(self, a: int, b: int) -> list[tuple[int, int]]:
+        """(first, last) token index of each comma-separated part of tokens [a, b) at their own
+        level; a comma inside template arguments (`k<128, 64>`) separates nothing."""
+        parts, start, i = [], a, a
+        while i < b:
+            t = self.toks[i]
+            if t.type == "COMMA":
                 parts.append((start, i - 1))
                 start = i + 1
+            elif t.type == "LT" and i > start and self.toks[i - 1].type == "WORD":
+                shut = self.angle_close(i, b)
+                if shut is not None:
+                    i = shut
             i = self.skip(i)
-        if start < close:
-            parts.append((start, close - 1))
+        if start < b:
+            parts.append((start, b - 1))
         return parts
+
+    def parse(self, start: str, a: int, b: int) -> Tree | None:
+        """Tokens [a, b) parsed with one of the grammar's host-level rules; None when they do not fit."""
+        ip = cuda_parser().parse_interactive(start=start)
+        try:
+            for t in self.toks[a:b]:
+                if t.type != "VSEMI":
+                    ip.feed_token(t)
+            return ip.feed_eof()
+        except LarkError:
+            return None
+
+
+class _Head(Transformer):
+    """kernel_head tree → its declarators as (words of the name, template arguments or None, the
+    first token): the kernel's own and its attributes'."""
+
+    def qual(self, children):
+        return [t.value for t in children if t.type == "WORD"], children[0]
+
+    def targs(self, children):
+        return children
+
+    def declarator(self, children):
+        (words, first), rest = children[0], children[1:]
+        targs = rest[0] if rest and isinstance(rest[0], list) else None
+        return Tree("decl", [(words, targs, first)])
+
+    def kernel_head(self, children):
+        return [c.children[0] for c in children if isinstance(c, Tree) and c.data == "decl"]
+
+
+def _targs_text(targs: list, text: str) -> str:
+    """Template arguments (the LT ... GT tokens of `targs`) as squashed text."""
+    toks = list(_flatten(targs))
+    return squash_targs(text[toks[0].end_pos:toks[-1].start_pos])
+
+
+def _flatten(node):
+    if isinstance(node, Token):
+        yield node
+    elif isinstance(node, Tree):
+        for c in node.children:
+            yield from _flatten(c)
+    elif isinstance(node, (list, tuple)):
+        for c in node:
+            yield from _flatten(c)
 
 
 def parse_source(text: str, path: str = "<source>", declared_by: str | None = None) -> SourceFile:
     """`declared_by`: a function-like macro that declares kernels (`MACRO(name, ...) { body }`,
     defined in a header this file does not define it in): its uses are kernels too."""
-    tk = _Tokens(text, path)
+    tk = Tokens(text, path)
     lines = Lines(text)
     kernels: list[Kernel] = []
-    launches: list[Launch] = []
+    declared: set[str] = set()
+    unreadable: list[int] = []
     macros = Macros.of(tk.toks)
     for i, t in enumerate(tk.toks):
         if t.type == "WORD" and t.value in macros.globals:
-            k = _kernel_at(tk, i, text, path, lines, macros)
-            if k:
-                kernels.append(k)
+            found = _kernel_at(tk, i, text, path, lines, macros)
+            if isinstance(found, Kernel):
+                kernels.append(found)
+            elif isinstance(found, str):
+                declared.add(found)
+            elif found is None:
+                unreadable.append(lines.line(t.start_pos))
         elif t.type == "WORD" and t.value == declared_by:
             k = _macro_kernel_at(tk, i, text, path, lines, macros)
             if k:
                 kernels.append(k)
-        elif t.type == "LAUNCH_OPEN" or (t.type == "WORD" and t.value == "cudaLaunchKernelEx"):
-            launch = _launch(tk, i, text, lines)
-            if launch:
-                launches.append(launch)
-    return SourceFile(text, path, lines, kernels, launches, _helper_asm(tk, kernels, lines, macros))
+    return SourceFile(text, path, lines, tk, kernels, declared, unreadable, _helper_asm(tk, kernels, lines, macros))
 
 
-def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
-    toks, name = tk.toks, None
+def _is_template(tk: Tokens, i: int) -> bool:
+    """Is the kernel declared at token i under `template <...>` (walking back to the previous
+    statement's end)?"""
+    j = i - 1
+    while j >= 0 and tk.toks[j].type not in BOUNDARY_TYPES:
+        if tk.toks[j].value == "template":
+            return True
+        j = tk.opener.get(j, j) - 1
+    return False
+
+
+def _kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | str | None | bool:
+    """The kernel whose declaring word is token i; its qualified name when it is only declared
+    (`;` before any `{`); None when the grammar cannot read its head; False when the word is no
+    kernel's (a `#define` uses it, or nothing follows)."""
+    toks = tk.toks
     j = i + 1
-    while j < len(toks):
-        t = toks[j]
-        if t.type == "SEMI":
-            return None  # a declaration
-        if t.type == "LPAR" and toks[j - 1].type == "WORD" and toks[j - 1].value not in ATTR_WORDS:
-            name = toks[j - 1].value
-        if t.type == "LBRACE":
-            if name is None:
-                return None
-            return Kernel(name, lines.line(toks[i].start_pos), text, path, t.start_pos, toks[tk.match[j]].end_pos,
-                          macros)
+    while j < len(toks) and toks[j].type not in ("SEMI", "LBRACE", "RBRACE"):
         j = tk.skip(j)
-    return None
+    if j >= len(toks) or toks[j].type == "RBRACE":
+        return False
+    tree = tk.parse("kernel_head", i + 1, j)
+    decls = [d for d in _Head().transform(tree) if d[0][-1] not in ATTR_WORDS] if tree is not None else []
+    if not decls:
+        return None
+    words, targs, first = decls[-1]
+    qual = "::".join(tk.namespace_at(i) + tuple(words))
+    if toks[j].type == "SEMI":
+        return qual
+    return Kernel(words[-1], lines.line(toks[i].start_pos), text, path, toks[j].start_pos, toks[tk.match[j]].end_pos,
+                  macros, qualname=qual, targs=_targs_text(targs, text) if targs is not None else None,
+                  template=_is_template(tk, i), start=toks[i].start_pos)
 
 
-def _macro_kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
+def _macro_kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
     """`MACRO(name, ...) { body }`: the kernel is the macro's first argument, its body the braces
     right after the call."""
     toks = tk.toks
@@ -377,92 +587,15 @@ def _macro_kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, ma
     if a != b or toks[a].type != "WORD":
         return None
     return Kernel(toks[a].value, lines.line(toks[i].start_pos), text, path, toks[close + 1].start_pos,
-                  toks[tk.match[close + 1]].end_pos, macros)
-
-
-BOUNDARY_TYPES = {"SEMI", "VSEMI", "PREPROC", "IF0", "LBRACE", "RBRACE", "ELSE", "DO", "COLON", "LPAR", "LSQB"}
-HEADER_KEYWORDS = {"IF", "FOR", "WHILE", "SWITCH", "CONSTEXPR"}
-
-
-def _statement_start(tk: _Tokens, i: int) -> int:
-    """Index of the first token of the statement holding token i (walking back at one depth)."""
-    k = i
-    while k > 0:
-        prev = k - 1
-        t = tk.toks[prev]
-        if t.type in ("RPAR", "RSQB", "RBRACE") and prev in tk.opener:
-            opener = tk.opener[prev]
-            if t.type == "RBRACE" or (t.type == "RPAR" and opener > 0 and tk.toks[opener - 1].type in HEADER_KEYWORDS):
-                break
-            k = opener
-            continue
-        if t.type in BOUNDARY_TYPES:
-            break
-        k = prev
-    return k
-
-
-def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
-    toks = tk.toks
-
-    def src(a: int, b: int) -> str:
-        return text[toks[a].start_pos:toks[b].end_pos]
-
-    if toks[i].type == "LAUNCH_OPEN":
-        close = i + 1
-        while close < len(toks) and toks[close].type != "LAUNCH_CLOSE":
-            close = tk.skip(close)
-        if close + 1 >= len(toks) or toks[close + 1].type != "LPAR":
-            return None
-        k = i - 1
-        if k >= 0 and toks[k].value == ">":  # template arguments
-            depth = 0
-            while k >= 0:
-                depth += (toks[k].value == ">") - (toks[k].value == "<")
-                if depth == 0:
-                    break
-                k -= 1
-            k -= 1
-        if k < 0 or toks[k].type != "WORD":
-            return None
-        name = toks[k].value
-        cfg, start = [], i + 1
-        j = i + 1
-        while j < close:
-            if toks[j].value == "," and toks[j].type == "PUNCT":
-                cfg.append(src(start, j - 1))
-                start = j + 1
-            j = tk.skip(j)
-        cfg.append(src(start, close - 1))
-        if len(cfg) < 2:
-            return None
-        grid, block, stream, via = cfg[0], cfg[1], cfg[3] if len(cfg) > 3 else "0", "<<<>>>"
-        after = tk.match[close + 1] + 1
-    else:
-        if i + 1 >= len(toks) or toks[i + 1].type != "LPAR":
-            return None
-        args = [src(a, b) for a, b in tk.split_args(i + 1)]
-        if len(args) < 2:
-            return None
-        name = re.sub(r"<.*", "", args[1]).strip().lstrip("&").split("::")[-1].strip()
-        c = f"({args[0]})"
-        grid, block, stream, via = f"{c}->gridDim", f"{c}->blockDim", f"{c}->stream", "cudaLaunchKernelEx"
-        after = tk.match[i + 1] + 1
-    start = _statement_start(tk, i)
-    end = after
-    while end < len(toks) and toks[end].type not in ("SEMI", "VSEMI"):
-        end = tk.skip(end)
-    if end >= len(toks):
-        return None
-    a = toks[start].start_pos
-    return Launch(name, a, toks[end].end_pos, grid, block, stream, lines.line(a), via)
+                  toks[tk.match[close + 1]].end_pos, macros, qualname="::".join(tk.namespace_at(i) + (toks[a].value,)),
+                  template=_is_template(tk, i), start=toks[i].start_pos)
 
 
 ASM_TYPES = {"ASM", "ASM_GNU", "ASM_ALT"}
 NOT_FUNCTIONS = {"if", "for", "while", "switch", "catch"}
 
 
-def _helper_asm(tk: _Tokens, kernels: list[Kernel], lines: Lines,
+def _helper_asm(tk: Tokens, kernels: list[Kernel], lines: Lines,
                 macros: Macros) -> list[tuple[str, int, list[ptx.PtxInstr]]]:
     """Each asm statement outside the kernels with the function that holds it: a ptx anchor that
     matches nothing in the kernel may name an opcode of a `__device__` helper, whose call can be
@@ -478,7 +611,7 @@ def _helper_asm(tk: _Tokens, kernels: list[Kernel], lines: Lines,
     return out
 
 
-def _function_at(tk: _Tokens, i: int) -> str:
+def _function_at(tk: Tokens, i: int) -> str:
     """The name of the innermost function whose body holds token i (`?` if none is found)."""
     toks, depth = tk.toks, 0
     for k in range(i - 1, -1, -1):
