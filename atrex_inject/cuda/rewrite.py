@@ -467,7 +467,9 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
 
     def copy(k: int, probed: bool) -> str:
         if lead is None:
-            return edits.span(body.start, body.end) if probed else text[body.start:body.end]
+            # the closing brace is the loop's own end: what is inserted there (a wrap around the
+            # loop, a probe after it) belongs outside the group, not in its first copy
+            return edits.span(body.start, body.end - 1) + "}" if probed else text[body.start:body.end]
         rest = edits.span(lead.first.end, body.end - 1) if probed else text[lead.first.end:body.end - 1]
         decl = ", ".join(f"{name} = __atrex_v{k}_{j}" for j, (name, _) in enumerate(lead.decls))
         return f"{{ {lead.type} {decl};{rest}}}"
