@@ -477,8 +477,8 @@ def revert(spec_path: str | Path, root: str | Path | None = None, from_history: 
         if not restored:
             return {"reverted": False, "state": "clean", "source": m["source"]["path"], "archived": archived,
                     "warnings": warnings}
-        return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": m["source"]["clean_sha256"],
-                "restored": restored, "archived": archived, "warnings": warnings}
+        return {"reverted": True, "state": "clean", "source": m["source"]["path"],
+                "sha256": m["source"]["clean_sha256"], "restored": restored, "archived": archived, "warnings": warnings}
 
 
 def _orphan(spec: ProbeSpec) -> Path | None:

@@ -91,7 +91,14 @@ def test_every_launch_shape_is_captured_or_reported(tmp_path):
     assert b.startswith("atrex::host::Capture __atrex_cap2(") and a.startswith("__atrex_cap2.finish();")
     assert "if (gx > 1) { atrex::host::Capture __atrex_cap(" in text
     _, line, _ = around(text, "void run_void_return")
-    assert line.index("{ atrex::host::Capture") < line.index("return scale<float, 4><<<1, 32>>>(p); }")
+    assert line.index("{ atrex::host::Capture") < line.index(
+        "return (__atrex_cap.on() ? scale__atrex<float, 4> : scale<float, 4>)<<<1, 32>>>(p); }")
+    # each launch picks the instrumented copy while its session records, whatever names the kernel
+    assert "CHECK(cudaLaunchKernelEx(&cfg, (__atrex_cap.on() ? scale__atrex<float, 4> : scale<float, 4>), p));" in text
+    assert "err = cudaLaunchKernelEx(&cfg, (__atrex_cap2.on() ? scale__atrex<float, 4> : scale<float, 4>), p);" in text
+    assert "cudaLaunchKernel((void*)(__atrex_cap.on() ? scale__atrex<float, 4> : scale<float, 4>), dim3(2)" in text
+    assert "(__atrex_cap.on() ? scale__atrex<float, (N >> 1)> : scale<float, (N >> 1)>)<<<dim3(gx, 1)" in text
+    assert text.count("__atrex_cap.on() ? scale__atrex<") + text.count("__atrex_cap2.on() ? scale__atrex<") == 10
     code, out = cli("status", spec)
     assert "launches: 10 captured, 4 not captured" in out and "NOT captured  shapes.cu:68 cuLaunchKernel" in out
     reverts_exact(spec, before)
@@ -125,7 +132,9 @@ def test_a_launch_whose_template_arguments_end_in_triple_angle_is_captured(tmp_p
     r = apply_json(spec)
     assert [(l["line"], l["via"]) for l in r["launches"]] == [(61, "<<<>>>")]
     text = (tmp_path / "shapes.cu").read_text()
-    assert around(text, "tagged<4, Tag<Tag<int>>><<<1, 32>>>(p);")[0].startswith("{ atrex::host::Capture")
+    b, line, _ = around(text, "tagged__atrex<4, Tag<Tag<int>>>")
+    assert b.startswith("{ atrex::host::Capture") and line == (
+        "(__atrex_cap.on() ? tagged__atrex<4, Tag<Tag<int>>> : tagged<4, Tag<Tag<int>>>)<<<1, 32>>>(p);")
     compiles(tmp_path / "shapes.cu")
     reverts_exact(spec, before)
 
@@ -185,7 +194,9 @@ def test_a_specialization_is_chosen_by_its_template_arguments(tmp_path):
                     'kernel = "gemm<128, 64>"\n[[site]]\nname = "a"\nanchor = { entry = true }\n')
     r = apply_json(spec)
     text = (tmp_path / "g.cu").read_text()
-    assert text.index("site a") > text.index("gemm<128, 64>(float* x)")
+    assert "template <> __global__ void gemm<128, 64>(float* x) { x[0] = -1.f; }\n" in text  # left as it was
+    assert text.index("site a") > text.index("\n__global__ void gemm__atrex(float* x) {")  # a plain kernel
+    assert "(__atrex_cap.on() ? gemm__atrex : gemm<128,64>)<<<1, 32>>>(x);" in text
     assert [l["line"] for l in r["launches"]] == [4]
     assert [n["line"] for n in r["not_captured"]] == [5]
     compiles(tmp_path / "g.cu")
@@ -205,7 +216,8 @@ def test_a_kernel_in_a_header_is_captured_through_its_launchers(tmp_path):
     assert r["launches"] == [] and any("no launch of ops::saxpy is captured in saxpy.cuh" in w
                                        and 'launchers = ["main.cu"]' in w for w in r["warnings"])
     assert cli("revert", spec)[0] == 0
-    spec.write_text(spec.read_text().replace('kernel = "ops::saxpy"\n', 'kernel = "ops::saxpy"\nlaunchers = ["main.cu"]\n'))
+    spec.write_text(spec.read_text().replace('kernel = "ops::saxpy"\n',
+                                             'kernel = "ops::saxpy"\nlaunchers = ["main.cu"]\n'))
     before = user_files(tmp_path)
     r = apply_json(spec)
     assert [(l["file"], l["line"], l["macro"]) for l in r["launches"]] == [("main.cu", 22, "CUDA_CHECK")]

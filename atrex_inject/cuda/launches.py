@@ -42,7 +42,7 @@ class Launch:
     line: int
     via: str  # CHEVRON or the launch function's name
     callee: tuple[int, int]  # the kernel expression (`slow::step<float, 4>`), offsets in the file
-    name: tuple[int, int]  # the kernel's name inside it (`step`)
+    name_span: tuple[int, int]  # the kernel's name inside it (`step`)
     targs: str | None  # its template arguments, squashed; None when it names none
     stmt: tuple[int, int]  # the statement holding it: its first character to after its `;`
     grid: str
@@ -411,7 +411,7 @@ def _references(src: SourceFile, target: Target, spans: list[tuple[int, int]], o
     """Uses of the kernel's name that take its address (`auto f = k;`, `launch(k, ...)`,
     `params.func = (void*)k`): a launch through such a pointer is not captured."""
     tk, toks, name = src.tokens, src.tokens.toks, target.kernel.name
-    skip = spans + [(k.start, k.body_end) for k in src.kernels]
+    skip = spans + [(k.decl_start, k.body_end) for k in src.kernels] + [(d.start, d.end) for d in src.declarations]
     for j, t in enumerate(toks):
         if t.type != "WORD" or t.value != name or any(a <= t.start_pos < b for a, b in skip):
             continue
@@ -490,7 +490,8 @@ def find_all(spec, src: SourceFile, kernel: Kernel, launchers: dict[str, str]) -
         bom = "\ufeff" if text.startswith("\ufeff") else ""
         parsed.append((parse_source(text[len(bom):], rel, spec.declared_by), bom))
     everyone = [src] + [p for p, _ in parsed]
-    known = frozenset({k.qualname for f in everyone for k in f.kernels} | {q for f in everyone for q in f.declared})
+    known = frozenset({k.qualname for f in everyone for k in f.kernels} | {d.qualname for f in everyone
+                                                                           for d in f.declarations})
     siblings = tuple(k.targs for k in src.kernels if k.qualname == kernel.qualname and k is not kernel)
     target = Target(kernel, KernelName.parse(spec.kernel), known, siblings)
     files.append(FileLaunches(src, "", scan(src, target)))

@@ -100,10 +100,11 @@ def select_kernel(src, name: KernelName, occurrence: int | None, spec_path: str 
                           hint=f'choose one with occurrence: kernel = {{ name = "{name}", occurrence = N }} '
                                "(N counts these definitions in source order); launches of that name are then taken "
                                "for launches of the chosen one")
-    raise AnchorError(f"kernel {str(name)!r} names {len(found)} __global__ definitions in {src.path}: {_listing(found)}",
-                      path=where, line=spec_line,
-                      hint="write the qualified name or the specialization (kernel = \"" + found[0].label.replace(
-                          ",", ", ") + "\"), or add occurrence: kernel = { name = \"" + str(name) + "\", occurrence = N }")
+    example = found[0].label.replace(",", ", ")
+    raise AnchorError(f"kernel {str(name)!r} names {len(found)} __global__ definitions in {src.path}: "
+                      f"{_listing(found)}", path=where, line=spec_line,
+                      hint=f'write the qualified name or the specialization (kernel = "{example}"), or add '
+                           f'occurrence: kernel = {{ name = "{name}", occurrence = N }}')
 
 
 def _listing(kernels) -> str:

@@ -22,6 +22,7 @@ from .names import KernelName, select_kernel
 from .source import HEADER_SUFFIXES, JUMP_KINDS, LOOP_KINDS, Kernel, Kind, SourceFile, Stmt, parse_source
 
 SOURCE_ID_PLACEHOLDER = "0" * 64
+CLONE_SUFFIX = "__atrex"  # the instrumented copy of kernel K is K__atrex (docs/perturbation.md)
 HEADER = "atrex_timeline.cuh"
 MARK = "// atrex: instrumented"
 ROLE_ENUM = {"thread": "kThread", "lane0": "kLane0", "warpgroup": "kWarpgroup", "cta": "kCta", "predicate": "kPredicate"}
@@ -397,6 +398,8 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True, launchers: di
         _strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         _version_body(edits, kernel, split, _guard(plan), entry_items)
+    _clone_kernel(edits, kernel, [d for d in src.declarations
+                                  if (d.qualname, d.targs) == (kernel.qualname, kernel.targs)])
     sfx = static_suffix(spec.source_rel)
     files, launch_warnings = find_all(spec, src, kernel, launchers or {})
     _wrap_launches(edits, files[0].scan.captured, kernel, sfx)
@@ -415,7 +418,8 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True, launchers: di
     warnings += [f"site(s) {', '.join(r['sites'])} sample with a hit counter, not by strip-mining, because their "
                  f"loop cannot be strip-mined ({r['reason']}): the counter test can stop nvcc from unrolling that "
                  f"loop in recording CTAs" for r in refused]
-    perturbation = {"versioned": versioned, "not_versioned_because": None if versioned else split,
+    perturbation = {"clone": kernel.qualname + CLONE_SUFFIX, "versioned": versioned,
+                    "not_versioned_because": None if versioned else split,
                     "strip_mined": [{"line": src.lines.line(sm.loop.stmt.start), "every": sm.every,
                                      "sites": [s.name for s in sm.sites]} for sm in strip.values()],
                     "not_strip_mined": refused}
@@ -444,6 +448,36 @@ def _kernel(spec: ProbeSpec, src: SourceFile) -> Kernel:
                                                 "when the macro is CUTLASS_GLOBAL, or, for a macro that takes the "
                                                 "kernel's name (MACRO(name, ...) { body }), with "
                                                 'declared_by = "MACRO" in the spec')
+
+
+def _clone_kernel(edits: _Edits, kernel: Kernel, declarations) -> None:
+    """The kernel's definition stays byte for byte what it was: the probes go into a copy of it,
+    `K__atrex`, defined right after it (and declared after each declaration of K, for launches
+    that come before the definition). Wrapped launches run the copy only while recording, so with
+    probes off the program runs exactly the clean kernel: same SASS, same registers. The copy of an
+    explicit specialization (`template <> ... gemm<128, 64>(...)`) is a plain kernel, `gemm__atrex`:
+    no `gemm__atrex` template exists to specialize."""
+    text, nl = edits.src.text, edits.nl
+    a, b = kernel.body_start, kernel.body_end
+
+    def head(start: int, name_span: tuple[int, int], name_end: int, end: int) -> str:
+        lead = text[start:name_span[0]]
+        if kernel.targs is not None:
+            lead = re.sub(r"^template\s*<\s*>\s*", "", lead)
+        return lead + kernel.name + CLONE_SUFFIX + text[name_end:end]
+
+    note = (f"// atrex: {kernel.name}{CLONE_SUFFIX}, the instrumented copy of {kernel.name}, "
+            f"launched in its place only while recording")
+    for d in declarations:
+        edits.insert(d.end, AFTER, f"{nl}{head(d.start, d.name_span, d.name_end, d.end)}  {note.removeprefix('// ')}",
+                     1)
+    holder: list[_Replacement] = []
+
+    def gen() -> str:
+        inst = edits.span(a + 1, b - 1, exclude=holder[0])
+        return f"{text[a:b]}{nl}{nl}{note}{nl}{head(kernel.decl_start, kernel.name_span, kernel.name_end, a)}{{{inst}}}"
+
+    holder.append(edits.replace(a, b, gen, inclusive=False))
 
 
 def _version_body(edits: _Edits, kernel: Kernel, first: int, guard: str, entry_items) -> None:
@@ -488,7 +522,9 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
 
     def copy(k: int, probed: bool) -> str:
         if lead is None:
-            return edits.span(body.start, body.end) if probed else text[body.start:body.end]
+            # the closing brace is the loop's own end: what is inserted there (a wrap around the
+            # loop, a probe after it) belongs outside the group, not in its first copy
+            return edits.span(body.start, body.end - 1) + "}" if probed else text[body.start:body.end]
         rest = edits.span(lead.first.end, body.end - 1) if probed else text[lead.first.end:body.end - 1]
         decl = ", ".join(f"{name} = __atrex_v{k}_{j}" for j, (name, _) in enumerate(lead.decls))
         return f"{{ {lead.type} {decl};{rest}}}"
@@ -548,17 +584,25 @@ def _loop_site(edits: _Edits, loop: Stmt, pos: str, code: str, label: str) -> No
 
 
 def _wrap_launches(edits: _Edits, launches: list[Launch], kernel: Kernel, sfx: str) -> None:
-    """Bracket each captured launch's statement with a capture session: `{ Capture c(...); STMT
-    c.finish(); }`. A declaration (`auto e = LAUNCH;`) gets no braces, so its name stays in scope,
-    and a session of its own name; a `return LAUNCH;` gets no finish() (nothing after it runs): the
-    session's destructor finishes it as the return leaves the braces."""
+    """Bracket each captured launch's statement with a capture session, `{ Capture c(...); STMT
+    c.finish(); }`, and have the launch pick the instrumented copy while the session records:
+    `(c.on() ? K__atrex<T> : K<T>)` in place of its kernel expression. A declaration (`auto e =
+    LAUNCH;`) gets no braces, so its name stays in scope, and a session of its own name; a `return
+    LAUNCH;` gets no finish() (nothing after it runs): the session's destructor finishes it as the
+    return leaves the braces."""
+    text = edits.src.text
     for n, l in enumerate(launches):
+        # the copy of an explicit specialization is a plain kernel: no template arguments
+        clone = text[l.callee[0]:l.name_span[1]] + CLONE_SUFFIX + (
+            "" if kernel.targs is not None else text[l.name_span[1]:l.callee[1]])
         cap = "__atrex_cap" if l.braced else f"__atrex_cap{n}"
         session = (f"atrex::host::Capture {cap}(__atrex_plan{sfx}, dim3({l.grid}), dim3({l.block}), {l.stream});")
         open_ = ("{ " + session if l.braced else session, f"capture session for this launch of {kernel.label}")
         finish = "" if l.shape == "return" else f"{cap}.finish();"
         close = ((finish + " }").strip() if l.braced else finish,
                  "end of capture session" + (" (the return finishes it)" if l.shape == "return" else ""))
+        edits.insert(l.callee[0], BEFORE, f"({cap}.on() ? {clone} : ")
+        edits.insert(l.callee[1], AFTER, ")")
         a, b = l.stmt
         if edits.starts_line(a) and edits.rest_blank(b):
             ind = edits.indent(a)

@@ -210,10 +210,13 @@ class Kernel:
     qualname: str = ""  # with the namespaces around it: `slow::step` (the name alone at file scope)
     targs: str | None = None  # an explicit specialization's template arguments, squashed: `128,64`
     template: bool = False  # declared under `template <...>`
-    start: int = 0  # offset of the word that declares it (`__global__`)
+    decl_start: int = 0  # offset of the definition's first token (`template`, `extern`, `__global__`, ...)
+    name_span: tuple[int, int] = (0, 0)  # offsets of the kernel's name in the definition
+    name_end: int = 0  # offset after the name and an explicit specialization's template arguments
 
     def __post_init__(self):
         self.qualname = self.qualname or self.name
+        self.name_end = self.name_end or self.name_span[1]
 
     @property
     def label(self) -> str:
@@ -232,6 +235,18 @@ class Kernel:
         return _build(tree, a, self.macros.pragmas)
 
 
+@dataclass(frozen=True)
+class KernelDecl:
+    """A `__global__` declaration without a body (`__global__ void k(float*);`)."""
+    name: str
+    qualname: str
+    start: int  # offset of its first token
+    end: int  # offset after its `;`
+    name_span: tuple[int, int]
+    name_end: int  # offset after the name and an explicit specialization's template arguments
+    targs: str | None = None  # an explicit specialization's template arguments, squashed
+
+
 @dataclass(eq=False)
 class SourceFile:
     text: str
@@ -239,7 +254,7 @@ class SourceFile:
     lines: Lines
     tokens: "Tokens"
     kernels: list[Kernel]
-    declared: set[str]  # qualified names of kernels declared (not defined) here: `__global__ void k(float*);`
+    declarations: list[KernelDecl]  # kernels declared (not defined) here
     unreadable: list[int]  # lines of `__global__` heads the grammar cannot read
     helper_asm: list[tuple[str, int, list[ptx.PtxInstr]]]  # (function, line, instructions) outside kernels
 
@@ -479,39 +494,27 @@ class Tokens:
 
 
 class _Head(Transformer):
-    """kernel_head tree → its declarators as (words of the name, template arguments or None, the
-    first token): the kernel's own and its attributes'."""
+    """kernel_head tree → its declarators as (the name's WORD tokens, template arguments or None):
+    the kernel's own and its attributes'."""
 
     def qual(self, children):
-        return [t.value for t in children if t.type == "WORD"], children[0]
+        return [t for t in children if t.type == "WORD"]
 
     def targs(self, children):
-        return children
+        return ("targs", children)
 
     def declarator(self, children):
-        (words, first), rest = children[0], children[1:]
-        targs = rest[0] if rest and isinstance(rest[0], list) else None
-        return Tree("decl", [(words, targs, first)])
+        words, rest = children[0], children[1:]
+        targs = rest[0][1] if rest and isinstance(rest[0], tuple) else None
+        return Tree("decl", [(words, targs)])
 
     def kernel_head(self, children):
         return [c.children[0] for c in children if isinstance(c, Tree) and c.data == "decl"]
 
 
 def _targs_text(targs: list, text: str) -> str:
-    """Template arguments (the LT ... GT tokens of `targs`) as squashed text."""
-    toks = list(_flatten(targs))
-    return squash_targs(text[toks[0].end_pos:toks[-1].start_pos])
-
-
-def _flatten(node):
-    if isinstance(node, Token):
-        yield node
-    elif isinstance(node, Tree):
-        for c in node.children:
-            yield from _flatten(c)
-    elif isinstance(node, (list, tuple)):
-        for c in node:
-            yield from _flatten(c)
+    """Template arguments (the children of `targs`: `<`, ..., `>`) as squashed text."""
+    return squash_targs(text[targs[0].end_pos:targs[-1].start_pos])
 
 
 def parse_source(text: str, path: str = "<source>", declared_by: str | None = None) -> SourceFile:
@@ -520,7 +523,7 @@ def parse_source(text: str, path: str = "<source>", declared_by: str | None = No
     tk = Tokens(text, path)
     lines = Lines(text)
     kernels: list[Kernel] = []
-    declared: set[str] = set()
+    declarations: list[KernelDecl] = []
     unreadable: list[int] = []
     macros = Macros.of(tk.toks)
     for i, t in enumerate(tk.toks):
@@ -528,32 +531,37 @@ def parse_source(text: str, path: str = "<source>", declared_by: str | None = No
             found = _kernel_at(tk, i, text, path, lines, macros)
             if isinstance(found, Kernel):
                 kernels.append(found)
-            elif isinstance(found, str):
-                declared.add(found)
+            elif isinstance(found, KernelDecl):
+                declarations.append(found)
             elif found is None:
                 unreadable.append(lines.line(t.start_pos))
         elif t.type == "WORD" and t.value == declared_by:
             k = _macro_kernel_at(tk, i, text, path, lines, macros)
             if k:
                 kernels.append(k)
-    return SourceFile(text, path, lines, tk, kernels, declared, unreadable, _helper_asm(tk, kernels, lines, macros))
+    return SourceFile(text, path, lines, tk, kernels, declarations, unreadable,
+                      _helper_asm(tk, kernels, lines, macros))
+
+
+def _decl_start(tk: Tokens, i: int) -> int:
+    """Index of the first token of the declaration holding token i (`template <...>`, `extern "C"`,
+    `static`, ...): walking back to the previous statement's end."""
+    j = i
+    while j > 0 and tk.toks[j - 1].type not in BOUNDARY_TYPES:
+        j = tk.opener.get(j - 1, j - 1)
+    return j
 
 
 def _is_template(tk: Tokens, i: int) -> bool:
-    """Is the kernel declared at token i under `template <...>` (walking back to the previous
-    statement's end)?"""
-    j = i - 1
-    while j >= 0 and tk.toks[j].type not in BOUNDARY_TYPES:
-        if tk.toks[j].value == "template":
-            return True
-        j = tk.opener.get(j, j) - 1
-    return False
+    """Is the kernel declared at token i under `template <...>`?"""
+    return any(t.value == "template" for t in tk.toks[_decl_start(tk, i):i])
 
 
-def _kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | str | None | bool:
-    """The kernel whose declaring word is token i; its qualified name when it is only declared
-    (`;` before any `{`); None when the grammar cannot read its head; False when the word is no
-    kernel's (a `#define` uses it, or nothing follows)."""
+def _kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines,
+               macros: Macros) -> Kernel | KernelDecl | None | bool:
+    """The kernel whose declaring word is token i (a declaration when `;` comes before any `{`);
+    None when the grammar cannot read its head; False when the word is no kernel's (nothing
+    follows it)."""
     toks = tk.toks
     j = i + 1
     while j < len(toks) and toks[j].type not in ("SEMI", "LBRACE", "RBRACE"):
@@ -564,13 +572,17 @@ def _kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines, macros: M
     decls = [d for d in _Head().transform(tree) if d[0][-1] not in ATTR_WORDS] if tree is not None else []
     if not decls:
         return None
-    words, targs, first = decls[-1]
-    qual = "::".join(tk.namespace_at(i) + tuple(words))
+    words, targs = decls[-1]
+    name = words[-1]
+    qual = "::".join(tk.namespace_at(i) + tuple(w.value for w in words))
+    start = toks[_decl_start(tk, i)].start_pos
+    spec_args = _targs_text(targs, text) if targs is not None else None
+    name_end = targs[-1].end_pos if targs is not None else name.end_pos
     if toks[j].type == "SEMI":
-        return qual
-    return Kernel(words[-1], lines.line(toks[i].start_pos), text, path, toks[j].start_pos, toks[tk.match[j]].end_pos,
-                  macros, qualname=qual, targs=_targs_text(targs, text) if targs is not None else None,
-                  template=_is_template(tk, i), start=toks[i].start_pos)
+        return KernelDecl(name.value, qual, start, toks[j].end_pos, (name.start_pos, name.end_pos), name_end, spec_args)
+    return Kernel(name.value, lines.line(toks[i].start_pos), text, path, toks[j].start_pos, toks[tk.match[j]].end_pos,
+                  macros, qualname=qual, targs=spec_args, template=_is_template(tk, i), decl_start=start,
+                  name_span=(name.start_pos, name.end_pos), name_end=name_end)
 
 
 def _macro_kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
@@ -588,7 +600,8 @@ def _macro_kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines, mac
         return None
     return Kernel(toks[a].value, lines.line(toks[i].start_pos), text, path, toks[close + 1].start_pos,
                   toks[tk.match[close + 1]].end_pos, macros, qualname="::".join(tk.namespace_at(i) + (toks[a].value,)),
-                  template=_is_template(tk, i), start=toks[i].start_pos)
+                  template=_is_template(tk, i), decl_start=toks[_decl_start(tk, i)].start_pos,
+                  name_span=(toks[a].start_pos, toks[a].end_pos))
 
 
 ASM_TYPES = {"ASM", "ASM_GNU", "ASM_ALT"}
