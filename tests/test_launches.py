@@ -320,3 +320,37 @@ def test_dry_run_lists_the_launches_and_writes_nothing(tmp_path):
     code, out = cli("apply", "--dry-run", spec)
     assert code == 0 and "captured      main.cu:22 cudaLaunchKernelEx (statement in CUDA_CHECK(...))" in out
     assert tree_hashes(tmp_path) == before
+
+
+MACRO_KERNEL = """\
+#include <cstdio>
+#define DEFINE_K(name, ...) \\
+  template <__VA_ARGS__>    \\
+  __global__ void name(float* x)
+#define FATAL printf("unsupported\\n");
+DEFINE_K(k, int N) {
+#if defined(SUPPORTED)
+  x[0] = N;
+#else
+  FATAL
+#endif
+}
+void run(float* x) { k<4><<<1, 32>>>(x); }
+"""
+
+
+def test_a_kernel_declared_by_a_macro_the_file_defines_takes_the_name_from_its_argument(tmp_path):
+    """`DEFINE_K(k, int N) { ... }` with DEFINE_K defined here with __global__ (flash-attention's
+    pattern): the kernel is `k`, found without declared_by; a macro statement right before `#endif`
+    and `}` ends its statement."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "m.cu").write_text(MACRO_KERNEL)
+    spec = tmp_path / "s.toml"
+    spec.write_text('version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "m.cu"\nkernel = "k"\n'
+                    '[[site]]\nname = "a"\nanchor = { stmt = "FATAL" }\n')
+    r = apply_json(spec)
+    assert [s["source_line"] for s in r["sites"]] == [10] and [l["line"] for l in r["launches"]] == [13]
+    text = (tmp_path / "m.cu").read_text()
+    assert "DEFINE_K(k__atrex, int N) {" in text and "(__atrex_cap.on() ? k__atrex<4> : k<4>)<<<1, 32>>>(x);" in text
+    compiles(tmp_path / "m.cu")
+    assert cli("revert", spec)[0] == 0 and (tmp_path / "m.cu").read_text() == MACRO_KERNEL

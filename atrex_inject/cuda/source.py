@@ -89,7 +89,8 @@ class MacroStatements:
     closes no `<<<` (at its bracket depth) split into three `>` (`Tag<Tag<int>>>`).
 
     VSEMI is emitted when a WORD or `)` outside any parenthesis is followed by `}` or a statement
-    keyword, unless that `)` closes an if/for/while/switch header.
+    keyword (directives between them aside: `FATAL_MACRO` / `#endif` / `}`), unless that `)` closes
+    an if/for/while/switch header.
     """
 
     TRIGGERS = {"RBRACE", "FOR", "WHILE", "DO", "IF", "SWITCH", "RETURN", "BREAK", "CONTINUE", "CASE", "DEFAULT"}
@@ -124,11 +125,17 @@ class MacroStatements:
         prev = None
         headers: list[bool] = []  # per open paren: does it hold a control header?
         closed_header = False
+        held: list[Token] = []  # directives right after a WORD or `)`: the VSEMI, if any, goes before them
         for tok in stream:
-            if (prev is not None and tok.type in self.TRIGGERS and not headers and not closed_header
-                    and prev.type in ("WORD", "RPAR")):
+            candidate = prev is not None and not headers and not closed_header and prev.type in ("WORD", "RPAR")
+            if candidate and tok.type in ("PREPROC", "IF0"):
+                held.append(tok)
+                continue
+            if candidate and tok.type in self.TRIGGERS:
                 yield Token("VSEMI", "", start_pos=prev.end_pos, end_pos=prev.end_pos, line=prev.end_line,
                             column=prev.end_column, end_line=prev.end_line, end_column=prev.end_column)
+            yield from held
+            held = []
             closed_header = False
             if tok.type in ("LPAR", "LSQB"):
                 headers.append(tok.type == "LPAR" and prev is not None and prev.type in self.HEADERS)
@@ -136,6 +143,7 @@ class MacroStatements:
                 closed_header = headers.pop()
             yield tok
             prev = tok
+        yield from held
 
 
 def cuda_parser():
@@ -527,18 +535,18 @@ def parse_source(text: str, path: str = "<source>", declared_by: str | None = No
     unreadable: list[int] = []
     macros = Macros.of(tk.toks)
     for i, t in enumerate(tk.toks):
-        if t.type == "WORD" and t.value in macros.globals:
+        if t.type != "WORD" or (t.value not in macros.globals and t.value != declared_by):
+            continue
+        # a macro the file defines with __global__ may take the kernel's name: MACRO(name, ...) { body }
+        found = _macro_kernel_at(tk, i, text, path, lines, macros)
+        if found is None and t.value in macros.globals:
             found = _kernel_at(tk, i, text, path, lines, macros)
-            if isinstance(found, Kernel):
-                kernels.append(found)
-            elif isinstance(found, KernelDecl):
-                declarations.append(found)
-            elif found is None:
-                unreadable.append(lines.line(t.start_pos))
-        elif t.type == "WORD" and t.value == declared_by:
-            k = _macro_kernel_at(tk, i, text, path, lines, macros)
-            if k:
-                kernels.append(k)
+        if isinstance(found, Kernel):
+            kernels.append(found)
+        elif isinstance(found, KernelDecl):
+            declarations.append(found)
+        elif found is None and t.value in macros.globals:
+            unreadable.append(lines.line(t.start_pos))
     return SourceFile(text, path, lines, tk, kernels, declarations, unreadable,
                       _helper_asm(tk, kernels, lines, macros))
 
