@@ -91,7 +91,8 @@ def _render_launches(r: dict, each_captured: bool = True) -> None:
     out.print(f"  launches: {len(caught)} captured, {len(missed)} not captured"
               + (f"; launchers rewritten: {', '.join(rewritten)}" if rewritten else ""), markup=False)
     for l in caught if each_captured else []:
-        how = l["shape"] + (f" in {l['macro']}(...)" if l.get("macro") else "")
+        how = l["shape"] + (f" in {l['macro']}(...)" if l.get("macro") else "") + (
+            f", through {l['alias']}" if l.get("alias") else "")
         out.print(f"    captured      {l['file']}:{l['line']} {l['via']} ({how})", markup=False)
     for n in missed:
         out.print(f"    NOT captured  {n['file']}:{n['line']} {n['via']}: {n['reason']}", markup=False)

@@ -99,6 +99,7 @@ def test_every_launch_shape_is_captured_or_reported(tmp_path):
     assert "cudaLaunchKernel((void*)(__atrex_cap.on() ? scale__atrex<float, 4> : scale<float, 4>), dim3(2)" in text
     assert "(__atrex_cap.on() ? scale__atrex<float, (N >> 1)> : scale<float, (N >> 1)>)<<<dim3(gx, 1)" in text
     assert text.count("__atrex_cap.on() ? scale__atrex<") + text.count("__atrex_cap2.on() ? scale__atrex<") == 10
+    assert "(void)cudaFuncSetAttribute(scale__atrex<float, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);" in text
     code, out = cli("status", spec)
     assert "launches: 10 captured, 4 not captured" in out and "NOT captured  shapes.cu:68 cuLaunchKernel" in out
     reverts_exact(spec, before)
@@ -354,3 +355,103 @@ def test_a_kernel_declared_by_a_macro_the_file_defines_takes_the_name_from_its_a
     assert "DEFINE_K(k__atrex, int N) {" in text and "(__atrex_cap.on() ? k__atrex<4> : k<4>)<<<1, 32>>>(x);" in text
     compiles(tmp_path / "m.cu")
     assert cli("revert", spec)[0] == 0 and (tmp_path / "m.cu").read_text() == MACRO_KERNEL
+
+
+def test_launches_through_a_local_alias_are_captured_and_attribute_calls_repeated_for_the_copy(tmp_path):
+    """flash-attention/flashinfer style: `auto kernel = &attend<T, kThreads>;`, its
+    cudaFuncSetAttribute (under an unbraced if), then `kernel<<<...>>>` and
+    cudaLaunchKernel((void*)kernel, ...). The launches pick the copy named as the alias's
+    initializer names the kernel; each attribute call is repeated for the copy (it launches with
+    more than 48 KiB of dynamic shared memory otherwise); passing the alias on is reported."""
+    spec = project(tmp_path, "alias.cu", '"attend"')
+    before = user_files(tmp_path)
+    r = apply_json(spec)
+    assert [(l["line"], l["via"], l["alias"]) for l in r["launches"]] == [(26, "<<<>>>", "kernel"),
+                                                                          (28, "cudaLaunchKernel", "kernel")]
+    assert [(n["line"], n["via"]) for n in r["not_captured"]] == [(35, "pointer")]
+    assert "held in `kernel` (line 34)" in r["not_captured"][0]["reason"]
+    text = (tmp_path / "alias.cu").read_text()
+    assert ("(__atrex_cap.on() ? attend__atrex<T, kThreads> : kernel)<<<(n + kThreads - 1) / kThreads, kThreads, "
+            "smem, stream>>>(out, in, n);") in text
+    assert "cudaLaunchKernel((void*)(__atrex_cap.on() ? attend__atrex<T, kThreads> : kernel), dim3(1)" in text
+    b, line, a = around(text, "CUDA_CALL(cudaFuncSetAttribute(kernel,")
+    assert b.startswith("{  // atrex:") and a.startswith(
+        "(void)cudaFuncSetAttribute(attend__atrex<T, kThreads>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem); }")
+    assert around(text, "CUDA_CALL(cudaFuncSetAttribute(attend<float, 128>")[2].startswith(
+        "(void)cudaFuncSetAttribute(attend__atrex<float, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);")
+    compiles(tmp_path / "alias.cu")
+    reverts_exact(spec, before)
+
+
+SWITCHED = """\
+#include <cuda_runtime.h>
+#define SWITCH(cond, NAME, ...) \\
+  if (cond) { constexpr bool NAME = true; __VA_ARGS__ } else { constexpr bool NAME = false; __VA_ARGS__ }
+template <bool B> __global__ void k(float* x) { x[threadIdx.x] = B; }
+void run(float* x, bool flag, size_t smem) {
+  SWITCH(flag, kFlag,
+         auto kernel = k<kFlag>;
+         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+         kernel<<<1, 32, smem>>>(x););
+}
+void run_picked(float* x, bool flag) {
+  auto kernel = k<true>;
+  if (!flag) kernel = k<false>;
+  kernel<<<1, 32>>>(x);
+}
+"""
+
+
+def test_a_launch_ending_a_statement_in_a_macro_argument_and_a_reassigned_alias(tmp_path):
+    """TransformerEngine's SWITCH macros take statements as arguments: the launch there is
+    bracketed inside the argument. A variable assigned twice may hold either instantiation at the
+    launch: that launch is reported, not captured with a guess."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "t.cu").write_text(SWITCHED)
+    spec = tmp_path / "s.toml"
+    spec.write_text('version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "t.cu"\nkernel = "k"\n'
+                    '[[site]]\nname = "a"\nanchor = { entry = true }\n')
+    r = apply_json(spec)
+    assert [(l["line"], l["alias"]) for l in r["launches"]] == [(9, "kernel")]
+    assert [(n["line"], n["via"]) for n in r["not_captured"]] == [(13, "pointer"), (14, "<<<>>>")]
+    assert "`kernel` holds k but is assigned again (line 13)" in r["not_captured"][1]["reason"]
+    text = (tmp_path / "t.cu").read_text()
+    assert ("{ atrex::host::Capture __atrex_cap(__atrex_plan, dim3(1), dim3(32), 0); /* atrex: capture session for "
+            "this launch of k */ (__atrex_cap.on() ? k__atrex<kFlag> : kernel)<<<1, 32, smem>>>(x); "
+            "__atrex_cap.finish(); } /* atrex: end of capture session */);") in text
+    assert "(void)cudaFuncSetAttribute(k__atrex<kFlag>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);" in text
+    compiles(tmp_path / "t.cu")
+    assert cli("revert", spec)[0] == 0 and (tmp_path / "t.cu").read_text() == SWITCHED
+
+
+DEDUCED = """\
+#include <cuda_runtime.h>
+template <typename T, typename U>
+__global__ void axpy(T a, const U* x, U* y) { y[threadIdx.x] += a * x[threadIdx.x]; }
+void run(float a, const float* x, float* y, cudaStream_t s) {
+  axpy<<<1, 32, 0, s>>>
+      (a, x,
+       y);
+  if (a > 0) axpy<<<1, 32>>>(a, x, y);
+}
+"""
+
+
+def test_a_template_kernel_launched_with_deduced_arguments_gets_its_statement_twice(tmp_path):
+    """`(c.on() ? axpy__atrex : axpy)` names no instantiation (CuTe's tutorials launch this way), so
+    the statement is written once with the copy, once as it is, and the session picks."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "d.cu").write_text(DEDUCED)
+    spec = tmp_path / "s.toml"
+    spec.write_text('version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "d.cu"\nkernel = "axpy"\n'
+                    '[[site]]\nname = "a"\nanchor = { entry = true }\n')
+    r = apply_json(spec)
+    assert [(l["line"], l["deduced"]) for l in r["launches"]] == [(5, True), (8, True)]
+    lines = (tmp_path / "d.cu").read_text().split("\n")
+    i = lines.index("  axpy__atrex<<<1, 32, 0, s>>>")
+    assert lines[i - 1].startswith("  if (__atrex_cap.on()) {  // atrex:") and lines[i + 1:i + 4] == [
+        "      (a, x,", "       y);", "  } else {  // atrex: the kernel itself"]
+    assert lines[i + 4:i + 7] == ["  axpy<<<1, 32, 0, s>>>", "      (a, x,", "       y);"]
+    assert "axpy__atrex<<<1, 32>>>(a, x, y); } else { axpy<<<1, 32>>>(a, x, y); } __atrex_cap.finish(); }" in lines[i + 9]
+    compiles(tmp_path / "d.cu")
+    assert cli("revert", spec)[0] == 0 and (tmp_path / "d.cu").read_text() == DEDUCED

@@ -3,23 +3,25 @@ brackets its statement with a capture session) or reported as not captured, with
 do. Nothing that may launch the kernel goes unmentioned (docs/launches.md).
 
 Captured: `k<<<...>>>(...)` and the runtime's launch functions (`cudaLaunchKernelEx(&cfg, k, ...)`,
-`cudaLaunchKernel((void*)k, ...)`, ...) whose kernel expression names the kernel, as a statement
-of their own, inside an error-check macro (`CHECK(...);`, the whole statement is bracketed), as a
-declaration's initializer (`auto e = ...;`) or returned (`return ...;`). Reported: a launch in a
-condition or a conditional expression, two launches in one statement, a launch from device code,
-a launch inside a `#define` body, a driver launch (`cuLaunchKernel`: its CUfunction names no
-kernel), template arguments that differ from the spec's, a kernel expression the grammar cannot
-read, and any other use of the kernel's name that takes its address (a launch through a pointer).
+`cudaLaunchKernel((void*)k, ...)`, ...) whose kernel expression names the kernel, or a local
+alias of it (`auto kernel = &k<T>;` then `kernel<<<...>>>`), as a statement of their own, inside
+an error-check macro (`CHECK(...);`, the whole statement is bracketed), as a declaration's
+initializer (`auto e = ...;`) or returned (`return ...;`). Reported: a launch in a condition or a
+conditional expression, two launches in one statement, a launch from device code, a launch
+inside a `#define` body, a driver launch (`cuLaunchKernel`: its CUfunction names no kernel),
+template arguments that differ from the spec's, a kernel expression the grammar cannot read, and
+any other use of the kernel's address (a launch through a pointer). Calls that set the kernel's
+attributes (`cudaFuncSetAttribute`) are listed as mirrors: rewrite.py repeats them for the
+instrumented copy, which launches in the kernel's place while recording.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
-from lark import Token, Tree
+from dataclasses import dataclass, field
 
 from ..errors import AnchorError, SourceParseError
-from .names import KernelName, resolve, squash_targs
+from .exprs import Callee, before_chevron, declares, name_extent, read_callee, statement, strip_casts
+from .names import KernelName, resolve
 from .source import HEADER_SUFFIXES, Kernel, SourceFile, Tokens, parse_source
 
 CHEVRON = "<<<>>>"
@@ -27,11 +29,10 @@ CHEVRON = "<<<>>>"
 RUNTIME_KERNEL_ARG = {"LAUNCH_EX": 1, "LAUNCH_EXC": 1, "LAUNCH_FUNC": 0, "COOP_LAUNCH": 0}
 CONFIG_FIRST = {"LAUNCH_EX", "LAUNCH_EXC"}  # grid, block and stream come from the launch config
 DRIVER_LAUNCHES = {"CU_LAUNCH", "CU_LAUNCH_EX", "CU_COOP_LAUNCH"}
-HEADER_KEYWORDS = {"IF": "if", "WHILE": "while", "FOR": "for", "SWITCH": "switch", "CONSTEXPR": "if constexpr"}
-CASTS = {"reinterpret_cast", "static_cast", "const_cast"}
-# Calls that take a kernel's address to read or set its attributes, not to launch it.
-ATTRIBUTE_CALLS = {"cudaFuncSetAttribute", "cudaFuncGetAttributes", "cudaFuncSetCacheConfig",
-                   "cudaFuncSetSharedMemConfig", "cudaFuncGetName", "sizeof", "decltype"}
+# Calls that set a kernel's attributes (first argument: the kernel): the copy needs them too.
+SET_ATTRIBUTE = {"cudaFuncSetAttribute", "cudaFuncSetCacheConfig", "cudaFuncSetSharedMemConfig"}
+# Calls that take a kernel's address to read its attributes, not to launch it.
+READ_ATTRIBUTE = {"cudaFuncGetAttributes", "cudaFuncGetName", "sizeof", "decltype"}
 DEFINE = re.compile(r"\s*#\s*define\s+(\w+)(\(([^)]*)\))?")
 
 
@@ -41,9 +42,10 @@ class Launch:
     file: str
     line: int
     via: str  # CHEVRON or the launch function's name
-    callee: tuple[int, int]  # the kernel expression (`slow::step<float, 4>`), offsets in the file
-    name_span: tuple[int, int]  # the kernel's name inside it (`step`)
-    targs: str | None  # its template arguments, squashed; None when it names none
+    callee: tuple[int, int]  # the kernel expression at the launch (`slow::step<float, 4>`, `kernel`), offsets
+    named_by: tuple[int, int]  # the expression that names the kernel: the callee, or an alias's initializer
+    name_span: tuple[int, int]  # the kernel's name inside named_by (`step`)
+    targs: str | None  # named_by's template arguments, squashed; None when it names none
     stmt: tuple[int, int]  # the statement holding it: its first character to after its `;`
     grid: str
     block: str
@@ -51,10 +53,28 @@ class Launch:
     shape: str  # "statement", "declaration" (`auto e = ...;`) or "return" (`return ...;`)
     macro: str | None  # the call around the launch in its statement (`CHECK`), if any
     braced: bool  # bracketed in a block of its own (False: a declaration whose name is used later)
+    alias: str | None = None  # the local variable the launch goes through (`kernel`), if any
+    deduced: bool = False  # `k<<<...>>>(args)` of a template kernel: its template arguments are deduced
 
     def to_json(self) -> dict:
         return {"file": self.file, "line": self.line, "via": self.via, "grid": self.grid, "block": self.block,
-                "stream": self.stream, "shape": self.shape, "macro": self.macro}
+                "stream": self.stream, "shape": self.shape, "macro": self.macro, "alias": self.alias,
+                "deduced": self.deduced}
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """A call that sets the kernel's attributes (`cudaFuncSetAttribute(k, ...)`, maybe through an
+    alias): rewrite.py repeats it for the instrumented copy, which would otherwise launch without
+    them (with more than 48 KiB of dynamic shared memory, say)."""
+    file: str
+    line: int
+    call: tuple[int, int]  # the call, from its function's name to its `)`
+    arg: tuple[int, int]  # the kernel inside its first argument (replaced by the copy)
+    named_by: tuple[int, int]
+    name_span: tuple[int, int]
+    stmt: tuple[int, int]
+    unbraced: bool
 
 
 @dataclass(frozen=True)
@@ -92,32 +112,40 @@ class Target:
         return sorted(q for q in self.known if q.split("::")[-1] == self.kernel.name and q != self.kernel.qualname)
 
 
+@dataclass(frozen=True)
+class _Alias:
+    """`auto kernel = &k<T>;`: a local variable holding the kernel's address, in scope from its
+    declaration to the `}` closing its block."""
+    name: str
+    decl: int  # token index of the variable's name
+    close: int  # token index of the `}` ending its scope
+    named_by: Callee  # the initializer's kernel expression
+    reassigned: tuple[int, ...] = ()  # lines where it is assigned again: what it holds cannot be told
+
+    def holds(self, c: Callee) -> bool:
+        return c.words == (self.name,) and c.targs is None and self.decl < c.a < self.close
+
+
 @dataclass
 class Scan:
     captured: list[Launch]
     not_captured: list[NotCaptured]
-
-
-@dataclass(frozen=True)
-class _Callee:
-    a: int  # token indices of the kernel expression, inclusive
-    b: int
-    words: tuple[str, ...]
-    absolute: bool
-    targs: str | None
-    name: Token
+    mirrors: list[Mirror] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def scan(src: SourceFile, target: Target) -> Scan:
-    """Every launch of the target kernel in `src`, captured or not, in source order."""
+    """Every launch of the target kernel in `src`, captured or not, in source order, and the calls
+    that set its attributes."""
     tk, out = src.tokens, Scan([], [])
+    aliases = _aliases(src, target)
     bodies = [(k.body_start, k.body_end) for k in src.kernels]
-    spans: list[tuple[int, int]] = []  # kernel expressions already accounted for
+    spans: list[tuple[int, int]] = [a.named_by.span(tk) for a in aliases]  # names accounted for
     for i, t in enumerate(tk.toks):
         if t.type == "LAUNCH_OPEN":
-            _chevron(src, target, i, bodies, out, spans)
+            _chevron(src, target, aliases, i, bodies, out, spans)
         elif t.type in RUNTIME_KERNEL_ARG and i + 1 < len(tk.toks) and tk.toks[i + 1].type == "LPAR":
-            _runtime(src, target, i, bodies, out, spans)
+            _runtime(src, target, aliases, i, bodies, out, spans)
         elif t.type in DRIVER_LAUNCHES:
             out.not_captured.append(NotCaptured(
                 src.path, src.lines.line(t.start_pos), t.value,
@@ -127,13 +155,56 @@ def scan(src: SourceFile, target: Target) -> Scan:
                 "capture it from Python with atrex_inject.pycapture.LaunchCapture"))
         elif t.type == "PREPROC":
             _define(src, target, i, out)
+        elif t.type == "WORD" and t.value in SET_ATTRIBUTE and i + 1 < len(tk.toks) and tk.toks[i + 1].type == "LPAR":
+            _mirror(src, target, aliases, i, out, spans)
     _dedupe_statements(out)
-    _references(src, target, spans, out)
+    _references(src, target, aliases, spans, out)
     out.not_captured.sort(key=lambda n: n.line)
     return out
 
 
-def _chevron(src: SourceFile, target: Target, i: int, bodies, out: Scan, spans: list) -> None:
+def _aliases(src: SourceFile, target: Target) -> list[_Alias]:
+    """Local variables initialized with the kernel's address: `auto kernel = &k<T>;`."""
+    tk, toks, out = src.tokens, src.tokens.toks, []
+    for j, t in enumerate(toks):
+        if t.type != "WORD" or t.value != target.kernel.name:
+            continue
+        a, e = name_extent(tk, j)
+        p = a - 2 if a >= 2 and toks[a - 1].value == "&" else a - 1
+        if p < 1 or toks[p].value != "=" or e + 1 >= len(toks) or toks[e + 1].type != "SEMI":
+            continue
+        c = read_callee(tk, a, e, src.text)
+        st = statement(tk, a, e)
+        if c is None or isinstance(st, str) or _is_target(tk, c, target) is not True:
+            continue
+        name = declares(tk, st.start, a)
+        if name is not None and toks[p - 1].value == name:
+            close = tk.close_of(p - 1)
+            again = tuple(src.lines.line(toks[k].start_pos) for k in range(p, close) if _assigns(tk, k, name))
+            out.append(_Alias(name, p - 1, close, c, again))
+    return out
+
+
+def _assigns(tk: Tokens, k: int, name: str) -> bool:
+    """Is token k `name` on the left of a plain assignment (`name = ...`)?"""
+    toks = tk.toks
+    return (toks[k].type == "WORD" and toks[k].value == name and k + 1 < len(toks) and toks[k + 1].value == "="
+            and not (k > 0 and toks[k - 1].value in (".", "->", "::")))
+
+
+def _targeted(tk: Tokens, c: Callee, target: Target, aliases: list[_Alias]) -> tuple[bool | str, Callee, str | None]:
+    """(is it the target? (or why that cannot be told), the expression that names it, the alias it
+    goes through)."""
+    alias = next((a for a in aliases if a.holds(c)), None)
+    if alias is not None and alias.reassigned:
+        return (f"`{alias.name}` holds {target.kernel.label} but is assigned again (line "
+                f"{', '.join(map(str, alias.reassigned))}): which kernel it holds here cannot be told"), c, alias.name
+    if alias is not None:
+        return True, alias.named_by, alias.name
+    return _is_target(tk, c, target), c, None
+
+
+def _chevron(src: SourceFile, target: Target, aliases, i: int, bodies, out: Scan, spans: list) -> None:
     tk, toks = src.tokens, src.tokens.toks
     close = i + 1
     while close < len(toks) and toks[close].type != "LAUNCH_CLOSE":
@@ -141,18 +212,18 @@ def _chevron(src: SourceFile, target: Target, i: int, bodies, out: Scan, spans: 
     if close + 1 >= len(toks) or toks[close + 1].type != "LPAR":
         return
     cfg = [_text(src, a, b) for a, b in tk.split(i + 1, close)]
-    callee = _callee(tk, *_before_chevron(tk, i), src.text)
-    _launch(src, target, callee, i, CHEVRON, tk.match[close + 1], bodies, out, spans,
+    callee = read_callee(tk, *before_chevron(tk, i), src.text)
+    _launch(src, target, aliases, callee, i, CHEVRON, tk.match[close + 1], bodies, out, spans,
             lambda: (cfg[0], cfg[1], cfg[3] if len(cfg) > 3 else "0") if len(cfg) >= 2 else None)
 
 
-def _runtime(src: SourceFile, target: Target, i: int, bodies, out: Scan, spans: list) -> None:
+def _runtime(src: SourceFile, target: Target, aliases, i: int, bodies, out: Scan, spans: list) -> None:
     tk, toks = src.tokens, src.tokens.toks
     args = tk.split_args(i + 1)
     k = RUNTIME_KERNEL_ARG[toks[i].type]
     if len(args) <= k:
         return
-    callee = _callee(tk, *_strip_casts(tk, *args[k]), src.text)
+    callee = read_callee(tk, *strip_casts(tk, *args[k]), src.text)
 
     def geometry():
         if toks[i].type in CONFIG_FIRST:
@@ -161,11 +232,11 @@ def _runtime(src: SourceFile, target: Target, i: int, bodies, out: Scan, spans: 
         if len(args) < 3:
             return None
         return _text(src, *args[1]), _text(src, *args[2]), _text(src, *args[5]) if len(args) > 5 else "0"
-    _launch(src, target, callee, i, toks[i].value, tk.match[i + 1], bodies, out, spans, geometry,
+    _launch(src, target, aliases, callee, i, toks[i].value, tk.match[i + 1], bodies, out, spans, geometry,
             kernel_arg=args[k])
 
 
-def _launch(src: SourceFile, target: Target, callee: _Callee | None, at: int, via: str, last: int, bodies,
+def _launch(src: SourceFile, target: Target, aliases, callee: Callee | None, at: int, via: str, last: int, bodies,
             out: Scan, spans: list, geometry, kernel_arg: tuple[int, int] | None = None) -> None:
     """Classify one launch (tokens from its kernel expression, or its function's name, to `last`,
     the `)` closing its arguments) of some kernel: the target's is captured or reported."""
@@ -176,7 +247,7 @@ def _launch(src: SourceFile, target: Target, callee: _Callee | None, at: int, vi
     def report(reason: str, hint: str) -> None:
         out.not_captured.append(NotCaptured(src.path, line, via, reason, hint))
         if callee is not None:
-            spans.append((toks[callee.a].start_pos, toks[callee.b].end_pos))
+            spans.append(callee.span(tk))
 
     if callee is None:
         region = kernel_arg or (max(0, at - 8), at)
@@ -185,43 +256,77 @@ def _launch(src: SourceFile, target: Target, callee: _Callee | None, at: int, vi
                    f"launch {target.kernel.label} by its name (`{target.kernel.name}<<<...>>>(...)` or "
                    f"cudaLaunchKernelEx(&cfg, {target.kernel.name}, ...)) and apply again")
         return
-    verdict = _is_target(tk, callee, target)
+    verdict, named, alias = _targeted(tk, callee, target, aliases)
     if verdict is False:
         return
     if isinstance(verdict, str):
-        return report(verdict, "launch the kernel by its qualified name (`ns::kernel<<<...>>>`) and apply again")
-    want = target.targs
-    if want is not None and callee.targs != want:
-        got = f"<{callee.targs}>" if callee.targs is not None else "no template arguments (they are deduced)"
-        return report(f"it names {target.kernel.qualname}{got if callee.targs is not None else ''} with "
-                      f"{'template arguments ' + got if callee.targs is not None else got}, not the spec's <{want}>",
-                      f"if this launch runs {target.kernel.qualname}<{want}>, write its template arguments as the "
-                      "spec does; otherwise it launches another instantiation, which runs without probes")
-    if callee.targs in target.siblings and callee.targs != target.kernel.targs:
+        return report(verdict, "launch the kernel by its qualified name (`ns::kernel<<<...>>>`), or through a "
+                               "variable assigned once (`auto kernel = &k<T>;`), and apply again")
+    problem = _instance_problem(named, target)
+    if problem is False:
         return  # another definition of the name (an explicit specialization) is what it launches
+    if problem:
+        return report(problem, f"if this launch runs {target.kernel.qualname}<{target.targs}>, write its template "
+                               "arguments as the spec does; otherwise it launches another instantiation, which runs "
+                               "without probes")
     if any(a <= toks[at].start_pos < b for a, b in bodies):
         return report("a launch from device code (dynamic parallelism) is not captured",
                       "launch the kernel from host code to capture it")
     geo = geometry()
     if geo is None:
         return
-    stmt = _statement(tk, first, last)
-    if isinstance(stmt, str):
-        return report(stmt, "make the launch a statement of its own (`cudaError_t err = LAUNCH;` then test err) "
-                            "and apply again")
-    start, end, macro = stmt
-    shape = "return" if toks[start].type == "RETURN" else "declaration" if _declares(tk, start, first) else "statement"
-    unbraced = start > 0 and (toks[start - 1].type in ("ELSE", "DO") or (
-        toks[start - 1].type == "RPAR" and tk.opener[start - 1] > 0
-        and toks[tk.opener[start - 1] - 1].type in HEADER_KEYWORDS))
-    spans.append((toks[callee.a].start_pos, toks[callee.b].end_pos))
+    st = statement(tk, first, last)
+    if isinstance(st, str):
+        return report(st, "make the launch a statement of its own (`cudaError_t err = LAUNCH;` then test err) "
+                          "and apply again")
+    shape = ("return" if toks[st.start].type == "RETURN" else
+             "declaration" if declares(tk, st.start, first) else "statement")
+    spans.append(callee.span(tk))
+    deduced = via == CHEVRON and alias is None and named.targs is None and target.kernel.template
     out.captured.append(Launch(
-        src.path, line, via, (toks[callee.a].start_pos, toks[callee.b].end_pos),
-        (callee.name.start_pos, callee.name.end_pos), callee.targs,
-        (toks[start].start_pos, toks[end].end_pos), *geo, shape, macro, shape != "declaration" or unbraced))
+        src.path, line, via, callee.span(tk), named.span(tk), (named.name.start_pos, named.name.end_pos),
+        named.targs, st.span(tk), *geo, shape, st.macro, shape != "declaration" or st.unbraced, alias, deduced))
 
 
-def _is_target(tk: Tokens, c: _Callee, target: Target) -> bool | str:
+def _instance_problem(named: Callee, target: Target) -> str | bool | None:
+    """Why the launch may run another instantiation than the spec's (a message), False when it
+    runs another definition of the name (an explicit specialization), None when it is the spec's."""
+    want = target.targs
+    if want is not None and named.targs != want:
+        if named.targs is None:
+            return f"it names {target.kernel.qualname} with no template arguments (they are deduced), not the spec's <{want}>"
+        return (f"it names {target.kernel.qualname}<{named.targs}> with template arguments <{named.targs}>, not the "
+                f"spec's <{want}>")
+    if named.targs in target.siblings and named.targs != target.kernel.targs:
+        return False
+    return None
+
+
+def _mirror(src: SourceFile, target: Target, aliases, i: int, out: Scan, spans: list) -> None:
+    """`cudaFuncSetAttribute(k, ...)` on the target (or an alias of it): a Mirror for rewrite.py."""
+    tk, toks = src.tokens, src.tokens.toks
+    args = tk.split_args(i + 1)
+    if not args:
+        return
+    callee = read_callee(tk, *strip_casts(tk, *args[0]), src.text)
+    if callee is None:
+        return
+    verdict, named, _ = _targeted(tk, callee, target, aliases)
+    if verdict is not True or _instance_problem(named, target) is not None:
+        return
+    spans.append(callee.span(tk))
+    line = src.lines.line(toks[i].start_pos)
+    st = statement(tk, i, tk.match[i + 1])
+    if isinstance(st, str):
+        out.warnings.append(f"{src.path}:{line}: {toks[i].value} sets an attribute of {target.kernel.label} where the "
+                            f"rewriter cannot repeat it for the instrumented copy ({st.replace('launch', 'call')}): "
+                            f"set it for the copy too, or launches that record may fail")
+        return
+    out.mirrors.append(Mirror(src.path, line, (toks[i].start_pos, toks[tk.match[i + 1]].end_pos), callee.span(tk),
+                              named.span(tk), (named.name.start_pos, named.name.end_pos), st.span(tk), st.unbraced))
+
+
+def _is_target(tk: Tokens, c: Callee, target: Target) -> bool | str:
     """True: the callee is the target kernel; False: it is another kernel (or no kernel); a string:
     it may be the target but the name cannot tell (why)."""
     got = resolve(c.words, c.absolute, tk.namespace_at(c.a), tk.usings_at(c.a), target.known)
@@ -234,114 +339,6 @@ def _is_target(tk: Tokens, c: _Callee, target: Target) -> bool | str:
         return (f"cannot tell which kernel `{'::'.join(c.words)}` launches: {target.kernel.qualname} or "
                 f"{', '.join(others)}")
     return True
-
-
-def _before_chevron(tk: Tokens, i: int) -> tuple[int, int] | tuple[None, None]:
-    """Token range of the kernel expression right before the `<<<` at i: a qualified name and its
-    template arguments."""
-    toks, b = tk.toks, i - 1
-    k = b
-    if k >= 0 and toks[k].type == "GT":
-        k = tk.angle_open(k)
-        if k is None:
-            return None, None
-        k -= 1
-    if k < 0 or toks[k].type != "WORD":
-        return None, None
-    while k >= 2 and toks[k - 1].type == "SCOPE" and toks[k - 2].type == "WORD":
-        k -= 2
-    if k >= 1 and toks[k - 1].type == "SCOPE":
-        k -= 1
-    return k, b
-
-
-def _strip_casts(tk: Tokens, a: int, b: int) -> tuple[int, int]:
-    """The kernel inside a launch function's argument: without `&`, enclosing parentheses, a C cast
-    `(void*)` or a named cast `reinterpret_cast<const void*>(...)`."""
-    toks = tk.toks
-    while a < b:
-        t = toks[a]
-        if t.value == "&":
-            a += 1
-        elif t.type == "LPAR" and tk.match[a] == b:
-            a, b = a + 1, b - 1
-        elif t.type == "LPAR":
-            a = tk.match[a] + 1
-        elif t.value in CASTS and toks[a + 1].type == "LT":
-            shut = tk.angle_close(a + 1, b)
-            if shut is None or toks[shut + 1].type != "LPAR" or tk.match[shut + 1] != b:
-                break
-            a, b = shut + 2, b - 1
-        else:
-            break
-    return a, b
-
-
-def _callee(tk: Tokens, a: int | None, b: int | None, text: str) -> _Callee | None:
-    """The kernel expression in tokens [a, b], read with the grammar's `callee` rule."""
-    if a is None or b < a:
-        return None
-    tree = tk.parse("callee", a, b + 1)
-    if tree is None:
-        return None
-    qual = next(c for c in tree.children if isinstance(c, Tree) and c.data == "qual")
-    words = [t for t in qual.children if t.type == "WORD"]
-    targs = next((c for c in tree.children if isinstance(c, Tree) and c.data == "targs"), None)
-    targ_text = None
-    if targs is not None:
-        lt, gt = targs.children[0], targs.children[-1]
-        targ_text = squash_targs(text[lt.end_pos:gt.start_pos])
-    return _Callee(a, b, tuple(w.value for w in words), qual.children[0].type == "SCOPE", targ_text, words[-1])
-
-
-def _statement(tk: Tokens, first: int, last: int) -> tuple[int, int, str | None] | str:
-    """(first token, `;` token, the call around the launch) of the statement holding the launch at
-    tokens [first, last]; or why the launch cannot be bracketed by a capture session."""
-    toks, k, macro = tk.toks, first, None
-    while k > 0:
-        p, t = k - 1, tk.toks[k - 1]
-        if p in tk.opener and t.type != "RBRACE":
-            o = tk.opener[p]
-            if t.type == "RPAR" and o > 0 and toks[o - 1].type in HEADER_KEYWORDS:
-                break  # the unbraced body of an if/for/while
-            k = o
-            continue
-        if t.type in ("LPAR", "LSQB"):
-            before = toks[p - 1] if p > 0 else None
-            if before is not None and before.type in HEADER_KEYWORDS:
-                return f"the launch is inside the header of `{HEADER_KEYWORDS[before.type]} (...)`"
-            if t.type == "LSQB":
-                return "the launch is inside brackets"
-            if before is not None and before.type == "WORD":
-                macro = before.value
-            k = p
-            continue
-        if t.type in ("SEMI", "VSEMI", "PREPROC", "IF0", "LBRACE", "RBRACE", "ELSE", "DO", "COLON"):
-            break
-        k = p
-    end = k
-    while end < len(toks) and toks[end].type not in ("SEMI", "VSEMI"):
-        if toks[end].type == "RBRACE":
-            return "the statement holding the launch has no `;` of its own"
-        end = tk.skip(end)
-    if end >= len(toks):
-        return "the statement holding the launch has no `;` of its own"
-    for j in range(k, end):
-        if (j < first or j > last) and toks[j].value in ("?", "&&", "||"):
-            return f"the launch runs conditionally inside an expression (`{toks[j].value}`)"
-    return k, end, macro
-
-
-def _declares(tk: Tokens, start: int, first: int) -> bool:
-    """Does the statement declare a name initialized from the launch (`cudaError_t e = LAUNCH`)?
-    Then it must stay in its scope: no braces around it."""
-    toks, j = tk.toks, start
-    while j < first and toks[j].value != "=":
-        j = tk.skip(j)
-    pre = toks[start:j]
-    if j >= first or len(pre) < 2 or pre[-1].type != "WORD":
-        return False
-    return pre[-2].type in ("WORD", "GT") or (pre[-2].value in ("*", "&", "&&") and len(pre) >= 3)
 
 
 def _dedupe_statements(out: Scan) -> None:
@@ -374,14 +371,14 @@ def _define(src: SourceFile, target: Target, i: int, out: Scan) -> None:
     launched: set[str] = set()
     for j, t in enumerate(inner.toks):
         if t.type == "LAUNCH_OPEN":
-            a, b = _before_chevron(inner, j)
+            a, b = before_chevron(inner, j)
         elif t.type in RUNTIME_KERNEL_ARG and j + 1 < len(inner.toks) and inner.toks[j + 1].type == "LPAR":
             args = inner.split_args(j + 1)
             k = RUNTIME_KERNEL_ARG[t.type]
-            a, b = _strip_casts(inner, *args[k]) if len(args) > k else (None, None)
+            a, b = strip_casts(inner, *args[k]) if len(args) > k else (None, None)
         else:
             continue
-        c = _callee(inner, a, b, body)
+        c = read_callee(inner, a, b, body)
         if c is not None:
             launched.add(c.words[-1])
     if not launched:
@@ -407,13 +404,16 @@ def _define(src: SourceFile, target: Target, i: int, out: Scan) -> None:
             "bracket", hint))
 
 
-def _references(src: SourceFile, target: Target, spans: list[tuple[int, int]], out: Scan) -> None:
-    """Uses of the kernel's name that take its address (`auto f = k;`, `launch(k, ...)`,
-    `params.func = (void*)k`): a launch through such a pointer is not captured."""
-    tk, toks, name = src.tokens, src.tokens.toks, target.kernel.name
+def _references(src: SourceFile, target: Target, aliases: list[_Alias], spans: list[tuple[int, int]],
+                out: Scan) -> None:
+    """Uses of the kernel's address other than its launches, its attribute calls and its aliases'
+    initializers (`launch(k, ...)`, `params.func = (void*)k`), and uses of an alias other than
+    launching it or reading its attributes: a launch through such a pointer is not captured."""
+    tk, toks = src.tokens, src.tokens.toks
     skip = spans + [(k.decl_start, k.body_end) for k in src.kernels] + [(d.start, d.end) for d in src.declarations]
+    names = {target.kernel.name} | {a.name for a in aliases}
     for j, t in enumerate(toks):
-        if t.type != "WORD" or t.value != name or any(a <= t.start_pos < b for a, b in skip):
+        if t.type != "WORD" or t.value not in names or any(a <= t.start_pos < b for a, b in skip):
             continue
         nxt = toks[j + 1] if j + 1 < len(toks) else None
         if j > 0 and toks[j - 1].value in (".", "->"):
@@ -421,25 +421,29 @@ def _references(src: SourceFile, target: Target, spans: list[tuple[int, int]], o
         if nxt is not None and nxt.type == "LPAR":
             continue  # a call: a kernel cannot be called, so it is a function of the same name
         if nxt is not None and nxt.type == "LT":
-            shut = tk.angle_close(j + 1, len(toks))
+            shut = tk.angle_close(j + 1, len(toks), strict=False)
             if shut is not None and shut + 1 < len(toks) and toks[shut + 1].type == "LPAR":
                 continue
         if _in_declaration(tk, j) or _in_attribute_call(tk, j):
             continue
-        k = j
-        while k >= 2 and toks[k - 1].type == "SCOPE" and toks[k - 2].type == "WORD":
-            k -= 2
-        words = tuple(x.value for x in toks[k:j + 1] if x.type == "WORD")
-        absolute = k >= 1 and toks[k - 1].type == "SCOPE"
-        got = resolve(words, absolute, tk.namespace_at(j), tk.usings_at(j), target.known)
-        if got is not None and got != target.kernel.qualname:
-            continue
-        if got is None and target.others_named_alike:
+        alias = next((a for a in aliases if a.name == t.value and a.decl < j < a.close), None)
+        if alias is not None:
+            if j == alias.decl or _assigns(tk, j, alias.name):
+                continue  # its declaration, or an assignment whose right side is reported on its own
+            what = f"{target.kernel.label}'s address, held in `{alias.name}` (line {src.lines.line(toks[alias.decl].start_pos)}), is used here"
+        elif t.value == target.kernel.name:
+            a, _ = name_extent(tk, j)
+            words = tuple(x.value for x in toks[a:j + 1] if x.type == "WORD")
+            got = resolve(words, toks[a].type == "SCOPE", tk.namespace_at(j), tk.usings_at(j), target.known)
+            if (got is not None and got != target.kernel.qualname) or (got is None and target.others_named_alike):
+                continue
+            what = f"{target.kernel.label}'s address is taken here"
+        else:
             continue
         out.not_captured.append(NotCaptured(
             src.path, src.lines.line(t.start_pos), "pointer",
-            f"{target.kernel.label}'s address is taken here: a launch through that pointer (a launch helper, a "
-            "CUDA graph node, cudaLaunchKernel on a variable) is not captured",
+            f"{what}: a launch through that pointer (a launch helper, a CUDA graph node, cudaLaunchKernel on a "
+            "variable) is not captured",
             f"launch {target.kernel.label} by name in a file the spec lists (source or launchers), or ignore this "
             "if the pointer is never launched"))
 
@@ -460,7 +464,7 @@ def _in_attribute_call(tk: Tokens, j: int) -> bool:
     for o, c in tk.match.items():
         if o < j < c and tk.toks[o].type == "LPAR" and o > 0:
             w = tk.toks[o - 1].value
-            if w in ATTRIBUTE_CALLS or w.startswith("cudaOccupancy"):
+            if w in SET_ATTRIBUTE or w in READ_ATTRIBUTE or w.startswith("cudaOccupancy"):
                 return True
     return False
 
@@ -503,7 +507,7 @@ def find_all(spec, src: SourceFile, kernel: Kernel, launchers: dict[str, str]) -
                           "would be numbered alike and their capture files overwrite each other's",
                           path=str(spec.path), hint="list one .cu file in launchers (the one whose launches you want "
                                                     "captured); the others' launches run without probes")
-    warnings = []
+    warnings = [w for f in files for w in f.scan.warnings]
     if not any(f.scan.captured for f in files):
         warnings.append(f"no launch of {kernel.label} is captured in {', '.join(f.src.path for f in files)}: "
                         + ("launches elsewhere run without probes and write nothing; list the files that launch it "

@@ -390,7 +390,7 @@ class Tokens:
             raise SourceParseError(f"{t.value!r} is never closed", path=path, line=Lines(text).line(t.start_pos))
         self.scopes = [sc for i, t in enumerate(self.toks) if t.type == "LBRACE" for sc in [self._namespace(i)] if sc]
         # `using namespace X;`: (token index, enclosing scope's close index or len, X's parts)
-        self.usings = [(i, self._close_of(i), tuple(self._qual_words(i + 2)))
+        self.usings = [(i, self.close_of(i), tuple(self._qual_words(i + 2)))
                        for i, t in enumerate(self.toks) if t.value == "using" and i + 2 < len(self.toks)
                        and self.toks[i + 1].value == "namespace"]
 
@@ -417,7 +417,7 @@ class Tokens:
         parts = tuple(t.value for t in self.toks[j + 1:i] if t.type == "WORD")
         return Scope(i, self.match[i], parts)
 
-    def _close_of(self, i: int) -> int:
+    def close_of(self, i: int) -> int:
         """Index of the `}` closing the innermost braces around token i (len(toks) at file scope)."""
         inner = [self.match[o] for o in self._open_braces(i)]
         return min(inner) if inner else len(self.toks)
@@ -437,13 +437,14 @@ class Tokens:
         """Index after the token at i, or after its whole bracketed group."""
         return self.match.get(i, i) + 1
 
-    def angle_close(self, i: int, end: int) -> int | None:
+    def angle_close(self, i: int, end: int, strict: bool = True) -> int | None:
         """Index of the `>` closing the `<` at token i, before index `end`; None when the `<` is a
-        comparison (a `;`, brace, unmatched `)`, `&&` or `||` comes first)."""
+        comparison (a `;`, brace or unmatched `)` comes first, or, `strict`, `&&` or `||`: not
+        strict when the `<` follows a template's name, whose arguments may be `A && !B`)."""
         depth, j = 0, i
         while j < end:
             t = self.toks[j]
-            if t.type in NOT_IN_TARGS or t.value in ("&&", "||"):
+            if t.type in NOT_IN_TARGS or (strict and t.value in ("&&", "||")):
                 return None
             depth += (t.type == "LT") - (t.type == "GT")
             if depth == 0:
@@ -452,14 +453,15 @@ class Tokens:
         return None
 
     def angle_open(self, i: int) -> int | None:
-        """Index of the `<` whose `>` is token i, walking back over bracketed groups."""
+        """Index of the `<` whose `>` is token i (one that closes template arguments, as before `<<<`),
+        walking back over bracketed groups."""
         depth, j = 0, i
         while j >= 0:
             t = self.toks[j]
             if j in self.opener:
                 j = self.opener[j] - 1
                 continue
-            if t.type in NOT_IN_TARGS or t.type in ("LPAR", "LSQB") or t.value in ("&&", "||"):
+            if t.type in NOT_IN_TARGS or t.type in ("LPAR", "LSQB"):
                 return None
             depth += (t.type == "GT") - (t.type == "LT")
             if depth == 0:
