@@ -47,6 +47,7 @@ class Kind(StrEnum):
         return self.value.removesuffix("_stmt")
 
 
+STMT_RULES = frozenset(k.value for k in Kind)
 LOOP_KINDS = frozenset({Kind.FOR, Kind.WHILE, Kind.DO})
 JUMP_KINDS = frozenset({Kind.RETURN, Kind.BREAK, Kind.CONTINUE})
 # Statements whose sub-statements stay among their own tokens (a lambda's body inside a return).
@@ -305,7 +306,7 @@ def _build(node: Tree, off: int, pragmas: frozenset[str]) -> Stmt:
     own: list[Token] = []
     subs: list[Stmt] = []
     for c in node.children:
-        if isinstance(c, Tree) and c.data in Kind._value2member_map_ and kind not in FLAT_KINDS:
+        if isinstance(c, Tree) and c.data in STMT_RULES and kind not in FLAT_KINDS:
             subs.append(_build(c, off, pragmas))
         else:
             own.extend(_moved(t, off) for t in _tokens(c))
