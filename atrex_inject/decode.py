@@ -14,7 +14,7 @@ streams; decode_file is the one-part case. save()/load() keep canonical events a
 from __future__ import annotations
 
 import json
-import json
+import mmap
 import os
 import re
 import shutil
@@ -149,20 +149,38 @@ def _explain(h: np.void, meta: dict, manifest: dict) -> list[str]:
     return out
 
 
-def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
+def _map(path: Path) -> mmap.mmap | bytes:
+    """The file, memory-mapped read-only (an empty file as b"": mmap refuses those)."""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+
+
+def _release(buf: mmap.mmap | bytes, start: int, end: int) -> None:
+    """Unmap the pages of buf[start:end] from this process (they stay in the page cache), so what a
+    pass has read does not add up in resident memory: a capture larger than memory streams."""
+    lo, hi = start - start % mmap.PAGESIZE, end - end % mmap.PAGESIZE
+    if isinstance(buf, mmap.mmap) and hi > lo:
+        buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def _crc(buf: mmap.mmap | bytes) -> int:
+    crc = 0
+    with memoryview(buf) as whole:
+        for at in range(0, len(whole), CRC_BLOCK):
+            crc = zlib.crc32(whole[at:at + CRC_BLOCK], crc)
+            _release(buf, at, at + CRC_BLOCK)
+    return crc
+
+
+def _open(path: Path, buf: mmap.mmap | bytes, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
     """Check the buffer's identity (header, sidecar and its field types, checksum, groups, every
     header field against the manifest's plan) and read its owner table: (header, meta, per-owner
     arrays of the whole launch, raw owner rows). Events are not read."""
     where = str(path)
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(HEADER_BYTES)
-        h = read_header(head, where, size)
-        crc = zlib.crc32(head)
-        for block in iter(lambda: f.read(CRC_BLOCK), b""):
-            crc = zlib.crc32(block, crc)
-        f.seek(HEADER_BYTES)
-        own = np.frombuffer(f.read(int(h["n_owners"]) * OWNER_DTYPE.itemsize), dtype=OWNER_DTYPE)
+    size = len(buf)
+    h = read_header(bytes(buf[:HEADER_BYTES]), where, size)
+    crc = _crc(buf)
+    own = np.frombuffer(buf, dtype=OWNER_DTYPE, count=int(h["n_owners"]), offset=HEADER_BYTES).copy()
     source_id = bytes(h["source_id"]).hex()
     if source_id != manifest["source"]["source_id"]:
         raise CaptureError(f"source id {source_id[:16]}… is not the manifest's {manifest['source']['source_id'][:16]}…: "
@@ -226,26 +244,26 @@ def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
     return h, meta, owners, own
 
 
-def _unpack(raw: bytes, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
-    """Events of consecutive owners from their slots `raw` (owner indices local to these owners):
-    (event columns, torn events, stray events)."""
+def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
+    """Events of consecutive owners from their slots `ev` (one row of `words` per slot; owner
+    indices local to these owners): (event columns, each a copy, torn events, stray events)."""
     n_owners = own.size
     # Each owner's written events are a prefix of its slots: a boolean prefix mask compresses the
     # event block in one pass, and repeats build the per-event owner, sequence and time base, with
     # no per-owner or per-event loop.
-    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words).reshape(n_owners * cap, words)
     total = int(written.sum())
-    live = (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
+    full = total == n_owners * cap  # every slot written (common): nothing to compress, nothing stray
+    live = None if full else (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
     # compress whole rows as one 8- or 16-byte scalar each (a bit-exact view): numpy's 1-D boolean
     # compress is ~10x faster than the same selection on a 2-D array
     row = np.uint64 if words == 2 else np.complex128
-    rows = ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
+    rows = ev if full else ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
     o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
     s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
     tag = rows[:, words - 1]
     valid = tag >= TAG_VALID
     torn = total - int(np.count_nonzero(valid))
-    stray = int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
+    stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
     t0 = (own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)
     # %globaltimer_lo wraps every 4.3 s: unwrap each event against its owner's full start time
     # (uint32 difference, then one in-place add onto the repeated 64-bit start)
@@ -283,7 +301,8 @@ def decode_parts(path: str | Path, manifest: dict, max_events: int | None = None
     cover its range alone, owner indices counted from `owner_base`; summed over the parts, the
     counts are the whole launch's."""
     path = Path(path)
-    h, meta, owners, own = _open(path, manifest)
+    buf = _map(path)
+    h, meta, owners, own = _open(path, buf, manifest)
     n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
     written = np.where(owners["claims"] > 0, np.minimum(owners["attempted"], cap), 0)
     first = np.zeros(1, dtype=np.int64)
@@ -291,12 +310,14 @@ def decode_parts(path: str | Path, manifest: dict, max_events: int | None = None
         bucket = (np.cumsum(written) - written) // max_events
         first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
     slot_bytes = cap * words * 4
-    with open(path, "rb") as f:
-        for lo, hi in zip(first.tolist(), np.r_[first[1:], n_owners].tolist()):
-            f.seek(int(h["events_offset"]) + lo * slot_bytes)
-            events, torn, stray = _unpack(f.read((hi - lo) * slot_bytes), own[lo:hi], written[lo:hi], cap, words)
-            part = {k: v[lo:hi] for k, v in owners.items()}
-            yield Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+    for lo, hi in zip(first.tolist(), np.r_[first[1:], n_owners].tolist()):
+        at = int(h["events_offset"]) + lo * slot_bytes
+        slots = np.frombuffer(buf, dtype="<u4", count=(hi - lo) * cap * words, offset=at).reshape(-1, words)
+        events, torn, stray = _unpack(slots, own[lo:hi], written[lo:hi], cap, words)
+        del slots  # events are copies: nothing of the mapping outlives the part
+        _release(buf, at, at + (hi - lo) * slot_bytes)
+        part = {k: v[lo:hi] for k, v in owners.items()}
+        yield Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
 
 
 def decode_file(path: str | Path, manifest: dict) -> Launch:
