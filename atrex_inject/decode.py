@@ -112,7 +112,7 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
 
 
 CRC_BLOCK = 1 << 24  # the checksum reads the file in 16 MiB blocks: constant memory whatever its size
-PART_EVENTS = 1 << 20  # validate and summary stream captures in owner-range parts of this many events
+PART_EVENTS = 1 << 18  # validate and summary stream captures in owner-range parts of this many events
 
 
 def header_mismatches(h: np.void, meta: dict, manifest: dict) -> list[str]:
@@ -258,17 +258,24 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     # compress is ~10x faster than the same selection on a 2-D array
     row = np.uint64 if words == 2 else np.complex128
     rows = ev if full else ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
-    o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
-    s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
     tag = rows[:, words - 1]
     valid = tag >= TAG_VALID
     torn = total - int(np.count_nonzero(valid))
     stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
     t0 = (own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)
     # %globaltimer_lo wraps every 4.3 s: unwrap each event against its owner's full start time
-    # (uint32 difference, then one in-place add onto the repeated 64-bit start)
-    t_ns = np.repeat(t0, written)
-    np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
+    # (uint32 difference, then one add onto the 64-bit start); a full part is an (owners, capacity)
+    # grid, so its per-event owner, sequence and start broadcast instead of being repeated
+    if full:
+        o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), cap)
+        s_idx = np.tile(np.arange(cap, dtype=np.int32), n_owners)
+        t_ns = np.add(t0[:, None], np.subtract(rows[:, 0].reshape(n_owners, cap), own["t0_lo"][:, None]),
+                      dtype=np.uint64).ravel()
+    else:
+        o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
+        s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
+        t_ns = np.repeat(t0, written)
+        np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
     t_ns = t_ns.view(np.int64)
     if torn:
         o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
