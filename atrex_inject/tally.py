@@ -43,7 +43,7 @@ def run_medians(keys: np.ndarray, values: np.ndarray) -> list[dict]:
     first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     length = np.diff(np.r_[first, keys.size])
     med = np.empty(first.size, dtype=np.float64)
-    for n in np.unique(length).tolist():
+    for n in np.flatnonzero(np.bincount(length)).tolist():  # the distinct lengths (np.unique imports numpy.ma)
         rows = np.flatnonzero(length == n)
         block = values.reshape(-1, n).copy() if rows.size == first.size else values[first[rows, None] + np.arange(n)]
         lo, hi = (n - 1) // 2, n // 2
