@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TrackEvent
 from typer.testing import CliRunner
 
 from atrex_inject.cli import app
@@ -22,6 +22,7 @@ from atrex_inject.layout import HEADER_BYTES, OWNER_DTYPE
 from atrex_inject.summary import pairs, summarize_file, summarize_launch
 from atrex_inject.synthetic import write_capture
 from atrex_inject.tally import run_medians
+from pftrace import read
 from atrex_inject.validate import validate_dir
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
@@ -75,21 +76,16 @@ def test_load_refuses_a_folder_missing_a_column(tmp_path):
 def parse_trace(path: Path) -> dict:
     """Per owner (from the track uuid scheme: kind in bits 40..47, id below), the timestamps of its
     slice begins/ends and instants; the counter track names; the selection slice's annotations."""
-    tr = Trace()
-    tr.ParseFromString(path.read_bytes())
-    names = {p.track_descriptor.uuid: p.track_descriptor.name for p in tr.packet if p.HasField("track_descriptor")}
+    tracks, events = read(path)
+    names = {u: t.name for u, t in tracks.items()}
     per_owner: dict[int, list[int]] = {}
     selection = {}
-    for p in tr.packet:
-        if not p.HasField("track_event"):
-            continue
-        te = p.track_event
-        kind, ident = te.track_uuid >> 40 & 0xFF, te.track_uuid & (1 << 40) - 1
+    for e in events:
+        kind, ident = e.track >> 40 & 0xFF, e.track & (1 << 40) - 1
         if kind in (KIND_OWNER, KIND_INTERVAL):
-            per_owner.setdefault(ident if kind == KIND_OWNER else ident // 16, []).append(p.timestamp)
-        if names.get(te.track_uuid) == "selection" and te.type == TrackEvent.TYPE_SLICE_BEGIN:
-            selection = {a.name: getattr(a, a.WhichOneof("value")) for a in te.debug_annotations}
-            selection["title"] = te.name
+            per_owner.setdefault(ident if kind == KIND_OWNER else ident // 16, []).append(e.ts)
+        if names.get(e.track) == "selection" and e.type == TrackEvent.TYPE_SLICE_BEGIN:
+            selection = {**dict(e.annotations), "title": e.name}
     counters = [n for n in names.values() if "owners not shown" in n]
     return {"owners": {o: sorted(t) for o, t in per_owner.items()}, "selection": selection, "counters": counters}
 
