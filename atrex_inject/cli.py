@@ -414,7 +414,7 @@ def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
     each interval's median, p10 and p90 and the slowest, and counter tracks for the rest; its
     `selection` track names what was left out (docs/format.md). The two windows are separate:
     --trace-window (ns) selects the trace's events, --png-window (µs) zooms the picture."""
-    from .decode import PART_EVENTS, capture_files, decode_file, decode_parts
+    from .decode import PART_EVENTS, capture_files, decode_file, decode_parts, open_capture
     from .timeline import parse_window
 
     def work():
@@ -425,7 +425,7 @@ def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
         if perfetto:
             from .export import write_trace
             from .selection import choose
-            parts = [lambda f=f: decode_parts(f, m, PART_EVENTS) for f in files]
+            parts = [lambda c=open_capture(f, m): decode_parts(c, m, PART_EVENTS) for f in files]  # checked once
             choices = choose(parts, m, owners, ctas, trace_window, everything, budget)
             r["perfetto"] = str(write_trace(choices, m, perfetto))
             r["selection"] = [c.to_json() for c in choices]

@@ -301,15 +301,33 @@ def _counts(owners: dict, cap: int, torn: int, stray: int, n_events: int) -> dic
     }
 
 
-def decode_parts(path: str | Path, manifest: dict, max_events: int | None = None) -> Iterator[Launch]:
+@dataclass
+class Capture:
+    """A raw capture file mapped and checked (_open: identity, checksum, owner table), its events
+    not read yet: decode_parts reads them as often as a caller needs (export surveys, then
+    gathers) without checking the file again."""
+    path: Path
+    buf: mmap.mmap | bytes
+    header: np.void
+    meta: dict
+    owners: dict[str, np.ndarray]
+    own: np.ndarray
+
+
+def open_capture(path: str | Path, manifest: dict) -> Capture:
+    path = Path(path)
+    buf = _map(path)
+    return Capture(path, buf, *_open(path, buf, manifest))
+
+
+def decode_parts(path: str | Path | Capture, manifest: dict, max_events: int | None = None) -> Iterator[Launch]:
     """The launch in consecutive owner ranges of at most `max_events` written events each (an owner
     with more is a range of its own; None: one range, the whole launch), reading only each range's
     slots, so a capture larger than memory streams. Each part's owner arrays, events and counts
     cover its range alone, owner indices counted from `owner_base`; summed over the parts, the
-    counts are the whole launch's."""
-    path = Path(path)
-    buf = _map(path)
-    h, meta, owners, own = _open(path, buf, manifest)
+    counts are the whole launch's. A path is opened and checked first; a Capture already was."""
+    c = path if isinstance(path, Capture) else open_capture(path, manifest)
+    path, buf, h, meta, owners, own = c.path, c.buf, c.header, c.meta, c.owners, c.own
     n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
     written = np.where(owners["claims"] > 0, np.minimum(owners["attempted"], cap), 0)
     first = np.zeros(1, dtype=np.int64)

@@ -152,8 +152,18 @@ def _event_rows(no: int, launch: Launch, manifest: dict) -> dict[str, np.ndarray
                   "uuid": track_uuid(no, KIND_OWNER, ev["owner"][mark]), "iid": ev["site"][mark] + n_iv + 1,
                   **({"payload": ev["payload"][mark]} if wide else {})})
     rows = {c: np.concatenate([np.asarray(p[c]) for p in parts]) for c in parts[0]}
-    order = np.argsort(rows["t"], kind="stable")
-    return {c: v[order] for c, v in rows.items()}
+    return {c: v[_by_time(rows["t"])] for c, v in rows.items()}
+
+
+def _by_time(t: np.ndarray) -> np.ndarray:
+    """A stable order of times: each time made unique by its row (time * n + row, while that fits
+    63 bits) and sorted by numpy's fast unstable sort, else a stable argsort."""
+    n = t.size
+    if not n or (int(t.max()) - int(t.min()) + 1) * n >= 1 << 63:
+        return np.argsort(t, kind="stable")
+    keys = (t - t.min()) * n + np.arange(n)
+    keys.sort()
+    return keys % n
 
 
 # ---- the trace -------------------------------------------------------------------------------

@@ -195,19 +195,24 @@ class _Bins:
 
     def add(self, part: Launch, manifest: dict, sign: int) -> None:
         """Add (sign 1) or take away (-1) a part's instances and marks. Every sum is of integers
-        (counts, ns), exact in float64, so taking away the kept owners leaves exactly the others'."""
+        (counts, ns), exact in float64, so taking away the kept owners leaves exactly the others'.
+        Each event's bin is computed once; the sites are counted in one keyed pass."""
         ids = site_ids(manifest)
+        b = (part.events["t_ns"] - self.t0) // self.width
         for iv in manifest["intervals"]:
             p = pairs(part, ids[iv["start"]], ids[iv["end"]])
-            self._sum(iv["name"] + "/t0", p["t0"], sign)
-            self._sum(iv["name"] + "/t1", p["t1"], sign)
-            self._sum(iv["name"] + "/dur", p["t0"], sign, p["dur"].astype(np.float64))
-        for site in manifest["sites"]:
-            self._sum("site/" + site["name"], part.events["t_ns"][part.events["site"] == site["id"]], sign)
+            self._sum(iv["name"] + "/t0", np.bincount(b[p["i0"]], minlength=self.n), sign)
+            self._sum(iv["name"] + "/t1", np.bincount(b[p["i1"]], minlength=self.n), sign)
+            self._sum(iv["name"] + "/dur", np.bincount(b[p["i0"]], p["dur"].astype(np.float64), self.n), sign)
+        site = part.events["site"]
+        known = site.view(np.uint32) < len(manifest["sites"])  # events of unknown sites are no mark's
+        cell = b + site.astype(np.int64) * self.n if known.all() else b[known] + site[known].astype(np.int64) * self.n
+        per_site = np.bincount(cell, minlength=len(manifest["sites"]) * self.n).reshape(-1, self.n)
+        for s in manifest["sites"]:
+            self._sum("site/" + s["name"], per_site[s["id"]], sign)
 
-    def _sum(self, key: str, t: np.ndarray, sign: int, weights: np.ndarray | None = None) -> None:
-        b = np.bincount((t - self.t0) // self.width, weights=weights, minlength=self.n).astype(np.float64)
-        self.sums[key] = self.sums.get(key, 0) + sign * b
+    def _sum(self, key: str, b: np.ndarray, sign: int) -> None:
+        self.sums[key] = self.sums.get(key, 0) + sign * b.astype(np.float64)
 
     def counters(self, manifest: dict, n_rest: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each interval's instances in flight (at each bin's end) and mean duration (of instances
