@@ -144,15 +144,22 @@ def _event_rows(no: int, launch: Launch, manifest: dict) -> dict[str, np.ndarray
         p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
         n = p["t0"].size  # begin, end, begin, end...
         uuid = track_uuid(no, KIND_INTERVAL, p["owner"].astype(np.uint64) * np.uint64(MAX_INTERVALS) + np.uint64(k))
-        parts.append({"t": np.column_stack([p["t0"], p["t1"]]).ravel(), "kind": np.tile([SLICE_BEGIN, SLICE_END], n),
-                      "uuid": np.repeat(uuid, 2), "iid": np.tile([k + 1, 0], n),
+        parts.append({"t": np.column_stack([p["t0"], p["t1"]]).ravel(),
+                      "kind": np.tile(np.array([SLICE_BEGIN, SLICE_END], dtype=np.uint8), n),
+                      "uuid": np.repeat(uuid, 2), "iid": np.tile(np.array([k + 1, 0], dtype=np.uint32), n),
                       **({"payload": np.repeat(ev["payload"][p["i0"]], 2)} if wide else {})})
     mark = ~np.isin(ev["site"], list(endpoints))
-    parts.append({"t": ev["t_ns"][mark], "kind": np.full(int(np.count_nonzero(mark)), INSTANT),
-                  "uuid": track_uuid(no, KIND_OWNER, ev["owner"][mark]), "iid": ev["site"][mark] + n_iv + 1,
+    parts.append({"t": ev["t_ns"][mark], "kind": np.full(int(np.count_nonzero(mark)), INSTANT, dtype=np.uint8),
+                  "uuid": track_uuid(no, KIND_OWNER, ev["owner"][mark]),
+                  "iid": (ev["site"][mark] + n_iv + 1).astype(np.uint32),
                   **({"payload": ev["payload"][mark]} if wide else {})})
-    rows = {c: np.concatenate([np.asarray(p[c]) for p in parts]) for c in parts[0]}
-    return {c: v[_by_time(rows["t"])] for c, v in rows.items()}
+    order = None
+    rows = {}
+    for c in list(parts[0]):  # one column at a time: the unordered copy goes before the next is built
+        col = np.concatenate([np.asarray(p.pop(c)) for p in parts])
+        order = _by_time(col) if order is None else order
+        rows[c] = col[order]
+    return rows
 
 
 def _by_time(t: np.ndarray) -> np.ndarray:
