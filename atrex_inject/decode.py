@@ -19,13 +19,13 @@ import os
 import re
 import shutil
 import struct
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from . import crc
 from .errors import CaptureError
 from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, build_header,
                      group_owners, selected_warps, thread_level)
@@ -111,7 +111,6 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
     return h
 
 
-CRC_BLOCK = 1 << 24  # the checksum reads the file in 16 MiB blocks: constant memory whatever its size
 PART_EVENTS = 1 << 18  # validate and summary stream captures in owner-range parts of this many events
 
 
@@ -164,12 +163,8 @@ def _release(buf: mmap.mmap | bytes, start: int, end: int) -> None:
 
 
 def _crc(buf: mmap.mmap | bytes) -> int:
-    crc = 0
     with memoryview(buf) as whole:
-        for at in range(0, len(whole), CRC_BLOCK):
-            crc = zlib.crc32(whole[at:at + CRC_BLOCK], crc)
-            _release(buf, at, at + CRC_BLOCK)
-    return crc
+        return crc.crc32(whole, lambda start, end: _release(buf, start, end))
 
 
 def _open(path: Path, buf: mmap.mmap | bytes, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
@@ -179,7 +174,7 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: dict) -> tuple[np.void, 
     where = str(path)
     size = len(buf)
     h = read_header(bytes(buf[:HEADER_BYTES]), where, size)
-    crc = _crc(buf)
+    checksum = _crc(buf)
     own = np.frombuffer(buf, dtype=OWNER_DTYPE, count=int(h["n_owners"]), offset=HEADER_BYTES).copy()
     source_id = bytes(h["source_id"]).hex()
     if source_id != manifest["source"]["source_id"]:
@@ -202,7 +197,7 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: dict) -> tuple[np.void, 
             raise CaptureError(f"sidecar field {k!r} must be a {'JSON object' if kind is dict else 'string'}, "
                                f"not {type(obj[leaf]).__name__}", path=str(side_path),
                                hint="the sidecar was edited or written by another tool; capture again")
-    if meta.get("crc32") != crc:
+    if meta.get("crc32") != checksum:
         raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
     dims = [meta.get("grid"), meta.get("block")]
     if not all(isinstance(d, list) and len(d) == 3 and all(
