@@ -19,7 +19,9 @@ import os
 import re
 import shutil
 import struct
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,6 +113,8 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
     return h
 
 
+DECODERS = min(4, os.cpu_count() or 1)  # threads decoding the parts ahead of their consumer
+AHEAD = DECODERS + 1  # parts decoded or decoding ahead of the one the consumer has
 PART_EVENTS = 1 << 18  # validate and summary stream captures in owner-range parts of this many events
 
 
@@ -330,14 +334,29 @@ def decode_parts(path: str | Path | Capture, manifest: dict, max_events: int | N
         bucket = (np.cumsum(written) - written) // max_events
         first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
     slot_bytes = cap * words * 4
-    for lo, hi in zip(first.tolist(), np.r_[first[1:], n_owners].tolist()):
+
+    def one(lo: int, hi: int) -> Launch:
         at = int(h["events_offset"]) + lo * slot_bytes
         slots = np.frombuffer(buf, dtype="<u4", count=(hi - lo) * cap * words, offset=at).reshape(-1, words)
         events, torn, stray = _unpack(slots, own[lo:hi], written[lo:hi], cap, words)
         del slots  # events are copies: nothing of the mapping outlives the part
         _release(buf, at, at + (hi - lo) * slot_bytes)
         part = {k: v[lo:hi] for k, v in owners.items()}
-        yield Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+        return Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+
+    ranges = list(zip(first.tolist(), np.r_[first[1:], n_owners].tolist()))
+    if len(ranges) == 1:
+        yield one(*ranges[0])
+        return
+    # the next parts decode on other cores (numpy lets go of the GIL) while the caller works on
+    # this one; at most AHEAD parts wait, so memory stays bounded by a few parts
+    with ThreadPoolExecutor(DECODERS) as pool:
+        ahead = deque(pool.submit(one, *r) for r in ranges[:AHEAD])
+        for r in ranges[AHEAD:] + [None] * AHEAD:
+            part = ahead.popleft().result()
+            if r is not None:
+                ahead.append(pool.submit(one, *r))
+            yield part
 
 
 def decode_file(path: str | Path, manifest: dict) -> Launch:
