@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .cuda.rewrite import source_id_of
 from .decode import PART_EVENTS, Launch, capture_files, decode_parts, site_counts
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
@@ -239,6 +238,8 @@ def _read(path: Path, what: str) -> bytes:
 def _check_provenance(launches: list[Launch], m: dict, prov: Provenance, check: Check) -> list[str]:
     unchecked = []
     if prov.source is not None:
+        from .cuda.rewrite import source_id_of  # the CUDA front end loads only when a source is checked
+
         sid = source_id_of(_read(prov.source, "instrumented source").decode(errors="replace"))
         for l in launches:
             check.fail(sid != l.meta["source_id"], f"{l.name}: built from source id {l.meta['source_id'][:16]}…, "
