@@ -1,11 +1,11 @@
 """The raw capture format's facts, in one place for Python: the launch header and owner header
 dtypes, the owner roles, the event tag, and the owner <-> slot arithmetic in both directions.
 
-Mirrors runtime/atrex_timeline.cuh (its structs, `enum Role`, kTagValid, and the __host__
-__device__ helpers role_warp_mask, owners_per_cta, ctas_selected, fill_header); docs/format.md
-states the rules once, and tests/test_layout_offsets.py compiles the header to check that both
-sides agree. Decode, the Python capture session, the IKeT normalizer and the synthetic captures
-all read these, so none of them restates a rule.
+Mirrors runtime/atrex_recorder.cuh (its structs, `enum Role`, kTagValid, and the __host__
+__device__ helpers role_warp_mask, owners_per_cta, ctas_selected) and atrex_capture.cuh
+(fill_header); docs/format.md states the rules once, and tests/test_layout_offsets.py compiles
+the headers to check that both sides agree. Decode, the Python capture session, the IKeT
+normalizer and the synthetic captures all read these, so none of them restates a rule.
 """
 from __future__ import annotations
 

@@ -138,7 +138,9 @@ class NotStripMined:
 
 @dataclass(frozen=True)
 class Perturbation:
-    """How the CUDA rewriter kept the clean code for CTAs that record nothing (docs/perturbation.md)."""
+    """How the CUDA rewriter kept the clean kernel for launches and CTAs that record nothing
+    (docs/perturbation.md): the instrumented copy's name, and how its body is versioned."""
+    clone: str | None  # KERNEL__atrex, launched only while recording (None in older manifests)
     versioned: bool
     not_versioned_because: str | None
     strip_mined: tuple[StripMined, ...]
@@ -227,7 +229,7 @@ class Manifest:
         if self.perturbation is not None:
             p = self.perturbation
             out["perturbation"] = {
-                "versioned": p.versioned, "not_versioned_because": p.not_versioned_because,
+                "clone": p.clone, "versioned": p.versioned, "not_versioned_because": p.not_versioned_because,
                 "strip_mined": [{"line": s.line, "every": s.every, "sites": list(s.sites)} for s in p.strip_mined],
                 "not_strip_mined": [{"sites": list(s.sites), "reason": s.reason} for s in p.not_strip_mined]}
         if self.iket is not None:
@@ -438,7 +440,7 @@ def _perturbation(p: _Obj | None) -> Perturbation | None:
     if p is None:
         return None
     return Perturbation(
-        versioned=p.get("versioned", bool), not_versioned_because=p.get("not_versioned_because", (str, type(None))),
+        clone=p.get("clone", (str, type(None)), None), versioned=p.get("versioned", bool), not_versioned_because=p.get("not_versioned_because", (str, type(None))),
         strip_mined=tuple(StripMined(s.get("line", int), s.get("every", int), s.strings("sites"))
                           for s in p.items("strip_mined")),
         not_strip_mined=tuple(NotStripMined(s.strings("sites"), s.get("reason", str)) for s in p.items("not_strip_mined")))
