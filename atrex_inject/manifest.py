@@ -29,6 +29,7 @@ VERSION = 1
 FILE_NAME = "manifest.json"
 MAX_INTERVALS = 16  # the Perfetto export numbers an owner's interval tracks owner * MAX_INTERVALS + k
 I64 = (1 << 63) - 1
+NULL = type(None)  # in a field's kinds: the field may be null
 
 
 @dataclass(frozen=True)
@@ -298,7 +299,7 @@ class _Obj:
 
     def get(self, key: str, kind, default: Any = ..., hi: int = U32):
         """obj[key] of type `kind` (an int in 0..hi); `default` when absent (... : required).
-        `kind` may be a tuple that includes type(None) for a nullable field."""
+        `kind` may be a tuple that includes NULL for a nullable field."""
         if key not in self.obj:
             if default is ...:
                 raise self.bad(f"field {self._name(key)} is missing or not a {_kind_name(kind)}")
@@ -312,7 +313,7 @@ class _Obj:
         return v
 
     def sub(self, key: str, default: Any = ...) -> "_Obj | None":
-        v = self.get(key, (dict, type(None)) if default is None else dict, default)
+        v = self.get(key, (dict, NULL) if default is None else dict, default)
         return None if v is None else _Obj(v, self._name(key), self.bad)
 
     def items(self, key: str, default: Any = ...) -> list["_Obj"]:
@@ -327,7 +328,7 @@ class _Obj:
 
 def _kind_name(kind) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+    return " or ".join("null" if k is NULL else k.__name__ for k in kinds)
 
 
 def _role(o: _Obj, key: str) -> Role:
@@ -374,7 +375,7 @@ def _parse(obj: Any, where: str) -> Manifest:
         staging=stage and Staging(stage.get("events", int), stage.get("warps", int),
                                   stage.get("shared_bytes_per_cta", int)))
     groups = tuple(Group(g.get("id", int, i), _group_role(g), g.get("cta_stride", int), g.get("cta_limit", int),
-                         g.get("warp_mask", int), g.get("predicate", (str, type(None)), None))
+                         g.get("warp_mask", int), g.get("predicate", (str, NULL), None))
                    for i, g in enumerate(top.items("groups")))
     sites = []
     for s in top.items("sites"):
@@ -382,8 +383,8 @@ def _parse(obj: Any, where: str) -> Manifest:
         sites.append(PlacedSite(
             id=s.get("id", int), name=s.get("name", str), role=_role(s, "role"), group=s.get("group", int),
             position=s.get("position", str, ""),
-            anchor=a and Anchor(a.get("kind", str), a.get("pattern", str), a.get("occurrence", (int, type(None)), None)),
-            payload=s.get("payload", (str, type(None)), None), every=s.get("every", int, 1),
+            anchor=a and Anchor(a.get("kind", str), a.get("pattern", str), a.get("occurrence", (int, NULL), None)),
+            payload=s.get("payload", (str, NULL), None), every=s.get("every", int, 1),
             source_line=s.get("source_line", int, 0), instrumented_line=s.get("instrumented_line", int, 0)))
     if capture.event_bytes not in (8, 16) or capture.capacity < 1 or any(g.cta_stride < 1 for g in groups):
         raise bad("capture.event_bytes must be 8 or 16, capture.capacity and every group's cta_stride >= 1")
@@ -440,10 +441,12 @@ def _perturbation(p: _Obj | None) -> Perturbation | None:
     if p is None:
         return None
     return Perturbation(
-        clone=p.get("clone", (str, type(None)), None), versioned=p.get("versioned", bool), not_versioned_because=p.get("not_versioned_because", (str, type(None))),
+        clone=p.get("clone", (str, NULL), None), versioned=p.get("versioned", bool),
+        not_versioned_because=p.get("not_versioned_because", (str, NULL)),
         strip_mined=tuple(StripMined(s.get("line", int), s.get("every", int), s.strings("sites"))
                           for s in p.items("strip_mined")),
-        not_strip_mined=tuple(NotStripMined(s.strings("sites"), s.get("reason", str)) for s in p.items("not_strip_mined")))
+        not_strip_mined=tuple(NotStripMined(s.strings("sites"), s.get("reason", str))
+                              for s in p.items("not_strip_mined")))
 
 
 def _iket(k: _Obj | None, n_sites: int) -> IketMap | None:

@@ -400,7 +400,8 @@ def _parse_site(t, i, err, unknown, typed, lines, be) -> Site:
         why = expression_problem(expr, be.name) if expr is not None else None
         if why:
             raise err(f"site {name!r}: {key} {expr!r} {why}", *k, key,
-                      hint=f"write one {be.language} expression on one line; it is pasted into the generated code as is")
+                      hint=f"write one {be.language} expression on one line; it is pasted into the generated code "
+                           "as is")
     ctas = typed(t, "ctas", dict, *k, default={})
     unknown(ctas, CTAS_KEYS, *k, "ctas")
     stride = typed(ctas, "stride", int, *k, "ctas", default=1, lo=1)

@@ -1,7 +1,7 @@
 """What the user sees, computed through the CLI only, so the same code ran before a refactor (to
-write tests/golden/) and runs after it (test_golden.py compares): the demo's text, the manifest `apply` writes for every example spec
-(its time stamp blanked), and for every committed H200 fixture its validation report, interval
-summary and default Perfetto trace.
+write tests/golden/) and runs after it (test_golden.py compares): the demo's text, the manifest
+`apply` writes for every example spec (its time stamp blanked), and for every committed H200
+fixture its validation report, interval summary and default Perfetto trace.
 
 Paths that differ between runs (the temporary work folder) are replaced by `<WORK>`. An output
 larger than INLINE bytes (the traces, the summaries of the big fixtures) is kept as its sha256 and

@@ -32,8 +32,8 @@ class ToyBackend:
     def check(self, spec) -> None:
         for s in spec.sites:
             if s.anchor.kind not in ("entry", "exit"):
-                raise SpecError(f"site {s.name!r}: the toy backend has entry and exit anchors only", path=str(spec.path),
-                                line=s.line)
+                raise SpecError(f"site {s.name!r}: the toy backend has entry and exit anchors only",
+                                path=str(spec.path), line=s.line)
 
     def rewrite(self, plan, text: str) -> Rewrite:
         spec = plan.spec
@@ -61,7 +61,8 @@ class ToyBackend:
                 ev[o, k, 1] = TAG_VALID | sid
             base += size
         assert n_sites <= manifest.capture.capacity
-        h = build_header(manifest.groups, GRID, BLOCK, manifest.capture.capacity, 8, False, manifest.source.source_id, 0)
+        h = build_header(manifest.groups, GRID, BLOCK, manifest.capture.capacity, 8, False,
+                         manifest.source.source_id, 0)
         write_launch(out_dir, manifest.kernel, 0, h.tobytes() + own.tobytes() + ev.tobytes(), GRID, BLOCK,
                      manifest.source.source_id, env.get("ATREX_WORKLOAD", ""), {"uuid": "GPU-toy"}, "70" * 16,
                      capture="toy")

@@ -258,8 +258,10 @@ def rewrite(plan: Plan, text: str) -> Rewrite:
         raise SourceParseError(f"not valid Python: {e.message}", path=spec.source_rel, line=e.raw_line) from None
     starts, ends = interval_ends(spec)
     names_used = {s.name for s in spec.sites if s.name not in ends}
-    warnings = [f"{len(names_used)} unique IKeT event names: more than {MAX_NATIVE_DUMP_NAMES} switches IKeT from "
-                "NATIVE_DUMP to the costlier EXTENDED_NATIVE_DUMP method"] if len(names_used) > MAX_NATIVE_DUMP_NAMES else []
+    warnings = []
+    if len(names_used) > MAX_NATIVE_DUMP_NAMES:
+        warnings.append(f"{len(names_used)} unique IKeT event names: more than {MAX_NATIVE_DUMP_NAMES} switches IKeT "
+                        "from NATIVE_DUMP to the costlier EXTENDED_NATIVE_DUMP method")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     pos = wrapper.resolve(PositionProvider)
     scopes = wrapper.resolve(ScopeProvider)
