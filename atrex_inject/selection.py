@@ -21,7 +21,8 @@ import numpy as np
 
 from .decode import Launch
 from .errors import AtrexError
-from .summary import pairs, site_ids
+from .intervals import pairs
+from .manifest import Manifest
 from .tally import Tally
 
 DEFAULT_BUDGET = 1_000_000
@@ -116,15 +117,14 @@ def restricted(launch: Launch, member: np.ndarray) -> Launch:
     return replace(launch, events={k: v[idx] for k, v in launch.events.items()})
 
 
-def _values(part: Launch, manifest: dict) -> list[tuple[str, np.ndarray, np.ndarray]]:
+def _values(part: Launch, manifest: Manifest) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(label, owner, value) per instance of each interval of a part; without intervals, each
     owner's span. Owners come in runs (events are in owner order), which survey's reductions use."""
-    ids = site_ids(manifest)
-    if manifest["intervals"]:
+    if manifest.intervals:
         out = []
-        for iv in manifest["intervals"]:
-            p = pairs(part, ids[iv["start"]], ids[iv["end"]])
-            out.append((iv["name"], p["owner"], p["dur"]))
+        for iv in manifest.intervals:
+            p = pairs(part, iv.start_id, iv.end_id)
+            out.append((iv.name, p["owner"], p["dur"]))
         return out
     own, t = part.events["owner"], part.events["t_ns"]
     first = np.flatnonzero(np.r_[True, own[1:] != own[:-1]]) if own.size else np.zeros(0, dtype=np.int64)
@@ -144,7 +144,7 @@ class Survey:
     labels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, Tally]]  # owner, mean, max, all values
 
 
-def survey(parts: Parts, manifest: dict, window: tuple[int | None, int | None] | None, t_first: int | None,
+def survey(parts: Parts, manifest: Manifest, window: tuple[int | None, int | None] | None, t_first: int | None,
            with_values: bool) -> Survey:
     owners, counts, span, acc, head = [], [], None, {}, None
     for part in parts():
@@ -199,46 +199,44 @@ class _Bins:
         self.n = -(-(span[1] - span[0] + 1) // self.width)
         self.sums: dict[str, np.ndarray] = {}
 
-    def add(self, part: Launch, manifest: dict, sign: int) -> None:
+    def add(self, part: Launch, manifest: Manifest, sign: int) -> None:
         """Add (sign 1) or take away (-1) a part's instances and marks. Every sum is of integers
         (counts, ns), exact in float64, so taking away the kept owners leaves exactly the others'.
         Each event's bin is computed once; the sites are counted in one keyed pass."""
-        ids = site_ids(manifest)
         b = (part.events["t_ns"] - self.t0) // self.width
-        for iv in manifest["intervals"]:
-            p = pairs(part, ids[iv["start"]], ids[iv["end"]])
-            self._sum(iv["name"] + "/t0", np.bincount(b[p["i0"]], minlength=self.n), sign)
-            self._sum(iv["name"] + "/t1", np.bincount(b[p["i1"]], minlength=self.n), sign)
-            self._sum(iv["name"] + "/dur", np.bincount(b[p["i0"]], p["dur"].astype(np.float64), self.n), sign)
+        for iv in manifest.intervals:
+            p = pairs(part, iv.start_id, iv.end_id)
+            self._sum(iv.name + "/t0", np.bincount(b[p["i0"]], minlength=self.n), sign)
+            self._sum(iv.name + "/t1", np.bincount(b[p["i1"]], minlength=self.n), sign)
+            self._sum(iv.name + "/dur", np.bincount(b[p["i0"]], p["dur"].astype(np.float64), self.n), sign)
         site = part.events["site"]
-        known = site.view(np.uint32) < len(manifest["sites"])  # events of unknown sites are no mark's
+        known = site.view(np.uint32) < len(manifest.sites)  # events of unknown sites are no mark's
         cell = b + site.astype(np.int64) * self.n if known.all() else b[known] + site[known].astype(np.int64) * self.n
-        per_site = np.bincount(cell, minlength=len(manifest["sites"]) * self.n).reshape(-1, self.n)
-        for s in manifest["sites"]:
-            self._sum("site/" + s["name"], per_site[s["id"]], sign)
+        per_site = np.bincount(cell, minlength=len(manifest.sites) * self.n).reshape(-1, self.n)
+        for s in manifest.sites:
+            self._sum("site/" + s.name, per_site[s.id], sign)
 
     def _sum(self, key: str, b: np.ndarray, sign: int) -> None:
         self.sums[key] = self.sums.get(key, 0) + sign * b.astype(np.float64)
 
-    def counters(self, manifest: dict, n_rest: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def counters(self, manifest: Manifest, n_rest: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each interval's instances in flight (at each bin's end) and mean duration (of instances
         starting in the bin), each mark's events per bin."""
         starts = self.t0 + self.width * np.arange(self.n)
         tag, out = f"({n_rest} owners not shown)", {}
         zero = np.zeros(self.n)
-        for iv in manifest["intervals"]:
-            begun, ended = self.sums.get(iv["name"] + "/t0", zero), self.sums.get(iv["name"] + "/t1", zero)
-            out[f"{iv['name']} in flight {tag}"] = (starts + self.width, np.cumsum(begun) - np.cumsum(ended))
+        for iv in manifest.intervals:
+            begun, ended = self.sums.get(iv.name + "/t0", zero), self.sums.get(iv.name + "/t1", zero)
+            out[f"{iv.name} in flight {tag}"] = (starts + self.width, np.cumsum(begun) - np.cumsum(ended))
             has = begun > 0
-            out[f"{iv['name']} mean ns {tag}"] = (starts[has], self.sums.get(iv["name"] + "/dur", zero)[has] / begun[has])
-        endpoints = {iv[k] for iv in manifest["intervals"] for k in ("start", "end")}
-        for s in manifest["sites"]:
-            if s["name"] not in endpoints:
-                out[f"{s['name']} events per {self.width} ns {tag}"] = (starts, self.sums.get("site/" + s["name"], zero))
+            out[f"{iv.name} mean ns {tag}"] = (starts[has], self.sums.get(iv.name + "/dur", zero)[has] / begun[has])
+        for s in manifest.sites:
+            if s.name not in manifest.endpoint_names:
+                out[f"{s.name} events per {self.width} ns {tag}"] = (starts, self.sums.get("site/" + s.name, zero))
         return out
 
 
-def gather(parts: Parts, manifest: dict, s: Survey, keep: np.ndarray, window, t_first: int | None) -> tuple:
+def gather(parts: Parts, manifest: Manifest, s: Survey, keep: np.ndarray, window, t_first: int | None) -> tuple:
     """Pass two: the kept owners' events as one Launch (launch-wide owner indices), and the others'
     counter tracks."""
     member = np.zeros(s.counts.size, dtype=bool)
@@ -258,7 +256,7 @@ def gather(parts: Parts, manifest: dict, s: Survey, keep: np.ndarray, window, t_
     return replace(s.head, events=events, counts={}), bins.counters(manifest, int(rest.sum())) if bins else {}
 
 
-def choose(sources: list[Parts], manifest: dict, owners: str | None = None, ctas: str | None = None,
+def choose(sources: list[Parts], manifest: Manifest, owners: str | None = None, ctas: str | None = None,
            window: str | None = None, everything: bool = False, budget: int = DEFAULT_BUDGET) -> list[Choice]:
     """Apply the window, then the rule: --all, --owners/--ctas (union), or the default budget."""
     if everything and (owners or ctas):
@@ -295,7 +293,7 @@ def choose(sources: list[Parts], manifest: dict, owners: str | None = None, ctas
         size = np.concatenate([s.counts[o] for s, o in zip(surveys, orders)])
         by_priority = np.lexsort((launch_no, position))
         taken = by_priority[np.cumsum(size[by_priority]) <= budget]  # a prefix: the sum only grows
-        of = "each interval's instances" if manifest["intervals"] else "owner spans (no intervals)"
+        of = "each interval's instances" if manifest.intervals else "owner spans (no intervals)"
         rule = (f"budget {budget} events: owners closest to the median, p10 and p90 of {of} and the slowest, "
                 "in that order while their events fit")
         keeps = []

@@ -1,8 +1,7 @@
-"""Named intervals `start -> end` and marks, recomputed from canonical events (docs/summary.md).
-
-Pairing rule: within one owner, events of the two sites in sequence order; an interval instance is
-a start event immediately followed (among those two sites) by an end event. Its duration is
-t_end - t_start in ns. Everything is numpy over the launch's event columns.
+"""Named intervals `start -> end` and marks, recomputed from canonical events (docs/summary.md):
+per interval count, quantiles, per SM and per owner; per site its offsets from the launch's first
+event. Instances come from intervals.pairs (the pairing rule); everything is numpy over the
+launch's event columns.
 """
 from __future__ import annotations
 
@@ -10,7 +9,9 @@ import math
 
 import numpy as np
 
-from .decode import Launch, decode_parts
+from .decode import PART_EVENTS, Launch, capture_files, decode_parts
+from .intervals import pairs
+from .manifest import Manifest
 from .tally import QUANTILES, Tally, run_medians, step_of
 
 FEW_TICKS = 10  # a median under this many timer ticks is mostly quantization: flagged
@@ -23,45 +24,15 @@ def timer_tick_ns(t_ns: np.ndarray) -> int | None:
     return (step_of(t - t.min()) or None) if t.size else None
 
 
-def site_ids(manifest: dict) -> dict[str, int]:
-    return {s["name"]: s["id"] for s in manifest["sites"]}
-
-
-def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
-    """Interval instances: event indices of each start and its end, owner, SM, times."""
-    ev = launch.events
-    site, owner, t = ev["site"], ev["owner"], ev["t_ns"]
-    if (start != end and site.size % 2 == 0 and (site[0::2] == start).all() and (site[1::2] == end).all()
-            and np.array_equal(owner[0::2], owner[1::2])):
-        # every owner's events are start, end, start, end... (a loop's interval, the common case):
-        # the pairs are the even and odd events, no search and no gathers
-        i0 = np.arange(0, site.size, 2)
-        o, t0, t1 = owner[0::2], t[0::2], t[1::2]
-        return {"i0": i0, "i1": i0 + 1, "owner": o, "sm": launch.owners["col_sm"][o], "t0": t0, "t1": t1,
-                "dur": t1 - t0}
-    is_a = site == start
-    sel = is_a | (site == end)
-    if sel.all():  # the two sites are all there is: no gathers
-        is_start, own = is_a, owner
-    else:
-        idx = np.flatnonzero(sel)
-        is_start, own = is_a[idx], owner[idx]
-    k = np.flatnonzero(is_start[:-1] & ~is_start[1:] & (own[:-1] == own[1:]))
-    i0, i1 = (k, k + 1) if own is owner else (idx[k], idx[k + 1])
-    o = owner[i0]
-    t0, t1 = t[i0], t[i1]
-    return {"i0": i0, "i1": i1, "owner": o, "sm": launch.owners["col_sm"][o], "t0": t0, "t1": t1, "dur": t1 - t0}
-
-
 class Summarizer:
     """One launch's summary from its owner-range parts (decode.decode_parts) in one pass, so a
     capture larger than memory is summarized part by part. Per part, per-owner medians are final;
     each interval's durations (by SM) and every event's time (by site) go into a Tally (tally.py):
     counts on the timer's grid, not the events themselves."""
 
-    def __init__(self, manifest: dict):
-        self.manifest, self.ids = manifest, site_ids(manifest)
-        n = len(manifest["intervals"])
+    def __init__(self, manifest: Manifest):
+        self.manifest = manifest
+        n = len(manifest.intervals)
         self.dur = [Tally() for _ in range(n)]  # keyed by SM
         self.per_owner: list[list] = [[] for _ in range(n)]
         self.times = Tally()  # t_ns - t_ref, keyed by site
@@ -84,13 +55,13 @@ class Summarizer:
             # differences need no common origin
             t = ev["t_ns"] - self.t_ref
             self.tick = math.gcd(self.tick, step_of(t))
-            known = ev["site"].view(np.uint32) < len(self.manifest["sites"])  # unknown ids: validate's
+            known = ev["site"].view(np.uint32) < len(self.manifest.sites)  # unknown ids: validate's
             if known.all():
                 self.times.add(t, ev["site"])
             else:
                 self.times.add(t[known], ev["site"][known])
-        for k, iv in enumerate(self.manifest["intervals"]):
-            p = pairs(part, self.ids[iv["start"]], self.ids[iv["end"]])
+        for k, iv in enumerate(self.manifest.intervals):
+            p = pairs(part, iv.start_id, iv.end_id)
             self.dur[k].add(p["dur"], p["sm"])
             for r in run_medians(p["owner"], p["dur"]):
                 r["key"] += part.owner_base
@@ -100,35 +71,41 @@ class Summarizer:
         t_launch = self.t_min or 0
         tick = self.tick or None
         intervals = []
-        for k, iv in enumerate(self.manifest["intervals"]):
+        for k, iv in enumerate(self.manifest.intervals):
             st, per_sm = self.dur[k].result()
-            intervals.append({"name": iv["name"], "unit": "ns", **st,
+            intervals.append({"name": iv.name, "unit": "ns", **st,
                               "median_ticks": st["median"] / tick if tick and st["count"] else None,
                               "per_sm": [{"key": sm, "count": r["count"], "median": r["middle"]}
                                          for sm, r in sorted(per_sm.items())],
                               "per_owner": self.per_owner[k]})
         per_site = self.times.result((self.t_ref or 0) - t_launch)[1]
         none = {"count": 0, **{q: None for q in QUANTILES}}
-        marks = [{"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
-                  **{q: per_site.get(s["id"], none)[q] for q in none}} for s in self.manifest["sites"]]
+        marks = [{"site": s.name, "id": s.id, "offset_unit": "ns since the launch's first event",
+                  **{q: per_site.get(s.id, none)[q] for q in none}} for s in self.manifest.sites]
         return {"launch": self.launch.name, "launch_seq": self.launch.meta["launch_seq"], "events": self.events,
                 "owners": self.owners, "t_first_ns": t_launch, "timer_tick_ns": tick,
                 "span_ns": self.t_max - t_launch if self.t_max is not None else 0,
                 "intervals": intervals, "marks": marks}
 
 
-def summarize_launch(launch: Launch, manifest: dict) -> dict:
+def summarize_launch(launch: Launch, manifest: Manifest) -> dict:
     s = Summarizer(manifest)
     s.add(launch)
     return s.result()
 
 
-def summarize_file(path, manifest: dict, part_events: int | None = None) -> dict:
+def summarize_file(path, manifest: Manifest, part_events: int | None = None) -> dict:
     """Summary of one raw capture file, decoded `part_events` events at a time (None: at once)."""
     s = Summarizer(manifest)
     for part in decode_parts(path, manifest, part_events):
         s.add(part)
     return s.result()
+
+
+def summarize_capture(capture_dir, manifest: Manifest) -> dict:
+    """`atrex-inject summary`: {"launches": [summary per launch file]}, each streamed in parts of
+    PART_EVENTS events, so a capture larger than memory is summarized."""
+    return {"launches": [summarize_file(f, manifest, PART_EVENTS) for f in capture_files(capture_dir)]}
 
 
 def render_text(summary: dict) -> str:

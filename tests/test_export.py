@@ -3,7 +3,6 @@ protobuf classes (names and times resolved as the trace processor does, tests/pf
 slices, instants, names and timestamps equal the canonical events."""
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -12,14 +11,15 @@ from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TracePacket
 
 from atrex_inject.decode import decode_dir
 from atrex_inject.export import export_perfetto
-from atrex_inject.summary import pairs, site_ids
+from atrex_inject.intervals import pairs
+from atrex_inject.manifest import load as load_manifest
 from pftrace import read
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
 
 
 def test_pftrace_round_trip(tmp_path):
-    m = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+    m = load_manifest(FIX / "gemm_mma" / "manifest.json")
     (launch,) = decode_dir(FIX / "gemm_mma", m)
     tracks, events = read(export_perfetto([launch], m, tmp_path / "t.pftrace"))
     procs = [t for t in tracks.values() if t.HasField("process")]
@@ -29,20 +29,18 @@ def test_pftrace_round_trip(tmp_path):
     assert len(owners) == claimed
     assert {t.name for t in tracks.values() if t.name.startswith("SM ")} == \
         {f"SM {s}" for s in np.unique(launch.column("sm"))}
-    ids = site_ids(m)
     begins = Counter(e.name for e in events if e.type == TrackEvent.TYPE_SLICE_BEGIN)
     ends = sum(e.type == TrackEvent.TYPE_SLICE_END for e in events)
-    for iv in m["intervals"]:
-        pr = pairs(launch, ids[iv["start"]], ids[iv["end"]])
-        assert begins[iv["name"]] == pr["t0"].size
-        got = sorted(e.ts for e in events if e.name == iv["name"])
+    for iv in m.intervals:
+        pr = pairs(launch, iv.start_id, iv.end_id)
+        assert begins[iv.name] == pr["t0"].size
+        got = sorted(e.ts for e in events if e.name == iv.name)
         assert got == sorted(pr["t0"].tolist())
     assert ends == sum(begins.values())
-    endpoints = {ids[iv[k]] for iv in m["intervals"] for k in ("start", "end")}
-    marks = [s for s in m["sites"] if s["id"] not in endpoints]
+    marks = [s for s in m.sites if s.id not in m.endpoint_ids]
     inst = Counter(e.name for e in events if e.type == TrackEvent.TYPE_INSTANT)
     for s in marks:
-        assert inst[s["name"]] == int((launch.events["site"] == s["id"]).sum())
+        assert inst[s.name] == int((launch.events["site"] == s.id).sum())
     for e in events:  # every event sits on a declared track
         assert e.track in tracks
 
@@ -50,7 +48,7 @@ def test_pftrace_round_trip(tmp_path):
 def test_event_packets_are_interned_and_delta_timed(tmp_path):
     """The events of a launch are one packet sequence in time order: names by interned id, times
     as deltas of a sequence-scoped incremental clock that starts at the first event."""
-    m = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+    m = load_manifest(FIX / "gemm_mma" / "manifest.json")
     (launch,) = decode_dir(FIX / "gemm_mma", m)
     tr = Trace()
     tr.ParseFromString(export_perfetto([launch], m, tmp_path / "t.pftrace").read_bytes())
