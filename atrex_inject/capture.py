@@ -1,7 +1,8 @@
 """`atrex-inject capture`: run a program so that the instrumented kernel's launches land in one
 folder as format-v1 raw files with sidecars, whatever the backend.
 
-cuda: the recorder in the instrumented program writes them (ATREX_TIMELINE_OUT).
+cuda: the recorder in the instrumented program writes them (ATREX_TIMELINE_OUT); a launch from
+Python reads its plan from the manifest named by ATREX_MANIFEST (pycapture.capture_launch).
 cutedsl: IKeT's run-iket profiles the program (two passes), and its decoded output for the
 target kernel is normalized into the same files (cutedsl/normalize.py).
 """
@@ -34,6 +35,8 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
                            hint="apply the spec (and rebuild) before capturing")
     if spec.backend == "cuda":
         env["ATREX_TIMELINE_OUT"] = str(out_dir)
+        # launches from Python (pycapture.capture_launch) read the plan from the manifest
+        env["ATREX_MANIFEST"] = str(snapshot.workspace(spec) / "manifest.json")
         proc = subprocess.run(cmd, env=env)
         if proc.returncode != 0:
             raise CaptureError(f"the program exited with status {proc.returncode} under capture")

@@ -107,7 +107,9 @@ class ApplyResult:
 
 
 def _rewrite(spec: ProbeSpec, text: str):
-    if spec.backend == "cuda":
+    if spec.backend == "cuda" and spec.source.suffix == ".py":  # CUDA source in a Python string
+        from .kernelpy.rewrite import rewrite
+    elif spec.backend == "cuda":
         from .cuda.rewrite import rewrite
     else:
         from .cutedsl.rewrite import rewrite

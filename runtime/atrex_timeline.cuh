@@ -17,9 +17,18 @@
 //
 // Host side: atrex::host::Capture brackets one launch of the target kernel. With
 // ATREX_TIMELINE_OUT unset it binds a null buffer (probes off, nothing written).
+//
+// NVRTC (CUDA source kept in a Python string, docs/kernelpy.md) compiles device code only and has
+// no host headers: it gets the device recorder alone, and Python binds the buffer.
 #pragma once
+#ifdef __CUDACC_RTC__
+typedef unsigned char uint8_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#else
 #include <cstdint>
 #include <cuda_runtime.h>
+#endif
 
 #ifndef ATREX_TL_CLOCK
 #define ATREX_TL_CLOCK 0  // 1: also record %clock (low 32 bits of the SM cycle counter) per event
@@ -30,12 +39,14 @@
 
 namespace atrex {
 
-constexpr uint64_t kMagic = 0x31304C5458525441ull;  // "ATRXTL01" little-endian
-constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kMaxGroups = 8;
 constexpr uint32_t kTagValid = 0x80000000u;  // set in every written event: zero slots are "never written"
 constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : 8u;
+#ifndef __CUDACC_RTC__  // the launch header's fields only the host writes
+constexpr uint64_t kMagic = 0x31304C5458525441ull;  // "ATRXTL01" little-endian
+constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kFlags = (ATREX_TL_CLOCK ? 1u : 0u) | (ATREX_TL_WIDE ? 2u : 0u);
+#endif
 
 enum Role : uint32_t { kThread = 0, kLane0 = 1, kWarpgroup = 2, kCta = 3, kPredicate = 4 };
 
@@ -345,6 +356,7 @@ using Recorder = BasicRecorder<0u, 0u, 0u>;
 
 // ---------------------------------------------------------------------------------------------
 // Host capture session.
+#ifndef __CUDACC_RTC__
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -670,3 +682,4 @@ class Capture {
 
 }  // namespace host
 }  // namespace atrex
+#endif  // __CUDACC_RTC__
