@@ -182,3 +182,22 @@ def locate(text: str, rel: str, path: str, variable: str | None) -> CudaString:
         warnings.append(f"{rel}:{line(call)}: {variable or 'the CUDA string'}.{method}(...) edits the CUDA text at "
                         f"run time; the compiled text then differs from the instrumented one the manifest names")
     return CudaString(tuple(parts), variable, line(node), tuple(warnings))
+
+
+def marked_value(text: str, marker: str) -> str | None:
+    """The value of the file's string literal holding `marker` (the instrumented CUDA string), or
+    None when no literal holds it or the file does not parse."""
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return None
+    col = _Collect()
+    MetadataWrapper(module, unsafe_skip_copy=True).visit(col)
+    for node in col.strings:
+        try:
+            value = "".join(Literal.parse(t.value).value for t in _flatten(node))
+        except (LiteralError, AttributeError):  # f-strings and bytes hold no instrumented CUDA
+            continue
+        if marker in value:
+            return value
+    return None

@@ -183,3 +183,12 @@ def _write_back(text: str, cs: CudaString, ins: list[tuple[int, str]], spec: Pro
                          f"({why}); nothing was written", path=path, line=cs.line,
                          hint="this is a bug in atrex-inject; please report it with the spec and the Python file")
     return new
+
+
+def source_id_of_python(text: str) -> str:
+    """The source id of a Python file's instrumented CUDA string (what its captures carry); of the
+    whole file when none is instrumented (which then matches no capture)."""
+    from ..cuda.rewrite import MARK, source_id_of
+    from .locate import marked_value
+    value = marked_value(text, MARK)
+    return source_id_of(text if value is None else value)
