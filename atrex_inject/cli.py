@@ -168,24 +168,28 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
                                                    help="A flag for nvcc (repeatable; default -O3, sm_90a, c++17). "
                                                         "Pass your build's flags."),
                as_json: bool = JsonOpt):
-    """Does the instrumented build keep what the compiler made of the clean kernel? Compiles the
-    spec's source clean, instrumented and instrumented without versioning (no GPU), and checks
-    that every loop of the clean kernel is still there with the same loads, stores and tensor
-    instructions per trip; prints the register counts side by side. Exit 1 when a loop is missing
-    (docs/perturbation.md)."""
+    """Do the probes leave the kernel as the compiler made it? Compiles the spec's source clean,
+    instrumented and instrumented without versioning (no GPU), and checks that (1) with probes off
+    the program runs the clean kernel, instruction for instruction (the probes live in the copy
+    K__atrex), and (2) in the copy, CTAs that record nothing keep every loop of the clean kernel
+    with the same loads, stores and tensor instructions per trip; prints the register counts side by
+    side. Exit 1 when either fails (docs/perturbation.md)."""
     from . import sass
 
     def render(r):
         regs = r["registers"]
-        out.print(f"{r['kernel']}: registers clean {regs['clean']}, instrumented {regs['instrumented']} "
-                  f"(one copy {regs['one_copy']}); body {'versioned' if r['versioned'] else 'NOT versioned'}",
-                  markup=False)
+        out.print(f"{r['kernel']}: registers clean {regs['clean']}, with probes off {regs['off']}, "
+                  f"instrumented copy {r['copy']} {regs['copy']} (one copy {regs['one_copy']}); "
+                  f"copy's body {'versioned' if r['versioned'] else 'NOT versioned'}", markup=False)
+        out.print("probes off: the clean kernel, instruction for instruction" if r["off_identical"] else
+                  "probes off: the kernel DIFFERS from the clean build", markup=False)
         for l in r["clean_loops"]:
             out.print(f"  clean {l}", markup=False)
         for m in r["missing"]:
             have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
-            out.print(f"  MISSING in the instrumented kernel: {m['missing']} loop(s) with {have} per trip", markup=False)
-        out.print("clean loops kept" if r["ok"] else "a clean loop was lost: see docs/perturbation.md", markup=False)
+            out.print(f"  MISSING in {r['copy']}: {m['missing']} loop(s) with {have} per trip", markup=False)
+        out.print("clean loops kept" if not r["missing"] else "a clean loop was lost: see docs/perturbation.md",
+                  markup=False)
 
     r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None), render)
     if not r["ok"]:

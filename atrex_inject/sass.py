@@ -52,14 +52,17 @@ def cuobjdump() -> str:
     return str(Path(list(nvidia.cu13.__path__)[0]) / "bin" / "cuobjdump")
 
 
-def disassemble(cubin: Path) -> dict[str, list[tuple[int, str]]]:
-    """Function (mangled name) -> [(address, opcode with modifiers)], predicates dropped."""
+Insn = tuple[int, str, str]  # address, opcode with modifiers (predicate dropped), the whole instruction
+
+
+def disassemble(cubin: Path) -> dict[str, list[Insn]]:
+    """Function (mangled name) -> its instructions."""
     tool = cuobjdump()
     env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
     out = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise AtrexError(f"cuobjdump failed on {cubin}: {out.stderr.strip()}", path=str(cubin))
-    funcs: dict[str, list[tuple[int, str]]] = {}
+    funcs: dict[str, list[Insn]] = {}
     cur = None
     for line in out.stdout.splitlines():
         m = _FUNC.search(line)
@@ -72,25 +75,25 @@ def disassemble(cubin: Path) -> dict[str, list[tuple[int, str]]]:
             target = _TARGET.match(m.group(4)) if op == "BRA" else None
             if target:
                 op = f"BRA>{int(target.group(1), 16)}"
-            cur.append((int(m.group(1), 16), op))
+            cur.append((int(m.group(1), 16), op, " ".join(m.group(0).split()[1:])))
     return funcs
 
 
-def loops(insns: list[tuple[int, str]]) -> list[Loop]:
+def loops(insns: list[Insn]) -> list[Loop]:
     """Every backward branch and the instructions it repeats, innermost spans included. A span
     holding an EXIT is not a loop: it is out-of-line code (a barrier's retry stub placed after the
     kernel's end) jumping back into the body."""
     out = []
-    for addr, op in insns:
+    for addr, op, _ in insns:
         if op.startswith("BRA>"):
             target = int(op[4:])
-            ops = tuple(o for a, o in insns if target <= a <= addr)
+            ops = tuple(o for a, o, _ in insns if target <= a <= addr)
             if target <= addr and "EXIT" not in ops:
                 out.append(Loop(target, addr, ops))
     return out
 
 
-def function(funcs: dict[str, list[tuple[int, str]]], kernel: str) -> list[tuple[int, str]]:
+def function(funcs: dict[str, list[Insn]], kernel: str) -> list[Insn]:
     """The function whose (mangled) name holds the kernel's name."""
     hits = [k for k in funcs if re.search(rf"(^|[^A-Za-z0-9_]|\d){re.escape(kernel)}($|[^A-Za-z0-9_]|I|P|E|v)", k)
             or k == kernel]
@@ -119,21 +122,33 @@ def describe(l: Loop) -> str:
     return f"loop 0x{l.start:04x}-0x{l.end:04x} ({len(l.ops)} instructions: {', '.join(parts)})"
 
 
-def _registers(ptxas_log: str, kernel: str) -> int | None:
-    """Registers ptxas reported for the kernel's function (-Xptxas -v)."""
-    current = None
+def _registers(ptxas_log: str) -> dict[str, int]:
+    """Registers ptxas reported per function (mangled name), from its -Xptxas -v log."""
+    current, out = None, {}
     for line in ptxas_log.splitlines():
         m = re.search(r"Compiling entry function '([^']+)'|Function properties for (\S+)", line)
         if m:
             current = m.group(1) or m.group(2)
         m = re.search(r"Used (\d+) registers", line)
-        if m and current and kernel in current:
-            return int(m.group(1))
-    return None
+        if m and current:
+            out.setdefault(current, int(m.group(1)))
+    return out
 
 
-def _build(src: Path, include: Path, kernel: str, flags: list[str]) -> tuple[list[Loop], int | None]:
-    """Loops and registers of `kernel` in `src` (a copy of a source whose own folder is `include`)."""
+@dataclass(frozen=True)
+class Build:
+    """One compiled source: its functions' SASS and registers, by mangled name."""
+    funcs: dict[str, list[Insn]]
+    registers: dict[str, int]
+
+    def kernel(self, name: str) -> tuple[list[Insn], int | None]:
+        f = function(self.funcs, name)
+        mangled = next(k for k, v in self.funcs.items() if v is f)
+        return f, self.registers.get(mangled)
+
+
+def _build(src: Path, include: Path, flags: list[str]) -> Build:
+    """Compile `src` (a copy of a source whose own folder is `include`) to a cubin and read it."""
     from .assets import asset_dir  # noqa: PLC0415
 
     cubin = src.with_suffix(".cubin")
@@ -146,7 +161,7 @@ def _build(src: Path, include: Path, kernel: str, flags: list[str]) -> tuple[lis
     if p.returncode != 0:
         raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src),
                          hint="pass the flags your build uses with --nvcc-flag")
-    return loops(function(disassemble(cubin), kernel)), _registers(p.stderr, kernel)
+    return Build(disassemble(cubin), _registers(p.stderr))
 
 
 def _clean_text(spec) -> str:
@@ -168,14 +183,17 @@ def _clean_text(spec) -> str:
 
 
 def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None) -> dict:
-    """Compile the spec's kernel clean, instrumented, and instrumented as one copy (no versioning),
-    and compare their loops: the instrumented kernel must hold the one-copy rewrite's loops plus
-    every loop of the clean kernel, with the same memory and tensor instructions per trip (its clean
-    copy kept the unrolling and loads in flight). Registers are reported side by side: they are the
-    whole kernel's, so a higher count changes occupancy even for the clean copy."""
+    """Compile the spec's source clean, instrumented, and instrumented as one copy (no versioning)
+    and compare, in the SASS:
+    - probes off: the instrumented build's kernel must be the clean build's kernel, instruction for
+      instruction (the probes live in the copy K__atrex, launched only while recording);
+    - CTAs that record nothing: the copy must hold the one-copy rewrite's loops plus every loop of
+      the clean kernel, with the same memory and tensor instructions per trip (its clean side kept
+      the unrolling and loads in flight). Registers are reported side by side: they are the whole
+      copy's, so a higher count changes occupancy even for its clean side."""
     import tempfile  # noqa: PLC0415
 
-    from .cuda.rewrite import rewrite  # noqa: PLC0415
+    from .cuda.rewrite import CLONE_SUFFIX, rewrite  # noqa: PLC0415
     from .spec import load_spec  # noqa: PLC0415
 
     spec = load_spec(spec_path, root)
@@ -191,12 +209,18 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         for name, text in texts.items():
             src = Path(tmp) / f"{name}{spec.source.suffix}"
             src.write_text(text)
-            built[name] = _build(src, spec.source.parent, spec.kernel, flags)
-    sig = {k: Counter(l.signature for l in v[0] if any(l.signature)) for k, v in built.items()}
+            built[name] = _build(src, spec.source.parent, flags)
+    clone = spec.kernel + CLONE_SUFFIX
+    funcs = {"clean": built["clean"].kernel(spec.kernel), "off": built["instrumented"].kernel(spec.kernel),
+             "copy": built["instrumented"].kernel(clone), "one_copy": built["one_copy"].kernel(clone)}
+    off_identical = [i[2] for i in funcs["off"][0]] == [i[2] for i in funcs["clean"][0]]
+    found = {k: loops(f) for k, (f, _) in funcs.items()}
+    sig = {k: Counter(l.signature for l in v if any(l.signature)) for k, v in found.items()}
     want = sig["clean"] + sig["one_copy"]
-    short = [{"loop": dict(zip(FAMILIES, s)), "missing": n - sig["instrumented"][s]}
-             for s, n in want.items() if sig["instrumented"][s] < n]
-    regs = {k: v[1] for k, v in built.items()}
-    return {"spec": spec.name, "kernel": spec.kernel, "versioned": inst.backend_data["perturbation"]["versioned"],
-            "registers": regs, "clean_loops": [describe(l) for l in built["clean"][0] if any(l.signature)],
-            "missing": short, "ok": not short, "flags": flags}
+    short = [{"loop": dict(zip(FAMILIES, s)), "missing": n - sig["copy"][s]}
+             for s, n in want.items() if sig["copy"][s] < n]
+    return {"spec": spec.name, "kernel": spec.kernel, "copy": clone,
+            "versioned": inst.backend_data["perturbation"]["versioned"], "off_identical": off_identical,
+            "registers": {k: r for k, (_, r) in funcs.items()},
+            "clean_loops": [describe(l) for l in found["clean"] if any(l.signature)],
+            "missing": short, "ok": off_identical and not short, "flags": flags}

@@ -514,6 +514,10 @@ class Capture {
     }
   }
 
+  // Is a buffer bound for this launch (probes on)? The rewriter's launch picks the kernel's
+  // instrumented copy when it is, the clean kernel when it is not.
+  bool on() const { return plan_.bound != nullptr; }
+
   // After the launch: synchronize, read back and write one raw file plus its JSON sidecar; in
   // deferred mode, only remember the buffer (flush_deferred writes it at exit).
   void finish() {

@@ -44,7 +44,9 @@ def main(out_dir: Path) -> int:
         ctx = _check(cu.cuDevicePrimaryCtxRetain(dev), "retain")
         _check(cu.cuCtxSetCurrent(ctx), "set ctx")
         mod = _check(cu.cuModuleLoadData(cubin.read_bytes()), "cuModuleLoadData")
-        func = _check(cu.cuModuleGetFunction(mod, b"_Z12reduce_sumsqPK6float4lPf"), "cuModuleGetFunction")
+        # recording launches the instrumented copy, reduce_sumsq__atrex (manifest perturbation.clone)
+        assert m["perturbation"]["clone"] == "reduce_sumsq__atrex"
+        func = _check(cu.cuModuleGetFunction(mod, b"_Z19reduce_sumsq__atrexPK6float4lPf"), "cuModuleGetFunction")
         n4 = 1 << 22
         rng = np.random.default_rng(7)
         x = rng.uniform(-1, 1, 4 * n4).astype(np.float32)

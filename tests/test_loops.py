@@ -137,3 +137,34 @@ def test_apply_says_how_the_clean_code_is_kept(tmp_path):
     assert "loop at line 4 strip-mined by 4 for it" in r.output
     assert "warning: kernel nested_shared is not versioned" in r.output
     assert CliRunner().invoke(app, ["revert", str(spec)]).exit_code == 0 and src.read_text() == KERNELS
+
+
+NESTED = """
+__global__ void tile(const float* __restrict__ x, float* y) {
+  float acc = 0.f;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      acc += x[i * 4 + j];
+    }
+  y[threadIdx.x] = acc;
+}
+"""
+
+
+def test_a_strip_mined_loop_that_is_an_unbraced_loop_body_stays_inside_its_wrap(tmp_path):
+    """A probe before the inner loop wraps it in braces (it is the outer loop's unbraced body); the
+    wrap's closing brace sits at the inner loop's end and must close after the strip-mined groups
+    and the clean remainder, not inside the group's first copy (found by test_property)."""
+    (tmp_path / ".git").mkdir()
+    src = tmp_path / "k.cu"
+    src.write_text(NESTED)
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC.replace("nested_shared", "tile").replace("for (int i", "for (int j").format(name="s", every=2)
+                    + '\n[[site]]\nname = "b"\nanchor = { loop = "for (int j" }\nposition = "before"\n')
+    snapshot.apply(spec)
+    out = src.read_text()
+    assert nvcc_compile(src, tmp_path / "k.o").returncode == 0, out
+    copy = out[out.index("tile__atrex("):]
+    assert copy.index("the last iterations, clean */ }") < copy.rindex("}", 0, copy.index("y[threadIdx.x] = acc;"))
+    snapshot.revert(spec)
+    assert src.read_text() == NESTED

@@ -1,9 +1,10 @@
-"""The probes must not change the kernel they observe: with probes off, and in CTAs that record
-nothing, the instrumented kernel runs its clean copy, and the compiler must have made of that copy
-what it makes of the clean kernel. Checked on the SASS (cuobjdump, no GPU) by `atrex-inject
-check-sass` (atrex_inject.sass.check): per loop, the memory and tensor instructions issued per trip.
-The instrumented kernel must hold the loops of its single-copy rewrite plus every loop of the clean
-kernel, so a clean copy that lost unrolling, or a rewrite without versioning, fails."""
+"""The probes must not change the kernel they observe. Checked on the SASS (cuobjdump, no GPU) by
+`atrex-inject check-sass` (atrex_inject.sass.check): with probes off the program runs the clean
+kernel itself, so the instrumented build's kernel must be the clean build's, instruction for
+instruction; in the instrumented copy K__atrex, CTAs that record nothing run a clean side, which
+must hold every loop of the clean kernel with the same memory and tensor instructions per trip, plus
+the loops of the single-copy rewrite. So a touched original, a clean side that lost unrolling, or a
+copy without versioning, fails."""
 from __future__ import annotations
 
 import json
@@ -22,8 +23,24 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 @pytest.mark.parametrize("example", ["reduce_sumsq", "gemm_mma", "layernorm"])
 def test_clean_copy_keeps_the_clean_loops(project, example):
     r = sass.check(project / "examples" / "specs" / f"{example}.toml", project)
-    assert r["versioned"] and r["ok"], r["missing"]
+    assert r["versioned"] and r["off_identical"] and r["ok"], r["missing"]
     assert r["clean_loops"] and all(r["registers"].values())
+    assert r["registers"]["off"] == r["registers"]["clean"]
+
+
+def test_the_check_fails_when_the_kernel_run_with_probes_off_changes(project, monkeypatch):
+    """Teeth for "off = the clean kernel": a rewrite that touches the original kernel (here a
+    changed constant in its body, the copy left as it is) is reported."""
+    real = rw.rewrite
+
+    def touched(spec, text, version_body=True):
+        out = real(spec, text, version_body)
+        out.text = out.text.replace("float acc = 0.f;", "float acc = 1e-30f;", 1)
+        return out
+
+    monkeypatch.setattr(rw, "rewrite", touched)
+    r = sass.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
+    assert not r["off_identical"] and not r["ok"] and not r["missing"], r
 
 
 def test_the_check_fails_without_versioning(project, monkeypatch):

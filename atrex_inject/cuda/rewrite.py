@@ -20,6 +20,7 @@ from .loops import CanonicalLoop, canonical_loop, leading_loads, loop_exits
 from .source import LOOP_KINDS, Kernel, SourceFile, Stmt, parse_source
 
 SOURCE_ID_PLACEHOLDER = "0" * 64
+CLONE_SUFFIX = "__atrex"  # the instrumented copy of kernel K is K__atrex (docs/perturbation.md)
 HEADER = "atrex_timeline.cuh"
 MARK = "// atrex: instrumented"
 ROLE_ENUM = {"thread": "kThread", "lane0": "kLane0", "warpgroup": "kWarpgroup", "cta": "kCta", "predicate": "kPredicate"}
@@ -409,6 +410,7 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True, runtime: str 
         _strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         _version_body(edits, kernel, split, _guard(plan), entry_items)
+    _clone_kernel(edits, kernel, [d for d in src.declarations if d.name == kernel.name])
     sfx = static_suffix(spec.source_rel)
     launches = _wrap_launches(edits, src, spec.kernel, sfx)
     out = bom + edits.render(_prefix(plan, sfx, runtime))
@@ -426,11 +428,36 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True, runtime: str 
     warnings += [f"site(s) {', '.join(r['sites'])} sample with a hit counter, not by strip-mining, because their "
                  f"loop cannot be strip-mined ({r['reason']}): the counter test can stop nvcc from unrolling that "
                  f"loop in recording CTAs" for r in refused]
-    perturbation = {"versioned": versioned, "not_versioned_because": None if versioned else split,
+    perturbation = {"clone": spec.kernel + CLONE_SUFFIX, "versioned": versioned,
+                    "not_versioned_because": None if versioned else split,
                     "strip_mined": [{"line": src.lines.line(sm.loop.stmt.start), "every": sm.every,
                                      "sites": [s.name for s in sm.sites]} for sm in strip.values()],
                     "not_strip_mined": refused}
     return Rewrite(out, sid, placements, launches, warnings, {"perturbation": perturbation})
+
+
+def _clone_kernel(edits: _Edits, kernel: Kernel, declarations) -> None:
+    """The kernel's definition stays byte for byte what it was: the probes go into a copy of it,
+    `K__atrex`, defined right after it (and declared after each declaration of K, for launches
+    that come before the definition). Wrapped launches run the copy only while recording, so with
+    probes off the program runs exactly the clean kernel: same SASS, same registers."""
+    text, nl = edits.src.text, edits.nl
+    a, b = kernel.body_start, kernel.body_end
+
+    def head(start: int, name_span: tuple[int, int], end: int) -> str:
+        return text[start:name_span[0]] + kernel.name + CLONE_SUFFIX + text[name_span[1]:end]
+
+    note = (f"// atrex: {kernel.name}{CLONE_SUFFIX}, the instrumented copy of {kernel.name}, "
+            f"launched in its place only while recording")
+    for d in declarations:
+        edits.insert(d.end, AFTER, f"{nl}{head(d.start, d.name_span, d.end)}  {note.removeprefix('// ')}", 1)
+    holder: list[_Replacement] = []
+
+    def gen() -> str:
+        inst = edits.span(a + 1, b - 1, exclude=holder[0])
+        return f"{text[a:b]}{nl}{nl}{note}{nl}{head(kernel.decl_start, kernel.name_span, a)}{{{inst}}}"
+
+    holder.append(edits.replace(a, b, gen, inclusive=False))
 
 
 def _version_body(edits: _Edits, kernel: Kernel, first: int, guard: str, entry_items) -> None:
@@ -475,7 +502,9 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
 
     def copy(k: int, probed: bool) -> str:
         if lead is None:
-            return edits.span(body.start, body.end) if probed else text[body.start:body.end]
+            # the closing brace is the loop's own end: what is inserted there (a wrap around the
+            # loop, a probe after it) belongs outside the group, not in its first copy
+            return edits.span(body.start, body.end - 1) + "}" if probed else text[body.start:body.end]
         rest = edits.span(lead.first.end, body.end - 1) if probed else text[lead.first.end:body.end - 1]
         decl = ", ".join(f"{name} = __atrex_v{k}_{j}" for j, (name, _) in enumerate(lead.decls))
         return f"{{ {lead.type} {decl};{rest}}}"
@@ -543,6 +572,9 @@ def _wrap_launches(edits: _Edits, src: SourceFile, kernel: str, sfx: str) -> lis
                  f"{l.stream});",
                  f"capture session for this launch of {kernel}")
         close = ("__atrex_cap.finish(); }", "end of capture session")
+        text, (c0, c1), (n0, n1) = edits.src.text, l.callee, l.name_span
+        edits.insert(c0, BEFORE, f"(__atrex_cap.on() ? {text[c0:n1]}{CLONE_SUFFIX}{text[n1:c1]} : ")
+        edits.insert(c1, AFTER, ")")
         if edits.starts_line(l.start) and edits.rest_blank(l.end):
             ind = edits.indent(l.start)
             edits.insert(edits.src.lines.line_start(l.start), BEFORE, edits.lines_of([open_], ind), -1)

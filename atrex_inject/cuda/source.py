@@ -151,6 +151,8 @@ class Kernel:
     body_start: int  # offset of the body's `{`
     body_end: int  # offset after its `}`
     macros: Macros = field(default_factory=Macros)
+    decl_start: int = 0  # offset of the definition's first token (`template`, `extern`, `__global__`, ...)
+    name_span: tuple[int, int] = (0, 0)  # offsets of the kernel's name in the definition
 
     @cached_property
     def body(self) -> Stmt:
@@ -174,6 +176,17 @@ class Launch:
     stream: str
     line: int
     via: str  # "<<<>>>" or "cudaLaunchKernelEx"
+    callee: tuple[int, int] = (0, 0)  # offsets of the launched expression (`ns::k<T, 4>`, `&k`)
+    name_span: tuple[int, int] = (0, 0)  # offsets of the kernel's name inside it
+
+
+@dataclass(frozen=True)
+class KernelDecl:
+    """A `__global__` declaration without a body (`__global__ void k(float*);`)."""
+    name: str
+    start: int  # offset of its first token
+    end: int  # offset after its `;`
+    name_span: tuple[int, int]
 
 
 @dataclass(eq=False)
@@ -184,6 +197,7 @@ class SourceFile:
     kernels: list[Kernel]
     launches: list[Launch]
     helper_asm: list[tuple[str, int, list[ptx.PtxInstr]]]  # (function, line, instructions) outside kernels
+    declarations: list[KernelDecl] = field(default_factory=list)
 
     def kernel(self, name: str) -> Kernel | None:
         """The one definition of `name`; several (under #if/#else, or specializations) are refused:
@@ -327,13 +341,16 @@ def parse_source(text: str, path: str = "<source>", declared_by: str | None = No
     tk = _Tokens(text, path)
     lines = Lines(text)
     kernels: list[Kernel] = []
+    declarations: list[KernelDecl] = []
     launches: list[Launch] = []
     macros = Macros.of(tk.toks)
     for i, t in enumerate(tk.toks):
         if t.type == "WORD" and t.value in macros.globals:
             k = _kernel_at(tk, i, text, path, lines, macros)
-            if k:
+            if isinstance(k, Kernel):
                 kernels.append(k)
+            elif k:
+                declarations.append(k)
         elif t.type == "WORD" and t.value == declared_by:
             k = _macro_kernel_at(tk, i, text, path, lines, macros)
             if k:
@@ -342,23 +359,28 @@ def parse_source(text: str, path: str = "<source>", declared_by: str | None = No
             launch = _launch(tk, i, text, lines)
             if launch:
                 launches.append(launch)
-    return SourceFile(text, path, lines, kernels, launches, _helper_asm(tk, kernels, lines, macros))
+    return SourceFile(text, path, lines, kernels, launches, _helper_asm(tk, kernels, lines, macros), declarations)
 
 
-def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, macros: Macros) -> Kernel | None:
+def _kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines,
+               macros: Macros) -> Kernel | KernelDecl | None:
     toks, name = tk.toks, None
     j = i + 1
     while j < len(toks):
         t = toks[j]
         if t.type == "SEMI":
-            return None  # a declaration
+            if name is None:
+                return None
+            return KernelDecl(name.value, toks[_statement_start(tk, i)].start_pos, t.end_pos,
+                              (name.start_pos, name.end_pos))
         if t.type == "LPAR" and toks[j - 1].type == "WORD" and toks[j - 1].value not in ATTR_WORDS:
-            name = toks[j - 1].value
+            name = toks[j - 1]
         if t.type == "LBRACE":
             if name is None:
                 return None
-            return Kernel(name, lines.line(toks[i].start_pos), text, path, t.start_pos, toks[tk.match[j]].end_pos,
-                          macros)
+            return Kernel(name.value, lines.line(toks[i].start_pos), text, path, t.start_pos,
+                          toks[tk.match[j]].end_pos, macros, toks[_statement_start(tk, i)].start_pos,
+                          (name.start_pos, name.end_pos))
         j = tk.skip(j)
     return None
 
@@ -377,7 +399,8 @@ def _macro_kernel_at(tk: _Tokens, i: int, text: str, path: str, lines: Lines, ma
     if a != b or toks[a].type != "WORD":
         return None
     return Kernel(toks[a].value, lines.line(toks[i].start_pos), text, path, toks[close + 1].start_pos,
-                  toks[tk.match[close + 1]].end_pos, macros)
+                  toks[tk.match[close + 1]].end_pos, macros, toks[_statement_start(tk, i)].start_pos,
+                  (toks[a].start_pos, toks[a].end_pos))
 
 
 BOUNDARY_TYPES = {"SEMI", "VSEMI", "PREPROC", "IF0", "LBRACE", "RBRACE", "ELSE", "DO", "COLON", "LPAR", "LSQB"}
@@ -425,7 +448,10 @@ def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
             k -= 1
         if k < 0 or toks[k].type != "WORD":
             return None
-        name = toks[k].value
+        name, name_i, first = toks[k].value, k, k
+        while first >= 2 and toks[first - 1].value == "::" and toks[first - 2].type == "WORD":
+            first -= 2  # a qualified name: ns::k
+        callee = (toks[first].start_pos, toks[i - 1].end_pos)
         cfg, start = [], i + 1
         j = i + 1
         while j < close:
@@ -441,10 +467,15 @@ def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
     else:
         if i + 1 >= len(toks) or toks[i + 1].type != "LPAR":
             return None
-        args = [src(a, b) for a, b in tk.split_args(i + 1)]
+        parts = tk.split_args(i + 1)
+        args = [src(a, b) for a, b in parts]
         if len(args) < 2:
             return None
         name = re.sub(r"<.*", "", args[1]).strip().lstrip("&").split("::")[-1].strip()
+        name_i = next((j for j in range(parts[1][0], parts[1][1] + 1) if toks[j].value == name), None)
+        if name_i is None:
+            return None
+        callee = (toks[parts[1][0]].start_pos, toks[parts[1][1]].end_pos)
         c = f"({args[0]})"
         grid, block, stream, via = f"{c}->gridDim", f"{c}->blockDim", f"{c}->stream", "cudaLaunchKernelEx"
         after = tk.match[i + 1] + 1
@@ -455,7 +486,8 @@ def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
     if end >= len(toks):
         return None
     a = toks[start].start_pos
-    return Launch(name, a, toks[end].end_pos, grid, block, stream, lines.line(a), via)
+    return Launch(name, a, toks[end].end_pos, grid, block, stream, lines.line(a), via, callee,
+                  (toks[name_i].start_pos, toks[name_i].end_pos))
 
 
 ASM_TYPES = {"ASM", "ASM_GNU", "ASM_ALT"}

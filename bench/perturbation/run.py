@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -109,6 +110,9 @@ def main() -> int:
     return 0 if all(r["valid"] for r in rows) else 1
 
 
+APPLY = threading.Lock()
+
+
 def build_with_manifests(work: Path, example: str) -> dict[str, Path]:
     """build(), keeping each instrumented build's manifest for its capture's validation."""
     src = work / "examples" / "cuda" / f"{example}.cu"
@@ -117,11 +121,12 @@ def build_with_manifests(work: Path, example: str) -> dict[str, Path]:
     subprocess.run([*NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
     spec = work / "examples" / "specs" / f"{example}.toml"
     for name, s in (("spec", spec), ("all", every_cta(spec))):
-        res = snapshot.apply(s, root=work)
-        (work / f"manifest-{example}-{name}.json").write_text(json.dumps(res.manifest))
         inst = work / f"{example}.{name}.cu"
-        shutil.copy(src, inst)
-        snapshot.revert(s, root=work)
+        with APPLY:  # apply/revert hold the project's lock: one at a time, the builds in parallel
+            res = snapshot.apply(s, root=work)
+            shutil.copy(src, inst)
+            snapshot.revert(s, root=work)
+        (work / f"manifest-{example}-{name}.json").write_text(json.dumps(res.manifest))
         bins[name] = work / f"{example}.{name}"
         subprocess.run([*NVCC, f"-I{inc}", f"-I{src.parent}", "-o", bins[name], inst], check=True)
     return bins
