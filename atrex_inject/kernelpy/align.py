@@ -26,14 +26,60 @@ def insertions(old: str, new: str) -> list[tuple[int, str]]:
         if tag == "insert":
             out.append((starts[i1], "".join(b[j1:j2])))
         elif tag != "equal":
-            out += [(starts[i1] + o, t) for o, t in _in_chars("".join(a[i1:i2]), "".join(b[j1:j2]))]
+            out += [(starts[i1] + o, t) for o, t in _in_lines(a[i1:i2], b[j1:j2])]
+    return _whole_lines(old, _merged(out))
+
+
+def _in_lines(old: list[str], new: list[str]) -> list[tuple[int, str]]:
+    """Insertions inside a block of changed lines: each old line paired, in order, with the most
+    similar new line that holds it in order (the others are inserted lines), so text inserted
+    into a line is not matched against a look-alike in an inserted line; characters otherwise."""
+    out, j, at = [], 0, 0
+    for line in old:
+        cands = [k for k in range(j, len(new)) if _holds(new[k], line)]
+        if not cands:
+            return _in_chars("".join(old), "".join(new))
+        k = max(cands, key=lambda c: (SequenceMatcher(None, line, new[c], autojunk=False).ratio(), -c))
+        if k > j:
+            out.append((at, "".join(new[j:k])))
+        out += [(at + o, t) for o, t in _in_chars(line, new[k])]
+        j, at = k + 1, at + len(line)
+    if j < len(new):
+        out.append((at, "".join(new[j:])))
+    return out
+
+
+def _holds(new: str, old: str) -> bool:
+    """Does `new` hold the characters of `old` in order?"""
+    it = iter(new)
+    return all(c in it for c in old)
+
+
+def _merged(ins: list[tuple[int, str]]) -> list[tuple[int, str]]:
     merged: list[tuple[int, str]] = []
-    for off, text in out:
+    for off, text in ins:
         if merged and merged[-1][0] == off:
             merged[-1] = (off, merged[-1][1] + text)
         elif text:
             merged.append((off, text))
     return merged
+
+
+def _whole_lines(old: str, ins: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Move the lines of an insertion that lands after a line's indentation to the line's start:
+    `  ` + `{ open;\n  (pick) ` + `k<<<…` reads as the whole line `  { open;\n` before the clean
+    line and `(pick) ` inside it, which is how it was inserted (and where a #line belongs)."""
+    out = []
+    for off, text in ins:
+        start = old.rfind("\n", 0, off) + 1
+        indent = old[start:off]
+        joined = indent + text
+        cut = joined.rfind("\n") + 1
+        if indent and not indent.strip() and cut and joined.startswith(indent, cut):
+            out += [(start, joined[:cut]), (off, joined[cut + len(indent):])]
+        else:
+            out.append((off, text))
+    return _merged(sorted(out, key=lambda x: x[0]))
 
 
 def _in_chars(old: str, new: str) -> list[tuple[int, str]]:
