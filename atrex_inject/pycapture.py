@@ -32,7 +32,6 @@ from .errors import CaptureError
 from .fsio import write_atomic
 from .layout import build_header
 
-CLONE_SUFFIX = "__atrex"  # cuda/rewrite.py names the instrumented copy of kernel K `K__atrex`
 
 SYMBOL = b"atrex_tl_buffer"
 RUN_ID = uuid.uuid4().hex  # one per process, in every sidecar it writes: validation keeps one run per folder
@@ -92,6 +91,7 @@ def clone_symbol(manifest: dict, symbol: str | bytes) -> bytes:
     by: `k` (extern "C") becomes `k__atrex`, and in an Itanium-mangled name (`_Z1kPf`, a lowered
     name from NVRTC) the kernel's name becomes the copy's (`_Z8k__atrexPf`). A manifest without
     a copy (older tools instrumented the kernel in place) keeps the symbol."""
+    from .cuda.rewrite import CLONE_SUFFIX
     sym = symbol.decode() if isinstance(symbol, bytes) else symbol
     if not (manifest.get("perturbation") or {}).get("clone"):
         return sym.encode()

@@ -35,9 +35,8 @@ U32 = (1 << 32) - 1
 I64 = (1 << 63) - 1
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
-TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "cuda_string", "capture", "site",
-            "intervals",
-            "expect"}
+TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "cuda_string", "capture",
+            "site", "intervals", "expect"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging"}
 STAGING_KEYS = {"events", "warps"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
@@ -334,7 +333,8 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         expect[k] = typed(expect_t, k, int, "expect")  # events per owner: a u32 count
 
     return ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
-                     kernel=kernel, declared_by=declared_by, cuda_string=cuda_string, sites=tuple(sites), intervals=tuple(intervals),
+                     kernel=kernel, declared_by=declared_by, cuda_string=cuda_string, sites=tuple(sites),
+                     intervals=tuple(intervals),
                      capture=capture,
                      expect=expect, text=text)
 

@@ -218,6 +218,8 @@ def _literal(lines: list[str], style: str, pick) -> str:
         return f"{style}{text}{style.lstrip('r')}"
     if style == "one line":
         return repr(text)
+    if style == "f-string":  # braces doubled, as an f-string holding C++ must
+        return 'f"""' + text.replace("{", "{{").replace("}", "}}") + '"""'
     parts = []  # implicitly concatenated: one literal per line, each spelled its own way
     for line in lines:
         raw = "r'" + line + "' '\\n'"
@@ -230,7 +232,7 @@ def _literal(lines: list[str], style: str, pick) -> str:
 def kernel_pys(draw):
     """(style, file text, the text before the literal, the text after it)."""
     pick = lambda options: draw(st.sampled_from(options))  # noqa: E731
-    style = pick(['r"""', '"""', "r'''", "'''", "one line", "concatenated"])
+    style = pick(['r"""', '"""', "r'''", "'''", "one line", "concatenated", "f-string"])
     lines = pick([[], [""]]) + BODY_LINES
     head = pick(["", "import os\n", '"""doc"""\nimport sys\n\n\n']) + pick(["cuda_src = ", "cuda_src: str = "])
     tail = "\n" + pick(["", "\nprint(len(cuda_src))\n", "\n\ndef f():\n    return cuda_src.encode()\n"])
@@ -246,14 +248,18 @@ DIRECTIVE = re.compile(r'^#line (\d+) "kernel\.py"$')
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=kernel_pys(), named=st.booleans())
 def test_quoting_round_trip(tmp_path_factory, case, named):
-    """For each spelling: the file parses, every byte outside the string's literal is unchanged,
-    the string Python reads is the CUDA rewriter's output plus #line directives naming the right
-    kernel.py lines, and revert restores the file byte for byte."""
+    """For each spelling (an f-string is refused, naming its line): the file parses, every byte
+    outside the string's literal is unchanged, the string Python reads is the CUDA rewriter's
+    output plus #line directives naming the right kernel.py lines, and revert restores the file
+    byte for byte."""
     from atrex_inject.cuda.rewrite import rewrite as cuda_rewrite
     from atrex_inject.spec import load_spec
     style, text, head, tail = case
     tmp = tmp_path_factory.mktemp("kp")
     spec = _tree(tmp, text, 'cuda_string = "cuda_src"' if named else "")
+    if style == "f-string":
+        refused(spec, f"kernel.py:{head.count(chr(10)) + 1}", "f-string")
+        return
     clean_value = cuda_of(tmp / "kernel.py")
     m = snapshot.apply(spec).manifest
     src = tmp / "kernel.py"

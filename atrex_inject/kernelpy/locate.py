@@ -129,7 +129,8 @@ def locate(text: str, rel: str, path: str, variable: str | None) -> CudaString:
     if variable is not None:
         found = [v for n, v in col.assigned if n == variable]
         if not found:
-            names = sorted({n for n, v in col.assigned if _is_string(v) and "__global__" in cst.Module([]).code_for_node(v)})
+            names = sorted({n for n, v in col.assigned
+                            if _is_string(v) and "__global__" in cst.Module([]).code_for_node(v)})
             raise SpecError(f"{rel} assigns nothing to {variable!r} (the spec's cuda_string)", path=path,
                             hint=f"variables holding a __global__ kernel there: {', '.join(names) or 'none'}")
         if len(found) > 1:

@@ -166,7 +166,8 @@ def _write_back(text: str, cs: CudaString, ins: list[tuple[int, str]], spec: Pro
             token = part.literal.with_insertions(per_part[i], nl)
         except LiteralError as e:
             raise AtrexError(f"cannot write the instrumented code into the literal at line {part.line}: {e}",
-                             path=path, line=part.line, hint="write the CUDA source as a triple-quoted string") from None
+                             path=path, line=part.line,
+                             hint="write the CUDA source as a triple-quoted string") from None
         data = data[:part.start] + token.encode() + data[part.end:]
     new = data.decode()
     try:
