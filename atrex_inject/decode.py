@@ -65,7 +65,7 @@ class Launch:
 
 
 def _expected_owners(g, grid, block) -> dict[str, np.ndarray]:
-    """Who owns each slot of a group, from the launch geometry (mirrors atrex_timeline.cuh)."""
+    """Who owns each slot of a group, from the launch geometry (mirrors atrex_recorder.cuh)."""
     role = int(g["role"])
     n_threads = int(block[0] * block[1] * block[2])
     n_ctas = int(grid[0] * grid[1] * grid[2])

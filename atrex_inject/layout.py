@@ -1,6 +1,6 @@
 """Buffer layout arithmetic shared by decode and the Python capture session.
 
-Mirrors the __host__ __device__ helpers of runtime/atrex_timeline.cuh (role_warp_mask,
+Mirrors the __host__ __device__ helpers of runtime/atrex_recorder.cuh (role_warp_mask,
 owners_per_cta, ctas_selected, fill_header); docs/format.md states the rules once.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The buffer format has two definitions, the C++ structs of runtime/atrex_timeline.cuh and the numpy
+"""The buffer format has two definitions, the C++ structs of runtime/atrex_recorder.cuh and the numpy
 dtypes of atrex_inject/layout.py: a host program built with nvcc prints every field's offset and
 every struct's size, and they must equal the dtypes' (a field added on one side only fails here)."""
 from __future__ import annotations

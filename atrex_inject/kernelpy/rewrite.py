@@ -27,13 +27,32 @@ from .locate import CudaString, locate
 PAD = "// atrex: padding\n"  # one per file line above the string; removed from the rewriter's output
 
 
+_INCLUDE = re.compile(r'#include "([^"]+)"')
+
+
 def runtime_text() -> str:
-    """The recorder header as embedded: under a #line naming it, so an error in it points into
-    the real header; `#pragma once` (a warning in a main file) becomes a comment."""
+    """The recorder header as embedded: atrex_timeline.cuh with the runtime headers it includes
+    written in place, each under a `#line` naming it (an error in one points into the real file);
+    a header already written, and `#pragma once` (a warning in a main file), become comments."""
     from ..cuda.rewrite import HEADER
-    text = (asset_dir("runtime") / HEADER).read_text()
-    text = text.replace("#pragma once\n", "// (#pragma once: embedded once, here)\n", 1)
-    return f'#line 1 "{HEADER}"\n{text}' + ("" if text.endswith("\n") else "\n")
+    folder, done = asset_dir("runtime"), set()
+
+    def inline(name: str) -> list[str]:
+        done.add(name)
+        out = [f'#line 1 "{name}"']
+        for i, line in enumerate((folder / name).read_text().splitlines(), 1):
+            m = _INCLUDE.match(line)
+            if line.strip() == "#pragma once":
+                out.append("// (#pragma once: embedded once, here)")
+            elif m and m.group(1) in done:
+                out.append(f"// ({m.group(1)}: embedded above)")
+            elif m and (folder / m.group(1)).is_file():
+                out += inline(m.group(1)) + [f'#line {i + 1} "{name}"']
+            else:
+                out.append(line)
+        return out
+
+    return "\n".join(inline(HEADER)) + "\n"
 
 
 def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
