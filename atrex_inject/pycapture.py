@@ -183,7 +183,6 @@ class LaunchCapture:
 
 _launches: dict[str, int] = {}  # launches seen per kernel symbol in this process
 _manifests: dict[str, dict] = {}
-_functions: dict[tuple[int, str], object] = {}  # (module handle, symbol) -> CUfunction, for uncaptured launches
 
 
 def _env_manifest() -> dict:
@@ -220,11 +219,7 @@ def capture_launch(module, symbol: str | bytes, grid, block, *, source: str, str
     m = (manifest or _env_manifest()) if out else None
     cap = m["capture"] if m else None
     if m is None or seq < cap["skip"] or (cap["count"] and seq >= cap["skip"] + cap["count"]):
-        fn = _functions.get((int(module), key))
-        if fn is None:
-            fn = _functions[int(module), key] = _check(d.cuModuleGetFunction(module, key.encode()),
-                                                       f"cuModuleGetFunction({key})")
-        yield fn
+        yield _check(d.cuModuleGetFunction(module, key.encode()), f"cuModuleGetFunction({key})")
         return
     with LaunchCapture(module, m, grid, block, out, launch_seq=seq, stream=stream,
                        source_id=source_id_of(source)) as lc:

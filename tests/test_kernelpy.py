@@ -285,6 +285,49 @@ def test_quoting_round_trip(tmp_path_factory, case, named):
     assert src.read_bytes() == text.encode()
 
 
+CHARS = st.sampled_from(["a", " ", '"', "'", "\\", "\n", "\t", "\u00e9", "{"])
+
+
+@st.composite
+def spelled(draw):
+    """(value, a Python literal spelling it): plain (repr), triple-quoted or raw triple-quoted."""
+    value = "".join(draw(st.lists(CHARS, max_size=12)))
+    style = draw(st.sampled_from(["repr", '"""', "'''", 'r"""', "r'''"]))
+    if style == "repr":
+        return value, repr(value)
+    q = style.lstrip("r")
+    body = value if style.startswith("r") else value.replace("\\", "\\\\").replace(q[0], "\\" + q[0])
+    token = style + body + q
+    try:
+        ok = ast.literal_eval(token) == value
+    except SyntaxError:
+        ok = False
+    return (value, token) if ok else (value, repr(value))
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=spelled(), ins=st.lists(st.tuples(st.integers(0, 12), st.lists(CHARS, min_size=1, max_size=6)),
+                                     max_size=4))
+def test_literal_insertions_read_back_exactly(case, ins):
+    """Any text inserted at any value offsets of any spelling: the tokens written read back, by
+    Python's own parser, as the value with the text inserted; or the literal is refused (only a
+    raw literal, where the text would follow a backslash)."""
+    from atrex_inject.kernelpy.literal import Literal, LiteralError
+    value, token = case
+    edits = sorted({min(o, len(value)): "".join(t) for o, t in ins}.items())
+    want = value
+    for o, t in reversed(edits):
+        want = want[:o] + t + want[o:]
+    lit = Literal.parse(token)
+    assert lit.value == value
+    try:
+        out = lit.with_insertions(edits, "\n")
+    except LiteralError:
+        assert lit.raw
+        return
+    assert ast.literal_eval(f"(\n{out}\n)") == want, out
+
+
 @pytest.mark.parametrize("style", ['r"""', '"""', "one line", "concatenated"])
 def test_each_quoting_style_compiles(tmp_path, style):
     """The instrumented string of each spelling compiles for sm_90a."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 # One piece of a non-raw body: an escape (a line continuation, \N{…}, \x.., \u...., \U........,
 # octal, a one-character escape), a line end, or one plain character.
@@ -28,8 +29,8 @@ class LiteralError(ValueError):
 def _value_of(piece: str, raw: bool) -> str:
     if piece in ("\r\n", "\r"):
         return "\n"
-    if raw or not piece.startswith("\\") or len(piece) == 1:
-        return piece.replace("\r\n", "\n").replace("\r", "\n") if raw else piece
+    if raw or not piece.startswith("\\"):
+        return piece
     esc = piece[1:]
     if esc[0] in "\r\n":
         return ""  # a line continuation inside the string
@@ -76,7 +77,7 @@ class Literal:
     def body(self) -> str:
         return self.token[len(self.prefix) + len(self.quote):len(self.token) - len(self.quote)]
 
-    @property
+    @cached_property
     def value(self) -> str:
         return "".join(v for _, _, v in self.segments)
 
