@@ -18,20 +18,18 @@ probes off unless ATREX_TIMELINE_OUT is set, launches counted per kernel, only t
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import time
 import uuid
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from .errors import CaptureError
-from .fsio import write_atomic
+from .launchfile import write_launch
 from .layout import build_header
-
+from .manifest import Manifest
 
 SYMBOL = b"atrex_tl_buffer"
 RUN_ID = uuid.uuid4().hex  # one per process, in every sidecar it writes: validation keeps one run per folder
@@ -86,16 +84,16 @@ def _check(result, what: str):
     return rest[0] if len(rest) == 1 else rest
 
 
-def clone_symbol(manifest: dict, symbol: str | bytes) -> bytes:
+def clone_symbol(manifest: Manifest, symbol: str | bytes) -> bytes:
     """The symbol of the kernel's instrumented copy, for the symbol the program loads the kernel
     by: `k` (extern "C") becomes `k__atrex`, and in an Itanium-mangled name (`_Z1kPf`, a lowered
     name from NVRTC) the kernel's name becomes the copy's (`_Z8k__atrexPf`). A manifest without
     a copy (older tools instrumented the kernel in place) keeps the symbol."""
     from .cuda.rewrite import CLONE_SUFFIX
     sym = symbol.decode() if isinstance(symbol, bytes) else symbol
-    if not (manifest.get("perturbation") or {}).get("clone"):
+    if manifest.perturbation is None or not manifest.perturbation.clone:
         return sym.encode()
-    name = re.sub(r"<.*", "", manifest["kernel"]).split("::")[-1].strip()  # `ns::k<T, 4>` -> k
+    name = re.sub(r"<.*", "", manifest.kernel).split("::")[-1].strip()  # `ns::k<T, 4>` -> k
     copy = name + CLONE_SUFFIX
     if sym == name:
         return copy.encode()
@@ -110,17 +108,17 @@ class LaunchCapture:
     """One captured launch of an instrumented kernel from a loaded CUmodule. `source_id` names the
     source the module was compiled from (default: the manifest's); decode refuses a mismatch."""
 
-    def __init__(self, module, manifest: dict, grid, block, out_dir: str | Path, launch_seq: int = 0,
+    def __init__(self, module, manifest: Manifest, grid, block, out_dir: str | Path, launch_seq: int = 0,
                  stream=0, workload: str | None = None, source_id: str | None = None):
         self.driver = _driver()
         self.module, self.manifest, self.stream = module, manifest, stream
         self.grid, self.block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
         self.out_dir, self.seq = Path(out_dir), launch_seq
         self.workload = workload if workload is not None else os.environ.get("ATREX_WORKLOAD", "")
-        self.source_id = source_id or manifest["source"]["source_id"]
-        cap = manifest["capture"]
-        self.header = build_header(manifest["groups"], self.grid, self.block, cap["capacity"], cap["event_bytes"],
-                                   cap["clock"], self.source_id, launch_seq)
+        self.source_id = source_id or manifest.source.source_id
+        cap = manifest.capture
+        self.header = build_header(manifest.groups, self.grid, self.block, cap.capacity, cap.event_bytes, cap.clock,
+                                   self.source_id, launch_seq)
         self.nbytes = int(self.header["total_bytes"][0])
         if self.nbytes > 0xFFFFFFFF:  # the device recorder addresses slots with 32-bit buffer offsets
             raise CaptureError(f"this launch needs a {self.nbytes}-byte buffer, over the recorder's 4 GiB",
@@ -129,9 +127,9 @@ class LaunchCapture:
 
     def function(self, symbol: str | bytes):
         """The CUfunction to launch while capturing: the instrumented copy of `symbol`."""
-        return _check(self.driver.cuModuleGetFunction(self.module, clone_symbol(self.manifest, symbol)),
-                      f"cuModuleGetFunction({clone_symbol(self.manifest, symbol).decode()}): is the module built "
-                      f"from the instrumented source?")
+        sym = clone_symbol(self.manifest, symbol)
+        return _check(self.driver.cuModuleGetFunction(self.module, sym),
+                      f"cuModuleGetFunction({sym.decode()}): is the module built from the instrumented source?")
 
     def __enter__(self) -> "LaunchCapture":
         d = self.driver
@@ -165,35 +163,26 @@ class LaunchCapture:
         _check(d.cuStreamSynchronize(self.stream), "cuStreamSynchronize (the kernel failed?)")
         host = np.empty(self.nbytes, dtype=np.uint8)
         _check(d.cuMemcpyDtoH(host, self.buf, self.nbytes), "read back")
-        base = self.out_dir / f"{self.manifest['kernel']}-launch{self.seq}"
-        raw = host.tobytes()
-        write_atomic(base.with_suffix(".atrex"), raw)
-        write_atomic(base.with_suffix(".json"), json.dumps({**self._sidecar(base), "crc32": zlib.crc32(raw)}) + "\n")
-        return base.with_suffix(".atrex")
-
-    def _sidecar(self, base: Path) -> dict:
         drv = _check(self.driver.cuDriverGetVersion(), "cuDriverGetVersion")
-        return {"format": "atrex-timeline-capture", "version": 1, "file": base.name + ".atrex",
-                "kernel": self.manifest["kernel"], "launch_seq": self.seq, "grid": list(self.grid),
-                "block": list(self.block), "source_id": self.source_id,
-                "workload": self.workload, "device": device_info(), "run_id": RUN_ID,
-                "driver_version": int(drv), "runtime_version": None, "capture": "cuda-python",
-                "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bytes": self.nbytes}
+        return write_launch(self.out_dir, self.manifest.kernel, self.seq, host.tobytes(), self.grid, self.block,
+                            self.source_id, self.workload, device_info(), RUN_ID,
+                            driver_version=int(drv), runtime_version=None, capture="cuda-python",
+                            time_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
 _launches: dict[str, int] = {}  # launches seen per kernel symbol in this process
-_manifests: dict[str, dict] = {}
+_manifests: dict[str, Manifest] = {}
 
 
-def _env_manifest() -> dict:
-    from .snapshot import load_manifest_file
+def _env_manifest() -> Manifest:
+    from . import manifest as mf
     p = os.environ.get("ATREX_MANIFEST", "")
     if not p:
         raise CaptureError("ATREX_TIMELINE_OUT is set but ATREX_MANIFEST is not: a launch from Python needs the "
                            "manifest of the applied spec", hint="run under `atrex-inject capture --spec SPEC`, or "
                                                                 "set ATREX_MANIFEST=.atrex/<spec name>/manifest.json")
     if p not in _manifests:
-        m = load_manifest_file(Path(p))
+        m = mf.load_if_present(Path(p))
         if m is None:
             raise CaptureError(f"ATREX_MANIFEST names {p}, which does not exist", hint="apply the spec first")
         _manifests[p] = m
@@ -201,7 +190,8 @@ def _env_manifest() -> dict:
 
 
 @contextlib.contextmanager
-def capture_launch(module, symbol: str | bytes, grid, block, *, source: str, stream=0, manifest: dict | None = None):
+def capture_launch(module, symbol: str | bytes, grid, block, *, source: str, stream=0,
+                   manifest: Manifest | None = None):
     """Bracket one launch of an instrumented kernel from Python; yields the CUfunction to launch.
 
     With ATREX_TIMELINE_OUT unset (probes off) it is the clean kernel and nothing else happens.
@@ -210,15 +200,14 @@ def capture_launch(module, symbol: str | bytes, grid, block, *, source: str, str
     others run the clean kernel. `source` is the CUDA text the module was compiled from: its
     source id goes into the capture, so a module built from another text is refused by decode.
     The manifest comes from ATREX_MANIFEST (set by `atrex-inject capture`) unless given."""
-    from .cuda.rewrite import source_id_of
+    from .source_id import source_id_of
     d = _driver()
     key = symbol.decode() if isinstance(symbol, bytes) else symbol
     seq = _launches.get(key, 0)
     _launches[key] = seq + 1
     out = os.environ.get("ATREX_TIMELINE_OUT", "")
     m = (manifest or _env_manifest()) if out else None
-    cap = m["capture"] if m else None
-    if m is None or seq < cap["skip"] or (cap["count"] and seq >= cap["skip"] + cap["count"]):
+    if m is None or seq < m.capture.skip or (m.capture.count and seq >= m.capture.skip + m.capture.count):
         yield _check(d.cuModuleGetFunction(module, key.encode()), f"cuModuleGetFunction({key})")
         return
     with LaunchCapture(module, m, grid, block, out, launch_seq=seq, stream=stream,

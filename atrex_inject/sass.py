@@ -175,8 +175,8 @@ def _clean_text(spec) -> str:
         return text
     ws = workspace(spec)
     m = load_manifest(ws)
-    data = (ws / m["clean_copy"]).read_bytes() if m else b""
-    if not m or sha256_bytes(data) != m["source"]["clean_sha256"]:
+    data = (ws / m.clean_copy).read_bytes() if m else b""
+    if not m or sha256_bytes(data) != m.source.clean_sha256:
         raise AtrexError(f"{spec.source_rel} is instrumented and no verified clean copy is saved for spec {spec.name!r}",
                          path=str(spec.path), hint="revert it, or run check-sass before apply")
     return data.decode()
@@ -194,6 +194,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     import tempfile  # noqa: PLC0415
 
     from .cuda.rewrite import CLONE_SUFFIX, rewrite  # noqa: PLC0415
+    from .plan import make_plan  # noqa: PLC0415
     from .spec import load_spec  # noqa: PLC0415
 
     spec = load_spec(spec_path, root)
@@ -207,9 +208,10 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
         clean = locate(clean, spec.source_rel, str(spec.source), spec.cuda_string).value
         runtime, suffix = runtime_text(), ".cu"
-    inst = rewrite(spec, clean, runtime=runtime)
+    plan = make_plan(spec)
+    inst = rewrite(plan, clean, runtime=runtime)
     texts = {"clean": clean, "instrumented": inst.text,
-             "one_copy": rewrite(spec, clean, version_body=False, runtime=runtime).text}
+             "one_copy": rewrite(plan, clean, version_body=False, runtime=runtime).text}
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
         built = {}
         for name, text in texts.items():

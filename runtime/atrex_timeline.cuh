@@ -3,6 +3,4 @@
 // nvcc -I$(atrex-inject include-dir).
 #pragma once
 #include "atrex_recorder.cuh"
-#ifndef __CUDACC_RTC__  // NVRTC (CUDA source in a Python string, docs/kernelpy.md) compiles device code only
 #include "atrex_capture.cuh"
-#endif

@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from atrex_inject import snapshot
-from atrex_inject.cuda.rewrite import MARK, source_id_of
+from atrex_inject.cuda.rewrite import MARK
 from atrex_inject.kernelpy.rewrite import PAD, runtime_text, source_id_of_python
+from atrex_inject.source_id import source_id_of
+from atrex_inject.spec import load_spec
 from conftest import KERNELPY_SPECS, NVCC_FLAGS, REPO, cli, refused, sha, tree_hashes
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -49,15 +51,15 @@ def test_examples_apply_parse_compile_revert(project, spec_path):
     spec = project / "examples" / "specs" / spec_path.name
     res = snapshot.apply(spec)
     m = res.manifest
-    src = project / m["source"]["path"]
-    clean = (REPO / m["source"]["path"]).read_bytes()
-    assert sha(src) == m["source"]["instrumented_sha256"]
+    src = project / m.source.path
+    clean = (REPO / m.source.path).read_bytes()
+    assert sha(src) == m.source.instrumented_sha256
     ast.parse(src.read_text())
-    text = cuda_of(src, m["cuda_string"]["variable"] if "cuda_string = " in spec.read_text() else None)
-    assert MARK in text and m["source"]["source_id"] == source_id_of(text) == source_id_of_python(src.read_text())
+    text = cuda_of(src, load_spec(spec).cuda_string)
+    assert MARK in text and m.source.source_id == source_id_of(text) == source_id_of_python(src.read_text())
     lines = src.read_text().split("\n")
-    for s in m["sites"]:
-        assert f"atrex: site {s['name']} (id {s['id']}" in lines[s["instrumented_line"] - 1]
+    for s in m.sites:
+        assert f"atrex: site {s.name} (id {s.id}" in lines[s.instrumented_line - 1]
     proc = nvcc(text, project)
     assert proc.returncode == 0, proc.stderr
     assert "pragma once" not in proc.stderr
@@ -71,7 +73,7 @@ def test_nvrtc_example_compiles_with_nvrtc(project):
     nvrtc = pytest.importorskip("cuda.bindings.nvrtc")
     spec = project / "examples" / "specs" / "rmsnorm_nvrtc.toml"
     m = snapshot.apply(spec).manifest
-    text = cuda_of(project / m["source"]["path"], "RMSNORM_SRC")
+    text = cuda_of(project / m.source.path, "RMSNORM_SRC")
     try:
         err, prog = nvrtc.nvrtcCreateProgram(text.encode(), b"rmsnorm.cu", 0, [], [])
     except Exception as e:  # no libnvrtc on this machine (pip install nvidia-cuda-nvrtc)
@@ -176,16 +178,19 @@ def test_anchor_candidates_name_kernel_py_lines(tmp_path):
     refused(spec, "kernel.py:6: statement: int i = blockIdx.x", "kernel.py:7: statement: if (i < n)")
 
 
-def test_clone_symbol():
+def test_clone_symbol(project):
     """A launch from Python names the kernel as the program loads it; recording runs the copy."""
+    from dataclasses import replace
+
     from atrex_inject.errors import CaptureError
     from atrex_inject.pycapture import clone_symbol
-    m = {"kernel": "rmsnorm_rows", "perturbation": {"clone": "rmsnorm_rows__atrex"}}
+    m = snapshot.apply(project / "examples" / "specs" / "rmsnorm_nvrtc.toml").manifest
+    assert m.perturbation.clone == "rmsnorm_rows__atrex"
     assert clone_symbol(m, "rmsnorm_rows") == b"rmsnorm_rows__atrex"
     assert clone_symbol(m, b"_Z12rmsnorm_rowsPKfPfi") == b"_Z19rmsnorm_rows__atrexPKfPfi"
-    assert clone_symbol({"kernel": "slow::step<float, 4>", "perturbation": {"clone": "x"}},
+    assert clone_symbol(replace(m, kernel="slow::step<float, 4>"),
                         "_ZN4slow4stepIfLi4EEEvPT_") == b"_ZN4slow11step__atrexIfLi4EEEvPT_"
-    assert clone_symbol({"kernel": "k", "perturbation": {}}, "k") == b"k"  # instrumented in place: no copy
+    assert clone_symbol(replace(m, perturbation=None), "rmsnorm_rows") == b"rmsnorm_rows"  # no copy: in place
     with pytest.raises(CaptureError, match="not the kernel 'rmsnorm_rows'"):
         clone_symbol(m, "other_kernel")
 
@@ -199,8 +204,8 @@ def test_cuda_string_needs_a_python_source(project):
 def test_replace_on_the_string_is_a_warning(tmp_path):
     spec = _tree(tmp_path, KERNEL_PY + 'src = cuda_src.replace("2.f", "3.f")\n')
     m = snapshot.apply(spec).manifest
-    assert any("kernel.py:15: cuda_src.replace(...) edits the CUDA text at run time" in w for w in m["warnings"])
-    assert m["launches"] and m["launches"][0]["line"] == 11  # the launcher's line in kernel.py
+    assert any("kernel.py:15: cuda_src.replace(...) edits the CUDA text at run time" in w for w in m.warnings)
+    assert m.launches and m.launches[0]["line"] == 11  # the launcher's line in kernel.py
 
 
 # -- hypothesis: one CUDA source, every way a Python literal can spell it --
@@ -253,7 +258,7 @@ def test_quoting_round_trip(tmp_path_factory, case, named):
     output plus #line directives naming the right kernel.py lines, and revert restores the file
     byte for byte."""
     from atrex_inject.cuda.rewrite import rewrite as cuda_rewrite
-    from atrex_inject.spec import load_spec
+    from atrex_inject.plan import make_plan
     style, text, head, tail = case
     tmp = tmp_path_factory.mktemp("kp")
     spec = _tree(tmp, text, 'cuda_string = "cuda_src"' if named else "")
@@ -268,10 +273,10 @@ def test_quoting_round_trip(tmp_path_factory, case, named):
     assert new.startswith(head) and new.endswith(tail)
     got = cuda_of(src)
     lines = got.split("\n")
-    want = cuda_rewrite(load_spec(spec), clean_value, runtime=runtime_text()).text
+    want = cuda_rewrite(make_plan(load_spec(spec)), clean_value, runtime=runtime_text()).text
     norm = re.compile(r'__atrex_source_id\[\] = "[0-9a-f]{64}"')
     assert norm.sub("ID", "\n".join(l for l in lines if not DIRECTIVE.match(l))) == norm.sub("ID", want)
-    assert m["source"]["source_id"] == source_id_of(got) and PAD not in got
+    assert m.source.source_id == source_id_of(got) and PAD not in got
     # a directive names the file line its next line comes from (exactly, for triple-quoted strings):
     # that line, after the opening quotes if it holds them, is in the next line, around insertions
     file_lines = text.replace("\r\n", "\n").split("\n")

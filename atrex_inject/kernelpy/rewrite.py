@@ -18,7 +18,8 @@ import re
 
 from ..assets import asset_dir
 from ..errors import AtrexError
-from ..plan import Rewrite
+from ..backend import Rewrite
+from ..plan import Plan
 from ..spec import ProbeSpec
 from .align import NotAnInsertion, insertions
 from .literal import LiteralError
@@ -55,8 +56,10 @@ def runtime_text() -> str:
     return "\n".join(inline(HEADER)) + "\n"
 
 
-def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
+def rewrite(plan: Plan, text: str) -> Rewrite:
+    """The instrumented Python file for the plan's spec (cuda backend, `.py` source)."""
     from ..cuda.rewrite import rewrite as cuda_rewrite
+    spec = plan.spec
     path = str(spec.source)
     cs = locate(text, spec.source_rel, path, spec.cuda_string)
     value = cs.value
@@ -64,7 +67,7 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
         raise AtrexError(f"the CUDA string holds {PAD.strip()!r}, a line atrex-inject reserves", path=path,
                          line=cs.line, hint="remove that line from the string")
     pad = cs.line_of(0) - 1
-    rw = cuda_rewrite(spec, PAD * pad + value, runtime=runtime_text())
+    rw = cuda_rewrite(plan, PAD * pad + value, runtime=runtime_text())
     block = PAD * pad
     if rw.text.count(PAD) != pad or block not in rw.text:
         raise AtrexError("the CUDA rewriter moved the padding lines", hint="this is a bug in atrex-inject; "
@@ -96,9 +99,7 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
                         f"is captured when it goes through atrex_inject.pycapture.capture_launch, which runs the "
                         f"instrumented copy and binds its buffer (docs/kernelpy.md); any other launch runs the "
                         f"clean kernel and is not captured")
-    data = dict(rw.backend_data, cuda_string={"variable": cs.name, "line": cs.line, "tokens": len(cs.parts),
-                                              "runtime": "embedded"})
-    return Rewrite(new_text, sid, rw.placements, launches, warnings, data)
+    return Rewrite(new_text, sid, rw.placements, launches, warnings, rw.backend_data)
 
 
 def _starts_line(value: str, s: int) -> bool:
@@ -155,7 +156,7 @@ def _apply(value: str, ins: list[tuple[int, str]]) -> str:
 
 def _stamp(ins: list[tuple[int, str]], value: str, old_id: str) -> tuple[list[tuple[int, str]], str, str]:
     """The source identity of the final string (directives included): (insertions, id, text)."""
-    from ..cuda.rewrite import SOURCE_ID_PLACEHOLDER, source_id_of
+    from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
     key = f'__atrex_source_id[] = "{{}}"'
     holders = [i for i, (_, t) in enumerate(ins) if key.format(old_id) in t]
     if len(holders) != 1:
@@ -208,7 +209,8 @@ def _write_back(text: str, cs: CudaString, ins: list[tuple[int, str]], spec: Pro
 def source_id_of_python(text: str) -> str:
     """The source id of a Python file's instrumented CUDA string (what its captures carry); of the
     whole file when none is instrumented (which then matches no capture)."""
-    from ..cuda.rewrite import MARK, source_id_of
+    from ..cuda.rewrite import MARK
+    from ..source_id import source_id_of
     from .locate import marked_value
     value = marked_value(text, MARK)
     return source_id_of(text if value is None else value)
