@@ -157,7 +157,7 @@ def _apply(value: str, ins: list[tuple[int, str]]) -> str:
 def _stamp(ins: list[tuple[int, str]], value: str, old_id: str) -> tuple[list[tuple[int, str]], str, str]:
     """The source identity of the final string (directives included): (insertions, id, text)."""
     from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
-    key = f'__atrex_source_id[] = "{{}}"'
+    key = '__atrex_source_id[] = "{}"'
     holders = [i for i, (_, t) in enumerate(ins) if key.format(old_id) in t]
     if len(holders) != 1:
         raise AtrexError("the instrumented CUDA string does not hold one source identity",
