@@ -14,6 +14,7 @@ import itertools
 import operator
 import re
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -146,12 +147,10 @@ class TokenStream:
         self.types = types + self.types[a:]
         self.ends = ends + self.ends[a:]
 
-    def indices(self, names: set[str]) -> list[int]:
-        """Indices of the tokens of these types, ascending."""
+    def indices(self, names: set[str]) -> Iterator[int]:
+        """Indices of the tokens of these types, ascending (made as read: brackets are millions)."""
         codes = bytes(sorted(self.terms.names.index(n) for n in names if n in self.terms.names))
-        if not codes:
-            return []
-        return list(map(re.Match.start, re.finditer(b"[" + re.escape(codes) + b"]", self.types)))
+        return map(re.Match.start, re.finditer(b"[" + re.escape(codes) + b"]" if codes else b"(?!)", self.types))
 
     def at(self, offset: int) -> int | None:
         """Index of the (not zero-width) token that starts at `offset`, if one does."""
