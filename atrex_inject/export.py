@@ -23,10 +23,10 @@ from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 from .decode import Launch
 from .errors import AtrexError
 from .fsio import write_atomic
+from .intervals import pairs
+from .manifest import MAX_INTERVALS, Manifest
 from .owners import cta_name, owner_name
-from .selection import Choice, choose, in_memory, ranges_text
-from .spec import MAX_INTERVALS
-from .summary import pairs, site_ids
+from .selection import DEFAULT_BUDGET, Choice, choose, in_memory, ranges_text
 
 SEQ_ID = 1
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
@@ -112,16 +112,15 @@ def encode_events(ts, kinds, uuid, name_codes=None, names: list[bytes] = (), pay
 
 
 # ---- the trace -------------------------------------------------------------------------------
-def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> None:
+def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: Manifest) -> None:
     launch, own, kept = ch.launch, ch.launch.owners, ch.keep
     proc = int(track_uuid(no, KIND_PROCESS, 0))
     p = b.add_packet()
     p.track_descriptor.uuid = proc
     p.track_descriptor.process.pid = no + 1
-    p.track_descriptor.process.process_name = (f"{manifest['kernel']} launch {launch.meta['launch_seq']} "
+    p.track_descriptor.process.process_name = (f"{manifest.kernel} launch {launch.meta['launch_seq']} "
                                                f"grid {tuple(launch.meta['grid'])}")
     p.track_descriptor.description = _selection_line(ch)
-    roles = [g["role"] for g in manifest["groups"]]
     for sm in np.unique(own["smid"][kept]):
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_SM, int(sm)))
@@ -137,12 +136,12 @@ def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> N
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_OWNER, o))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_CTA, int(own["cta"][o])))
-        p.track_descriptor.name = owner_name(roles[own["group"][o]], int(own["thread"][o]))
-        for k, iv in enumerate(manifest["intervals"]):
+        p.track_descriptor.name = owner_name(manifest.role_of_group(int(own["group"][o])), int(own["thread"][o]))
+        for k, iv in enumerate(manifest.intervals):
             p = b.add_packet()
             p.track_descriptor.uuid = int(track_uuid(no, KIND_INTERVAL, o * MAX_INTERVALS + k))
             p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_OWNER, o))
-            p.track_descriptor.name = iv["name"]
+            p.track_descriptor.name = iv.name
 
 
 def _selection_line(ch: Choice) -> str:
@@ -190,31 +189,28 @@ def _counters(b: TraceProtoBuilder, no: int, ch: Choice) -> None:
             _event(b, t, TYPE_COUNTER, uuid).double_counter_value = v
 
 
-def trace_bytes(choices: list[Choice], manifest: dict) -> bytes:
-    """The trace of selection.choose's choices: kept owners in full, counters for the rest."""
-    if len(manifest["intervals"]) > MAX_INTERVALS:  # parse_spec refuses such specs; a hand-edited manifest here
-        raise AtrexError(f"{len(manifest['intervals'])} intervals in the manifest; at most {MAX_INTERVALS} can be "
-                         "exported", hint="re-apply the spec (it refuses more) or drop intervals from the manifest")
+def trace_bytes(choices: list[Choice], manifest: Manifest) -> bytes:
+    """The trace of selection.choose's choices: kept owners in full, counters for the rest. A
+    manifest holds at most MAX_INTERVALS intervals (manifest.py refuses more), so an owner's
+    interval tracks fit its track ids."""
     b = TraceProtoBuilder()
     chunks = []
-    ids = site_ids(manifest)
-    endpoints = {ids[iv[k]] for iv in manifest["intervals"] for k in ("start", "end")}
-    names = [iv["name"].encode() for iv in manifest["intervals"]]
-    site_names = [s["name"].encode() for s in manifest["sites"]]
+    names = [iv.name.encode() for iv in manifest.intervals]
+    site_names = [s.name.encode() for s in manifest.sites]
     for no, ch in enumerate(choices):
         _descriptors(b, no, ch, manifest)
         launch = ch.launch
         wide = launch.meta["event_bytes"] == 16
         ev = launch.events
-        for k, iv in enumerate(manifest["intervals"]):
-            p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
+        for k, iv in enumerate(manifest.intervals):
+            p = pairs(launch, iv.start_id, iv.end_id)
             uuid = track_uuid(no, KIND_INTERVAL, p["owner"].astype(np.uint64) * np.uint64(MAX_INTERVALS) + np.uint64(k))
             n = p["t0"].size  # begin, end, begin, end...: equal timestamps keep their order
             chunks.append(encode_events(np.column_stack([p["t0"], p["t1"]]).ravel(),
                                         np.tile([SLICE_BEGIN, SLICE_END], n), np.repeat(uuid, 2),
                                         np.column_stack([np.full(n, k), np.full(n, -1)]).ravel(), names,
                                         np.repeat(ev["payload"][p["i0"]], 2) if wide else None))
-        mark = ~np.isin(ev["site"], list(endpoints))
+        mark = ~np.isin(ev["site"], list(manifest.endpoint_ids))
         chunks.append(encode_events(ev["t_ns"][mark], np.full(int(mark.sum()), INSTANT),
                                     track_uuid(no, KIND_OWNER, ev["owner"][mark]), ev["site"][mark], site_names,
                                     ev["payload"][mark] if wide else None))
@@ -224,12 +220,38 @@ def trace_bytes(choices: list[Choice], manifest: dict) -> bytes:
     return b"".join([b.serialize(), *chunks])
 
 
-def write_trace(choices: list[Choice], manifest: dict, out: str | Path) -> Path:
+def write_trace(choices: list[Choice], manifest: Manifest, out: str | Path) -> Path:
     out = Path(out)
     write_atomic(out, trace_bytes(choices, manifest))
     return out
 
 
-def export_perfetto(launches: list[Launch], manifest: dict, out: str | Path) -> Path:
+def export_perfetto(launches: list[Launch], manifest: Manifest, out: str | Path) -> Path:
     """Decoded launches to a trace by the default selection rule."""
     return write_trace(choose([in_memory(l) for l in launches], manifest), manifest, out)
+
+
+def export_capture(capture_dir: str | Path, manifest: Manifest, perfetto: str | Path | None = None,
+                   png: str | Path | None = None, png_window: str = "auto", rows: int = 8, owners: str | None = None,
+                   ctas: str | None = None, trace_window: str | None = None, everything: bool = False,
+                   budget: int = DEFAULT_BUDGET) -> dict:
+    """`atrex-inject export`: the Perfetto trace of every launch of the folder, owners chosen by
+    selection.choose (streamed part by part), and/or the picture of its first launch
+    (timeline.render_png). Returns what was written: {"perfetto", "selection"} and/or {"png", "panels"}."""
+    from .decode import PART_EVENTS, capture_files, decode_file, decode_parts
+    from .timeline import parse_window, render_png
+
+    w = parse_window(png_window)
+    files = capture_files(capture_dir)
+    r: dict = {}
+    if perfetto:
+        parts = [lambda f=f: decode_parts(f, manifest, PART_EVENTS) for f in files]
+        choices = choose(parts, manifest, owners, ctas, trace_window, everything, budget)
+        r["perfetto"] = str(write_trace(choices, manifest, perfetto))
+        r["selection"] = [c.to_json() for c in choices]
+    if png:
+        path, panels = render_png(decode_file(files[0], manifest), manifest, png, w, rows)
+        r["png"], r["panels"] = str(path), panels
+    if not r:
+        raise AtrexError("nothing to export", hint="give --perfetto FILE and/or --png FILE")
+    return r

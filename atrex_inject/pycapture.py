@@ -10,18 +10,17 @@ header, points the symbol at it, and after the user's launch reads it back and w
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from .errors import CaptureError
-from .fsio import write_atomic
+from .launchfile import write_launch
 from .layout import build_header
+from .manifest import Manifest
 
 SYMBOL = b"atrex_tl_buffer"
 RUN_ID = uuid.uuid4().hex  # one per process, in every sidecar it writes: validation keeps one run per folder
@@ -79,16 +78,16 @@ def _check(result, what: str):
 class LaunchCapture:
     """One captured launch of an instrumented kernel from a loaded CUmodule."""
 
-    def __init__(self, module, manifest: dict, grid, block, out_dir: str | Path, launch_seq: int = 0,
+    def __init__(self, module, manifest: Manifest, grid, block, out_dir: str | Path, launch_seq: int = 0,
                  stream=0, workload: str | None = None):
         self.driver = _driver()
         self.module, self.manifest, self.stream = module, manifest, stream
         self.grid, self.block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
         self.out_dir, self.seq = Path(out_dir), launch_seq
         self.workload = workload if workload is not None else os.environ.get("ATREX_WORKLOAD", "")
-        cap = manifest["capture"]
-        self.header = build_header(manifest["groups"], self.grid, self.block, cap["capacity"], cap["event_bytes"],
-                                   cap["clock"], manifest["source"]["source_id"], launch_seq)
+        cap = manifest.capture
+        self.header = build_header(manifest.groups, self.grid, self.block, cap.capacity, cap.event_bytes, cap.clock,
+                                   manifest.source.source_id, launch_seq)
         self.nbytes = int(self.header["total_bytes"][0])
         if self.nbytes > 0xFFFFFFFF:  # the device recorder addresses slots with 32-bit buffer offsets
             raise CaptureError(f"this launch needs a {self.nbytes}-byte buffer, over the recorder's 4 GiB",
@@ -123,17 +122,8 @@ class LaunchCapture:
         _check(d.cuStreamSynchronize(self.stream), "cuStreamSynchronize (the kernel failed?)")
         host = np.empty(self.nbytes, dtype=np.uint8)
         _check(d.cuMemcpyDtoH(host, self.buf, self.nbytes), "read back")
-        base = self.out_dir / f"{self.manifest['kernel']}-launch{self.seq}"
-        raw = host.tobytes()
-        write_atomic(base.with_suffix(".atrex"), raw)
-        write_atomic(base.with_suffix(".json"), json.dumps({**self._sidecar(base), "crc32": zlib.crc32(raw)}) + "\n")
-        return base.with_suffix(".atrex")
-
-    def _sidecar(self, base: Path) -> dict:
         drv = _check(self.driver.cuDriverGetVersion(), "cuDriverGetVersion")
-        return {"format": "atrex-timeline-capture", "version": 1, "file": base.name + ".atrex",
-                "kernel": self.manifest["kernel"], "launch_seq": self.seq, "grid": list(self.grid),
-                "block": list(self.block), "source_id": self.manifest["source"]["source_id"],
-                "workload": self.workload, "device": device_info(), "run_id": RUN_ID,
-                "driver_version": int(drv), "runtime_version": None, "capture": "cuda-python",
-                "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "bytes": self.nbytes}
+        return write_launch(self.out_dir, self.manifest.kernel, self.seq, host.tobytes(), self.grid, self.block,
+                            self.manifest.source.source_id, self.workload, device_info(), RUN_ID,
+                            driver_version=int(drv), runtime_version=None, capture="cuda-python",
+                            time_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -175,8 +175,8 @@ def _clean_text(spec) -> str:
         return text
     ws = workspace(spec)
     m = load_manifest(ws)
-    data = (ws / m["clean_copy"]).read_bytes() if m else b""
-    if not m or sha256_bytes(data) != m["source"]["clean_sha256"]:
+    data = (ws / m.clean_copy).read_bytes() if m else b""
+    if not m or sha256_bytes(data) != m.source.clean_sha256:
         raise AtrexError(f"{spec.source_rel} is instrumented and no verified clean copy is saved for spec {spec.name!r}",
                          path=str(spec.path), hint="revert it, or run check-sass before apply")
     return data.decode()
@@ -194,6 +194,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     import tempfile  # noqa: PLC0415
 
     from .cuda.rewrite import CLONE_SUFFIX, rewrite  # noqa: PLC0415
+    from .plan import make_plan  # noqa: PLC0415
     from .spec import load_spec  # noqa: PLC0415
 
     spec = load_spec(spec_path, root)
@@ -202,8 +203,9 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
                          path=str(spec.path))
     flags = nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
     clean = _clean_text(spec)
-    inst = rewrite(spec, clean)
-    texts = {"clean": clean, "instrumented": inst.text, "one_copy": rewrite(spec, clean, version_body=False).text}
+    plan = make_plan(spec)
+    inst = rewrite(plan, clean)
+    texts = {"clean": clean, "instrumented": inst.text, "one_copy": rewrite(plan, clean, version_body=False).text}
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
         built = {}
         for name, text in texts.items():

@@ -21,7 +21,8 @@ import numpy as np
 
 from .decode import Launch
 from .errors import AtrexError
-from .summary import pairs, site_ids
+from .intervals import pairs
+from .manifest import Manifest
 
 DEFAULT_BUDGET = 1_000_000
 TARGETS = (("median", 0.5), ("p10", 0.1), ("p90", 0.9))
@@ -109,15 +110,14 @@ def restricted(launch: Launch, member: np.ndarray) -> Launch:
     return replace(launch, events={k: v[mask] for k, v in launch.events.items()})
 
 
-def _values(part: Launch, manifest: dict) -> list[tuple[str, np.ndarray, np.ndarray]]:
+def _values(part: Launch, manifest: Manifest) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(label, owner, value) per instance of each interval of a part; without intervals, each
     owner's span. Owners come in runs (events are in owner order), which survey's reductions use."""
-    ids = site_ids(manifest)
-    if manifest["intervals"]:
+    if manifest.intervals:
         out = []
-        for iv in manifest["intervals"]:
-            p = pairs(part, ids[iv["start"]], ids[iv["end"]])
-            out.append((iv["name"], p["owner"], p["dur"]))
+        for iv in manifest.intervals:
+            p = pairs(part, iv.start_id, iv.end_id)
+            out.append((iv.name, p["owner"], p["dur"]))
         return out
     own, t = part.events["owner"], part.events["t_ns"]
     first = np.flatnonzero(np.r_[True, own[1:] != own[:-1]]) if own.size else np.zeros(0, dtype=np.int64)
@@ -136,7 +136,7 @@ class Survey:
     labels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # owner, mean, max, all values
 
 
-def survey(parts: Parts, manifest: dict, window: tuple[int | None, int | None] | None, t_first: int | None,
+def survey(parts: Parts, manifest: Manifest, window: tuple[int | None, int | None] | None, t_first: int | None,
            with_values: bool) -> Survey:
     owners, counts, span, acc, head = [], [], None, {}, None
     for part in parts():
@@ -194,32 +194,30 @@ class _Bins:
         b = np.bincount((t - self.t0) // self.width, weights=weights, minlength=self.n).astype(np.float64)
         self.sums[key] = self.sums[key] + b if key in self.sums else b
 
-    def counters(self, manifest: dict, n_rest: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def counters(self, manifest: Manifest, n_rest: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each interval's instances in flight (at each bin's end) and mean duration (of instances
         starting in the bin), each mark's events per bin."""
         starts = self.t0 + self.width * np.arange(self.n)
         tag, out = f"({n_rest} owners not shown)", {}
         zero = np.zeros(self.n)
-        for iv in manifest["intervals"]:
-            begun, ended = self.sums.get(iv["name"] + "/t0", zero), self.sums.get(iv["name"] + "/t1", zero)
-            out[f"{iv['name']} in flight {tag}"] = (starts + self.width, np.cumsum(begun) - np.cumsum(ended))
+        for iv in manifest.intervals:
+            begun, ended = self.sums.get(iv.name + "/t0", zero), self.sums.get(iv.name + "/t1", zero)
+            out[f"{iv.name} in flight {tag}"] = (starts + self.width, np.cumsum(begun) - np.cumsum(ended))
             has = begun > 0
-            out[f"{iv['name']} mean ns {tag}"] = (starts[has], self.sums.get(iv["name"] + "/dur", zero)[has] / begun[has])
-        endpoints = {iv[k] for iv in manifest["intervals"] for k in ("start", "end")}
-        for s in manifest["sites"]:
-            if s["name"] not in endpoints:
-                out[f"{s['name']} events per {self.width} ns {tag}"] = (starts, self.sums.get("site/" + s["name"], zero))
+            out[f"{iv.name} mean ns {tag}"] = (starts[has], self.sums.get(iv.name + "/dur", zero)[has] / begun[has])
+        for s in manifest.sites:
+            if s.name not in manifest.endpoint_names:
+                out[f"{s.name} events per {self.width} ns {tag}"] = (starts, self.sums.get("site/" + s.name, zero))
         return out
 
 
-def gather(parts: Parts, manifest: dict, s: Survey, keep: np.ndarray, window, t_first: int | None) -> tuple:
+def gather(parts: Parts, manifest: Manifest, s: Survey, keep: np.ndarray, window, t_first: int | None) -> tuple:
     """Pass two: the kept owners' events as one Launch (launch-wide owner indices), and the others'
     counter tracks."""
     member = np.zeros(s.counts.size, dtype=bool)
     member[keep] = True
     rest = (s.owners["claims"] > 0) & ~member
     bins = _Bins(s.span) if s.span and rest.any() else None
-    ids = site_ids(manifest)
     kept = []
     for part in parts():
         if window:
@@ -229,18 +227,18 @@ def gather(parts: Parts, manifest: dict, s: Survey, keep: np.ndarray, window, t_
         if bins is None:
             continue
         other = restricted(part, rest)
-        for iv in manifest["intervals"]:
-            p = pairs(other, ids[iv["start"]], ids[iv["end"]])
-            bins.add(iv["name"] + "/t0", p["t0"])
-            bins.add(iv["name"] + "/t1", p["t1"])
-            bins.add(iv["name"] + "/dur", p["t0"], p["dur"].astype(np.float64))
-        for site in manifest["sites"]:
-            bins.add("site/" + site["name"], other.events["t_ns"][other.events["site"] == site["id"]])
+        for iv in manifest.intervals:
+            p = pairs(other, iv.start_id, iv.end_id)
+            bins.add(iv.name + "/t0", p["t0"])
+            bins.add(iv.name + "/t1", p["t1"])
+            bins.add(iv.name + "/dur", p["t0"], p["dur"].astype(np.float64))
+        for site in manifest.sites:
+            bins.add("site/" + site.name, other.events["t_ns"][other.events["site"] == site.id])
     events = {k: np.concatenate([e[k] for e in kept]) for k in kept[0]}
     return replace(s.head, events=events, counts={}), bins.counters(manifest, int(rest.sum())) if bins else {}
 
 
-def choose(sources: list[Parts], manifest: dict, owners: str | None = None, ctas: str | None = None,
+def choose(sources: list[Parts], manifest: Manifest, owners: str | None = None, ctas: str | None = None,
            window: str | None = None, everything: bool = False, budget: int = DEFAULT_BUDGET) -> list[Choice]:
     """Apply the window, then the rule: --all, --owners/--ctas (union), or the default budget."""
     if everything and (owners or ctas):
@@ -277,7 +275,7 @@ def choose(sources: list[Parts], manifest: dict, owners: str | None = None, ctas
         size = np.concatenate([s.counts[o] for s, o in zip(surveys, orders)])
         by_priority = np.lexsort((launch_no, position))
         taken = by_priority[np.cumsum(size[by_priority]) <= budget]  # a prefix: the sum only grows
-        of = "each interval's instances" if manifest["intervals"] else "owner spans (no intervals)"
+        of = "each interval's instances" if manifest.intervals else "owner spans (no intervals)"
         rule = (f"budget {budget} events: owners closest to the median, p10 and p90 of {of} and the slowest, "
                 "in that order while their events fit")
         keeps = []

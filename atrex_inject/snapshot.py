@@ -16,7 +16,6 @@ spec path. docs/recovery.md is the user's side of this.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import shutil
 import time
@@ -24,29 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
+from . import backend as backends
+from . import manifest as mf
 from .assets import asset_dir
+from .backend import Rewrite
 from .errors import SnapshotError, SpecError
 from .fsio import locked, remove_stale_temps, sha256_bytes, source_lock_path, write_atomic
+from .manifest import Manifest
 from .patch import PatchMismatch, apply_patch, diffstat, unified_diff
-from .plan import make_plan
-from .spec import U32, ProbeSpec, confine, load_spec
+from .plan import Plan, make_plan
+from .spec import ProbeSpec, confine, load_spec
 
-MANIFEST_FORMAT = "atrex-manifest"
-MANIFEST_VERSION = 1
 PREVIEW_CONTEXT = 3  # lines shown above and below each landing by `apply --dry-run`
 STATUS_WAIT_S = 30.0  # status waits this long for a running apply/revert before giving up
-# What the tools read from a manifest, with its type: a manifest missing one is refused by name.
-MANIFEST_FIELDS = {
-    "": {"format": str, "backend": str, "name": str, "kernel": str, "source": dict, "clean_copy": str,
-         "patch": dict, "capture": dict, "groups": list, "sites": list, "intervals": list, "expect": dict,
-         "applied_utc": str},
-    "source": {"path": str, "clean_sha256": str, "instrumented_sha256": str, "source_id": str},
-    "patch": {"path": str, "sha256": str},
-    "capture": {"capacity": int, "event_bytes": int},
-    "groups[]": {"role_code": int, "cta_stride": int, "cta_limit": int, "warp_mask": int},
-    "sites[]": {"id": int, "name": str, "group": int, "role": str},
-    "intervals[]": {"name": str, "start": str, "end": str},
-}
 
 
 def runtime_header() -> Path:
@@ -77,7 +66,7 @@ def _writer(spec: ProbeSpec, create: bool):
     d.mkdir(exist_ok=True)
     with locked(d / "lock", f"the project {spec.root}"), locked(source_lock_path(spec.source), spec.source_rel):
         ws = workspace(spec)
-        for p in (spec.source, ws / "manifest.json", ws / "instrumented.patch", ws / "clean" / spec.source.name):
+        for p in (spec.source, ws / mf.FILE_NAME, ws / "instrumented.patch", ws / "clean" / spec.source.name):
             remove_stale_temps(p)
         yield ws
 
@@ -94,24 +83,17 @@ def _reader(spec: ProbeSpec):
 
 @dataclass(frozen=True)
 class ApplyResult:
-    manifest: dict
+    manifest: Manifest
     workspace: Path
     patch: str
 
     def to_json(self) -> dict:
         added, removed = diffstat(self.patch)
-        return {"applied": True, "workspace": str(self.workspace), "source": self.manifest["source"]["path"],
-                "lines_added": added, "lines_removed": removed, "sites": self.manifest["sites"],
-                "warnings": self.manifest["warnings"], "staging": self.manifest["capture"].get("staging"),
-                "perturbation": self.manifest.get("perturbation"), "manifest": str(self.workspace / "manifest.json")}
-
-
-def _rewrite(spec: ProbeSpec, text: str):
-    if spec.backend == "cuda":
-        from .cuda.rewrite import rewrite
-    else:
-        from .cutedsl.rewrite import rewrite
-    return rewrite(spec, text)
+        m = self.manifest.to_json()
+        return {"applied": True, "workspace": str(self.workspace), "source": m["source"]["path"],
+                "lines_added": added, "lines_removed": removed, "sites": m["sites"],
+                "warnings": m["warnings"], "staging": m["capture"]["staging"],
+                "perturbation": m.get("perturbation"), "manifest": str(self.workspace / mf.FILE_NAME)}
 
 
 def _read_source(spec: ProbeSpec) -> tuple[bytes, str]:
@@ -124,92 +106,36 @@ def _read_source(spec: ProbeSpec) -> tuple[bytes, str]:
                         hint="save the source as UTF-8") from None
 
 
-def check_manifest(m, where: str) -> dict:
-    """Refuse a manifest that lacks a field the tools read, or whose intervals and expectations
-    name sites it does not have: a clear message instead of a KeyError deep in decode."""
-    def bad(msg: str) -> SnapshotError:
-        return SnapshotError(f"manifest {where}: {msg}",
-                             hint="apply the spec again, or restore the manifest from .atrex/history/")
-
-    def fields(obj, spec: dict, label: str) -> None:
-        if not isinstance(obj, dict):
-            raise bad(f"{label or 'the manifest'} is not a JSON object")
-        for k, kind in spec.items():
-            v = obj.get(k)
-            if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-                raise bad(f"field {label + '.' if label else ''}{k} is missing or not a {kind.__name__}")
-            if kind is int and not 0 <= v <= U32:  # every integer the tool writes there is a u32
-                raise bad(f"field {label + '.' if label else ''}{k} = {v} is outside 0..{U32}")
-
-    fields(m, MANIFEST_FIELDS[""], "")
-    if m["format"] != MANIFEST_FORMAT:
-        raise bad("not an atrex manifest")
-    for key in ("source", "patch", "capture"):
-        fields(m[key], MANIFEST_FIELDS[key], key)
-    for key in ("groups", "sites", "intervals"):
-        for i, item in enumerate(m[key]):
-            fields(item, MANIFEST_FIELDS[key + "[]"], f"{key}[{i}]")
-    if m["capture"]["event_bytes"] not in (8, 16) or m["capture"]["capacity"] < 1 or any(
-            g["cta_stride"] < 1 for g in m["groups"]):
-        raise bad("capture.event_bytes must be 8 or 16, capture.capacity and every group's cta_stride >= 1")
-    names = [s["name"] for s in m["sites"]]
-    if [s["id"] for s in m["sites"]] != list(range(len(names))) or not all(
-            0 <= s["group"] < len(m["groups"]) for s in m["sites"]):
-        raise bad("site ids are not 0, 1, 2, ... or a site names a group that does not exist")
-    for label, site in [(f"interval {iv['name']!r}", iv[k]) for iv in m["intervals"] for k in ("start", "end")] + [
-            ("expect", k) for k in m["expect"]]:
-        if site not in names:
-            raise bad(f"{label} names unknown site {site!r}")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in m["expect"].values()):
-        raise bad("expect counts must be integers")
-    return m
-
-
-def load_manifest(ws: Path) -> dict | None:
+def load_manifest(ws: Path) -> Manifest | None:
     """The workspace's manifest.json, checked; None when there is none."""
-    return load_manifest_file(ws / "manifest.json")
+    return mf.load_if_present(ws / mf.FILE_NAME)
 
 
-def load_manifest_file(p: Path) -> dict | None:
-    """A manifest under any name (a copy next to a capture, say), checked; None when it is absent."""
-    if not p.exists():
-        return None
-    try:
-        m = json.loads(p.read_bytes())
-    except (OSError, ValueError, RecursionError) as e:
-        raise SnapshotError(f"manifest {p} is unreadable: {e}", hint="restore it from history or remove the workspace")
-    return check_manifest(m, str(p))
-
-
-def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str) -> dict:
-    plan = make_plan(spec)
+def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch: str) -> Manifest:
     hdr = runtime_header()
-    return {
-        "format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "tool_version": __version__,
-        "backend": spec.backend, "name": spec.name, "question": spec.question, "kernel": spec.kernel,
-        "spec": {"path": spec.path.relative_to(spec.root).as_posix() if spec.path.is_relative_to(spec.root)
-                 else str(spec.path), "sha256": spec.sha256},
-        "source": {"path": spec.source_rel, "clean_sha256": sha256_bytes(clean),
-                   "instrumented_sha256": sha256_bytes(rw.text.encode()), "source_id": rw.source_id},
-        "clean_copy": f"clean/{spec.source.name}",
-        "patch": {"path": "instrumented.patch", "sha256": sha256_bytes(patch.encode())},
-        "runtime": {"header": hdr.name, "sha256": sha256_bytes(hdr.read_bytes())},
-        "capture": {"capacity": spec.capture.capacity, "clock": spec.capture.clock, "skip": spec.capture.skip,
-                    "count": spec.capture.count, "event_bytes": plan.event_bytes, "staging": plan.staging},
-        "groups": [g.to_json() for g in plan.groups],
-        "sites": [{"id": p.site_id, "name": p.site.name, "role": p.site.role, "group": plan.site_group[p.site_id],
-                   "position": p.site.position,
-                   "anchor": {"kind": p.site.anchor.kind, "pattern": p.site.anchor.pattern,
-                              "occurrence": p.site.anchor.occurrence},
-                   "payload": p.site.payload, "every": p.site.every, "source_line": p.source_line,
-                   "instrumented_line": p.instrumented_line} for p in sorted(rw.placements, key=lambda p: p.site_id)],
-        "intervals": [{"name": iv.name, "start": iv.start, "end": iv.end} for iv in spec.intervals],
-        "expect": spec.expect,
-        "launches": rw.launches,
-        "warnings": rw.warnings,
-        **rw.backend_data,
-        "applied_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    ids = {s.name: i for i, s in enumerate(spec.sites)}
+    data = rw.backend_data
+    return Manifest(
+        tool_version=__version__, backend=spec.backend, name=spec.name, question=spec.question, kernel=spec.kernel,
+        spec=mf.FileRef(spec.path.relative_to(spec.root).as_posix() if spec.path.is_relative_to(spec.root)
+                        else str(spec.path), spec.sha256),
+        source=mf.SourceIdentity(spec.source_rel, sha256_bytes(clean), sha256_bytes(rw.text.encode()), rw.source_id),
+        clean_copy=f"clean/{spec.source.name}",
+        patch=mf.FileRef("instrumented.patch", sha256_bytes(patch.encode())),
+        runtime=mf.FileRef(hdr.name, sha256_bytes(hdr.read_bytes())),
+        capture=mf.CaptureSettings(capacity=spec.capture.capacity, clock=spec.capture.clock, skip=spec.capture.skip,
+                                   count=spec.capture.count, event_bytes=plan.event_bytes, staging=plan.staging),
+        groups=plan.groups,
+        sites=tuple(mf.PlacedSite(
+            id=p.site_id, name=p.site.name, role=p.site.role, group=plan.site_group[p.site_id],
+            position=p.site.position,
+            anchor=mf.Anchor(p.site.anchor.kind, p.site.anchor.pattern, p.site.anchor.occurrence),
+            payload=p.site.payload, every=p.site.every, source_line=p.source_line,
+            instrumented_line=p.instrumented_line) for p in sorted(rw.placements, key=lambda p: p.site_id)),
+        intervals=tuple(mf.Interval(iv.name, iv.start, iv.end, ids[iv.start], ids[iv.end]) for iv in spec.intervals),
+        expect=dict(spec.expect), launches=tuple(rw.launches), warnings=tuple(rw.warnings),
+        perturbation=mf.perturbation_of(data.get("perturbation")), iket=mf.iket_of(data.get("iket"), len(spec.sites)),
+        applied_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
 def _check_not_applied(spec: ProbeSpec, spec_path, clean: bytes) -> None:
@@ -217,11 +143,11 @@ def _check_not_applied(spec: ProbeSpec, spec_path, clean: bytes) -> None:
     old = load_manifest(ws)
     if old is not None:
         cur = sha256_bytes(clean)
-        if cur == old["source"]["instrumented_sha256"]:
+        if cur == old.source.instrumented_sha256:
             raise SnapshotError(f"{spec.source_rel} is already instrumented by spec {spec.name!r}",
                                 path=str(spec.path), hint="revert first: atrex-inject revert " + str(spec_path))
-        if cur != old["source"]["clean_sha256"]:
-            raise SnapshotError(f"workspace {ws} belongs to another state of {old['source']['path']}",
+        if cur != old.source.clean_sha256:
+            raise SnapshotError(f"workspace {ws} belongs to another state of {old.source.path}",
                                 path=str(spec.path), hint=f"inspect {ws} and remove it if it is stale")
 
 
@@ -230,9 +156,10 @@ def _prepare(spec_path: str | Path, root: str | Path | None):
     spec = load_spec(spec_path, root)
     clean, text = _read_source(spec)
     _check_not_applied(spec, spec_path, clean)
-    rw = _rewrite(spec, text)
+    plan = make_plan(spec)
+    rw = backends.get(spec.backend).rewrite(plan, text)
     patch = unified_diff(text, rw.text, spec.source_rel)
-    return spec, clean, rw, patch, build_manifest(spec, clean, rw, patch)
+    return spec, clean, rw, patch, build_manifest(spec, plan, clean, rw, patch)
 
 
 def preview(spec_path: str | Path, root: str | Path | None = None) -> dict:
@@ -242,17 +169,18 @@ def preview(spec_path: str | Path, root: str | Path | None = None) -> dict:
     lines = rw.text.split("\n")
     added, removed = diffstat(patch)
     sites = []
-    for s in manifest["sites"]:
-        key = re.compile(rf"atrex: site {re.escape(s['name'])} \(id {s['id']}\b")
+    for s in manifest.sites:
+        key = re.compile(rf"atrex: site {re.escape(s.name)} \(id {s.id}\b")
         lands = []
         for i, line in enumerate(lines):
             if key.search(line):
                 lo, hi = max(0, i - PREVIEW_CONTEXT), min(len(lines), i + PREVIEW_CONTEXT + 1)
                 lands.append({"line": i + 1, "context": [{"line": j + 1, "text": lines[j].rstrip("\r")}
                                                          for j in range(lo, hi)]})
-        sites.append({k: s[k] for k in ("id", "name", "position", "role", "source_line")} | {"lands": lands})
+        sites.append({"id": s.id, "name": s.name, "position": s.position, "role": s.role.value,
+                      "source_line": s.source_line, "lands": lands})
     return {"dry_run": True, "applied": False, "source": spec.source_rel, "lines_added": added,
-            "lines_removed": removed, "sites": sites, "warnings": manifest["warnings"]}
+            "lines_removed": removed, "sites": sites, "warnings": list(manifest.warnings)}
 
 
 def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
@@ -267,10 +195,11 @@ def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
         return _write_snapshot(spec, ws, clean, rw, patch, manifest)
 
 
-def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw, patch: str, manifest: dict) -> ApplyResult:
-    steps = [("saving the clean copy", ws / manifest["clean_copy"], clean),
-             ("writing the patch", ws / "instrumented.patch", patch),
-             ("writing the manifest", ws / "manifest.json", json.dumps(manifest, indent=2) + "\n"),
+def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw: Rewrite, patch: str,
+                    manifest: Manifest) -> ApplyResult:
+    steps = [("saving the clean copy", ws / manifest.clean_copy, clean),
+             ("writing the patch", ws / manifest.patch.path, patch),
+             ("writing the manifest", ws / mf.FILE_NAME, manifest.dumps()),
              ("writing the instrumented source", spec.source, rw.text)]
     existed = ws.exists()
     done = []
@@ -303,13 +232,13 @@ def _history_entries(spec: ProbeSpec) -> list[Path]:
     return sorted(entries, key=lambda p: p.name.removeprefix(spec.name + "-"), reverse=True)
 
 
-def _verified_clean(spec: ProbeSpec, ws: Path, m: dict) -> tuple[Path, bytes]:
+def _verified_clean(spec: ProbeSpec, ws: Path, m: Manifest) -> tuple[Path, bytes]:
     """(the source the manifest names, its clean content), after proving from the workspace that
     clean copy + patch reproduce the instrumented hash. Every manifest path is confined: the
     source like a spec path, the clean copy and patch inside the workspace."""
-    where = str(ws / "manifest.json")
-    src = confine(m["source"]["path"], spec.root, spec.root, where, None)
-    clean_sha, inst_sha = m["source"]["clean_sha256"], m["source"]["instrumented_sha256"]
+    where = str(ws / mf.FILE_NAME)
+    src = confine(m.source.path, spec.root, spec.root, where, None)
+    clean_sha, inst_sha = m.source.clean_sha256, m.source.instrumented_sha256
 
     def inside_ws(rel: str, what: str) -> Path:
         try:
@@ -322,12 +251,12 @@ def _verified_clean(spec: ProbeSpec, ws: Path, m: dict) -> tuple[Path, bytes]:
                                 hint="recover with `atrex-inject revert --from-history SPEC` if history holds it")
         return p
 
-    clean_copy, patch_path = inside_ws(m["clean_copy"], "clean copy"), inside_ws(m["patch"]["path"], "patch")
+    clean_copy, patch_path = inside_ws(m.clean_copy, "clean copy"), inside_ws(m.patch.path, "patch")
     data, patch = clean_copy.read_bytes(), patch_path.read_bytes()
     if sha256_bytes(data) != clean_sha:
         raise SnapshotError(f"the saved clean copy {clean_copy} does not match the manifest's clean hash",
                             hint=f"recover the clean source with `git apply -R {patch_path}`")
-    if sha256_bytes(patch) != m["patch"]["sha256"]:
+    if sha256_bytes(patch) != m.patch.sha256:
         raise SnapshotError(f"the saved patch {patch_path} does not match the manifest's patch hash",
                             hint=f"the clean copy {clean_copy} is intact (sha256 {clean_sha[:16]}); "
                                  "copy it back by hand")
@@ -373,21 +302,21 @@ def revert(spec_path: str | Path, root: str | Path | None = None, from_history: 
         m = load_manifest(ws)
         if m is None:
             found = _orphan(spec)
-            raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / 'manifest.json'})",
+            raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / mf.FILE_NAME})",
                                 path=str(spec.path),
                                 hint=f"{spec.source_rel} is instrumented and its clean copy is archived in {found}: "
                                      f"run `atrex-inject revert --from-history {spec_path}`" if found else
                                 "nothing to revert; `atrex-inject status` shows the state")
-        clean_sha, inst_sha = m["source"]["clean_sha256"], m["source"]["instrumented_sha256"]
-        src = confine(m["source"]["path"], spec.root, spec.root, str(ws / "manifest.json"), None)
+        clean_sha, inst_sha = m.source.clean_sha256, m.source.instrumented_sha256
+        src = confine(m.source.path, spec.root, spec.root, str(ws / mf.FILE_NAME), None)
         if sha256_bytes(src.read_bytes()) == clean_sha:
             archived, warnings = _archive(ws)
-            return {"reverted": False, "state": "clean", "source": m["source"]["path"], "archived": archived,
+            return {"reverted": False, "state": "clean", "source": m.source.path, "archived": archived,
                     "warnings": warnings}
         src, data = _verified_clean(spec, ws, m)
-        _restore(src, data, clean_sha, inst_sha, m["source"]["path"], ws / m["clean_copy"])
+        _restore(src, data, clean_sha, inst_sha, m.source.path, ws / m.clean_copy)
         archived, warnings = _archive(ws)
-        return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": clean_sha,
+        return {"reverted": True, "state": "clean", "source": m.source.path, "sha256": clean_sha,
                 "archived": archived, "warnings": warnings}
 
 
@@ -400,7 +329,7 @@ def _orphan(spec: ProbeSpec) -> Path | None:
             m = load_manifest(h)
         except SnapshotError:
             continue
-        if m is not None and m["source"]["instrumented_sha256"] == cur and m["source"]["path"] == spec.source_rel:
+        if m is not None and m.source.instrumented_sha256 == cur and m.source.path == spec.source_rel:
             return h
     return None
 
@@ -412,9 +341,8 @@ def _revert_from_history(spec: ProbeSpec) -> dict:
                             path=str(spec.path), hint="`atrex-inject status` shows the state; nothing was changed")
     m = load_manifest(h)
     src, data = _verified_clean(spec, h, m)
-    _restore(src, data, m["source"]["clean_sha256"], m["source"]["instrumented_sha256"], m["source"]["path"],
-             h / m["clean_copy"])
-    return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": m["source"]["clean_sha256"],
+    _restore(src, data, m.source.clean_sha256, m.source.instrumented_sha256, m.source.path, h / m.clean_copy)
+    return {"reverted": True, "state": "clean", "source": m.source.path, "sha256": m.source.clean_sha256,
             "archived": str(h), "from_history": True, "warnings": []}
 
 
@@ -432,10 +360,9 @@ def status(spec_path: str | Path, root: str | Path | None = None) -> dict:
                     "history": str(found),
                     "hint": f"the source is instrumented but its clean copy is only in {found}; "
                             f"restore it with `atrex-inject revert --from-history {spec_path}`"}
-        state = {m["source"]["clean_sha256"]: "clean", m["source"]["instrumented_sha256"]: "instrumented"}.get(
-            cur, "modified")
+        state = {m.source.clean_sha256: "clean", m.source.instrumented_sha256: "instrumented"}.get(cur, "modified")
         return {"state": state, "source": spec.source_rel, "sha256": cur, "spec": spec.name, "workspace": str(ws),
-                "applied_utc": m["applied_utc"], "sites": len(m["sites"])}
+                "applied_utc": m.applied_utc, "sites": len(m.sites)}
 
 
 def patch_text(spec_path: str | Path, root: str | Path | None = None) -> str:

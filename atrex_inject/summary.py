@@ -1,8 +1,7 @@
-"""Named intervals `start -> end` and marks, recomputed from canonical events (docs/summary.md).
-
-Pairing rule: within one owner, events of the two sites in sequence order; an interval instance is
-a start event immediately followed (among those two sites) by an end event. Its duration is
-t_end - t_start in ns. Everything is numpy over the launch's event columns.
+"""Named intervals `start -> end` and marks, recomputed from canonical events (docs/summary.md):
+per interval count, quantiles, per SM and per owner; per site its offsets from the launch's first
+event. Instances come from intervals.pairs (the pairing rule); everything is numpy over the
+launch's event columns.
 """
 from __future__ import annotations
 
@@ -10,7 +9,9 @@ import math
 
 import numpy as np
 
-from .decode import Launch, decode_parts
+from .decode import PART_EVENTS, Launch, capture_files, decode_parts
+from .intervals import pairs
+from .manifest import Manifest
 
 QUANTILES = {"min": 0.0, "p10": 0.10, "median": 0.50, "p90": 0.90, "max": 1.0}
 FEW_TICKS = 10  # a median under this many timer ticks is mostly quantization: flagged
@@ -22,28 +23,6 @@ def timer_tick_ns(t_ns: np.ndarray) -> int | None:
     t = np.asarray(t_ns, dtype=np.int64)
     tick = int(np.gcd.reduce(t - t.min())) if t.size else 0
     return tick or None
-
-
-def site_ids(manifest: dict) -> dict[str, int]:
-    return {s["name"]: s["id"] for s in manifest["sites"]}
-
-
-def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
-    """Interval instances: event indices of each start and its end, owner, SM, times."""
-    ev = launch.events
-    site, owner, t = ev["site"], ev["owner"], ev["t_ns"]
-    is_a = site == start
-    sel = is_a | (site == end)
-    if sel.all():  # the two sites are all there is (common): no gathers
-        is_start, own = is_a, owner
-    else:
-        idx = np.flatnonzero(sel)
-        is_start, own = is_a[idx], owner[idx]
-    k = np.flatnonzero(is_start[:-1] & ~is_start[1:] & (own[:-1] == own[1:]))
-    i0, i1 = (k, k + 1) if own is owner else (idx[k], idx[k + 1])
-    o = owner[i0]
-    t0, t1 = t[i0], t[i1]
-    return {"i0": i0, "i1": i1, "owner": o, "sm": launch.owners["col_sm"][o], "t0": t0, "t1": t1, "dur": t1 - t0}
 
 
 def stats(x: np.ndarray) -> dict:
@@ -96,13 +75,13 @@ class Summarizer:
     for the launch-wide statistics it keeps only each interval instance's duration and SM and each
     mark's time (as uint32 ns, durations and offsets from the part's first mark, while they fit)."""
 
-    def __init__(self, manifest: dict):
-        self.manifest, self.ids = manifest, site_ids(manifest)
-        n = len(manifest["intervals"])
+    def __init__(self, manifest: Manifest):
+        self.manifest = manifest
+        n = len(manifest.intervals)
         self.dur: list[list] = [[] for _ in range(n)]
         self.sm: list[list] = [[] for _ in range(n)]
         self.per_owner: list[list] = [[] for _ in range(n)]
-        self.marks: dict[int, list] = {s["id"]: [] for s in manifest["sites"]}  # (part's first t, offsets)
+        self.marks: dict[int, list] = {s.id: [] for s in manifest.sites}  # (part's first t, offsets)
         self.launch = None
         self.events = self.owners = 0
         self.t_min, self.t_max = None, None
@@ -121,8 +100,8 @@ class Summarizer:
             if self.t_ref is None:
                 self.t_ref = lo
             self.tick = math.gcd(self.tick, timer_tick_ns(ev["t_ns"]) or 0, lo - self.t_ref)
-        for k, iv in enumerate(self.manifest["intervals"]):
-            p = pairs(part, self.ids[iv["start"]], self.ids[iv["end"]])
+        for k, iv in enumerate(self.manifest.intervals):
+            p = pairs(part, iv.start_id, iv.end_id)
             d = p["dur"]
             self.dur[k].append(d.astype(np.uint32) if d.size and 0 <= d.min() and d.max() < 1 << 32 else d)
             self.sm[k].append(p["sm"])
@@ -138,20 +117,20 @@ class Summarizer:
         t_launch = self.t_min or 0
         tick = self.tick or None
         intervals = []
-        for k, iv in enumerate(self.manifest["intervals"]):
+        for k, iv in enumerate(self.manifest.intervals):
             dur = _drain(self.dur[k], np.result_type(np.uint32, *self.dur[k]))
             per_sm = _grouped(_drain(self.sm[k], np.int16), dur)
             st = stats(dur)
-            intervals.append({"name": iv["name"], "unit": "ns", **st,
+            intervals.append({"name": iv.name, "unit": "ns", **st,
                               "median_ticks": st["median"] / tick if tick and st["count"] else None,
                               "per_sm": per_sm, "per_owner": self.per_owner[k]})
         wide = self.t_max is None or self.t_max - t_launch >= 1 << 32
         marks = []
-        for s in self.manifest["sites"]:
-            bases, offsets = zip(*self.marks[s["id"]]) if self.marks[s["id"]] else ((), ())
-            self.marks[s["id"]] = []
+        for s in self.manifest.sites:
+            bases, offsets = zip(*self.marks[s.id]) if self.marks[s.id] else ((), ())
+            self.marks[s.id] = []
             t = _drain(list(offsets), np.int64 if wide else np.uint32, [b - t_launch for b in bases])
-            marks.append({"site": s["name"], "id": s["id"], "offset_unit": "ns since the launch's first event",
+            marks.append({"site": s.name, "id": s.id, "offset_unit": "ns since the launch's first event",
                           **stats(t)})
         return {"launch": self.launch.name, "launch_seq": self.launch.meta["launch_seq"], "events": self.events,
                 "owners": self.owners, "t_first_ns": t_launch, "timer_tick_ns": tick,
@@ -175,18 +154,24 @@ def _drain(pieces: list[np.ndarray], dtype, adds: list[int] | None = None) -> np
     return out
 
 
-def summarize_launch(launch: Launch, manifest: dict) -> dict:
+def summarize_launch(launch: Launch, manifest: Manifest) -> dict:
     s = Summarizer(manifest)
     s.add(launch)
     return s.result()
 
 
-def summarize_file(path, manifest: dict, part_events: int | None = None) -> dict:
+def summarize_file(path, manifest: Manifest, part_events: int | None = None) -> dict:
     """Summary of one raw capture file, decoded `part_events` events at a time (None: at once)."""
     s = Summarizer(manifest)
     for part in decode_parts(path, manifest, part_events):
         s.add(part)
     return s.result()
+
+
+def summarize_capture(capture_dir, manifest: Manifest) -> dict:
+    """`atrex-inject summary`: {"launches": [summary per launch file]}, each streamed in parts of
+    PART_EVENTS events, so a capture larger than memory is summarized."""
+    return {"launches": [summarize_file(f, manifest, PART_EVENTS) for f in capture_files(capture_dir)]}
 
 
 def render_text(summary: dict) -> str:

@@ -9,7 +9,6 @@ kernel's result against float64, decodes the capture and prints its counts.
 from __future__ import annotations
 
 import ctypes
-import json
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ def main(out_dir: Path) -> int:
         (root / ".git").mkdir()
         spec = root / "examples/specs/reduce_sumsq.toml"
         m = snapshot.apply(spec).manifest
-        src = root / m["source"]["path"]
+        src = root / m.source.path
         cubin = root / "k.cubin"
         subprocess.run(["nvcc", "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
                         f"-I{snapshot.runtime_header().parent}", f"-I{src.parent}", "-o", cubin, src], check=True)
@@ -45,7 +44,7 @@ def main(out_dir: Path) -> int:
         _check(cu.cuCtxSetCurrent(ctx), "set ctx")
         mod = _check(cu.cuModuleLoadData(cubin.read_bytes()), "cuModuleLoadData")
         # recording launches the instrumented copy, reduce_sumsq__atrex (manifest perturbation.clone)
-        assert m["perturbation"]["clone"] == "reduce_sumsq__atrex"
+        assert m.perturbation.clone == "reduce_sumsq__atrex"
         func = _check(cu.cuModuleGetFunction(mod, b"_Z19reduce_sumsq__atrexPK6float4lPf"), "cuModuleGetFunction")
         n4 = 1 << 22
         rng = np.random.default_rng(7)
@@ -65,7 +64,7 @@ def main(out_dir: Path) -> int:
         _check(cu.cuMemcpyDtoH(got, dout, 4), "read out")
         ref = float(np.sum(x.astype(np.float64) ** 2))
         rel = abs(float(got[0]) - ref) / ref
-        (cap_dir / "manifest.json").write_text(json.dumps(m, indent=2))
+        (cap_dir / "manifest.json").write_text(m.dumps())
         launches = decode_dir(cap_dir, m)
         for l in launches:
             print(f"pycapture {l.name}: {l.counts}")

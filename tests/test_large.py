@@ -3,6 +3,7 @@ export keeps every event of a small real capture and bounds a SYNTHETIC large on
 the real layout code) to its event budget, keeping whole owners and naming the ones left out."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import zlib
@@ -18,8 +19,10 @@ from atrex_inject.decode import OWNER_COLUMNS, decode_dir, decode_file, decode_p
 from atrex_inject.errors import CaptureError
 from atrex_inject.export import KIND_INTERVAL, KIND_OWNER, export_perfetto, trace_bytes
 from atrex_inject.selection import DEFAULT_BUDGET, choose, in_memory, parse_ranges, ranges_text, windowed
+from atrex_inject.intervals import pairs
 from atrex_inject.layout import HEADER_BYTES, OWNER_DTYPE
-from atrex_inject.summary import _grouped, pairs, summarize_file, summarize_launch
+from atrex_inject.manifest import load as load_manifest
+from atrex_inject.summary import _grouped, summarize_file, summarize_launch
 from atrex_inject.synthetic import write_capture
 from atrex_inject.validate import validate_dir
 
@@ -31,7 +34,7 @@ def invoke(*args):
 
 
 def real(name: str):
-    m = json.loads((FIX / name / "manifest.json").read_text())
+    m = load_manifest(FIX / name / "manifest.json")
     (launch,) = decode_dir(FIX / name, m)
     return m, launch
 
@@ -52,7 +55,7 @@ def test_saved_columns_load_back_equal_and_memory_mapped(tmp_path, name):
 
 
 def test_saving_part_by_part_writes_the_same_files(tmp_path):
-    m = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+    m = load_manifest(FIX / "gemm_mma" / "manifest.json")
     (f,) = (FIX / "gemm_mma").glob("*.atrex")
     seen = []
     whole, streamed = save(decode_file(f, m), tmp_path / "a"), save(decode_parts(f, m, 1000), tmp_path / "b", seen.append)
@@ -100,12 +103,11 @@ def owner_times(launch, owner: int) -> list[int]:
 def traced_times(launch, m, owner: int) -> list[int]:
     """What the export documents for one owner: both ends of each interval instance (an event that
     ends one interval and starts the next is in both) and every mark."""
-    ids = {s["name"]: s["id"] for s in m["sites"]}
     out = []
-    for iv in m["intervals"]:
-        p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
+    for iv in m.intervals:
+        p = pairs(launch, iv.start_id, iv.end_id)
         out += p["t0"][p["owner"] == owner].tolist() + p["t1"][p["owner"] == owner].tolist()
-    ends = [ids[iv[k]] for iv in m["intervals"] for k in ("start", "end")]
+    ends = [i for iv in m.intervals for i in (iv.start_id, iv.end_id)]
     mine = launch.events["owner"] == owner
     return sorted(out + launch.events["t_ns"][mine & ~np.isin(launch.events["site"], ends)].tolist())
 
@@ -208,7 +210,7 @@ def test_per_owner_medians_equal_numpy_medians():
 # ---- streaming: owner-range parts ----------------------------------------------------------------
 @pytest.mark.parametrize("name", ["gemm_mma", "reduce_sumsq", "pycapture"])
 def test_parts_add_up_to_the_whole_launch(name):
-    m = json.loads((FIX / name / "manifest.json").read_text())
+    m = load_manifest(FIX / name / "manifest.json")
     (f,) = (FIX / name).glob("*.atrex")
     whole = decode_file(f, m)
     parts = list(decode_parts(f, m, 1000))
@@ -247,7 +249,7 @@ def test_export_streamed_in_parts_equals_export_in_memory(large):
 
 def test_without_intervals_owner_spans_rank_the_owners_and_marks_are_counted(tmp_path):
     m = write_capture(tmp_path, 100_000, per_owner=250)  # SYNTHETIC; its two sites become plain marks
-    m["intervals"] = []
+    m = dataclasses.replace(m, intervals=())
     (launch,) = decode_dir(tmp_path, m)
     (ch,) = choose([in_memory(launch)], m, budget=5_000)
     assert ch.launch.n_events <= 5_000 and ch.keep.size == 20 and "owner spans (no intervals)" in ch.rule

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from atrex_inject.cuda.anchors import candidates
-from atrex_inject.cuda.rewrite import source_id_of, static_suffix
+from atrex_inject.cuda.rewrite import static_suffix
 from atrex_inject.cuda.source import parse_source
+from atrex_inject.manifest import load as load_manifest
+from atrex_inject.source_id import source_id_of
 from atrex_inject.spec import Anchor, Site
 from conftest import cli, nvcc_compile, refused, tree_hashes
 
@@ -202,8 +204,8 @@ def test_a_utf8_bom_stays_first_and_placement_is_unchanged(tmp_path):
     spec = make_project(tmp_path, b"\xef\xbb\xbf" + plain, site('loop = "for", occurrence = 1'))
     lines = applied(spec)
     assert lines[0].startswith("\ufeff// atrex: instrumented from spec s.toml")
-    m = json.loads(next((tmp_path / ".atrex" / "history").glob("s-*")).joinpath("manifest.json").read_text())
-    assert m["sites"][0]["source_line"] == 4
+    m = load_manifest(next((tmp_path / ".atrex" / "history").glob("s-*")) / "manifest.json")
+    assert m.sites[0].source_line == 4
     shutil.rmtree(tmp_path / ".atrex")
     (tmp_path / "k.cu").write_bytes(plain)
     without = applied(spec, compile_it=False)
@@ -217,14 +219,14 @@ def test_dry_run_shows_each_landing_with_its_lines_and_writes_nothing(tmp_path):
     code, out = cli("apply", "--dry-run", spec)
     assert code == 0, out
     assert "dry run, nothing written: k.cu would get +" in out
-    assert "site 0 a (before), anchored at k.cu:7, lands at:\n  k.cu:13 (instrumented)\n" in out
-    assert "       12 |   if (n > 8)  // big\n  >    13 |     { __atrex_r0.rec(0u);" in out
+    assert "site 0 a (before), anchored at k.cu:7, lands at:\n  k.cu:24 (instrumented)\n" in out
+    assert "       23 |   if (n > 8)  // big\n  >    24 |     { __atrex_r0.rec(0u);" in out
     code, out = cli("apply", "--dry-run", "--json", spec)
     r = json.loads(out)
     assert r["dry_run"] and not r["applied"]
     a, x = r["sites"]
-    assert [land["line"] for land in a["lands"]] == [13] and a["source_line"] == 7
-    assert [c["line"] for c in a["lands"][0]["context"]] == list(range(10, 17))
+    assert [land["line"] for land in a["lands"]] == [24] and a["source_line"] == 7
+    assert [c["line"] for c in a["lands"][0]["context"]] == list(range(21, 28))
     assert x["lands"][0]["context"][3]["text"] == "  __atrex_r0.rec(1u);  // atrex: site x (id 1, exit)"
     assert tree_hashes(tmp_path) == before and not (tmp_path / ".atrex").exists()
     refused(make_project(tmp_path / "bad", LAMBDA, site('stmt = "x[s]"')), "matches inside a lambda")
@@ -296,7 +298,8 @@ def test_a_kernel_declared_through_a_macro_is_found(tmp_path, define, decl):
     spec = make_project(tmp_path, source, site('stmt = "x[0]"'))
     lines = applied(spec, compile_it=decl != "CUTLASS_GLOBAL")
     i = probe_line(lines)
-    assert lines[i + 1] == "  x[0] = 1.f;" and lines[i - 3] == f"{decl} void k(float* x) {{"
+    assert lines[i + 1] == "  x[0] = 1.f;" and lines[i - 3] == f"{decl} void k__atrex(float* x) {{"
+    assert f"{decl} void k(float* x) {{\n  x[0] = 1.f;\n}}\n" in "\n".join(lines)  # the kernel itself, untouched
 
 
 DEFS = """#pragma once
@@ -334,7 +337,7 @@ def test_a_kernel_declared_by_a_macro_defined_elsewhere_is_found_with_declared_b
     spec.write_text(body.replace("{extra}", 'declared_by = "DEFINE_SCALE_KERNEL"\n'))
     res = snapshot.apply(spec)
     text = src.read_text()
-    assert [s["source_line"] for s in res.manifest["sites"]] == [3, 4]
+    assert [s.source_line for s in res.manifest.sites] == [3, 4]
     assert text.index("__atrex_r0.rec(1u)") > text.index("for (int i = threadIdx.x")  # inside the loop
     assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
     snapshot.revert(spec)

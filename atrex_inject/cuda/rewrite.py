@@ -13,24 +13,23 @@ from typing import Callable
 
 from ..errors import AnchorError, SpecError
 from ..fsio import sha256_bytes
-from ..plan import Plan, Rewrite, SitePlacement, make_plan
+from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
+from ..backend import Rewrite, SitePlacement
+from ..plan import Plan
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
 from .loops import CanonicalLoop, canonical_loop, leading_loads, loop_exits
 from .source import LOOP_KINDS, Kernel, SourceFile, Stmt, parse_source
 
-SOURCE_ID_PLACEHOLDER = "0" * 64
 CLONE_SUFFIX = "__atrex"  # the instrumented copy of kernel K is K__atrex (docs/perturbation.md)
 HEADER = "atrex_timeline.cuh"
 MARK = "// atrex: instrumented"
-ROLE_ENUM = {"thread": "kThread", "lane0": "kLane0", "warpgroup": "kWarpgroup", "cta": "kCta", "predicate": "kPredicate"}
 # Ordering of insertions that share an offset: text after a statement, then a block's first line,
 # then a block's last line, then text before the next statement.
 AFTER, BLOCK_BEGIN, BLOCK_END, BEFORE = 0, 1, 2, 3
 
 
 HEADER_SUFFIXES = (".cuh", ".h", ".hpp", ".hh", ".inl")
-_SOURCE_ID = re.compile(r'__atrex_source_id(?:_[0-9a-f]{8})?\[\] = "([0-9a-f]{64})"')
 
 
 def static_suffix(source_rel: str) -> str:
@@ -40,13 +39,6 @@ def static_suffix(source_rel: str) -> str:
     if not source_rel.lower().endswith(HEADER_SUFFIXES):
         return ""
     return "_" + sha256_bytes(source_rel.encode())[:8]
-
-
-def source_id_of(text: str) -> str:
-    """The identity a capture carries: the instrumented source with its own id zeroed, hashed."""
-    m = _SOURCE_ID.search(text)
-    body = text if m is None else text[:m.start(1)] + SOURCE_ID_PLACEHOLDER + text[m.end(1):]
-    return sha256_bytes(body.encode())
 
 
 class _Edits:
@@ -224,7 +216,7 @@ def _prefix(plan: Plan, sfx: str) -> str:
     if spec.capture.clock:
         defines += "#define ATREX_TL_CLOCK 1  // atrex: record %clock\n"
     groups = ", ".join(
-        f"{{atrex::{ROLE_ENUM[g.role]}, {g.cta_stride}u, {g.cta_limit}u, 0x{g.warp_mask:08x}u, 0u, 0u}}"
+        f"{{atrex::{g.role.cpp}, {g.cta_stride}u, {g.cta_limit}u, 0x{g.warp_mask:08x}u, 0u, 0u}}"
         for g in plan.groups)
     c = spec.capture
     return (f"{MARK} from spec {spec.path.name} for kernel {spec.kernel}; `atrex-inject revert` restores it\n"
@@ -335,9 +327,10 @@ def _guard(plan: Plan) -> str:
     return "atrex::bound() && (" + " || ".join(f"atrex::cta_selected({a}u, {b}u)" for a, b in sel) + ")"
 
 
-def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
-    """The instrumented source. `version_body=False` keeps one instrumented copy of the body (what
-    the SASS check compares against: versioned = that copy + the clean kernel)."""
+def rewrite(plan: Plan, text: str, version_body: bool = True) -> Rewrite:
+    """The instrumented source of the plan's spec. `version_body=False` keeps one instrumented copy
+    of the body (what the SASS check compares against: versioned = that copy + the clean kernel)."""
+    spec = plan.spec
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
                         hint="revert it first: atrex-inject revert SPEC")
@@ -353,7 +346,6 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True) -> Rewrite:
                                                     "when the macro is CUTLASS_GLOBAL, or, for a macro that takes the "
                                                     "kernel's name (MACRO(name, ...) { body }), with "
                                                     'declared_by = "MACRO" in the spec')
-    plan = make_plan(spec)
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}
     split = _kernel_split(src, kernel, anchored) if version_body else "not asked for"

@@ -531,7 +531,7 @@ def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
     else:
         if i + 1 >= len(toks) or toks[i + 1].type != "LPAR":
             return None
-        parts = tk.split_args(i + 1)
+        parts = _template_args_joined(tk, tk.split_args(i + 1))
         args = [src(a, b) for a, b in parts]
         if len(args) < 2:
             return None
@@ -552,6 +552,24 @@ def _launch(tk: _Tokens, i: int, text: str, lines: Lines) -> Launch | None:
     a = toks[start].start_pos
     return Launch(name, a, toks[end].end_pos, grid, block, stream, lines.line(a), via, callee,
                   (toks[name_i].start_pos, toks[name_i].end_pos))
+
+
+def _template_args_joined(tk: _Tokens, parts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Comma-separated parts with the commas of a template argument list (`k<64, 64>`) put back:
+    brackets are matched by the lexer, angle brackets are not."""
+    out: list[tuple[int, int]] = []
+    depth = 0
+    for a, b in parts:
+        if depth > 0:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+        i = a
+        while i <= b:
+            v = tk.toks[i].value if tk.toks[i].type == "PUNCT" else ""
+            depth += (v == "<") - (v == ">")
+            i = tk.skip(i)
+    return out
 
 
 ASM_TYPES = {"ASM", "ASM_GNU", "ASM_ALT"}

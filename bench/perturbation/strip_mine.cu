@@ -21,6 +21,11 @@ __global__ void __launch_bounds__(256) k(const float4* __restrict__ x, long n4, 
                  ::"r"(sa), "r"(se), "r"(t), "r"(site | atrex::kTagValid));
     sa += 8;
   };
+  // V 17: begin held in registers, begin+end written by one 16-byte store at the group's end;
+  // V 18: one 8-byte record per group {t_begin, t_end} (no tags)
+  uint32_t pair_off = (threadIdx.x & 31) == 0 ? 4096u + 8u * 80u * (blockIdx.x * 8u + (threadIdx.x >> 5)) : 0u;
+  const uint32_t pair_end = (threadIdx.x & 31) == 0 ? pair_off + 16u * 40u : 0u;
+  uint32_t tb = 0u;
   float acc = 0.f;
   const long S = (long)gridDim.x * 256;
   long i = blockIdx.x * 256L + threadIdx.x;
@@ -30,6 +35,7 @@ __global__ void __launch_bounds__(256) k(const float4* __restrict__ x, long n4, 
     for (; (i < n4) && n4 - i > 3 * S; i += S) {
       if (V == 1 || V == 2 || V == 5) r.rec(1u);
       if (V == 15 || V == 16) stage(1u);
+      if (V == 17 || V == 18) tb = atrex::globaltimer_lo();
       const long i1 = i + S, i2 = i + 2 * S, i3 = i + 3 * S;
       float4 a = x[i], b = x[i1], c = x[i2], d = x[i3];
       if (V == 6 || V == 7) r.rec(1u);  // the group's loads issued first, then the begin probe
@@ -57,6 +63,19 @@ __global__ void __launch_bounds__(256) k(const float4* __restrict__ x, long n4, 
       { float4 v = d; ACC(v); }
       if (V == 1 || V == 3 || V == 7) r.rec(2u);
       if (V == 15) stage(2u);
+      if (V == 17) {
+        const uint32_t te = atrex::globaltimer_lo();
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %1, %2;\n\t@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
+                     ::"l"(atrex_tl_buffer + pair_off), "r"(pair_off), "r"(pair_end), "r"(tb), "r"(1u | atrex::kTagValid),
+                     "r"(te), "r"(2u | atrex::kTagValid));
+        pair_off += 16u;
+      }
+      if (V == 18) {
+        const uint32_t te = atrex::globaltimer_lo();
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.lt.u32 p, %1, %2;\n\t@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
+                     ::"l"(atrex_tl_buffer + pair_off), "r"(pair_off), "r"(pair_end), "r"(tb), "r"(te));
+        pair_off += 8u;
+      }
     }
     for (; i < n4; i += S) { float4 v = x[i]; ACC(v); }
   }
@@ -85,9 +104,9 @@ int main() {
   unsigned char* buf; cudaMalloc(&buf, h.total_bytes); cudaMemset(buf, 0, h.total_bytes);
   cudaMemcpy(buf, &h, sizeof h, cudaMemcpyHostToDevice);
   cudaMemcpyToSymbol(atrex_tl_buffer, &buf, sizeof buf);
-  const char* names[] = {"clean", "begin+end", "begin", "end", "none", "begin(dup)", "loads,begin", "loads,begin+end", "clock-only", "gtimer-only", "store-only", "gtimer+store same slot", "store evict_last", "store evict_first", "store .cs", "shared ring begin+end", "shared ring begin"};
+  const char* names[] = {"clean", "begin+end", "begin", "end", "none", "begin(dup)", "loads,begin", "loads,begin+end", "clock-only", "gtimer-only", "store-only", "gtimer+store same slot", "store evict_last", "store evict_first", "store .cs", "shared ring begin+end", "shared ring begin", "pair 16B begin+end", "interval 8B begin+end"};
   for (int round = 0; round < 3; ++round) {
-    float t[17];
+    float t[19];
     t[0] = tm([&] { k<0><<<grid, 256>>>(x, n4, out); });
     t[1] = tm([&] { k<1><<<grid, 256>>>(x, n4, out); });
     t[2] = tm([&] { k<2><<<grid, 256>>>(x, n4, out); });
@@ -105,8 +124,10 @@ int main() {
     t[14] = tm([&] { k<14><<<grid, 256>>>(x, n4, out); });
     t[15] = tm([&] { k<15><<<grid, 256>>>(x, n4, out); });
     t[16] = tm([&] { k<16><<<grid, 256>>>(x, n4, out); });
+    t[17] = tm([&] { k<17><<<grid, 256>>>(x, n4, out); });
+    t[18] = tm([&] { k<18><<<grid, 256>>>(x, n4, out); });
     printf("round %d clean %.4f ms", round, t[0]);
-    for (int v = 1; v < 17; ++v) printf(" | %s %+.2f%%", names[v], 100 * (t[v] / t[0] - 1));
+    for (int v = 1; v < 19; ++v) printf(" | %s %+.2f%%", names[v], 100 * (t[v] / t[0] - 1));
     printf("\n");
   }
   printf("%s\n", cudaGetErrorString(cudaGetLastError()));

@@ -1,0 +1,363 @@
+// atrex_recorder.cuh — atrex-inject's device recorder: the buffer format and the code that writes it.
+//
+// For CUDA engineers reading instrumented code: the rewriter copies the target kernel K to K__atrex,
+// puts the probes in the copy, and launches the copy only while recording (docs/perturbation.md).
+// In the copy, one atrex::Recorder per owner group is constructed at entry; each probe is one
+// Recorder::rec(site) call, and each exit path calls finish(). Nothing here allocates, blocks, or
+// uses atomics on the hot path; the host side (atrex_capture.cuh) owns the buffer.
+//
+// The buffer of one launch (format v1; docs/format.md; decoded by atrex_inject/decode.py, with its
+// numpy mirror in atrex_inject/layout.py checked against these structs by tests/test_layout_offsets.py):
+//
+//   offset 0                512                   512 + 32 * n_owners
+//   +-----------------------+---------------------+--------------------------------------------------+
+//   | LaunchHeader (512 B)  | OwnerHeader x       | events: owner 0's `capacity` slots, owner 1's, ... |
+//   | magic, version, ids,  | n_owners (32 B      | each slot 8 bytes {t = %globaltimer_lo, tag}     |
+//   | geometry, groups[8]   | each: claims,       | (16 with ATREX_TL_WIDE: {t, clock, payload, tag});|
+//   | (host-written)        | attempted, smid...) | tag = site id | kTagValid; zero = never written    |
+//   +-----------------------+---------------------+--------------------------------------------------+
+//
+// Owners are numbered group by group (GroupDesc.owner_base): within a group, selected CTAs in
+// order, then the owner's rank in its CTA (warp rank for warp-level roles, warp rank * 32 + lane
+// for thread-level roles). An owner that records more than `capacity` events keeps the first
+// `capacity` and reports the attempt count (overflow).
+//
+// The hot path (Recorder::rec) is a %globaltimer_lo read, one compare, the address (the buffer's
+// base is a constant-bank operand) and one predicated 8- or 16-byte store: no atomics, no branch,
+// no local memory. Threads that are not the group's writer (or whose CTA/warp the density
+// excludes) get an empty slot range, so the same predicate that guards overflow also masks them.
+// With the spec's [capture] staging, atrex::BasicRecorder<K, W, G> stages events in a per-warp
+// shared-memory ring instead and copies it out coalesced (see BasicRecorder).
+#pragma once
+#include <cstdint>
+#include <cuda_runtime.h>
+
+#ifndef ATREX_TL_CLOCK
+#define ATREX_TL_CLOCK 0  // 1: also record %clock (low 32 bits of the SM cycle counter) per event
+#endif
+#ifndef ATREX_TL_WIDE
+#define ATREX_TL_WIDE ATREX_TL_CLOCK  // 1: 16-byte events {t, clock, payload, tag}; 0: 8-byte {t, tag}
+#endif
+
+namespace atrex {
+
+constexpr uint64_t kMagic = 0x31304C5458525441ull;  // "ATRXTL01" little-endian
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kMaxGroups = 8;
+constexpr uint32_t kTagValid = 0x80000000u;  // set in every written event: zero slots are "never written"
+constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : 8u;
+constexpr uint32_t kFlags = (ATREX_TL_CLOCK ? 1u : 0u) | (ATREX_TL_WIDE ? 2u : 0u);
+
+enum Role : uint32_t { kThread = 0, kLane0 = 1, kWarpgroup = 2, kCta = 3, kPredicate = 4 };
+
+// One owner group: which threads own a recorder. Sites share a group when role and density match.
+struct GroupDesc {
+  uint32_t role, cta_stride, cta_limit, warp_mask, owner_base, n_owners;
+};
+
+// 512 bytes, written by the host before the launch, read (never written) by the device.
+struct LaunchHeader {
+  uint64_t magic;
+  uint32_t version, header_bytes;
+  uint8_t source_id[32];  // sha256 of the instrumented source with this digest zeroed (docs/format.md)
+  uint64_t launch_seq;
+  uint32_t grid[3], block[3];
+  uint32_t capacity, n_groups, n_owners, flags;  // flags bit0: clock recorded, bit1: 16-byte events
+  uint64_t owners_offset, events_offset, total_bytes;
+  uint32_t owner_bytes, event_bytes;
+  GroupDesc groups[kMaxGroups];
+  uint8_t tail[512 - 128 - kMaxGroups * sizeof(GroupDesc)];  // groups start at byte 128
+};
+static_assert(sizeof(LaunchHeader) == 512, "launch header is 512 bytes");
+
+// 32 bytes per owner, written by the owner's writer thread.
+struct OwnerHeader {
+  uint32_t claims;     // atomically incremented at construction: 1 for a valid capture
+  uint32_t attempted;  // events attempted (may exceed capacity: overflow), written at kernel exit
+  uint32_t smid, cta, thread;
+  uint32_t t0_lo, t0_hi;  // full %globaltimer at construction: decode unwraps event times against it
+  uint32_t clk0;
+};
+static_assert(sizeof(OwnerHeader) == 32, "owner header is 32 bytes");
+
+__host__ __device__ inline uint32_t popc32(uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return __popc(v);
+#else
+  return static_cast<uint32_t>(__builtin_popcount(v));
+#endif
+}
+
+// Warps of a CTA eligible for a role, before the density mask.
+__host__ __device__ inline uint32_t role_warp_mask(uint32_t role, uint32_t n_warps) {
+  uint32_t valid = n_warps >= 32 ? 0xffffffffu : ((1u << n_warps) - 1u);
+  if (role == kWarpgroup) return valid & 0x11111111u;
+  if (role == kCta) return valid & 1u;
+  return valid;
+}
+
+__host__ __device__ inline bool thread_level(uint32_t role) { return role == kThread || role == kPredicate; }
+
+__host__ __device__ inline uint32_t owners_per_cta(const GroupDesc& d, uint32_t n_threads) {
+  uint32_t m = d.warp_mask & role_warp_mask(d.role, (n_threads + 31u) / 32u);
+  return popc32(m) * (thread_level(d.role) ? 32u : 1u);
+}
+
+__host__ __device__ inline uint32_t ctas_selected(const GroupDesc& d, uint32_t n_ctas) {
+  uint32_t n = (n_ctas + d.cta_stride - 1u) / d.cta_stride;
+  return (d.cta_limit && d.cta_limit < n) ? d.cta_limit : n;
+}
+
+}  // namespace atrex
+
+// The launch's buffer, bound by the host before each launch; null = probes off. In constant memory:
+// every CTA of the instrumented copy reads it first thing to choose between its instrumented and
+// clean body, and a constant-cache hit costs a few cycles where a global load costs hundreds.
+// extern "C" keeps the symbol name plain for cuModuleGetGlobal (Python capture). Under separate
+// compilation (-rdc) each translation unit gets its own (internal) symbol, bound by the capture
+// sessions of that unit, so two instrumented units link. One symbol per unit means one recording
+// launch of its kernels at a time: concurrent launches on different streams share it.
+#ifdef __CUDACC_RDC__
+static __constant__ unsigned char* atrex_tl_buffer = nullptr;
+#else
+extern "C" {
+__constant__ unsigned char* atrex_tl_buffer = nullptr;
+}
+#endif
+
+namespace atrex {
+
+// Is a capture buffer bound to this launch (probes on)?
+__device__ __forceinline__ bool bound() { return atrex_tl_buffer != nullptr; }
+
+// Does an owner group with this CTA density (spec `ctas`) select this CTA? The rewriter passes the
+// density as literals, so the test is a few integer instructions and no memory access.
+__device__ __forceinline__ bool cta_selected(uint32_t stride, uint32_t limit) {
+  const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  return cta % stride == 0u && (limit == 0u || cta / stride < limit);
+}
+
+__device__ __forceinline__ uint32_t globaltimer_lo() {
+  uint32_t t;
+  asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(t));
+  return t;
+}
+
+__device__ __forceinline__ uint32_t lane_id() {
+  uint32_t l;
+  asm("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+}
+
+__device__ __forceinline__ uint32_t clock_lo() {
+#if ATREX_TL_CLOCK
+  uint32_t c;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
+  return c;
+#else
+  return 0u;
+#endif
+}
+
+// What a thread learns at construction: where its owner's events go and how many fit.
+struct Slot {
+  uint32_t off, end;  // the owner's slot range, byte offsets into the buffer; empty: writes nothing
+  bool active;        // its CTA and warp are selected (every lane of a recording warp)
+};
+
+// Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
+// owner (counted atomically: a second claim is visible to decode) and stamps its header. Not inlined,
+// so its header reads, divisions and address arithmetic stay out of the kernel's own schedule
+// (instrumented reduce_sumsq: 40 registers instead of 42).
+static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps) {
+  Slot o{0u, 0u, false};
+  unsigned char* buf = atrex_tl_buffer;
+  const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
+  const GroupDesc d = h->groups[group];
+  if (staged && (too_many_warps || thread_level(d.role))) return o;  // the host refuses these launches
+  const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const uint32_t warp = tid >> 5, lane = tid & 31u;
+  const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (cta % d.cta_stride != 0u) return o;
+  const uint32_t cta_rank = cta / d.cta_stride;
+  if (d.cta_limit != 0u && cta_rank >= d.cta_limit) return o;
+  const uint32_t n_threads = blockDim.x * blockDim.y * blockDim.z;
+  const uint32_t m = d.warp_mask & role_warp_mask(d.role, (n_threads + 31u) / 32u);
+  if (((m >> warp) & 1u) == 0u) return o;
+  if (d.role == kPredicate && !pred) return o;
+  o.active = true;  // warp-uniform except for explicit predicates
+  // warp-level roles: lane 0 owns the recorder (and, staged, every lane helps flush)
+  if (!staged && !thread_level(d.role) && lane != 0u) return o;
+  const uint32_t rank = popc32(m & ((1u << warp) - 1u));
+  const uint32_t local = thread_level(d.role) ? rank * 32u + lane : rank;
+  const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
+  o.off = static_cast<uint32_t>(h->events_offset) + owner * h->capacity * kEventBytes;
+  o.end = o.off + h->capacity * kEventBytes;
+  if (staged && lane != 0u) return o;
+  OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
+  uint64_t t0;
+  uint32_t sm;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  atomicAdd(&oh->claims, 1u);
+  oh->smid = sm;
+  oh->cta = cta;
+  oh->thread = tid;
+  oh->t0_lo = static_cast<uint32_t>(t0);
+  oh->t0_hi = static_cast<uint32_t>(t0 >> 32);
+  oh->clk0 = clock_lo();
+  return o;
+}
+
+// Publishes an owner's attempt count at kernel exit, from its slot range [first, end) and next slot
+// `off`; one-off work, kept out of line like claim(). The slot range it needs stays live through
+// the kernel: on layernorm that alone takes the instrumented kernel from 32 to 46 registers
+// (docs/perturbation.md).
+static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
+  const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(atrex_tl_buffer);
+  const uint32_t per_owner = h->capacity * kEventBytes;
+  const uint32_t first = end - per_owner;
+  const uint32_t owner = (first - static_cast<uint32_t>(h->events_offset)) / per_owner;
+  (reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + h->owners_offset) + owner)->attempted = (off - first) / kEventBytes;
+}
+
+// Shared-memory staging rings of one owner group: W + 1 rings of K slots, one per warp of the CTA
+// plus a sink for warps past W (they record nothing). One static array per group.
+template <uint32_t K, uint32_t W, uint32_t G>
+struct StageRing {
+  // Shared address of this warp's ring.
+  __device__ __forceinline__ static uint32_t of_warp(uint32_t warp) {
+    __shared__ __align__(16) unsigned char ring[(W + 1u) * K * kEventBytes];
+    return static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + (warp < W ? warp : W) * K * kEventBytes;
+  }
+  __device__ __forceinline__ static bool too_many(uint32_t warp) { return warp >= W; }
+};
+template <uint32_t W, uint32_t G>
+struct StageRing<0u, W, G> {  // no staging
+  __device__ __forceinline__ static uint32_t of_warp(uint32_t) { return 0u; }
+  __device__ __forceinline__ static bool too_many(uint32_t) { return false; }
+};
+
+// K = 0: events go straight to global memory (predicated store per event).
+// K > 0 (spec [capture] staging): every lane of a recording warp stores the same event into its
+// warp's shared-memory ring of K slots, and when the ring is full the 32 lanes copy it to global
+// memory together (coalesced), checking capacity once per slot there instead of per event. Each
+// lane later reads back only slots it wrote itself, so this needs the whole warp at every site
+// and at exit (warp-uniform control flow); it is offered for warp-level roles only.
+template <uint32_t K, uint32_t W, uint32_t G>
+class BasicRecorder {
+  static_assert(K <= 32u, "a staging ring holds at most 32 events: one per lane when it is copied out");
+
+ public:
+  // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
+  __device__ __forceinline__ explicit BasicRecorder(uint32_t group, bool pred = true) : off_(0u), end_(0u) {
+    const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
+    if (K != 0u) {
+      a_ = StageRing<K, W, G>::of_warp(warp);
+      ring_end_ = a_ + K * kEventBytes;
+    }
+    if (atrex_tl_buffer == nullptr) return;
+    const Slot o = claim(group, pred, K != 0u, StageRing<K, W, G>::too_many(warp));
+    off_ = o.off;
+    end_ = o.end;
+    active_ = o.active;
+  }
+
+  // The hot path for dense sites. Global: a timer read, one compare, the address (the buffer's
+  // base is a constant-bank operand), one predicated store and an increment; non-writers have an
+  // empty slot range. Staged: a timer read, one shared store by every lane (no predicate), a
+  // pointer bump and a warp-uniform branch taken once per K events.
+  __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
+    const uint32_t t = globaltimer_lo();
+    if (K != 0u) {
+#if ATREX_TL_WIDE
+      payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a_), "r"(t), "r"(clock_lo()), "r"(payload),
+                   "r"(site | kTagValid));
+#else
+      asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(a_), "r"(t), "r"(site | kTagValid));
+      (void)payload;
+#endif
+      a_ += kEventBytes;
+      if (a_ == ring_end_) drain(K);
+      return;
+    }
+#if ATREX_TL_WIDE
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.lt.u32 p, %1, %2;\n\t"
+        "@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(clock_lo()), "r"(payload),
+        "r"(site | kTagValid));
+#else
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.lt.u32 p, %1, %2;\n\t"
+        "@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(site | kTagValid));
+    (void)payload;
+#endif
+    off_ += kEventBytes;
+  }
+
+  // Density-limited sites: warps that do not record skip the whole probe through one
+  // warp-uniform branch instead of paying for a masked-off store.
+  __device__ __forceinline__ void rec_active(uint32_t site, uint32_t payload = 0u) {
+    if (active_) rec(site, payload);
+  }
+
+  // Sampled sites (every Nth hit, counted per thread in `hits`): the hit counter is touched only
+  // in recording warps, so the rest pay one branch.
+  __device__ __forceinline__ void rec_every(uint32_t& hits, uint32_t every, uint32_t site, uint32_t payload = 0u) {
+    if (active_) {
+      if (hits == 0u) rec(site, payload);
+      hits = hits + 1u == every ? 0u : hits + 1u;
+    }
+  }
+
+  // Called on every exit path: publishes the attempt count (attempted > capacity = overflow),
+  // after copying a staged ring's remaining events out. The owner's index and first slot are
+  // recomputed from the slot range and the header here, once, rather than kept in registers for
+  // the whole kernel: registers decide occupancy and how many loads the compiler keeps in flight.
+  __device__ __forceinline__ void finish() {
+    if (K != 0u) drain((a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
+    if (end_ == 0u) return;
+    if (K != 0u && lane_id() != 0u) return;  // staged: every lane drains, lane 0 publishes
+    publish(off_, end_);
+  }
+
+ private:
+  // Staged: copy the ring's first `count` (<= K <= 32) events to global memory, lane j taking
+  // slot j, which it stored itself; off_ advances past the events handed over (kept or not).
+  __device__ __forceinline__ void drain(uint32_t count) {
+    const uint32_t ring = ring_end_ - K * kEventBytes, j = lane_id(), p = off_ + j * kEventBytes;
+    if (j < count && p < end_) {
+#if ATREX_TL_WIDE
+      uint4 v;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "r"(ring + j * 16u) : "memory");
+      *reinterpret_cast<uint4*>(atrex_tl_buffer + p) = v;
+#else
+      uint2 v;
+      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(ring + j * 8u) : "memory");
+      *reinterpret_cast<uint2*>(atrex_tl_buffer + p) = v;
+#endif
+    }
+    off_ += count * kEventBytes;
+    a_ = ring;
+  }
+
+  // This owner's slots as byte offsets into the buffer (the host keeps a buffer under 4 GiB):
+  // off_ is the next slot, end_ the end of the owner's range; both 0 for a thread that writes
+  // nothing. Two registers for the whole kernel instead of a pointer, a count, a capacity and an
+  // owner index.
+  uint32_t off_, end_;
+  bool active_ = false;  // this thread's CTA and warp are selected (every lane of a recording warp)
+  uint32_t a_ = 0u, ring_end_ = 0u;  // staged: next slot and end of this warp's ring (shared addresses)
+};
+
+// The default recorder: no staging.
+using Recorder = BasicRecorder<0u, 0u, 0u>;
+
+}  // namespace atrex
+
