@@ -26,7 +26,9 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
         raise CaptureError(f"spec {spec.name!r} is not applied", hint="atrex-inject apply SPEC, then build and capture")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, ATREX_WORKLOAD=workload or os.environ.get("ATREX_WORKLOAD", ""))
+    # ATREX_MANIFEST: a launch from Python (pycapture.capture_launch) reads its capture plan there
+    env = dict(os.environ, ATREX_WORKLOAD=workload or os.environ.get("ATREX_WORKLOAD", ""),
+               ATREX_MANIFEST=str(snapshot.workspace(spec) / mf.FILE_NAME))
     src = spec.root / manifest.source.path
     if sha256_bytes(src.read_bytes()) != manifest.source.instrumented_sha256:
         raise CaptureError(f"{manifest.source.path} is not the instrumented source of spec {spec.name!r}",

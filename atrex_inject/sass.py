@@ -202,14 +202,20 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
                          path=str(spec.path))
     flags = nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
-    clean = _clean_text(spec)
+    clean, runtime, suffix = _clean_text(spec), None, spec.source.suffix
+    if suffix == ".py":  # CUDA source in a Python string (kernelpy/): its text, built as a .cu file
+        from .kernelpy.locate import locate  # noqa: PLC0415
+        from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
+        clean = locate(clean, spec.source_rel, str(spec.source), spec.cuda_string).value
+        runtime, suffix = runtime_text(), ".cu"
     plan = make_plan(spec)
-    inst = rewrite(plan, clean)
-    texts = {"clean": clean, "instrumented": inst.text, "one_copy": rewrite(plan, clean, version_body=False).text}
+    inst = rewrite(plan, clean, runtime=runtime)
+    texts = {"clean": clean, "instrumented": inst.text,
+             "one_copy": rewrite(plan, clean, version_body=False, runtime=runtime).text}
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
         built = {}
         for name, text in texts.items():
-            src = Path(tmp) / f"{name}{spec.source.suffix}"
+            src = Path(tmp) / f"{name}{suffix}"
             src.write_text(text)
             built[name] = _build(src, spec.source.parent, flags)
     clone = spec.kernel + CLONE_SUFFIX

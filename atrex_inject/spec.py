@@ -36,8 +36,8 @@ I64 = (1 << 63) - 1
 MAX_STATIC_SHARED = 48 * 1024  # bytes of static __shared__ a CTA may declare: the staging rings must fit
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
-TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "capture", "site", "intervals",
-            "expect"}
+TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "cuda_string", "capture",
+            "site", "intervals", "expect"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging"}
 STAGING_KEYS = {"events", "warps"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
@@ -112,6 +112,7 @@ class ProbeSpec:
     sites: tuple[Site, ...]
     intervals: tuple[Interval, ...] = ()
     declared_by: str | None = None  # a macro that declares the kernel: `MACRO(kernel, ...) { body }`
+    cuda_string: str | None = None  # a Python source's variable holding the CUDA source (kernelpy/)
     capture: Capture = field(default_factory=Capture)
     expect: dict[str, int] = field(default_factory=dict)
     text: str = ""
@@ -260,6 +261,14 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     if declared_by is not None and not re.fullmatch(r"[A-Za-z_]\w*", declared_by):
         raise err(f"declared_by {declared_by!r} must be the name of a macro", "declared_by",
                   hint='e.g. declared_by = "DEFINE_FLASH_FORWARD_KERNEL" for `DEFINE_FLASH_FORWARD_KERNEL(name, ...) {`')
+    cuda_string = typed(data, "cuda_string", str, default=None)
+    if cuda_string is not None and (backend != "cuda" or source.suffix != ".py"):
+        raise err("cuda_string names the variable of a Python source that holds CUDA source; it needs "
+                  'backend = "cuda" and a .py source', "cuda_string",
+                  hint="remove cuda_string, or point source at the .py file")
+    if cuda_string is not None and not cuda_string.isidentifier():
+        raise err(f"cuda_string {cuda_string!r} must be a Python variable name", "cuda_string",
+                  hint='e.g. cuda_string = "cuda_src" for `cuda_src = r"""..."""`')
 
     cap_t = typed(data, "capture", dict, default={})
     unknown(cap_t, CAPTURE_KEYS, "capture")
@@ -334,7 +343,8 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         expect[k] = typed(expect_t, k, int, "expect")  # events per owner: a u32 count
 
     spec = ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
-                     kernel=kernel, declared_by=declared_by, sites=tuple(sites), intervals=tuple(intervals),
+                     kernel=kernel, declared_by=declared_by, cuda_string=cuda_string, sites=tuple(sites),
+                     intervals=tuple(intervals),
                      capture=capture, expect=expect, text=text)
     be.check(spec)
     return spec

@@ -199,10 +199,19 @@ def _read(path: Path, what: str) -> bytes:
                          hint=f"pass the {what} that was built and ran") from None
 
 
+def _source_id(path: Path) -> str:
+    """The id a capture of this instrumented source carries; a .py file's is its CUDA string's."""
+    text = _read(path, "instrumented source").decode(errors="replace")
+    if Path(path).suffix == ".py":
+        from .kernelpy.rewrite import source_id_of_python
+        return source_id_of_python(text)
+    return source_id_of(text)
+
+
 def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, check: Check) -> list[str]:
     unchecked = []
     if prov.source is not None:
-        sid = source_id_of(_read(prov.source, "instrumented source").decode(errors="replace"))
+        sid = _source_id(prov.source)
         for l in launches:
             check.fail(sid != l.meta["source_id"], f"{l.name}: built from source id {l.meta['source_id'][:16]}…, "
                                                    f"{prov.source} now has {sid[:16]}…")

@@ -43,9 +43,9 @@ def main(out_dir: Path) -> int:
         ctx = _check(cu.cuDevicePrimaryCtxRetain(dev), "retain")
         _check(cu.cuCtxSetCurrent(ctx), "set ctx")
         mod = _check(cu.cuModuleLoadData(cubin.read_bytes()), "cuModuleLoadData")
-        # recording launches the instrumented copy, reduce_sumsq__atrex (manifest perturbation.clone)
+        # recording launches the instrumented copy, reduce_sumsq__atrex (manifest perturbation.clone):
+        # cap.function maps the clean kernel's symbol to the copy's
         assert m.perturbation.clone == "reduce_sumsq__atrex"
-        func = _check(cu.cuModuleGetFunction(mod, b"_Z19reduce_sumsq__atrexPK6float4lPf"), "cuModuleGetFunction")
         n4 = 1 << 22
         rng = np.random.default_rng(7)
         x = rng.uniform(-1, 1, 4 * n4).astype(np.float32)
@@ -58,7 +58,8 @@ def main(out_dir: Path) -> int:
         cap_dir = out_dir / "pycapture"
         cap_dir.mkdir(parents=True, exist_ok=True)
         params = ((dx, n4, dout), (None, ctypes.c_long, None))
-        with LaunchCapture(mod, m, grid, block, cap_dir, launch_seq=0, workload=f"pycapture:n4={n4}"):
+        with LaunchCapture(mod, m, grid, block, cap_dir, launch_seq=0, workload=f"pycapture:n4={n4}") as cap:
+            func = cap.function(b"_Z12reduce_sumsqPK6float4lPf")
             _check(cu.cuLaunchKernel(func, *grid, *block, 0, 0, params, 0), "cuLaunchKernel")
         got = np.zeros(1, dtype=np.float32)
         _check(cu.cuMemcpyDtoH(got, dout, 4), "read out")

@@ -1,5 +1,6 @@
 """The CUDA C++ backend: the Lark-grammar rewriter (rewrite.py) and the header-only recorder
-(runtime/atrex_timeline.cuh), whose host session writes the capture files itself."""
+(runtime/atrex_timeline.cuh), whose host session writes the capture files itself. A `.py` source
+holds its CUDA source in a string (kernelpy/, docs/kernelpy.md)."""
 from __future__ import annotations
 
 import subprocess
@@ -57,6 +58,9 @@ class CudaBackend:
         (anchors are resolved, and refused, by the rewriter)."""
 
     def rewrite(self, plan, text: str):
+        if plan.spec.source.suffix == ".py":
+            from ..kernelpy.rewrite import rewrite as rewrite_python
+            return rewrite_python(plan, text)
         from .rewrite import rewrite
         return rewrite(plan, text)
 

@@ -208,7 +208,10 @@ def _label(plan: Plan, site: Site) -> str:
     return f"site {site.name} (id {plan.spec.site_id(site.name)}, {site.position})"
 
 
-def _prefix(plan: Plan, sfx: str) -> str:
+def _prefix(plan: Plan, sfx: str, runtime: str | None = None) -> str:
+    """The lines put at the top of the file. With `runtime` (CUDA source inside Python: kernelpy/),
+    the recorder headers' text goes in place of the #include, and the host-side statics are fenced
+    off from NVRTC, which compiles no host code."""
     spec = plan.spec
     defines = ""
     if plan.wide_events:
@@ -219,15 +222,19 @@ def _prefix(plan: Plan, sfx: str) -> str:
         f"{{atrex::{g.role.cpp}, {g.cta_stride}u, {g.cta_limit}u, 0x{g.warp_mask:08x}u, 0u, 0u}}"
         for g in plan.groups)
     c = spec.capture
+    include = (f'#include "{HEADER}"  // atrex: recorder runtime (atrex-inject include-dir)\n' if runtime is None
+               else runtime)
+    host, end = ("", "") if runtime is None else (
+        "#ifndef __CUDACC_RTC__  // atrex: host side of the capture (NVRTC compiles device code only)\n",
+        "#endif  // atrex: host side of the capture\n")
     return (f"{MARK} from spec {spec.path.name} for kernel {spec.kernel}; `atrex-inject revert` restores it\n"
-            f"{defines}"
-            f'#include "{HEADER}"  // atrex: recorder runtime (atrex-inject include-dir)\n'
+            f"{defines}{include}{host}"
             f'static const char __atrex_source_id{sfx}[] = "{SOURCE_ID_PLACEHOLDER}";  // atrex: source identity\n'
             f"static atrex::GroupDesc __atrex_groups{sfx}[] = {{{groups}}};  // atrex: owner groups\n"
             f"static atrex::host::KernelPlan __atrex_plan{sfx} = {{\"{spec.kernel}\", __atrex_source_id{sfx}, "
             f"__atrex_groups{sfx}, "
             f"{len(plan.groups)}u, {c.capacity}u, {c.skip}u, {c.count}u, 0u, nullptr, 0u, nullptr, {{0u}}"
-            f"{f', {c.staging_warps}u' if c.staging_events else ''}}};  // atrex: capture plan\n")
+            f"{f', {c.staging_warps}u' if c.staging_events else ''}}};  // atrex: capture plan\n{end}")
 
 
 @dataclass(eq=False)
@@ -327,9 +334,10 @@ def _guard(plan: Plan) -> str:
     return "atrex::bound() && (" + " || ".join(f"atrex::cta_selected({a}u, {b}u)" for a, b in sel) + ")"
 
 
-def rewrite(plan: Plan, text: str, version_body: bool = True) -> Rewrite:
+def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | None = None) -> Rewrite:
     """The instrumented source of the plan's spec. `version_body=False` keeps one instrumented copy
-    of the body (what the SASS check compares against: versioned = that copy + the clean kernel)."""
+    of the body (what the SASS check compares against: versioned = that copy + the clean kernel).
+    `runtime`: the recorder headers' text to embed instead of including them (see _prefix)."""
     spec = plan.spec
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
@@ -397,7 +405,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True) -> Rewrite:
     _clone_kernel(edits, kernel, [d for d in src.declarations if d.name == kernel.name])
     sfx = static_suffix(spec.source_rel)
     launches = _wrap_launches(edits, src, spec.kernel, sfx)
-    out = bom + edits.render(_prefix(plan, sfx))
+    out = bom + edits.render(_prefix(plan, sfx, runtime))
     sid = source_id_of(out)
     name = f"__atrex_source_id{sfx}[]"
     out = out.replace(f'{name} = "{SOURCE_ID_PLACEHOLDER}"', f'{name} = "{sid}"', 1)
