@@ -175,6 +175,7 @@ class TokenStream:
         """The tokens from index i on, made one at a time."""
         return map(self.__getitem__, range(i, len(self.types)))
 
+
 class Tok:
     """Token i of a stream, with the attributes of lark's Token that the source model reads; its
     offsets and text are looked up only when asked for."""
@@ -195,6 +196,3 @@ class Tok:
     def value(self) -> str:
         a, b = self.stream.span(self.i)
         return self.stream.text[a:b]
-
-    def __repr__(self) -> str:
-        return f"Tok({self.type}, {self.value!r}, {self.start_pos})"
