@@ -14,17 +14,20 @@ streams; decode_file is the one-part case. save()/load() keep canonical events a
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import struct
-import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from . import backend as backends
+from . import crc
 from .errors import CaptureError
 from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
@@ -100,8 +103,9 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
     return h
 
 
-CRC_BLOCK = 1 << 24  # the checksum reads the file in 16 MiB blocks: constant memory whatever its size
-PART_EVENTS = 1 << 20  # validate and summary stream captures in owner-range parts of this many events
+DECODERS = min(4, os.cpu_count() or 1)  # threads decoding the parts ahead of their consumer
+AHEAD = DECODERS + 1  # parts decoded or decoding ahead of the one the consumer has
+PART_EVENTS = 1 << 18  # validate and summary stream captures in owner-range parts of this many events
 
 
 def header_mismatches(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
@@ -138,20 +142,34 @@ def _explain(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
     return out
 
 
-def _open(path: Path, manifest: Manifest) -> tuple[np.void, dict, dict, np.ndarray]:
+def _map(path: Path) -> mmap.mmap | bytes:
+    """The file, memory-mapped read-only (an empty file as b"": mmap refuses those)."""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+
+
+def _release(buf: mmap.mmap | bytes, start: int, end: int) -> None:
+    """Unmap the pages of buf[start:end] from this process (they stay in the page cache), so what a
+    pass has read does not add up in resident memory: a capture larger than memory streams."""
+    lo, hi = start - start % mmap.PAGESIZE, end - end % mmap.PAGESIZE
+    if isinstance(buf, mmap.mmap) and hi > lo:
+        buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def _crc(buf: mmap.mmap | bytes) -> int:
+    with memoryview(buf) as whole:
+        return crc.crc32(whole, lambda start, end: _release(buf, start, end))
+
+
+def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.void, dict, dict, np.ndarray]:
     """Check the buffer's identity (header, sidecar and its field types, checksum, groups, every
     header field against the manifest's plan) and read its owner table: (header, meta, per-owner
     arrays of the whole launch, raw owner rows). Events are not read."""
     where = str(path)
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(HEADER_BYTES)
-        h = read_header(head, where, size)
-        crc = zlib.crc32(head)
-        for block in iter(lambda: f.read(CRC_BLOCK), b""):
-            crc = zlib.crc32(block, crc)
-        f.seek(HEADER_BYTES)
-        own = np.frombuffer(f.read(int(h["n_owners"]) * OWNER_DTYPE.itemsize), dtype=OWNER_DTYPE)
+    size = len(buf)
+    h = read_header(bytes(buf[:HEADER_BYTES]), where, size)
+    checksum = _crc(buf)
+    own = np.frombuffer(buf, dtype=OWNER_DTYPE, count=int(h["n_owners"]), offset=HEADER_BYTES).copy()
     source_id = bytes(h["source_id"]).hex()
     if source_id != manifest.source.source_id:
         raise CaptureError(f"source id {source_id[:16]}… is not the manifest's {manifest.source.source_id[:16]}…: "
@@ -177,7 +195,7 @@ def _open(path: Path, manifest: Manifest) -> tuple[np.void, dict, dict, np.ndarr
                                f"not {type(obj[leaf]).__name__}", path=str(side_path),
                                hint="the sidecar was edited or written by another tool; capture again",
                                check="cross_launch_mixing")
-    if meta.get("crc32") != crc:
+    if meta.get("crc32") != checksum:
         raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where,
                            check="truncation")
     dims = [meta.get("grid"), meta.get("block")]
@@ -222,31 +240,38 @@ def _open(path: Path, manifest: Manifest) -> tuple[np.void, dict, dict, np.ndarr
     return h, meta, owners, own
 
 
-def _unpack(raw: bytes, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
-    """Events of consecutive owners from their slots `raw` (owner indices local to these owners):
-    (event columns, torn events, stray events)."""
+def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
+    """Events of consecutive owners from their slots `ev` (one row of `words` per slot; owner
+    indices local to these owners): (event columns, each a copy, torn events, stray events)."""
     n_owners = own.size
     # Each owner's written events are a prefix of its slots: a boolean prefix mask compresses the
     # event block in one pass, and repeats build the per-event owner, sequence and time base, with
     # no per-owner or per-event loop.
-    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words).reshape(n_owners * cap, words)
     total = int(written.sum())
-    live = (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
+    full = total == n_owners * cap  # every slot written (common): nothing to compress, nothing stray
+    live = None if full else (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
     # compress whole rows as one 8- or 16-byte scalar each (a bit-exact view): numpy's 1-D boolean
     # compress is ~10x faster than the same selection on a 2-D array
     row = np.uint64 if words == 2 else np.complex128
-    rows = ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
-    o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
-    s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
+    rows = ev if full else ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
     tag = rows[:, words - 1]
     valid = tag >= TAG_VALID
     torn = total - int(np.count_nonzero(valid))
-    stray = int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
+    stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
     t0 = (own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)
     # %globaltimer_lo wraps every 4.3 s: unwrap each event against its owner's full start time
-    # (uint32 difference, then one in-place add onto the repeated 64-bit start)
-    t_ns = np.repeat(t0, written)
-    np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
+    # (uint32 difference, then one add onto the 64-bit start); a full part is an (owners, capacity)
+    # grid, so its per-event owner, sequence and start broadcast instead of being repeated
+    if full:
+        o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), cap)
+        s_idx = np.tile(np.arange(cap, dtype=np.int32), n_owners)
+        t_ns = np.add(t0[:, None], np.subtract(rows[:, 0].reshape(n_owners, cap), own["t0_lo"][:, None]),
+                      dtype=np.uint64).ravel()
+    else:
+        o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
+        s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
+        t_ns = np.repeat(t0, written)
+        np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
     t_ns = t_ns.view(np.int64)
     if torn:
         o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
@@ -272,14 +297,33 @@ def _counts(owners: dict, cap: int, torn: int, stray: int, n_events: int) -> dic
     }
 
 
-def decode_parts(path: str | Path, manifest: Manifest, max_events: int | None = None) -> Iterator[Launch]:
+@dataclass
+class Capture:
+    """A raw capture file mapped and checked (_open: identity, checksum, owner table), its events
+    not read yet: decode_parts reads them as often as a caller needs (export surveys, then
+    gathers) without checking the file again."""
+    path: Path
+    buf: mmap.mmap | bytes
+    header: np.void
+    meta: dict
+    owners: dict[str, np.ndarray]
+    own: np.ndarray
+
+
+def open_capture(path: str | Path, manifest: Manifest) -> Capture:
+    path = Path(path)
+    buf = _map(path)
+    return Capture(path, buf, *_open(path, buf, manifest))
+
+
+def decode_parts(path: str | Path | Capture, manifest: Manifest, max_events: int | None = None) -> Iterator[Launch]:
     """The launch in consecutive owner ranges of at most `max_events` written events each (an owner
     with more is a range of its own; None: one range, the whole launch), reading only each range's
     slots, so a capture larger than memory streams. Each part's owner arrays, events and counts
     cover its range alone, owner indices counted from `owner_base`; summed over the parts, the
-    counts are the whole launch's."""
-    path = Path(path)
-    h, meta, owners, own = _open(path, manifest)
+    counts are the whole launch's. A path is opened and checked first; a Capture already was."""
+    c = path if isinstance(path, Capture) else open_capture(path, manifest)
+    path, buf, h, meta, owners, own = c.path, c.buf, c.header, c.meta, c.owners, c.own
     n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
     written = np.where(owners["claims"] > 0, np.minimum(owners["attempted"], cap), 0)
     first = np.zeros(1, dtype=np.int64)
@@ -287,12 +331,29 @@ def decode_parts(path: str | Path, manifest: Manifest, max_events: int | None = 
         bucket = (np.cumsum(written) - written) // max_events
         first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
     slot_bytes = cap * words * 4
-    with open(path, "rb") as f:
-        for lo, hi in zip(first.tolist(), np.r_[first[1:], n_owners].tolist()):
-            f.seek(int(h["events_offset"]) + lo * slot_bytes)
-            events, torn, stray = _unpack(f.read((hi - lo) * slot_bytes), own[lo:hi], written[lo:hi], cap, words)
-            part = {k: v[lo:hi] for k, v in owners.items()}
-            yield Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+
+    def one(lo: int, hi: int) -> Launch:
+        at = int(h["events_offset"]) + lo * slot_bytes
+        slots = np.frombuffer(buf, dtype="<u4", count=(hi - lo) * cap * words, offset=at).reshape(-1, words)
+        events, torn, stray = _unpack(slots, own[lo:hi], written[lo:hi], cap, words)
+        del slots  # events are copies: nothing of the mapping outlives the part
+        _release(buf, at, at + (hi - lo) * slot_bytes)
+        part = {k: v[lo:hi] for k, v in owners.items()}
+        return Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+
+    ranges = list(zip(first.tolist(), np.r_[first[1:], n_owners].tolist()))
+    if len(ranges) == 1:
+        yield one(*ranges[0])
+        return
+    # the next parts decode on other cores (numpy lets go of the GIL) while the caller works on
+    # this one; at most AHEAD parts wait, so memory stays bounded by a few parts
+    with ThreadPoolExecutor(DECODERS) as pool:
+        ahead = deque(pool.submit(one, *r) for r in ranges[:AHEAD])
+        for r in ranges[AHEAD:] + [None] * AHEAD:
+            part = ahead.popleft().result()
+            if r is not None:
+                ahead.append(pool.submit(one, *r))
+            yield part
 
 
 def decode_file(path: str | Path, manifest: Manifest) -> Launch:

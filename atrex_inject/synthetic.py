@@ -5,8 +5,9 @@ sidecar by the writer of Python captures (launchfile.write_launch), so decode, v
 and export read it exactly as they read one from the GPU. Its shape follows the probe-cost FMA loop with every warp recording (8 warps per CTA, lane 0
 writes): each owner records `iter_begin`/`iter_end` pairs, one interval `iter_begin -> iter_end`,
 with durations that differ by owner (a per-warp speed) and by iteration (noise), so owner selection
-has a distribution to choose from. Everything it writes says synthetic: the kernel, the manifest's
-question, the sidecar's workload and device.
+has a distribution to choose from, and times in whole 32 ns ticks, as an H200's %globaltimer reads.
+Everything it writes says synthetic: the kernel, the manifest's question, the sidecar's workload
+and device.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ KERNEL = "synthetic_fma"
 SOURCE_ID = "5e" * 32
 RUN_ID = "5e" * 16
 WARPS = 8
-T0 = 1_790_000_000_000_000_000  # a %globaltimer-like start (ns)
+T0 = 1_790_000_000_000_000_000  # a %globaltimer-like start (ns), a multiple of its tick
+TICK = 32  # %globaltimer's resolution on an H200 (ns)
 GROUP = Group(0, Role.LANE0, 1, 0, 0xFFFFFFFF)
 
 
@@ -52,13 +54,13 @@ def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed:
     h = build_header([GROUP], (ctas, 1, 1), (WARPS * 32, 1, 1), cap, 8, False, SOURCE_ID, 0)
     own = np.zeros(n, dtype=OWNER_DTYPE)
     o = np.arange(n)
-    start = T0 + (o // WARPS // 132) * 50_000 + rng.integers(0, 2_000, n)  # waves of 132 CTAs
+    start = T0 + (o // WARPS // 132) * 50_000 + rng.integers(0, 2_000, n) // TICK * TICK  # waves of 132 CTAs
     own["claims"], own["attempted"], own["smid"] = 1, cap, o // WARPS % 132
     own["cta"], own["thread"] = o // WARPS, o % WARPS * 32
     own["t0_lo"], own["t0_hi"] = start & 0xFFFFFFFF, start >> 32
     speed = rng.lognormal(0.0, 0.15, n)[:, None]  # per warp
     step = (rng.gamma(8.0, 40.0, (n, cap)) * speed).astype(np.int64) + 32  # ns between events
-    t = start[:, None] + np.cumsum(step, axis=1)
+    t = start[:, None] + np.cumsum(step, axis=1) // TICK * TICK  # what %globaltimer reads
     ev = np.empty((n, cap, 2), dtype="<u4")
     ev[:, :, 0] = t & 0xFFFFFFFF
     ev[:, :, 1] = TAG_VALID | (np.arange(cap) % 2)[None, :]

@@ -1,7 +1,10 @@
 """What the user sees, computed through the CLI only, so the same code ran before a refactor (to
 write tests/golden/) and runs after it (test_golden.py compares): the demo's text, the manifest
 `apply` writes for every example spec (its time stamp blanked), and for every committed H200
-fixture its validation report, interval summary and default Perfetto trace.
+fixture its decode report and saved columns, validation report, interval summary and default
+Perfetto trace. The trace is kept as what the trace processor reads from it (tests/pftrace.py:
+each track's descriptor and events, names and times resolved), so its encoding may change and
+what the UI shows may not.
 
 Paths that differ between runs (the temporary work folder) are replaced by `<WORK>`. An output
 larger than INLINE bytes (the traces, the summaries of the big fixtures) is kept as its sha256 and
@@ -53,7 +56,11 @@ def outputs() -> dict[str, bytes]:
             out[f"{name}.summary.json"] = clean(f"exit {code}\n{text}")
             code, text = _cli("export", cap, "--perfetto", work / f"{name}.pftrace", "--json")
             out[f"{name}.export.json"] = clean(f"exit {code}\n{text}")
-            out[f"{name}.pftrace"] = (work / f"{name}.pftrace").read_bytes() if code == 0 else b""
+            out[f"{name}.trace.json"] = _trace(work / f"{name}.pftrace") if code == 0 else b""
+            code, text = _cli("decode", cap, "--out", work / f"{name}.decoded", "--json")
+            saved = sorted(q for q in (work / f"{name}.decoded").rglob("*") if q.is_file())
+            out[f"{name}.decode.json"] = clean(f"exit {code}\n{text}" + "".join(
+                f"{q.relative_to(work)} {hashlib.sha256(q.read_bytes()).hexdigest()}\n" for q in saved))
         project = work / "project"
         shutil.copytree(REPO / "examples", project / "examples")
         (project / ".git").mkdir()
@@ -69,6 +76,18 @@ def outputs() -> dict[str, bytes]:
         result = json.loads(text)
         out["demo.summaries.json"] = (json.dumps(result["summaries"], indent=1) + "\n").encode()
     return out
+
+
+def _trace(path: Path) -> bytes:
+    """A trace as the trace processor reads it: descriptors by track, each track's events in order."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from pftrace import by_track, read
+
+    tracks, events = read(path)
+    return json.dumps({"tracks": {str(u): t.SerializeToString(deterministic=True).hex()
+                                  for u, t in sorted(tracks.items())},
+                       "events": {str(u): [[e.ts, e.type, e.name, e.annotations, e.counter] for e in evs]
+                                  for u, evs in sorted(by_track(events).items())}}, indent=0).encode()
 
 
 def stored(outs: dict[str, bytes]) -> dict[str, bytes]:
