@@ -1,13 +1,14 @@
 """CUDA source → typed nodes: kernels with their statement trees, and launches of kernels.
 
-Positions come from the Lark parse tree (grammars/cuda.lark): the whole file is parsed once as
-balanced groups, then each kernel body is parsed again with the statement-level start rule.
+Positions come from the grammar (grammars/cuda.lark): the whole file is lexed once with its
+terminals (tokens.py) and its brackets matched, then a kernel body is parsed with the
+statement-level start rule of the Lark parser.
 """
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +19,7 @@ from lark.exceptions import LarkError, UnexpectedInput
 from ..errors import AnchorError, SourceParseError
 from ..lark_loader import parser
 from . import ptx
+from .tokens import TokenStream, terminals
 
 STMT_KINDS = {"block", "for_stmt", "while_stmt", "do_stmt", "if_stmt", "switch_stmt", "asm_stmt", "return_stmt",
               "break_stmt", "continue_stmt", "case_label", "simple_stmt", "empty_stmt", "pp_line"}
@@ -275,48 +277,109 @@ def _mark_pragma_leads(stmts: list[Stmt], pragmas: frozenset[str]) -> None:
 
 
 def _parse_error(e: LarkError, text: str, path: str, base: int = 0) -> SourceParseError:
-    lines = Lines(text)
     if isinstance(e, UnexpectedInput):
-        line = lines.line(base + (e.pos_in_stream or 0))
-        return SourceParseError(f"cannot parse the source near {lines.line_text(line).strip()!r}",
-                                path=path, line=line,
-                                hint="atrex-inject recognizes balanced braces/parens, statements, asm blocks; "
-                                     "unbalanced braces across #if branches are not supported")
+        return _unparsable(text, path, base + (e.pos_in_stream or 0))
     return SourceParseError(f"cannot parse the source: {e}", path=path)
 
 
+def _unparsable(text: str, path: str, offset: int) -> SourceParseError:
+    lines = Lines(text)
+    line = lines.line(offset)
+    return SourceParseError(f"cannot parse the source near {lines.line_text(line).strip()!r}", path=path, line=line,
+                            hint="atrex-inject recognizes balanced braces/parens, statements, asm blocks; "
+                                 "unbalanced braces across #if branches are not supported")
+
+
+class _Pairs:
+    """Bracket partners as a read-only mapping from the tokens of some bracket types."""
+
+    def __init__(self, partner: array, types: bytearray, keys: set[int]):
+        self.partner, self.types, self.keys = partner, types, keys
+
+    def __contains__(self, i: int) -> bool:
+        return 0 <= i < len(self.types) and self.types[i] in self.keys
+
+    def __getitem__(self, i: int) -> int:
+        if i not in self:
+            raise KeyError(i)
+        return self.partner[i]
+
+    def get(self, i: int, default: int | None = None) -> int | None:
+        return self.partner[i] if 0 <= i < len(self.types) and self.types[i] in self.keys else default
+
+
 OPEN = {"LBRACE": "RBRACE", "LPAR": "RPAR", "LSQB": "RSQB"}
+
+
+def _macro_statements(toks: TokenStream) -> list[int]:
+    """The tokens MacroStatements puts a VSEMI before, found from the token types alone."""
+    types, code = toks.types, toks.terms.names.index
+    triggers = {code(n) for n in MacroStatements.TRIGGERS}
+    header_words = {code(n) for n in MacroStatements.HEADERS}
+    lpar, lsqb, rpar, rsqb, word = map(code, ("LPAR", "LSQB", "RPAR", "RSQB", "WORD"))
+    out: list[int] = []
+    headers: list[bool] = []  # per open paren or bracket: does it hold a control header?
+    closed_header = -1  # index of the last `)` that closed a control header
+    for i in toks.indices({*MacroStatements.TRIGGERS, "LPAR", "LSQB", "RPAR", "RSQB"}):
+        t = types[i]
+        if t in triggers and i and not headers and closed_header != i - 1 and types[i - 1] in (word, rpar):
+            out.append(i)
+        if t in (lpar, lsqb):
+            headers.append(t == lpar and i > 0 and types[i - 1] in header_words)
+        elif t in (rpar, rsqb) and headers and headers.pop():
+            closed_header = i
+    return out
 
 
 class _Tokens:
     """The file as the grammar's token stream with brackets matched.
 
     The whole file is only lexed (with the grammar's terminals, so comments, strings, raw strings,
-    directives and `#if 0` regions are single tokens); only the target kernel's body is parsed
-    into statements. Lexing is the bulk of the cost, so a 10k-line file applies in well under a second.
+    directives and `#if 0` regions are single tokens; tokens.py keeps a byte per token and makes a
+    token's text and offsets when asked); only the target kernel's body is parsed into statements.
+    `match` (opener -> closer) and `opener` (closer -> opener) read one array of partners.
     """
 
     def __init__(self, text: str, path: str):
-        try:
-            self.toks = list(_parser().lex(text))
-        except LarkError as e:
-            raise _parse_error(e, text, path) from None
-        self.match: dict[int, int] = {}
+        self.text = text
+        self.toks = TokenStream(text, terminals(_parser()))
+        bad = self.toks.error_offset()
+        if bad is not None:
+            raise _unparsable(text, path, bad)
+        self.toks.insert(_macro_statements(self.toks))
+        types, code = self.toks.types, self.toks.terms.names.index
+        close_of = {code(o): code(c) for o, c in OPEN.items()}
+        partner = array("i" if len(types) < 2 ** 31 else "q", [0]) * len(types)
         stack: list[int] = []
-        for i, t in enumerate(self.toks):
-            if t.type in OPEN:
+        for i in self.toks.indices({*OPEN, *OPEN.values()}):
+            if types[i] in close_of:
                 stack.append(i)
-            elif t.type in ("RBRACE", "RPAR", "RSQB"):
-                if not stack or OPEN[self.toks[stack[-1]].type] != t.type:
-                    line = Lines(text).line(t.start_pos)
-                    raise SourceParseError(f"unbalanced {t.value!r}", path=path, line=line,
-                                           hint="braces, parentheses and brackets must balance outside comments, "
-                                                "strings and #if 0 regions")
-                self.match[stack.pop()] = i
-        self.opener = {v: k for k, v in self.match.items()}
+            elif not stack or close_of[types[stack[-1]]] != types[i]:
+                t = self.toks[i]
+                raise SourceParseError(f"unbalanced {t.value!r}", path=path, line=Lines(text).line(t.start_pos),
+                                       hint="braces, parentheses and brackets must balance outside comments, "
+                                            "strings and #if 0 regions")
+            else:
+                j = stack.pop()
+                partner[i], partner[j] = j, i
         if stack:
             t = self.toks[stack[-1]]
             raise SourceParseError(f"{t.value!r} is never closed", path=path, line=Lines(text).line(t.start_pos))
+        self.match = _Pairs(partner, types, set(close_of))
+        self.opener = _Pairs(partner, types, set(close_of.values()))
+
+    def find(self, words: set[str], types: set[str]) -> list[int]:
+        """Indices, ascending, of the tokens of these types and of the WORD tokens spelled as one of
+        these words (found as text first: a file holds few of them)."""
+        found = set(self.toks.indices(types))
+        for w in filter(None, words):
+            at = self.text.find(w)
+            while at >= 0:
+                i = self.toks.at(at)
+                if i is not None and self.toks.name(i) == "WORD" and self.toks.span(i)[1] == at + len(w):
+                    found.add(i)
+                at = self.text.find(w, at + 1)
+        return sorted(found)
 
     def skip(self, i: int) -> int:
         """Index after the token at i, or after its whole bracketed group."""
@@ -343,8 +406,9 @@ def parse_source(text: str, path: str = "<source>", declared_by: str | None = No
     kernels: list[Kernel] = []
     declarations: list[KernelDecl] = []
     launches: list[Launch] = []
-    macros = Macros.of(tk.toks)
-    for i, t in enumerate(tk.toks):
+    macros = Macros.of([tk.toks[i] for i in tk.toks.indices({"PREPROC"})])
+    for i in tk.find(macros.globals | {declared_by, "cudaLaunchKernelEx"}, {"LAUNCH_OPEN"}):
+        t = tk.toks[i]
         if t.type == "WORD" and t.value in macros.globals:
             k = _kernel_at(tk, i, text, path, lines, macros)
             if isinstance(k, Kernel):
@@ -518,11 +582,19 @@ def _helper_asm(tk: _Tokens, kernels: list[Kernel], lines: Lines,
     matches nothing in the kernel may name an opcode of a `__device__` helper, whose call can be
     anchored instead."""
     toks, out = tk.toks, []
-    bodies = [(k.body_start, k.body_end) for k in kernels]
-    for i, t in enumerate(toks):
-        if t.type not in ASM_TYPES or any(a <= t.start_pos < b for a, b in bodies):
+    bodies: list[list[int]] = []  # the kernels' bodies, overlapping ones merged, by offset
+    for a, b in sorted((k.body_start, k.body_end) for k in kernels):
+        if bodies and a <= bodies[-1][1]:
+            bodies[-1][1] = max(bodies[-1][1], b)
+        else:
+            bodies.append([a, b])
+    starts = [a for a, _ in bodies]
+    for i in toks.indices(ASM_TYPES):
+        t = toks[i]
+        j = bisect.bisect_right(starts, t.start_pos) - 1
+        if j >= 0 and t.start_pos < bodies[j][1]:
             continue
-        found = _instructions(itertools.islice(toks, i + 1, None), macros)
+        found = _instructions(toks.from_(i + 1), macros)
         if found:
             out.append((_function_at(tk, i), lines.line(t.start_pos), found))
     return out
