@@ -1,4 +1,5 @@
-"""The `atrex-inject` command line: a thin layer over the library; every command has --json."""
+"""The `atrex-inject` command line: a thin layer over the library (docs/api.md): each command parses
+its options, calls one library function, and prints its result as text or, with --json, as JSON."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ from rich.console import Console
 from typer.core import TyperCommand
 
 from . import __version__, snapshot
+from . import manifest as mf
 from .errors import AtrexError, user_error
 
 class _Command(TyperCommand):
@@ -225,17 +227,6 @@ def include_dir(as_json: bool = JsonOpt):
     _run(as_json, lambda: {"include_dir": str(snapshot.runtime_header().parent)}, lambda r: print(r["include_dir"]))
 
 
-def _manifest(capture_dir: Path, manifest: Optional[Path]) -> dict:
-    if manifest is None and not capture_dir.is_dir():
-        raise AtrexError(f"capture folder {capture_dir} does not exist",
-                         hint="give the folder the program wrote with ATREX_TIMELINE_OUT")
-    path = manifest or capture_dir / "manifest.json"
-    m = snapshot.load_manifest_file(path)
-    if m is None:
-        raise AtrexError(f"no manifest at {path}", hint="pass --manifest .atrex/<spec name>/manifest.json")
-    return m
-
-
 @app.command()
 def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt,
            out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to save canonical events "
@@ -244,25 +235,10 @@ def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
     """Turn raw capture files into canonical events per launch (a folder of uncompressed .npy columns),
     refusing buffers whose magic, version, source id or size do not match; report owners, overflow
     and duplicate claims."""
-    import numpy as np
-
-    from . import decode as dec
+    from .decode import decode_capture
 
     def work():
-        m = _manifest(capture_dir, manifest)
-        names = [s["name"] for s in m["sites"]]
-        rows = []
-        for f in dec.capture_files(capture_dir):
-            seen: list = []  # per part (not kept: memory stays bounded by a part): meta, counts, site counts
-            saved = dec.save(dec.decode_parts(f, m, dec.PART_EVENTS), out_dir or capture_dir / "decoded",
-                             lambda p: seen.append((p.meta, p.counts, dec.site_counts(p, len(names)))))
-            meta, per = seen[-1][0], np.concatenate([c for _, _, c in seen])
-            counts = {k: sum(c[k] for _, c, _ in seen) for k in seen[0][1]}
-            sites = {n: {"min": int(per[:, i].min()) if per.size else 0, "max": int(per[:, i].max()) if per.size else 0,
-                         "total": int(per[:, i].sum())} for i, n in enumerate(names)}
-            rows.append({"launch": saved.name, "saved": str(saved), "counts": counts, "sites": sites,
-                         "launch_seq": meta["launch_seq"], "device": meta.get("device", {})})
-        return {"manifest_source_id": m["source"]["source_id"], "launches": rows}
+        return decode_capture(capture_dir, mf.for_capture(capture_dir, manifest), out_dir)
 
     def render(r):
         from rich.table import Table
@@ -327,11 +303,6 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
         raise typer.Exit(1)
 
 
-def _claims(path: Optional[Path]):
-    from .validate import load_claims
-    return load_claims(path) if path else None
-
-
 def _render_checks(r: dict) -> None:
     from rich.table import Table
     t = Table("check", "result", "count", "first offenders / details", title=f"validation: {r['verdict']}")
@@ -364,22 +335,12 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
     """Run the named checks (overflow, truncation, geometry, owner/site identity, duplicate ownership,
     time order, interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
     and print the verdict. Exit 0 valid, 1 rejected, 2 usage error."""
-    from .measure import validate_measurement
-    from .validate import Provenance, validate_capture
+    from .validate import Provenance
+    from .validate import validate as validate_all
 
     def work():
-        r = {"verdict": "valid"}
-        if capture_dir is not None:
-            prov = Provenance(source, binary, binary_sha256, workload, device)
-            r = validate_capture(capture_dir, _manifest(capture_dir, manifest), prov, _claims(claims))
-            r.pop("summaries")
-        if measurement is not None:
-            r["measurement"] = validate_measurement(measurement, root)
-            if not r["measurement"]["valid"]:
-                r["verdict"] = "rejected"
-        if capture_dir is None and measurement is None:
-            raise AtrexError("nothing to validate", hint="give a CAPTURE_DIR and/or --measurement M.json")
-        return r
+        return validate_all(capture_dir, manifest, Provenance(source, binary, binary_sha256, workload, device), claims,
+                            measurement, root)
 
     def render(r):
         if "checks" in r:
@@ -404,12 +365,10 @@ def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestO
     --json) and each site's offsets from the launch's first event, recomputed from canonical events
     (streamed part by part, so a capture larger than memory is summarized). Text in µs, JSON in ns.
     Prints the timer tick and flags medians under 10 ticks (quantized)."""
-    from .decode import PART_EVENTS, capture_files
-    from .summary import render_text, summarize_file
+    from .summary import render_text, summarize_capture
 
     def work():
-        m = _manifest(capture_dir, manifest)
-        return {"launches": [summarize_file(f, m, PART_EVENTS) for f in capture_files(capture_dir)]}
+        return summarize_capture(capture_dir, mf.for_capture(capture_dir, manifest))
     _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"])), markup=False))
 
 
@@ -436,28 +395,11 @@ def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
     each interval's median, p10 and p90 and the slowest, and counter tracks for the rest; its
     `selection` track names what was left out (docs/format.md). The two windows are separate:
     --trace-window (ns) selects the trace's events, --png-window (µs) zooms the picture."""
-    from .decode import PART_EVENTS, capture_files, decode_file, decode_parts
-    from .timeline import parse_window
+    from .export import export_capture
 
     def work():
-        w = parse_window(png_window)
-        m = _manifest(capture_dir, manifest)
-        files = capture_files(capture_dir)
-        r = {}
-        if perfetto:
-            from .export import write_trace
-            from .selection import choose
-            parts = [lambda f=f: decode_parts(f, m, PART_EVENTS) for f in files]
-            choices = choose(parts, m, owners, ctas, trace_window, everything, budget)
-            r["perfetto"] = str(write_trace(choices, m, perfetto))
-            r["selection"] = [c.to_json() for c in choices]
-        if png:
-            from .timeline import render_png
-            path, panels = render_png(decode_file(files[0], m), m, png, w, rows)
-            r["png"], r["panels"] = str(path), panels
-        if not r:
-            raise AtrexError("nothing to export", hint="give --perfetto FILE and/or --png FILE")
-        return r
+        return export_capture(capture_dir, mf.for_capture(capture_dir, manifest), perfetto, png, png_window, rows,
+                              owners, ctas, trace_window, everything, budget)
 
     def render(r):
         for k in ("perfetto", "png"):
@@ -483,16 +425,11 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
     """Write one self-contained HTML page for a reviewer: the grade, the validation table, per launch
     the interval summary and the picture, the measurement when given, and a link that opens the
     embedded trace in the Perfetto UI."""
-    from .evidence import gather
-    from .report import render as render_report
-    from .timeline import parse_window
+    from .report import write_report
 
     def work():
-        w = parse_window(png_window)
-        ev = gather(capture_dir, _manifest(capture_dir, manifest), measurement, correctness_evidence,
-                    target=target, source=source, root=root)
-        path = render_report(ev, out_file, str(capture_dir), w)
-        return {"report": str(path), "verdict": ev.capture["verdict"], "grade": ev.grade["grade"]}
+        return write_report(capture_dir, out_file, manifest, measurement, correctness_evidence, target, source, root,
+                            png_window)
     _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})",
                                             markup=False))
 
@@ -509,14 +446,11 @@ def verdict(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE
     """Grade the evidence: decision_grade (valid capture + valid measurement within target + a
     matching evaluator record, all of one build, workload and device), diagnostic (something missing
     or a field that disagrees, listed), or rejected."""
-    from .evidence import gather
+    from .evidence import verdict as grade_evidence
 
     def work():
-        if capture_dir is None and manifest is None:
-            raise AtrexError("verdict needs a CAPTURE_DIR (with its manifest) or --manifest")
-        m = _manifest(capture_dir or manifest.parent, manifest)
-        return gather(capture_dir, m, measurement, correctness_evidence, correctness, target, hard_threshold,
-                      source, root, keep_launches=False).grade
+        return grade_evidence(capture_dir, manifest, measurement, correctness_evidence, correctness, target,
+                              hard_threshold, source, root)
 
     def render(r):
         out.print(f"grade: {r['grade']}", markup=False)

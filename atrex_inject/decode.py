@@ -14,26 +14,26 @@ streams; decode_file is the one-part case. save()/load() keep canonical events a
 from __future__ import annotations
 
 import json
-import json
+import mmap
 import os
-import re
 import shutil
 import struct
-import zlib
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from . import backend as backends
+from . import crc
 from .errors import CaptureError
-from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, build_header,
-                     group_owners, selected_warps, thread_level)
-
-TAG_VALID = np.uint32(0x80000000)
-ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
-CAPTURE_NAME = re.compile(r"^(?P<kernel>[^/]+)-launch(?P<seq>[0-9]{1,19})\.atrex$")
-SIDECAR_TYPES = {"workload": str, "device": dict, "device.uuid": str, "run_id": str}  # optional fields the checks read
+from .launchfile import FILE_NAME as CAPTURE_NAME
+from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
+from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, TAG_VALID, Role,
+                     build_header, group_owners, slot_owners)
+from .manifest import Group, Manifest
 
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
 OWNER_COLUMNS = ("group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm")  # per owner, gathered on demand
@@ -64,24 +64,13 @@ class Launch:
         return self.owners["col_" + name][self.events["owner"]]
 
 
-def _expected_owners(g, grid, block) -> dict[str, np.ndarray]:
-    """Who owns each slot of a group, from the launch geometry (mirrors atrex_recorder.cuh)."""
-    role = int(g["role"])
+def _expected_owners(g: Group, n: int, grid, block) -> dict[str, np.ndarray]:
+    """Who owns each of a group's `n` slots, from the launch geometry (layout.slot_owners)."""
     n_threads = int(block[0] * block[1] * block[2])
     n_ctas = int(grid[0] * grid[1] * grid[2])
-    warps = np.array(selected_warps(role, int(g["warp_mask"]), n_threads), dtype=np.int64)
-    per_thread = thread_level(role)
-    per_cta = len(warps) * (32 if per_thread else 1)
-    n = int(g["n_owners"])
-    idx = np.arange(n, dtype=np.int64)
-    cta_rank, local = (idx // per_cta, idx % per_cta) if per_cta else (idx, idx)
-    if per_thread:
-        thread = warps[local // 32] * 32 + local % 32 if per_cta else local
-    else:
-        thread = warps[local] * 32 if per_cta else local
-    cta = cta_rank * int(g["cta_stride"])
+    cta, thread = slot_owners(g, n, grid, block)
     must = (thread < n_threads) & (cta < n_ctas)
-    if role == 4:
+    if g.role is Role.PREDICATE:
         must = np.zeros(n, dtype=bool)  # an explicit predicate may leave any owner unclaimed
     return {"exp_cta": cta, "exp_thread": thread, "must_claim": must, "may_claim": (thread < n_threads) & (cta < n_ctas)}
 
@@ -90,15 +79,17 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
     """The launch header at the start of `raw`, checked against the file's `size` (default len(raw))."""
     size = len(raw) if size is None else size
     if len(raw) < HEADER_BYTES:
-        raise CaptureError(f"truncated: {size} bytes, shorter than the {HEADER_BYTES}-byte launch header", path=where)
+        raise CaptureError(f"truncated: {size} bytes, shorter than the {HEADER_BYTES}-byte launch header", path=where,
+                           check="truncation")
     h = np.frombuffer(raw[:HEADER_BYTES], dtype=HEADER_DTYPE)[0]
     if int(h["magic"]) != MAGIC:
-        raise CaptureError(f"not an atrex capture (magic 0x{int(h['magic']):016x})", path=where)
+        raise CaptureError(f"not an atrex capture (magic 0x{int(h['magic']):016x})", path=where, check="truncation")
     if int(h["version"]) != FORMAT_VERSION:
         raise CaptureError(f"format version {int(h['version'])}; this decoder reads version {FORMAT_VERSION}",
-                           path=where, hint="decode with the atrex-inject version that wrote it")
+                           path=where, hint="decode with the atrex-inject version that wrote it", check="truncation")
     if size != int(h["total_bytes"]):
-        raise CaptureError(f"truncated: {size} bytes, the header says {int(h['total_bytes'])}", path=where)
+        raise CaptureError(f"truncated: {size} bytes, the header says {int(h['total_bytes'])}", path=where,
+                           check="truncation")
     n_groups = int(h["n_groups"])
     ev_bytes = int(h["event_bytes"])
     sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in (8, 16) and int(h["owner_bytes"]) == 32
@@ -107,27 +98,29 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
                 and int(h["total_bytes"]) == int(h["events_offset"]) + int(h["n_owners"]) * int(h["capacity"]) * ev_bytes
                 and int(h["groups"]["n_owners"][:n_groups].sum()) == int(h["n_owners"]))
     if not sizes_ok:
-        raise CaptureError("inconsistent launch header (group/owner/event sizes do not add up)", path=where)
+        raise CaptureError("inconsistent launch header (group/owner/event sizes do not add up)", path=where,
+                           check="truncation")
     return h
 
 
-CRC_BLOCK = 1 << 24  # the checksum reads the file in 16 MiB blocks: constant memory whatever its size
-PART_EVENTS = 1 << 20  # validate and summary stream captures in owner-range parts of this many events
+DECODERS = min(4, os.cpu_count() or 1)  # threads decoding the parts ahead of their consumer
+AHEAD = DECODERS + 1  # parts decoded or decoding ahead of the one the consumer has
+PART_EVENTS = 1 << 18  # validate and summary stream captures in owner-range parts of this many events
 
 
-def header_mismatches(h: np.void, meta: dict, manifest: dict) -> list[str]:
+def header_mismatches(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
     """Header fields that differ from the header a recorder of this manifest writes for the
     sidecar's launch geometry (layout.build_header), so that a buffer edited with its CRC
     recomputed (grid, flags, header size, a group's limit or owner base, capacity) is refused."""
-    cap = manifest["capture"]
-    # an IKeT capture is sized to its fullest owner (cutedsl/normalize.py), not to the spec's capacity
-    capacity = int(h["capacity"]) if manifest["backend"] == "cutedsl" else cap["capacity"]
-    want = build_header(manifest["groups"], meta["grid"], meta["block"], capacity, cap["event_bytes"],
-                        bool(cap.get("clock")), bytes(h["source_id"]).hex(), int(h["launch_seq"]))[0]
+    cap = manifest.capture
+    # some backends size a capture to its fullest owner (IKeT: cutedsl/normalize.py), not to the spec's capacity
+    capacity = int(h["capacity"]) if backends.get(manifest.backend).capacity_from_header else cap.capacity
+    want = build_header(manifest.groups, meta["grid"], meta["block"], capacity, cap.event_bytes, cap.clock,
+                        bytes(h["source_id"]).hex(), int(h["launch_seq"]))[0]
     return [f for f in HEADER_DTYPE.names if f != "tail" and not np.array_equal(h[f], want[f])]
 
 
-def _explain(h: np.void, meta: dict, manifest: dict) -> list[str]:
+def _explain(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
     """What header_mismatches found, in the launch's terms: the sidecar's grid and block against the
     header's, or (where they agree) each group's owner count, owner range and CTA limit against
     those recomputed from that grid and block with the manifest's density."""
@@ -136,45 +129,62 @@ def _explain(h: np.void, meta: dict, manifest: dict) -> list[str]:
     if out:
         return out  # the groups below are recomputed from a geometry the sidecar and header agree on
     groups, base = h["groups"][: int(h["n_groups"])], 0
-    for i, (g, mg, n) in enumerate(zip(groups, manifest["groups"], group_owners(manifest["groups"], meta["grid"],
-                                                                                 meta["block"]))):
+    for i, (g, mg, n) in enumerate(zip(groups, manifest.groups, group_owners(manifest.groups, meta["grid"],
+                                                                             meta["block"]))):
         if int(g["n_owners"]) != n or int(g["owner_base"]) != base:
-            out.append(f"group {i} ({mg.get('role')}) has {int(g['n_owners'])} owners from {int(g['owner_base'])} "
+            out.append(f"group {i} ({mg.role}) has {int(g['n_owners'])} owners from {int(g['owner_base'])} "
                        f"in the header; grid {h['grid'].tolist()} x block {h['block'].tolist()} with the manifest's density "
                        f"gives {n} from {base}")
-        if int(g["cta_limit"]) != mg["cta_limit"]:
-            out.append(f"group {i} selects at most {int(g['cta_limit'])} CTAs in the header, {mg['cta_limit']} in the "
+        if int(g["cta_limit"]) != mg.cta_limit:
+            out.append(f"group {i} selects at most {int(g['cta_limit'])} CTAs in the header, {mg.cta_limit} in the "
                        "manifest")
         base += n
     return out
 
 
-def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
+def _map(path: Path) -> mmap.mmap | bytes:
+    """The file, memory-mapped read-only (an empty file as b"": mmap refuses those)."""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
+
+
+def _release(buf: mmap.mmap | bytes, start: int, end: int) -> None:
+    """Unmap the pages of buf[start:end] from this process (they stay in the page cache), so what a
+    pass has read does not add up in resident memory: a capture larger than memory streams."""
+    lo, hi = start - start % mmap.PAGESIZE, end - end % mmap.PAGESIZE
+    if isinstance(buf, mmap.mmap) and hi > lo:
+        buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def _crc(buf: mmap.mmap | bytes) -> int:
+    with memoryview(buf) as whole:
+        return crc.crc32(whole, lambda start, end: _release(buf, start, end))
+
+
+def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.void, dict, dict, np.ndarray]:
     """Check the buffer's identity (header, sidecar and its field types, checksum, groups, every
     header field against the manifest's plan) and read its owner table: (header, meta, per-owner
     arrays of the whole launch, raw owner rows). Events are not read."""
     where = str(path)
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(HEADER_BYTES)
-        h = read_header(head, where, size)
-        crc = zlib.crc32(head)
-        for block in iter(lambda: f.read(CRC_BLOCK), b""):
-            crc = zlib.crc32(block, crc)
-        f.seek(HEADER_BYTES)
-        own = np.frombuffer(f.read(int(h["n_owners"]) * OWNER_DTYPE.itemsize), dtype=OWNER_DTYPE)
+    size = len(buf)
+    h = read_header(bytes(buf[:HEADER_BYTES]), where, size)
+    checksum = _crc(buf)
+    own = np.frombuffer(buf, dtype=OWNER_DTYPE, count=int(h["n_owners"]), offset=HEADER_BYTES).copy()
     source_id = bytes(h["source_id"]).hex()
-    if source_id != manifest["source"]["source_id"]:
-        raise CaptureError(f"source id {source_id[:16]}… is not the manifest's {manifest['source']['source_id'][:16]}…: "
+    if source_id != manifest.source.source_id:
+        raise CaptureError(f"source id {source_id[:16]}… is not the manifest's {manifest.source.source_id[:16]}…: "
                            "the buffer comes from another instrumented source", path=where,
-                           hint="capture again after `atrex-inject apply`, or decode with that build's manifest")
+                           hint="capture again after `atrex-inject apply`, or decode with that build's manifest",
+                           check="stale_provenance")
     side_path = path.with_suffix(".json")
     try:
         meta = json.loads(side_path.read_text())
     except (OSError, ValueError):
-        raise CaptureError(f"no readable sidecar {side_path.name}: the capture did not finish", path=where) from None
+        raise CaptureError(f"no readable sidecar {side_path.name}: the capture did not finish", path=where,
+                           check="truncation") from None
     if not isinstance(meta, dict) or meta.get("source_id") != source_id or meta.get("launch_seq") != int(h["launch_seq"]):
-        raise CaptureError("sidecar does not describe this buffer (source id or launch sequence differ)", path=where)
+        raise CaptureError("sidecar does not describe this buffer (source id or launch sequence differ)", path=where,
+                           check="cross_launch_mixing")
     for k, kind in SIDECAR_TYPES.items():  # parents before children, so each parent is an object here
         *parents, leaf = k.split(".")
         obj = meta
@@ -183,20 +193,24 @@ def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
         if leaf in obj and not isinstance(obj[leaf], kind):
             raise CaptureError(f"sidecar field {k!r} must be a {'JSON object' if kind is dict else 'string'}, "
                                f"not {type(obj[leaf]).__name__}", path=str(side_path),
-                               hint="the sidecar was edited or written by another tool; capture again")
-    if meta.get("crc32") != crc:
-        raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where)
+                               hint="the sidecar was edited or written by another tool; capture again",
+                               check="cross_launch_mixing")
+    if meta.get("crc32") != checksum:
+        raise CaptureError("checksum mismatch: the file was altered or torn after it was written", path=where,
+                           check="truncation")
     dims = [meta.get("grid"), meta.get("block")]
     if not all(isinstance(d, list) and len(d) == 3 and all(
             isinstance(v, int) and not isinstance(v, bool) and 1 <= v < 1 << 32 for v in d) for d in dims):
-        raise CaptureError("sidecar grid and block must each be three integers >= 1", path=str(side_path))
+        raise CaptureError("sidecar grid and block must each be three integers >= 1", path=str(side_path),
+                           check="cross_launch_mixing")
     cap = int(h["capacity"])
     grid, block = h["grid"].astype(np.int64), h["block"].astype(np.int64)
     groups = h["groups"][: int(h["n_groups"])]
-    if len(groups) != len(manifest["groups"]) or any(
-            int(g["role"]) != mg["role_code"] or int(g["cta_stride"]) != mg["cta_stride"]
-            or int(g["warp_mask"]) != mg["warp_mask"] for g, mg in zip(groups, manifest["groups"])):
-        raise CaptureError("owner groups in the buffer differ from the manifest's", path=where)
+    if len(groups) != len(manifest.groups) or any(
+            int(g["role"]) != mg.role.code or int(g["cta_stride"]) != mg.cta_stride
+            or int(g["warp_mask"]) != mg.warp_mask for g, mg in zip(groups, manifest.groups)):
+        raise CaptureError("owner groups in the buffer differ from the manifest's", path=where,
+                           check="stale_provenance")
     wrong = header_mismatches(h, meta, manifest)
     if wrong:
         # the sidecar disagreeing with the header is a mixing fault; any other field, the header's geometry
@@ -206,7 +220,7 @@ def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
                            check="cross_launch_mixing" if {"grid", "block"} & set(wrong) else "geometry")
 
     gid = np.repeat(np.arange(len(groups)), groups["n_owners"].astype(np.int64))
-    exp = [_expected_owners(g, grid, block) for g in groups]
+    exp = [_expected_owners(mg, int(g["n_owners"]), grid, block) for g, mg in zip(groups, manifest.groups)]
     cat = {k: np.concatenate([e[k] for e in exp]) if exp else np.zeros(0) for k in exp[0]}
     owners = {"group": gid, "claims": own["claims"].astype(np.int64), "attempted": own["attempted"].astype(np.int64),
               "smid": own["smid"].astype(np.int64), "cta": own["cta"].astype(np.int64),
@@ -226,31 +240,38 @@ def _open(path: Path, manifest: dict) -> tuple[np.void, dict, dict, np.ndarray]:
     return h, meta, owners, own
 
 
-def _unpack(raw: bytes, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
-    """Events of consecutive owners from their slots `raw` (owner indices local to these owners):
-    (event columns, torn events, stray events)."""
+def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
+    """Events of consecutive owners from their slots `ev` (one row of `words` per slot; owner
+    indices local to these owners): (event columns, each a copy, torn events, stray events)."""
     n_owners = own.size
     # Each owner's written events are a prefix of its slots: a boolean prefix mask compresses the
     # event block in one pass, and repeats build the per-event owner, sequence and time base, with
     # no per-owner or per-event loop.
-    ev = np.frombuffer(raw, dtype="<u4", count=n_owners * cap * words).reshape(n_owners * cap, words)
     total = int(written.sum())
-    live = (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
+    full = total == n_owners * cap  # every slot written (common): nothing to compress, nothing stray
+    live = None if full else (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
     # compress whole rows as one 8- or 16-byte scalar each (a bit-exact view): numpy's 1-D boolean
     # compress is ~10x faster than the same selection on a 2-D array
     row = np.uint64 if words == 2 else np.complex128
-    rows = ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
-    o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
-    s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
+    rows = ev if full else ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
     tag = rows[:, words - 1]
     valid = tag >= TAG_VALID
     torn = total - int(np.count_nonzero(valid))
-    stray = int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
+    stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
     t0 = (own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)
     # %globaltimer_lo wraps every 4.3 s: unwrap each event against its owner's full start time
-    # (uint32 difference, then one in-place add onto the repeated 64-bit start)
-    t_ns = np.repeat(t0, written)
-    np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
+    # (uint32 difference, then one add onto the 64-bit start); a full part is an (owners, capacity)
+    # grid, so its per-event owner, sequence and start broadcast instead of being repeated
+    if full:
+        o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), cap)
+        s_idx = np.tile(np.arange(cap, dtype=np.int32), n_owners)
+        t_ns = np.add(t0[:, None], np.subtract(rows[:, 0].reshape(n_owners, cap), own["t0_lo"][:, None]),
+                      dtype=np.uint64).ravel()
+    else:
+        o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
+        s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
+        t_ns = np.repeat(t0, written)
+        np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
     t_ns = t_ns.view(np.int64)
     if torn:
         o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
@@ -276,14 +297,33 @@ def _counts(owners: dict, cap: int, torn: int, stray: int, n_events: int) -> dic
     }
 
 
-def decode_parts(path: str | Path, manifest: dict, max_events: int | None = None) -> Iterator[Launch]:
+@dataclass
+class Capture:
+    """A raw capture file mapped and checked (_open: identity, checksum, owner table), its events
+    not read yet: decode_parts reads them as often as a caller needs (export surveys, then
+    gathers) without checking the file again."""
+    path: Path
+    buf: mmap.mmap | bytes
+    header: np.void
+    meta: dict
+    owners: dict[str, np.ndarray]
+    own: np.ndarray
+
+
+def open_capture(path: str | Path, manifest: Manifest) -> Capture:
+    path = Path(path)
+    buf = _map(path)
+    return Capture(path, buf, *_open(path, buf, manifest))
+
+
+def decode_parts(path: str | Path | Capture, manifest: Manifest, max_events: int | None = None) -> Iterator[Launch]:
     """The launch in consecutive owner ranges of at most `max_events` written events each (an owner
     with more is a range of its own; None: one range, the whole launch), reading only each range's
     slots, so a capture larger than memory streams. Each part's owner arrays, events and counts
     cover its range alone, owner indices counted from `owner_base`; summed over the parts, the
-    counts are the whole launch's."""
-    path = Path(path)
-    h, meta, owners, own = _open(path, manifest)
+    counts are the whole launch's. A path is opened and checked first; a Capture already was."""
+    c = path if isinstance(path, Capture) else open_capture(path, manifest)
+    path, buf, h, meta, owners, own = c.path, c.buf, c.header, c.meta, c.owners, c.own
     n_owners, cap, words = int(h["n_owners"]), int(h["capacity"]), int(h["event_bytes"]) // 4
     written = np.where(owners["claims"] > 0, np.minimum(owners["attempted"], cap), 0)
     first = np.zeros(1, dtype=np.int64)
@@ -291,15 +331,32 @@ def decode_parts(path: str | Path, manifest: dict, max_events: int | None = None
         bucket = (np.cumsum(written) - written) // max_events
         first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
     slot_bytes = cap * words * 4
-    with open(path, "rb") as f:
-        for lo, hi in zip(first.tolist(), np.r_[first[1:], n_owners].tolist()):
-            f.seek(int(h["events_offset"]) + lo * slot_bytes)
-            events, torn, stray = _unpack(f.read((hi - lo) * slot_bytes), own[lo:hi], written[lo:hi], cap, words)
-            part = {k: v[lo:hi] for k, v in owners.items()}
-            yield Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+
+    def one(lo: int, hi: int) -> Launch:
+        at = int(h["events_offset"]) + lo * slot_bytes
+        slots = np.frombuffer(buf, dtype="<u4", count=(hi - lo) * cap * words, offset=at).reshape(-1, words)
+        events, torn, stray = _unpack(slots, own[lo:hi], written[lo:hi], cap, words)
+        del slots  # events are copies: nothing of the mapping outlives the part
+        _release(buf, at, at + (hi - lo) * slot_bytes)
+        part = {k: v[lo:hi] for k, v in owners.items()}
+        return Launch(path.stem, meta, events, part, _counts(part, cap, torn, stray, int(events["site"].size)), lo)
+
+    ranges = list(zip(first.tolist(), np.r_[first[1:], n_owners].tolist()))
+    if len(ranges) == 1:
+        yield one(*ranges[0])
+        return
+    # the next parts decode on other cores (numpy lets go of the GIL) while the caller works on
+    # this one; at most AHEAD parts wait, so memory stays bounded by a few parts
+    with ThreadPoolExecutor(DECODERS) as pool:
+        ahead = deque(pool.submit(one, *r) for r in ranges[:AHEAD])
+        for r in ranges[AHEAD:] + [None] * AHEAD:
+            part = ahead.popleft().result()
+            if r is not None:
+                ahead.append(pool.submit(one, *r))
+            yield part
 
 
-def decode_file(path: str | Path, manifest: dict) -> Launch:
+def decode_file(path: str | Path, manifest: Manifest) -> Launch:
     return next(decode_parts(path, manifest))
 
 
@@ -318,8 +375,27 @@ def capture_files(capture_dir: str | Path) -> list[Path]:
     return files
 
 
-def decode_dir(capture_dir: str | Path, manifest: dict) -> list[Launch]:
+def decode_dir(capture_dir: str | Path, manifest: Manifest) -> list[Launch]:
     return [decode_file(p, manifest) for p in capture_files(capture_dir)]
+
+
+def decode_capture(capture_dir: str | Path, manifest: Manifest, out_dir: str | Path | None = None) -> dict:
+    """`atrex-inject decode`: save every launch of the folder (save(), streamed part by part, so
+    memory stays bounded by a part) under `out_dir` (default CAPTURE_DIR/decoded), and report per
+    launch what decode saw: counts, and per site its events in total and per owner (min, max)."""
+    names = [s.name for s in manifest.sites]
+    rows = []
+    for f in capture_files(capture_dir):
+        seen: list = []  # per part (not kept: memory stays bounded by a part): meta, counts, site counts
+        saved = save(decode_parts(f, manifest, PART_EVENTS), out_dir or Path(capture_dir) / "decoded",
+                     lambda p: seen.append((p.meta, p.counts, site_counts(p, len(names)))))
+        meta, per = seen[-1][0], np.concatenate([c for _, _, c in seen])
+        counts = {k: sum(c[k] for _, c, _ in seen) for k in seen[0][1]}
+        sites = {n: {"min": int(per[:, i].min()) if per.size else 0, "max": int(per[:, i].max()) if per.size else 0,
+                     "total": int(per[:, i].sum())} for i, n in enumerate(names)}
+        rows.append({"launch": saved.name, "saved": str(saved), "counts": counts, "sites": sites,
+                     "launch_seq": meta["launch_seq"], "device": meta.get("device", {})})
+    return {"manifest_source_id": manifest.source.source_id, "launches": rows}
 
 
 OWNER_FACTS = ("claims", "attempted", "smid", "cta", "thread", "exp_cta", "exp_thread", "must_claim", "may_claim")

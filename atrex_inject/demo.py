@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import manifest as mf
 from . import snapshot
 from .assets import asset_dir
 from .decode import capture_files
@@ -66,14 +67,14 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     res = snapshot.apply(spec)
     m = res.manifest
     added, removed = diffstat(res.patch)
-    _say(console, f"1. apply {spec.relative_to(work)}: {m['source']['path']} +{added} -{removed} lines, "
-                  f"{len(m['sites'])} sites, patch {res.workspace / 'instrumented.patch'}")
+    _say(console, f"1. apply {spec.relative_to(work)}: {m.source.path} +{added} -{removed} lines, "
+                  f"{len(m.sites)} sites, patch {res.workspace / m.patch.path}")
     cap = work / "capture"
     if live:
         _live_capture(work, src, cap, console)
     else:
         shutil.copytree(bundled, cap, dirs_exist_ok=True)
-        shutil.copy(res.workspace / "manifest.json", cap / "manifest.json")
+        shutil.copy(res.workspace / mf.FILE_NAME, cap / mf.FILE_NAME)
     files = capture_files(cap)
     _say(console, f"2. capture: {len(files)} launch file(s) in {cap} "
                   f"({'recorded now' if live else 'recorded on an H200, bundled'})")
@@ -98,7 +99,7 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
         _say(console, f"5. export: no launch decoded, nothing to draw; {page} shows the failed checks")
     rv = snapshot.revert(spec)
     restored = sha256_file(src) == clean_sha
-    _say(console, f"6. revert: {m['source']['path']} restored byte for byte: {'yes' if restored else 'NO'}")
+    _say(console, f"6. revert: {m.source.path} restored byte for byte: {'yes' if restored else 'NO'}")
     _say(console, f"work folder: {work}")
     return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],
             "summaries": report["summaries"], "perfetto": trace and str(trace), "png": png and str(png),

@@ -12,6 +12,15 @@ event packets, one or two per event, are the volume: they are encoded straight t
 wire format with numpy (each field is a fixed tag byte plus a varint, so a packet is a row of
 fixed-width segments, masked to their true lengths and flattened in order). A Trace is only
 `repeated TracePacket packet = 1`, so the two byte strings concatenate into one valid trace.
+
+Event packets are small because the trace's incremental state carries what repeats: each launch's
+events are one packet sequence, in time order, that starts by clearing its incremental state,
+interning the event names (interval and site names, `payload`) and making a sequence-scoped
+incremental clock its default (TracePacketDefaults.timestamp_clock_id; ClockSnapshot.Clock
+is_incremental, equal to the trace clock at the first event), so a packet carries a name id and
+the nanoseconds since the packet before it (SEQ_NEEDS_INCREMENTAL_STATE) instead of a name and a
+64-bit time: about 20 bytes an event instead of 39. tests/pftrace.py reads it back the way the
+trace processor does.
 """
 from __future__ import annotations
 
@@ -23,12 +32,16 @@ from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 from .decode import Launch
 from .errors import AtrexError
 from .fsio import write_atomic
+from .intervals import pairs
+from .manifest import MAX_INTERVALS, Manifest
 from .owners import cta_name, owner_name
-from .selection import Choice, choose, in_memory, ranges_text
-from .spec import MAX_INTERVALS
-from .summary import pairs, site_ids
+from .selection import DEFAULT_BUDGET, Choice, choose, in_memory, ranges_text
 
-SEQ_ID = 1
+SEQ_ID = 1  # the builder's packets (descriptors, selection, counters), with absolute timestamps
+EVENT_SEQ = 2  # + the launch's number: its events' sequence
+TRACE_CLOCK, EVENT_CLOCK = 6, 64  # BOOTTIME (packets without a clock id); a sequence-scoped incremental clock
+STATE_CLEARED, NEEDS_STATE = 1, 2  # TracePacket.sequence_flags
+PAYLOAD_IID = 1  # the interned debug annotation name `payload`
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 CHUNK = 1 << 18  # rows per encoding pass: 256 Ki keeps the byte matrices in cache (bench: 4.1 s vs 4.8 s per 10M)
 KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL, KIND_SELECTION, KIND_COUNTER = range(7)
@@ -62,15 +75,6 @@ def _const(b: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.broadcast_to(np.frombuffer(b, dtype=np.uint8), (n, len(b))), np.full(n, len(b), dtype=np.int64)
 
 
-def _strings(table: list[bytes], codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    width = max((len(t) for t in table), default=1) or 1
-    tab = np.zeros((len(table), width), dtype=np.uint8)
-    for i, t in enumerate(table):
-        tab[i, :len(t)] = np.frombuffer(t, dtype=np.uint8)
-    lens = np.array([len(t) for t in table], dtype=np.int64)
-    return tab[codes], lens[codes]
-
-
 def _length(segs) -> np.ndarray:
     return sum(l for _, l in segs)
 
@@ -86,42 +90,97 @@ def _when(seg, mask):
     return seg[0], seg[1] * mask
 
 
-def encode_events(ts, kinds, uuid, name_codes=None, names: list[bytes] = (), payload=None) -> bytes:
-    """TracePackets {timestamp, trusted_packet_sequence_id, track_event {type, track_uuid, name?,
-    debug_annotations{payload}?}} for arrays of events, in chunks. A name code < 0 omits the name;
-    payloads go on rows that carry a name (slice begins, instants)."""
-    ts, kinds = np.asarray(ts), np.asarray(kinds)
-    uuid = np.broadcast_to(np.asarray(uuid, dtype=np.uint64), ts.shape)
+def encode_events(delta, kinds, uuid, iids, payload, seq: int) -> bytes:
+    """TracePackets {timestamp (ns since the previous packet), trusted_packet_sequence_id,
+    sequence_flags NEEDS_STATE, track_event {type, track_uuid, name_iid?, debug_annotations
+    {name_iid PAYLOAD_IID, uint_value}?}} for arrays of events, in chunks. A name id of 0 omits the
+    name; payloads (or None) go on rows that carry a name (slice begins, instants)."""
     out = []
-    for a in range(0, len(ts), CHUNK):
-        n = min(CHUNK, len(ts) - a)
+    for a in range(0, len(delta), CHUNK):
+        n = min(CHUNK, len(delta) - a)
         sl = slice(a, a + n)
-        te = [_const(b"\x48", n), _varint(kinds[sl]), _const(b"\x58", n), _varint(uuid[sl])]
-        if name_codes is not None:
-            codes = np.asarray(name_codes)[sl]
-            has = codes >= 0
-            s = _strings(names, np.where(has, codes, 0))
-            te += [_when(_const(b"\xba\x01", n), has), _when(_varint(s[1]), has), _when(s, has)]
-            if payload is not None:
-                da = [_const(b"\x52\x07payload\x18", n), _varint(np.asarray(payload)[sl])]
-                te += [_when(_const(b"\x22", n), has), _when(_varint(_length(da)), has)] + [_when(d, has) for d in da]
-        body = [_const(b"\x40", n), _varint(ts[sl]), _const(bytes([0x50, SEQ_ID, 0x5A]), n),
-                _varint(_length(te)), *te]
+        has = iids[sl] > 0
+        te = [_const(b"\x48", n), _varint(kinds[sl]), _const(b"\x58", n), _varint(uuid[sl]),
+              _when(_const(b"\x50", n), has), _when(_varint(iids[sl]), has)]
+        if payload is not None:
+            da = [_const(bytes([0x08, PAYLOAD_IID, 0x18]), n), _varint(payload[sl])]
+            te += [_when(_const(b"\x22", n), has), _when(_varint(_length(da)), has)] + [_when(d, has) for d in da]
+        head = b"\x50" + bytes(_varint(np.array([seq]))[0][0]) + bytes([0x68, NEEDS_STATE, 0x5A])  # one value: no pad
+        body = [_const(b"\x40", n), _varint(delta[sl]), _const(head, n), _varint(_length(te)), *te]
         out.append(_flatten([_const(b"\x0a", n), _varint(_length(body)), *body]))
     return b"".join(out)
 
 
+def _sequence(b: TraceProtoBuilder, seq: int, t0: int, names: list[str]) -> None:
+    """A launch's event sequence starts here: incremental state cleared, the names interned (ids
+    from 1 in `names` order), the incremental clock its default, at t0 on the trace clock."""
+    p = b.add_packet()
+    p.trusted_packet_sequence_id, p.sequence_flags = seq, STATE_CLEARED
+    p.trace_packet_defaults.timestamp_clock_id = EVENT_CLOCK
+    for iid, name in enumerate(names, 1):
+        e = p.interned_data.event_names.add()
+        e.iid, e.name = iid, name
+    a = p.interned_data.debug_annotation_names.add()
+    a.iid, a.name = PAYLOAD_IID, "payload"
+    p = b.add_packet()
+    p.trusted_packet_sequence_id = seq
+    for clock in (TRACE_CLOCK, EVENT_CLOCK):
+        c = p.clock_snapshot.clocks.add()
+        c.clock_id, c.timestamp = clock, t0
+        c.is_incremental = clock == EVENT_CLOCK
+
+
+def _event_rows(no: int, launch: Launch, manifest: Manifest) -> dict[str, np.ndarray]:
+    """Every packet of a launch's events, in time order (stable: a track's equal times keep their
+    begin/end order): time, type, track uuid, name id (interval k: k + 1; site s: n_intervals +
+    s + 1; 0: none), payload (16-byte events)."""
+    n_iv = len(manifest.intervals)
+    ev = launch.events
+    wide = launch.meta["event_bytes"] == 16
+    parts = []
+    for k, iv in enumerate(manifest.intervals):
+        p = pairs(launch, iv.start_id, iv.end_id)
+        n = p["t0"].size  # begin, end, begin, end...
+        uuid = track_uuid(no, KIND_INTERVAL, p["owner"].astype(np.uint64) * np.uint64(MAX_INTERVALS) + np.uint64(k))
+        parts.append({"t": np.column_stack([p["t0"], p["t1"]]).ravel(),
+                      "kind": np.tile(np.array([SLICE_BEGIN, SLICE_END], dtype=np.uint8), n),
+                      "uuid": np.repeat(uuid, 2), "iid": np.tile(np.array([k + 1, 0], dtype=np.uint32), n),
+                      **({"payload": np.repeat(ev["payload"][p["i0"]], 2)} if wide else {})})
+    mark = ~np.isin(ev["site"], list(manifest.endpoint_ids))
+    parts.append({"t": ev["t_ns"][mark], "kind": np.full(int(np.count_nonzero(mark)), INSTANT, dtype=np.uint8),
+                  "uuid": track_uuid(no, KIND_OWNER, ev["owner"][mark]),
+                  "iid": (ev["site"][mark] + n_iv + 1).astype(np.uint32),
+                  **({"payload": ev["payload"][mark]} if wide else {})})
+    order = None
+    rows = {}
+    for c in list(parts[0]):  # one column at a time: the unordered copy goes before the next is built
+        col = np.concatenate([np.asarray(p.pop(c)) for p in parts])
+        order = _by_time(col) if order is None else order
+        rows[c] = col[order]
+    return rows
+
+
+def _by_time(t: np.ndarray) -> np.ndarray:
+    """A stable order of times: each time made unique by its row (time * n + row, while that fits
+    63 bits) and sorted by numpy's fast unstable sort, else a stable argsort."""
+    n = t.size
+    if not n or (int(t.max()) - int(t.min()) + 1) * n >= 1 << 63:
+        return np.argsort(t, kind="stable")
+    keys = (t - t.min()) * n + np.arange(n)
+    keys.sort()
+    return keys % n
+
+
 # ---- the trace -------------------------------------------------------------------------------
-def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> None:
+def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: Manifest) -> None:
     launch, own, kept = ch.launch, ch.launch.owners, ch.keep
     proc = int(track_uuid(no, KIND_PROCESS, 0))
     p = b.add_packet()
     p.track_descriptor.uuid = proc
     p.track_descriptor.process.pid = no + 1
-    p.track_descriptor.process.process_name = (f"{manifest['kernel']} launch {launch.meta['launch_seq']} "
+    p.track_descriptor.process.process_name = (f"{manifest.kernel} launch {launch.meta['launch_seq']} "
                                                f"grid {tuple(launch.meta['grid'])}")
     p.track_descriptor.description = _selection_line(ch)
-    roles = [g["role"] for g in manifest["groups"]]
     for sm in np.unique(own["smid"][kept]):
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_SM, int(sm)))
@@ -137,12 +196,12 @@ def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: dict) -> N
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_OWNER, o))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_CTA, int(own["cta"][o])))
-        p.track_descriptor.name = owner_name(roles[own["group"][o]], int(own["thread"][o]))
-        for k, iv in enumerate(manifest["intervals"]):
+        p.track_descriptor.name = owner_name(manifest.role_of_group(int(own["group"][o])), int(own["thread"][o]))
+        for k, iv in enumerate(manifest.intervals):
             p = b.add_packet()
             p.track_descriptor.uuid = int(track_uuid(no, KIND_INTERVAL, o * MAX_INTERVALS + k))
             p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_OWNER, o))
-            p.track_descriptor.name = iv["name"]
+            p.track_descriptor.name = iv.name
 
 
 def _selection_line(ch: Choice) -> str:
@@ -190,46 +249,60 @@ def _counters(b: TraceProtoBuilder, no: int, ch: Choice) -> None:
             _event(b, t, TYPE_COUNTER, uuid).double_counter_value = v
 
 
-def trace_bytes(choices: list[Choice], manifest: dict) -> bytes:
-    """The trace of selection.choose's choices: kept owners in full, counters for the rest."""
-    if len(manifest["intervals"]) > MAX_INTERVALS:  # parse_spec refuses such specs; a hand-edited manifest here
-        raise AtrexError(f"{len(manifest['intervals'])} intervals in the manifest; at most {MAX_INTERVALS} can be "
-                         "exported", hint="re-apply the spec (it refuses more) or drop intervals from the manifest")
+def trace_bytes(choices: list[Choice], manifest: Manifest) -> bytes:
+    """The trace of selection.choose's choices: kept owners in full, counters for the rest. A
+    manifest holds at most MAX_INTERVALS intervals (manifest.py refuses more), so an owner's
+    interval tracks fit its track ids."""
     b = TraceProtoBuilder()
     chunks = []
-    ids = site_ids(manifest)
-    endpoints = {ids[iv[k]] for iv in manifest["intervals"] for k in ("start", "end")}
-    names = [iv["name"].encode() for iv in manifest["intervals"]]
-    site_names = [s["name"].encode() for s in manifest["sites"]]
+    names = [iv.name for iv in manifest.intervals] + [s.name for s in manifest.sites]
     for no, ch in enumerate(choices):
         _descriptors(b, no, ch, manifest)
-        launch = ch.launch
-        wide = launch.meta["event_bytes"] == 16
-        ev = launch.events
-        for k, iv in enumerate(manifest["intervals"]):
-            p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
-            uuid = track_uuid(no, KIND_INTERVAL, p["owner"].astype(np.uint64) * np.uint64(MAX_INTERVALS) + np.uint64(k))
-            n = p["t0"].size  # begin, end, begin, end...: equal timestamps keep their order
-            chunks.append(encode_events(np.column_stack([p["t0"], p["t1"]]).ravel(),
-                                        np.tile([SLICE_BEGIN, SLICE_END], n), np.repeat(uuid, 2),
-                                        np.column_stack([np.full(n, k), np.full(n, -1)]).ravel(), names,
-                                        np.repeat(ev["payload"][p["i0"]], 2) if wide else None))
-        mark = ~np.isin(ev["site"], list(endpoints))
-        chunks.append(encode_events(ev["t_ns"][mark], np.full(int(mark.sum()), INSTANT),
-                                    track_uuid(no, KIND_OWNER, ev["owner"][mark]), ev["site"][mark], site_names,
-                                    ev["payload"][mark] if wide else None))
+        rows = _event_rows(no, ch.launch, manifest)
+        if rows["t"].size:
+            seq = EVENT_SEQ + no
+            _sequence(b, seq, int(rows["t"][0]), names)
+            chunks.append(encode_events(np.diff(rows["t"], prepend=rows["t"][:1]), rows["kind"], rows["uuid"],
+                                        rows["iid"], rows.get("payload"), seq))
         if ch.span:
             _selection(b, no, ch)
         _counters(b, no, ch)
     return b"".join([b.serialize(), *chunks])
 
 
-def write_trace(choices: list[Choice], manifest: dict, out: str | Path) -> Path:
+def write_trace(choices: list[Choice], manifest: Manifest, out: str | Path) -> Path:
     out = Path(out)
     write_atomic(out, trace_bytes(choices, manifest))
     return out
 
 
-def export_perfetto(launches: list[Launch], manifest: dict, out: str | Path) -> Path:
+def export_perfetto(launches: list[Launch], manifest: Manifest, out: str | Path) -> Path:
     """Decoded launches to a trace by the default selection rule."""
     return write_trace(choose([in_memory(l) for l in launches], manifest), manifest, out)
+
+
+def export_capture(capture_dir: str | Path, manifest: Manifest, perfetto: str | Path | None = None,
+                   png: str | Path | None = None, png_window: str = "auto", rows: int = 8, owners: str | None = None,
+                   ctas: str | None = None, trace_window: str | None = None, everything: bool = False,
+                   budget: int = DEFAULT_BUDGET) -> dict:
+    """`atrex-inject export`: the Perfetto trace of every launch of the folder, owners chosen by
+    selection.choose (streamed part by part), and/or the picture of its first launch
+    (timeline.render_png). Returns what was written: {"perfetto", "selection"} and/or {"png", "panels"}."""
+    from .decode import PART_EVENTS, capture_files, decode_file, decode_parts, open_capture
+    from .timeline import parse_window, render_png
+
+    w = parse_window(png_window)
+    files = capture_files(capture_dir)
+    r: dict = {}
+    if perfetto:
+        parts = [lambda c=open_capture(f, manifest): decode_parts(c, manifest, PART_EVENTS)  # checked once
+                 for f in files]
+        choices = choose(parts, manifest, owners, ctas, trace_window, everything, budget)
+        r["perfetto"] = str(write_trace(choices, manifest, perfetto))
+        r["selection"] = [c.to_json() for c in choices]
+    if png:
+        path, panels = render_png(decode_file(files[0], manifest), manifest, png, w, rows)
+        r["png"], r["panels"] = str(path), panels
+    if not r:
+        raise AtrexError("nothing to export", hint="give --perfetto FILE and/or --png FILE")
+    return r

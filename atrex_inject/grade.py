@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from .errors import AtrexError
+from .manifest import Manifest
 from .validate import said
 
 DEFAULT_TARGET = 0.10
@@ -89,13 +90,12 @@ def _record_problem(records: list[dict], capture: dict, workload, evidence: Path
     return None
 
 
-def grade(capture_report: dict | None, manifest: dict, measurement: dict | None, measurement_check: dict | None,
+def grade(capture_report: dict | None, manifest: Manifest, measurement: dict | None, measurement_check: dict | None,
           evidence: Path | None, self_declared: str | None = None, target: float = DEFAULT_TARGET,
           hard_threshold: bool = False) -> dict:
     failures, missing, notes = [], [], []
     capture = (capture_report or {}).get("identity") or {
-        "instrumented_sha256": manifest["source"]["instrumented_sha256"],
-        "clean_sha256": manifest["source"]["clean_sha256"]}
+        "instrumented_sha256": manifest.source.instrumented_sha256, "clean_sha256": manifest.source.clean_sha256}
     if capture_report is None:
         missing.append("no capture validation")
     elif capture_report["verdict"] != "valid":

@@ -1,9 +1,16 @@
-"""Buffer layout arithmetic shared by decode and the Python capture session.
+"""The raw capture format's facts, in one place for Python: the launch header and owner header
+dtypes, the owner roles, the event tag, and the owner <-> slot arithmetic in both directions.
 
-Mirrors the __host__ __device__ helpers of runtime/atrex_recorder.cuh (role_warp_mask,
-owners_per_cta, ctas_selected, fill_header); docs/format.md states the rules once.
+Mirrors runtime/atrex_recorder.cuh (its structs, `enum Role`, kTagValid, and the __host__
+__device__ helpers role_warp_mask, owners_per_cta, ctas_selected) and atrex_capture.cuh
+(fill_header); docs/format.md states the rules once, and tests/test_layout_offsets.py compiles
+the headers to check that both sides agree. Decode, the Python capture session, the IKeT
+normalizer and the synthetic captures all read these, so none of them restates a rule.
 """
 from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol, Sequence
 
 import numpy as np
 
@@ -12,7 +19,49 @@ FORMAT_VERSION = 1
 HEADER_BYTES = 512
 OWNER_BYTES = 32
 MAX_GROUPS = 8
-ROLE_CODES = {"thread": 0, "lane0": 1, "warpgroup": 2, "cta": 3, "predicate": 4}
+U32 = (1 << 32) - 1  # header, owner and manifest integers are u32
+TAG_VALID = np.uint32(0x80000000)  # an event's tag: this bit | site id (a zero slot was never written)
+
+
+class Role(StrEnum):
+    """Who records for an owner group. The value is the word in the spec and manifest (a str, so
+    it reads and serializes as that word); `code` is its number in the launch header, `cpp` the
+    enumerator of `atrex::Role`."""
+    THREAD = "thread", 0
+    LANE0 = "lane0", 1
+    WARPGROUP = "warpgroup", 2
+    CTA = "cta", 3
+    PREDICATE = "predicate", 4
+
+    def __new__(cls, word: str, code: int):
+        role = str.__new__(cls, word)
+        role._value_, role.code = word, code
+        return role
+
+    @property
+    def cpp(self) -> str:
+        return "k" + self.value.capitalize()
+
+    @property
+    def per_thread(self) -> bool:
+        """32 owners per eligible warp (one per lane) instead of one."""
+        return self in (Role.THREAD, Role.PREDICATE)
+
+    @property
+    def warp_filter(self) -> int:
+        """The warps of a CTA the role can use: a warpgroup's first warp, the CTA's first warp, or all."""
+        return {Role.WARPGROUP: 0x11111111, Role.CTA: 1}.get(self, 0xFFFFFFFF)
+
+
+ROLE_NAMES = tuple(Role)
+
+
+class OwnerGroup(Protocol):
+    """What the slot arithmetic needs of an owner group (manifest.Group has it)."""
+    role: Role
+    cta_stride: int
+    cta_limit: int
+    warp_mask: int
 
 HEADER_DTYPE = np.dtype([
     ("magic", "<u8"), ("version", "<u4"), ("header_bytes", "<u4"), ("source_id", "u1", 32), ("launch_seq", "<u8"),
@@ -27,44 +76,68 @@ OWNER_DTYPE = np.dtype([("claims", "<u4"), ("attempted", "<u4"), ("smid", "<u4")
 assert HEADER_DTYPE.itemsize == HEADER_BYTES and OWNER_DTYPE.itemsize == OWNER_BYTES
 
 
-def role_warp_mask(role: int, n_warps: int) -> int:
-    """Warps of a CTA eligible for a role, before the density mask."""
-    valid = 0xFFFFFFFF if n_warps >= 32 else (1 << n_warps) - 1
-    return valid & {2: 0x11111111, 3: 1}.get(role, 0xFFFFFFFF)
-
-
-def thread_level(role: int) -> bool:
-    return role in (ROLE_CODES["thread"], ROLE_CODES["predicate"])
-
-
-def selected_warps(role: int, warp_mask: int, n_threads: int) -> list[int]:
-    m = warp_mask & role_warp_mask(role, (n_threads + 31) // 32)
+def selected_warps(g: OwnerGroup, n_threads: int) -> list[int]:
+    """Warps of a CTA with `n_threads` threads that hold the group's owners, in slot order."""
+    n_warps = (n_threads + 31) // 32
+    m = g.warp_mask & g.role.warp_filter & (0xFFFFFFFF if n_warps >= 32 else (1 << n_warps) - 1)
     return [w for w in range(32) if m >> w & 1]
 
 
-def owners_per_cta(role: int, warp_mask: int, n_threads: int) -> int:
-    return len(selected_warps(role, warp_mask, n_threads)) * (32 if thread_level(role) else 1)
+def owners_per_cta(g: OwnerGroup, n_threads: int) -> int:
+    return len(selected_warps(g, n_threads)) * (32 if g.role.per_thread else 1)
 
 
-def ctas_selected(cta_stride: int, cta_limit: int, n_ctas: int) -> int:
-    n = (n_ctas + cta_stride - 1) // cta_stride
-    return min(n, cta_limit) if cta_limit else n
+def ctas_selected(g: OwnerGroup, n_ctas: int) -> int:
+    n = (n_ctas + g.cta_stride - 1) // g.cta_stride
+    return min(n, g.cta_limit) if g.cta_limit else n
 
 
-def group_owners(groups: list[dict], grid, block) -> list[int]:
-    """Owners of each manifest group for a launch geometry; groups' owner ranges follow each other."""
+def group_owners(groups: Sequence[OwnerGroup], grid, block) -> list[int]:
+    """Owners of each group for a launch geometry; groups' owner ranges follow each other."""
     n_ctas, n_threads = int(np.prod(grid)), int(np.prod(block))
-    return [ctas_selected(g["cta_stride"], g["cta_limit"], n_ctas) * owners_per_cta(g["role_code"], g["warp_mask"],
-                                                                                  n_threads) for g in groups]
+    return [ctas_selected(g, n_ctas) * owners_per_cta(g, n_threads) for g in groups]
 
 
-def build_header(groups: list[dict], grid, block, capacity: int, event_bytes: int, clock: bool, source_id: str,
-                 launch_seq: int) -> np.ndarray:
+def slot_owners(g: OwnerGroup, n_owners: int, grid, block) -> tuple[np.ndarray, np.ndarray]:
+    """Slot -> owner: the linear CTA and thread expected to claim each of a group's `n_owners`
+    slots (a thread past the block, or a CTA past the grid, means the slot stays unclaimed)."""
+    n_threads = int(np.prod(block))
+    warps = np.array(selected_warps(g, n_threads), dtype=np.int64)
+    per_cta = len(warps) * (32 if g.role.per_thread else 1)
+    idx = np.arange(n_owners, dtype=np.int64)
+    cta_rank, local = (idx // per_cta, idx % per_cta) if per_cta else (idx, idx)
+    if g.role.per_thread:
+        thread = warps[local // 32] * 32 + local % 32 if per_cta else local
+    else:
+        thread = warps[local] * 32 if per_cta else local
+    return cta_rank * g.cta_stride, thread
+
+
+def owner_slots(g: OwnerGroup, block, cta: np.ndarray, warp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Owner -> slot, for warp-level recording (IKeT): (slot within the group, eligible) of the
+    warps at (linear CTA, warp in CTA); a warp the group does not select gets slot 0, not eligible."""
+    warps = selected_warps(g, int(np.prod(block)))
+    rank = np.full(32, -1)
+    rank[warps] = np.arange(len(warps))
+    per_cta = len(warps) * (32 if g.role.per_thread else 1)
+    cta_rank = cta // g.cta_stride
+    ok = (cta % g.cta_stride == 0) & (rank[warp] >= 0) & ((g.cta_limit == 0) | (cta_rank < g.cta_limit))
+    return np.where(ok, cta_rank * per_cta + rank[warp], 0), ok
+
+
+def staging_bytes(events: int, warps: int, event_bytes: int, n_groups: int) -> int:
+    """Static shared memory the staging rings take per CTA (`[capture] staging`): each group keeps
+    warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`."""
+    return (warps + 1) * events * event_bytes * n_groups
+
+
+def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event_bytes: int, clock: bool,
+                 source_id: str, launch_seq: int) -> np.ndarray:
     """The 512-byte launch header the host writes before a launch (what fill_header does in C++)."""
     h = np.zeros(1, dtype=HEADER_DTYPE)
     base = 0
     for i, (g, n) in enumerate(zip(groups, group_owners(groups, grid, block))):
-        h["groups"][0][i] = (g["role_code"], g["cta_stride"], g["cta_limit"], g["warp_mask"], base, n)
+        h["groups"][0][i] = (g.role.code, g.cta_stride, g.cta_limit, g.warp_mask, base, n)
         base += n
     h["magic"], h["version"], h["header_bytes"] = MAGIC, FORMAT_VERSION, HEADER_BYTES
     h["source_id"] = np.frombuffer(bytes.fromhex(source_id), dtype=np.uint8)

@@ -12,12 +12,15 @@ import json
 from pathlib import Path
 
 from . import __version__
-from .evidence import Evidence
+from . import manifest as mf
+from .evidence import Evidence, gather
 from .export import trace_bytes
 from .fsio import write_atomic
+from .grade import DEFAULT_TARGET
+from .manifest import Manifest
 from .selection import choose, in_memory
 from .summary import FEW_TICKS, QUANTILES
-from .timeline import Window, draw
+from .timeline import Window, draw, parse_window
 
 PERFETTO_UI = "https://ui.perfetto.dev"
 MAX_PICTURES = 4  # launches drawn; the tables cover every launch
@@ -98,7 +101,7 @@ def _summary(s: dict) -> str:
             + _table(["interval", "count", *(f"{k} (µs)" for k in QUANTILES), "median in ticks"], rows, "intervals"))
 
 
-def _picture(launch, manifest: dict, window: Window | None) -> str:
+def _picture(launch, manifest: Manifest, window: Window | None) -> str:
     import matplotlib.pyplot as plt
 
     fig, _ = draw(launch, manifest, window)
@@ -144,29 +147,41 @@ def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | Non
     """Write the report for gathered evidence; returns its path."""
     out = Path(out)
     m = ev.manifest
-    parts = [f"<h1>atrex-inject report: {_e(m['name'])}</h1>",
-             f"<p><b>Question:</b> {_e(m.get('question', ''))}</p>",
-             f"<p>Kernel <code>{_e(m['kernel'])}</code> in <code>{_e(m['source']['path'])}</code> "
-             f"({_e(m['backend'])} backend); capture <code>{_e(capture_dir)}</code>; atrex-inject {__version__}.</p>",
+    parts = [f"<h1>atrex-inject report: {_e(m.name)}</h1>",
+             f"<p><b>Question:</b> {_e(m.question)}</p>",
+             f"<p>Kernel <code>{_e(m.kernel)}</code> in <code>{_e(m.source.path)}</code> "
+             f"({_e(m.backend)} backend); capture <code>{_e(capture_dir)}</code>; atrex-inject {__version__}.</p>",
              _grade(ev.grade)]
     script = ""
     if ev.capture is not None:
         parts.append(_validation(ev.capture))
         if ev.launches:
             trace = trace_bytes(choose([in_memory(l) for l in ev.launches], m), m)  # export's default rule
-            section, script = _perfetto(trace, m["name"], out)
+            section, script = _perfetto(trace, m.name, out)
             parts.append(section)
         parts.append("<h2>Intervals</h2>")
         for i, (launch, s) in enumerate(zip(ev.launches, ev.capture["summaries"])):
             parts.append(f"<h3>{_e(launch.name)}</h3>" + _summary(s))
-            if i < MAX_PICTURES and m["intervals"]:  # the picture compares intervals: none, no picture
+            if i < MAX_PICTURES and m.intervals:  # the picture compares intervals: none, no picture
                 parts.append(_picture(launch, m, window))
         if len(ev.launches) > MAX_PICTURES:
             parts.append(f"<p>Pictures for the first {MAX_PICTURES} of {len(ev.launches)} launches; "
                          f"<code>atrex-inject export --png</code> draws the first launch of a folder.</p>")
     if ev.measurement is not None:
         parts.append(_measurement(ev.measurement, ev.measurement_check))
-    page = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atrex-inject: {_e(m['name'])}"
+    page = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atrex-inject: {_e(m.name)}"
             f"</title><style>{STYLE}</style></head><body>{''.join(parts)}{script}</body></html>")
     write_atomic(out, page.encode())
     return out
+
+
+def write_report(capture_dir: Path, out: str | Path, manifest: Path | None = None, measurement: Path | None = None,
+                 evidence: Path | None = None, target: float = DEFAULT_TARGET, source: Path | None = None,
+                 root: Path | None = None, png_window: str = "auto") -> dict:
+    """`atrex-inject report`: gather the evidence of a capture folder (evidence.gather, with its
+    manifest, default CAPTURE_DIR/manifest.json) and render the page; {"report", "verdict", "grade"}."""
+    w = parse_window(png_window)
+    ev = gather(capture_dir, mf.for_capture(capture_dir, manifest), measurement, evidence, target=target,
+                source=source, root=root)
+    path = render(ev, out, str(capture_dir), w)
+    return {"report": str(path), "verdict": ev.capture["verdict"], "grade": ev.grade["grade"]}

@@ -180,8 +180,8 @@ def _clean_text(spec) -> str:
         return text
     ws = workspace(spec)
     m = load_manifest(ws)
-    data = (ws / m["clean_copy"]).read_bytes() if m else b""
-    if not m or sha256_bytes(data) != m["source"]["clean_sha256"]:
+    data = (ws / m.clean_copy).read_bytes() if m else b""
+    if not m or sha256_bytes(data) != m.source.clean_sha256:
         raise AtrexError(f"{spec.source_rel} is instrumented and no verified clean copy is saved for spec {spec.name!r}",
                          path=str(spec.path), hint="revert it, or run check-sass before apply")
     return data.decode()
@@ -199,6 +199,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     import tempfile  # noqa: PLC0415
 
     from .cuda.rewrite import CLONE_SUFFIX, rewrite  # noqa: PLC0415
+    from .plan import make_plan  # noqa: PLC0415
     from .spec import load_spec  # noqa: PLC0415
 
     spec = load_spec(spec_path, root)
@@ -206,13 +207,20 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
                          path=str(spec.path))
     flags = nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
-    clean = _clean_text(spec)
-    inst = rewrite(spec, clean)
-    texts = {"clean": clean, "instrumented": inst.text, "one_copy": rewrite(spec, clean, version_body=False).text}
+    clean, runtime, suffix = _clean_text(spec), None, spec.source.suffix
+    if suffix == ".py":  # CUDA source in a Python string (kernelpy/): its text, built as a .cu file
+        from .kernelpy.locate import locate  # noqa: PLC0415
+        from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
+        clean = locate(clean, spec.source_rel, str(spec.source), spec.cuda_string).value
+        runtime, suffix = runtime_text(), ".cu"
+    plan = make_plan(spec)
+    inst = rewrite(plan, clean, runtime=runtime)
+    texts = {"clean": clean, "instrumented": inst.text,
+             "one_copy": rewrite(plan, clean, version_body=False, runtime=runtime).text}
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
         built = {}
         for name, text in texts.items():
-            src = Path(tmp) / f"{name}{spec.source.suffix}"
+            src = Path(tmp) / f"{name}{suffix}"
             src.write_text(text)
             built[name] = _build(src, spec.source.parent, flags)
     clone = inst.backend_data["perturbation"]["clone"]  # the kernel's qualified name + CLONE_SUFFIX

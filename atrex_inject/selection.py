@@ -21,10 +21,12 @@ import numpy as np
 
 from .decode import Launch
 from .errors import AtrexError
-from .summary import pairs, site_ids
+from .intervals import pairs
+from .manifest import Manifest
+from .tally import Tally
 
 DEFAULT_BUDGET = 1_000_000
-TARGETS = (("median", 0.5), ("p10", 0.1), ("p90", 0.9))
+TARGETS = ("median", "p10", "p90")  # quantiles of tally.QUANTILES
 COUNTER_BINS = 1000  # time bins of the left-out owners' counter tracks
 
 Parts = Callable[[], Iterator[Launch]]  # one launch's owner-range parts, re-readable (decode_parts)
@@ -104,20 +106,25 @@ def windowed(launch: Launch, lo: int | None, hi: int | None, t_first: int) -> La
 
 
 def restricted(launch: Launch, member: np.ndarray) -> Launch:
-    """The part with only the events of owners where `member` (launch-wide, bool) holds."""
-    mask = member[launch.owner_base:launch.owner_base + launch.owners["claims"].size][launch.events["owner"]]
-    return replace(launch, events={k: v[mask] for k, v in launch.events.items()})
+    """The part with only the events of owners where `member` (launch-wide, bool) holds. Events
+    come in owner order, so each owner's are one run, found by binary search: the cost is the kept
+    events', not the part's."""
+    own = launch.events["owner"]
+    mine = np.flatnonzero(member[launch.owner_base:launch.owner_base + launch.owners["claims"].size])
+    lo, hi = np.searchsorted(own, mine), np.searchsorted(own, mine, side="right")
+    n = hi - lo
+    idx = np.arange(int(n.sum())) + np.repeat(lo - (np.cumsum(n) - n), n)
+    return replace(launch, events={k: v[idx] for k, v in launch.events.items()})
 
 
-def _values(part: Launch, manifest: dict) -> list[tuple[str, np.ndarray, np.ndarray]]:
+def _values(part: Launch, manifest: Manifest) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(label, owner, value) per instance of each interval of a part; without intervals, each
     owner's span. Owners come in runs (events are in owner order), which survey's reductions use."""
-    ids = site_ids(manifest)
-    if manifest["intervals"]:
+    if manifest.intervals:
         out = []
-        for iv in manifest["intervals"]:
-            p = pairs(part, ids[iv["start"]], ids[iv["end"]])
-            out.append((iv["name"], p["owner"], p["dur"]))
+        for iv in manifest.intervals:
+            p = pairs(part, iv.start_id, iv.end_id)
+            out.append((iv.name, p["owner"], p["dur"]))
         return out
     own, t = part.events["owner"], part.events["t_ns"]
     first = np.flatnonzero(np.r_[True, own[1:] != own[:-1]]) if own.size else np.zeros(0, dtype=np.int64)
@@ -128,15 +135,16 @@ def _values(part: Launch, manifest: dict) -> list[tuple[str, np.ndarray, np.ndar
 @dataclass
 class Survey:
     """Pass one over a launch: launch-wide owner arrays, (windowed) events per owner and time span,
-    and per label each owner's mean and largest value plus all values (for the quantile targets)."""
+    and per label each owner's mean and largest value plus the distribution of all values (a
+    Tally: the quantile targets without keeping the values)."""
     head: Launch
     owners: dict[str, np.ndarray]
     counts: np.ndarray
     span: tuple[int, int] | None
-    labels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # owner, mean, max, all values
+    labels: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, Tally]]  # owner, mean, max, all values
 
 
-def survey(parts: Parts, manifest: dict, window: tuple[int | None, int | None] | None, t_first: int | None,
+def survey(parts: Parts, manifest: Manifest, window: tuple[int | None, int | None] | None, t_first: int | None,
            with_values: bool) -> Survey:
     owners, counts, span, acc, head = [], [], None, {}, None
     for part in parts():
@@ -151,14 +159,14 @@ def survey(parts: Parts, manifest: dict, window: tuple[int | None, int | None] |
             span = (lo, hi) if span is None else (min(span[0], lo), max(span[1], hi))
         for label, owner, val in (_values(part, manifest) if with_values else []):
             start = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if owner.size else owner
-            a = acc.setdefault(label, ([], [], [], []))
+            a = acc.setdefault(label, ([], [], [], Tally()))
             if owner.size:
                 a[0].append(owner[start].astype(np.int64) + part.owner_base)
                 a[1].append(np.add.reduceat(val, start) / np.diff(np.r_[start, owner.size]))
                 a[2].append(np.maximum.reduceat(val, start))
-                a[3].append(val.astype(np.uint32) if 0 <= val.min() and val.max() < 1 << 32 else val)
+                a[3].add(val)
     whole = {k: np.concatenate([o[k] for o in owners]) for k in owners[0]}
-    labels = {k: tuple(np.concatenate(x) if x else np.zeros(0) for x in a) for k, a in acc.items()}
+    labels = {k: (*(np.concatenate(x) if x else np.zeros(0) for x in a[:3]), a[3]) for k, a in acc.items()}
     return Survey(replace(head, owners=whole, owner_base=0), whole, np.concatenate(counts), span, labels)
 
 
@@ -169,8 +177,9 @@ def ranked(s: Survey) -> tuple[np.ndarray, dict[int, list[str]]]:
     for label, (who, typical, worst, values) in s.labels.items():
         if not who.size:
             continue
-        targets = np.quantile(values, [q for _, q in TARGETS], method="inverted_cdf").astype(np.float64)
-        for (name, _), target in zip(TARGETS, targets):
+        dist = values.result()[0]  # inverted-CDF quantiles, as np.quantile(method="inverted_cdf")
+        targets = np.array([dist[name] for name in TARGETS])
+        for name, target in zip(TARGETS, targets):
             lists.append((f"{label}: closest to {name}", who[np.argsort(np.abs(typical - target), kind="stable")]))
         lists.append((f"{label}: slowest", who[np.argsort(-worst, kind="stable")]))
     rank = np.full(s.counts.size, np.iinfo(np.int64).max)
@@ -190,57 +199,64 @@ class _Bins:
         self.n = -(-(span[1] - span[0] + 1) // self.width)
         self.sums: dict[str, np.ndarray] = {}
 
-    def add(self, key: str, t: np.ndarray, weights: np.ndarray | None = None) -> None:
-        b = np.bincount((t - self.t0) // self.width, weights=weights, minlength=self.n).astype(np.float64)
-        self.sums[key] = self.sums[key] + b if key in self.sums else b
+    def add(self, part: Launch, manifest: Manifest, sign: int) -> None:
+        """Add (sign 1) or take away (-1) a part's instances and marks. Every sum is of integers
+        (counts, ns), exact in float64, so taking away the kept owners leaves exactly the others'.
+        Each event's bin is computed once; the sites are counted in one keyed pass."""
+        b = (part.events["t_ns"] - self.t0) // self.width
+        for iv in manifest.intervals:
+            p = pairs(part, iv.start_id, iv.end_id)
+            self._sum(iv.name + "/t0", np.bincount(b[p["i0"]], minlength=self.n), sign)
+            self._sum(iv.name + "/t1", np.bincount(b[p["i1"]], minlength=self.n), sign)
+            self._sum(iv.name + "/dur", np.bincount(b[p["i0"]], p["dur"].astype(np.float64), self.n), sign)
+        site = part.events["site"]
+        known = site.view(np.uint32) < len(manifest.sites)  # events of unknown sites are no mark's
+        cell = b + site.astype(np.int64) * self.n if known.all() else b[known] + site[known].astype(np.int64) * self.n
+        per_site = np.bincount(cell, minlength=len(manifest.sites) * self.n).reshape(-1, self.n)
+        for s in manifest.sites:
+            self._sum("site/" + s.name, per_site[s.id], sign)
 
-    def counters(self, manifest: dict, n_rest: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def _sum(self, key: str, b: np.ndarray, sign: int) -> None:
+        self.sums[key] = self.sums.get(key, 0) + sign * b.astype(np.float64)
+
+    def counters(self, manifest: Manifest, n_rest: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each interval's instances in flight (at each bin's end) and mean duration (of instances
         starting in the bin), each mark's events per bin."""
         starts = self.t0 + self.width * np.arange(self.n)
         tag, out = f"({n_rest} owners not shown)", {}
         zero = np.zeros(self.n)
-        for iv in manifest["intervals"]:
-            begun, ended = self.sums.get(iv["name"] + "/t0", zero), self.sums.get(iv["name"] + "/t1", zero)
-            out[f"{iv['name']} in flight {tag}"] = (starts + self.width, np.cumsum(begun) - np.cumsum(ended))
+        for iv in manifest.intervals:
+            begun, ended = self.sums.get(iv.name + "/t0", zero), self.sums.get(iv.name + "/t1", zero)
+            out[f"{iv.name} in flight {tag}"] = (starts + self.width, np.cumsum(begun) - np.cumsum(ended))
             has = begun > 0
-            out[f"{iv['name']} mean ns {tag}"] = (starts[has], self.sums.get(iv["name"] + "/dur", zero)[has] / begun[has])
-        endpoints = {iv[k] for iv in manifest["intervals"] for k in ("start", "end")}
-        for s in manifest["sites"]:
-            if s["name"] not in endpoints:
-                out[f"{s['name']} events per {self.width} ns {tag}"] = (starts, self.sums.get("site/" + s["name"], zero))
+            out[f"{iv.name} mean ns {tag}"] = (starts[has], self.sums.get(iv.name + "/dur", zero)[has] / begun[has])
+        for s in manifest.sites:
+            if s.name not in manifest.endpoint_names:
+                out[f"{s.name} events per {self.width} ns {tag}"] = (starts, self.sums.get("site/" + s.name, zero))
         return out
 
 
-def gather(parts: Parts, manifest: dict, s: Survey, keep: np.ndarray, window, t_first: int | None) -> tuple:
+def gather(parts: Parts, manifest: Manifest, s: Survey, keep: np.ndarray, window, t_first: int | None) -> tuple:
     """Pass two: the kept owners' events as one Launch (launch-wide owner indices), and the others'
     counter tracks."""
     member = np.zeros(s.counts.size, dtype=bool)
     member[keep] = True
     rest = (s.owners["claims"] > 0) & ~member
     bins = _Bins(s.span) if s.span and rest.any() else None
-    ids = site_ids(manifest)
     kept = []
     for part in parts():
         if window:
             part = windowed(part, *window, t_first)
         mine = restricted(part, member)
         kept.append({**mine.events, "owner": mine.events["owner"] + part.owner_base})
-        if bins is None:
-            continue
-        other = restricted(part, rest)
-        for iv in manifest["intervals"]:
-            p = pairs(other, ids[iv["start"]], ids[iv["end"]])
-            bins.add(iv["name"] + "/t0", p["t0"])
-            bins.add(iv["name"] + "/t1", p["t1"])
-            bins.add(iv["name"] + "/dur", p["t0"], p["dur"].astype(np.float64))
-        for site in manifest["sites"]:
-            bins.add("site/" + site["name"], other.events["t_ns"][other.events["site"] == site["id"]])
+        if bins is not None:  # the others' sums: the whole part's less the kept owners' (all are claimed)
+            bins.add(part, manifest, 1)
+            bins.add(mine, manifest, -1)
     events = {k: np.concatenate([e[k] for e in kept]) for k in kept[0]}
     return replace(s.head, events=events, counts={}), bins.counters(manifest, int(rest.sum())) if bins else {}
 
 
-def choose(sources: list[Parts], manifest: dict, owners: str | None = None, ctas: str | None = None,
+def choose(sources: list[Parts], manifest: Manifest, owners: str | None = None, ctas: str | None = None,
            window: str | None = None, everything: bool = False, budget: int = DEFAULT_BUDGET) -> list[Choice]:
     """Apply the window, then the rule: --all, --owners/--ctas (union), or the default budget."""
     if everything and (owners or ctas):
@@ -277,7 +293,7 @@ def choose(sources: list[Parts], manifest: dict, owners: str | None = None, ctas
         size = np.concatenate([s.counts[o] for s, o in zip(surveys, orders)])
         by_priority = np.lexsort((launch_no, position))
         taken = by_priority[np.cumsum(size[by_priority]) <= budget]  # a prefix: the sum only grows
-        of = "each interval's instances" if manifest["intervals"] else "owner spans (no intervals)"
+        of = "each interval's instances" if manifest.intervals else "owner spans (no intervals)"
         rule = (f"budget {budget} events: owners closest to the median, p10 and p90 of {of} and the slowest, "
                 "in that order while their events fit")
         keeps = []

@@ -18,7 +18,6 @@ spec path. docs/recovery.md is the user's side of this.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import shutil
 import time
@@ -26,31 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
+from . import backend as backends
+from . import manifest as mf
 from .assets import asset_dir
+from .backend import Rewrite
 from .errors import SnapshotError, SpecError
 from .fsio import locked, remove_stale_temps, sha256_bytes, source_lock_path, write_atomic
+from .manifest import Manifest
 from .patch import PatchMismatch, apply_patch, diffstat, unified_diff
-from .plan import make_plan
-from .spec import U32, ProbeSpec, confine, load_spec
+from .plan import Plan, make_plan
+from .spec import ProbeSpec, confine, load_spec
 
-MANIFEST_FORMAT = "atrex-manifest"
-MANIFEST_VERSION = 1
 PREVIEW_CONTEXT = 3  # lines shown above and below each landing by `apply --dry-run`
 STATUS_WAIT_S = 30.0  # status waits this long for a running apply/revert before giving up
-# What the tools read from a manifest, with its type: a manifest missing one is refused by name.
-MANIFEST_FIELDS = {
-    "": {"format": str, "backend": str, "name": str, "kernel": str, "source": dict, "clean_copy": str,
-         "patch": dict, "capture": dict, "groups": list, "sites": list, "intervals": list, "expect": dict,
-         "applied_utc": str},
-    "source": {"path": str, "clean_sha256": str, "instrumented_sha256": str, "source_id": str},
-    "patch": {"path": str, "sha256": str},
-    "capture": {"capacity": int, "event_bytes": int},
-    "groups[]": {"role_code": int, "cta_stride": int, "cta_limit": int, "warp_mask": int},
-    "sites[]": {"id": int, "name": str, "group": int, "role": str},
-    "intervals[]": {"name": str, "start": str, "end": str},
-    "launchers[]": {"path": str, "clean_sha256": str, "instrumented_sha256": str, "clean_copy": str, "patch": dict},
-    "not_captured[]": {"file": str, "line": int, "via": str, "reason": str, "hint": str},
-}
 
 
 def runtime_header() -> Path:
@@ -86,7 +73,7 @@ def _writer(spec: ProbeSpec, create: bool):
         for lock, rel in files:  # in one order, so two writers sharing files cannot deadlock
             stack.enter_context(locked(lock, rel))
         ws = workspace(spec)
-        for p in (spec.source, ws / "manifest.json", ws / "instrumented.patch", ws / "clean" / spec.source.name):
+        for p in (spec.source, ws / mf.FILE_NAME, ws / "instrumented.patch", ws / "clean" / spec.source.name):
             remove_stale_temps(p)
         for i, lp in enumerate(spec.launchers):
             for p in (lp, ws / f"launcher{i}.patch", ws / "clean" / "launchers" / str(i) / lp.name):
@@ -106,32 +93,25 @@ def _reader(spec: ProbeSpec):
 
 @dataclass(frozen=True)
 class ApplyResult:
-    manifest: dict
+    manifest: Manifest
     workspace: Path
     patch: str
 
     def to_json(self) -> dict:
         added, removed = diffstat(self.patch)
-        return {"applied": True, "workspace": str(self.workspace), "source": self.manifest["source"]["path"],
-                "lines_added": added, "lines_removed": removed, "sites": self.manifest["sites"],
-                "warnings": self.manifest["warnings"], "staging": self.manifest["capture"].get("staging"),
-                "perturbation": self.manifest.get("perturbation"), **launch_report(self.manifest),
-                "manifest": str(self.workspace / "manifest.json")}
+        m = self.manifest.to_json()
+        return {"applied": True, "workspace": str(self.workspace), "source": m["source"]["path"],
+                "lines_added": added, "lines_removed": removed, "sites": m["sites"],
+                "warnings": m["warnings"], "staging": m["capture"]["staging"],
+                "perturbation": m.get("perturbation"), **launch_report(self.manifest),
+                "manifest": str(self.workspace / mf.FILE_NAME)}
 
 
-def launch_report(m: dict) -> dict:
+def launch_report(m: Manifest) -> dict:
     """What apply, status and validate say about the kernel's launches: those captured, those not
     (with why and what to do), and the launcher files rewritten."""
-    return {"launches": m.get("launches", []), "not_captured": m.get("not_captured", []),
-            "launchers": [x["path"] for x in m.get("launchers", [])]}
-
-
-def _rewrite(spec: ProbeSpec, text: str, launchers: dict[str, str]):
-    if spec.backend == "cuda":
-        from .cuda.rewrite import rewrite
-        return rewrite(spec, text, launchers=launchers)
-    from .cutedsl.rewrite import rewrite
-    return rewrite(spec, text)
+    return {"launches": [dict(x) for x in m.launches], "not_captured": [dict(x) for x in m.not_captured],
+            "launchers": [f.path for f in m.launchers]}
 
 
 def _read_source(spec: ProbeSpec, path: Path | None = None) -> tuple[bytes, str]:
@@ -145,101 +125,38 @@ def _read_source(spec: ProbeSpec, path: Path | None = None) -> tuple[bytes, str]
                         path=str(spec.path), hint="save the source as UTF-8") from None
 
 
-def check_manifest(m, where: str) -> dict:
-    """Refuse a manifest that lacks a field the tools read, or whose intervals and expectations
-    name sites it does not have: a clear message instead of a KeyError deep in decode."""
-    def bad(msg: str) -> SnapshotError:
-        return SnapshotError(f"manifest {where}: {msg}",
-                             hint="apply the spec again, or restore the manifest from .atrex/history/")
-
-    def fields(obj, spec: dict, label: str) -> None:
-        if not isinstance(obj, dict):
-            raise bad(f"{label or 'the manifest'} is not a JSON object")
-        for k, kind in spec.items():
-            v = obj.get(k)
-            if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-                raise bad(f"field {label + '.' if label else ''}{k} is missing or not a {kind.__name__}")
-            if kind is int and not 0 <= v <= U32:  # every integer the tool writes there is a u32
-                raise bad(f"field {label + '.' if label else ''}{k} = {v} is outside 0..{U32}")
-
-    fields(m, MANIFEST_FIELDS[""], "")
-    if m["format"] != MANIFEST_FORMAT:
-        raise bad("not an atrex manifest")
-    for key in ("source", "patch", "capture"):
-        fields(m[key], MANIFEST_FIELDS[key], key)
-    for key in ("groups", "sites", "intervals"):
-        for i, item in enumerate(m[key]):
-            fields(item, MANIFEST_FIELDS[key + "[]"], f"{key}[{i}]")
-    for key in ("launchers", "not_captured"):  # optional: manifests written before launchers have neither
-        if not isinstance(m.get(key, []), list):
-            raise bad(f"field {key} is not a list")
-        for i, item in enumerate(m.get(key, [])):
-            fields(item, MANIFEST_FIELDS[key + "[]"], f"{key}[{i}]")
-    for i, item in enumerate(m.get("launchers", [])):
-        fields(item["patch"], MANIFEST_FIELDS["patch"], f"launchers[{i}].patch")
-    if m["capture"]["event_bytes"] not in (8, 16) or m["capture"]["capacity"] < 1 or any(
-            g["cta_stride"] < 1 for g in m["groups"]):
-        raise bad("capture.event_bytes must be 8 or 16, capture.capacity and every group's cta_stride >= 1")
-    names = [s["name"] for s in m["sites"]]
-    if [s["id"] for s in m["sites"]] != list(range(len(names))) or not all(
-            0 <= s["group"] < len(m["groups"]) for s in m["sites"]):
-        raise bad("site ids are not 0, 1, 2, ... or a site names a group that does not exist")
-    for label, site in [(f"interval {iv['name']!r}", iv[k]) for iv in m["intervals"] for k in ("start", "end")] + [
-            ("expect", k) for k in m["expect"]]:
-        if site not in names:
-            raise bad(f"{label} names unknown site {site!r}")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in m["expect"].values()):
-        raise bad("expect counts must be integers")
-    return m
-
-
-def load_manifest(ws: Path) -> dict | None:
+def load_manifest(ws: Path) -> Manifest | None:
     """The workspace's manifest.json, checked; None when there is none."""
-    return load_manifest_file(ws / "manifest.json")
+    return mf.load_if_present(ws / mf.FILE_NAME)
 
 
-def load_manifest_file(p: Path) -> dict | None:
-    """A manifest under any name (a copy next to a capture, say), checked; None when it is absent."""
-    if not p.exists():
-        return None
-    try:
-        m = json.loads(p.read_bytes())
-    except (OSError, ValueError, RecursionError) as e:
-        raise SnapshotError(f"manifest {p} is unreadable: {e}", hint="restore it from history or remove the workspace")
-    return check_manifest(m, str(p))
-
-
-def build_manifest(spec: ProbeSpec, clean: bytes, rw, patch: str, launchers: list["_Launcher"] = ()) -> dict:
-    plan = make_plan(spec)
+def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch: str,
+                   launchers: list["_Launcher"] = ()) -> Manifest:
     hdr = runtime_header()
-    return {
-        "format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "tool_version": __version__,
-        "backend": spec.backend, "name": spec.name, "question": spec.question, "kernel": spec.kernel,
-        "spec": {"path": spec.path.relative_to(spec.root).as_posix() if spec.path.is_relative_to(spec.root)
-                 else str(spec.path), "sha256": spec.sha256},
-        "source": {"path": spec.source_rel, "clean_sha256": sha256_bytes(clean),
-                   "instrumented_sha256": sha256_bytes(rw.text.encode()), "source_id": rw.source_id},
-        "clean_copy": f"clean/{spec.source.name}",
-        "patch": {"path": "instrumented.patch", "sha256": sha256_bytes(patch.encode())},
-        "runtime": {"header": hdr.name, "sha256": sha256_bytes(hdr.read_bytes())},
-        "capture": {"capacity": spec.capture.capacity, "clock": spec.capture.clock, "skip": spec.capture.skip,
-                    "count": spec.capture.count, "event_bytes": plan.event_bytes, "staging": plan.staging},
-        "groups": [g.to_json() for g in plan.groups],
-        "sites": [{"id": p.site_id, "name": p.site.name, "role": p.site.role, "group": plan.site_group[p.site_id],
-                   "position": p.site.position,
-                   "anchor": {"kind": p.site.anchor.kind, "pattern": p.site.anchor.pattern,
-                              "occurrence": p.site.anchor.occurrence},
-                   "payload": p.site.payload, "every": p.site.every, "source_line": p.source_line,
-                   "instrumented_line": p.instrumented_line} for p in sorted(rw.placements, key=lambda p: p.site_id)],
-        "intervals": [{"name": iv.name, "start": iv.start, "end": iv.end} for iv in spec.intervals],
-        "expect": spec.expect,
-        "launches": rw.launches,
-        "not_captured": rw.not_captured,
-        "launchers": [lf.to_json() for lf in launchers],
-        "warnings": rw.warnings,
-        **rw.backend_data,
-        "applied_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    ids = {s.name: i for i, s in enumerate(spec.sites)}
+    data = rw.backend_data
+    return Manifest(
+        tool_version=__version__, backend=spec.backend, name=spec.name, question=spec.question, kernel=spec.kernel,
+        spec=mf.FileRef(spec.path.relative_to(spec.root).as_posix() if spec.path.is_relative_to(spec.root)
+                        else str(spec.path), spec.sha256),
+        source=mf.SourceIdentity(spec.source_rel, sha256_bytes(clean), sha256_bytes(rw.text.encode()), rw.source_id),
+        clean_copy=f"clean/{spec.source.name}",
+        patch=mf.FileRef("instrumented.patch", sha256_bytes(patch.encode())),
+        runtime=mf.FileRef(hdr.name, sha256_bytes(hdr.read_bytes())),
+        capture=mf.CaptureSettings(capacity=spec.capture.capacity, clock=spec.capture.clock, skip=spec.capture.skip,
+                                   count=spec.capture.count, event_bytes=plan.event_bytes, staging=plan.staging),
+        groups=plan.groups,
+        sites=tuple(mf.PlacedSite(
+            id=p.site_id, name=p.site.name, role=p.site.role, group=plan.site_group[p.site_id],
+            position=p.site.position,
+            anchor=mf.Anchor(p.site.anchor.kind, p.site.anchor.pattern, p.site.anchor.occurrence),
+            payload=p.site.payload, every=p.site.every, source_line=p.source_line,
+            instrumented_line=p.instrumented_line) for p in sorted(rw.placements, key=lambda p: p.site_id)),
+        intervals=tuple(mf.Interval(iv.name, iv.start, iv.end, ids[iv.start], ids[iv.end]) for iv in spec.intervals),
+        expect=dict(spec.expect), launches=tuple(rw.launches), not_captured=tuple(rw.not_captured),
+        launchers=tuple(lf.entry for lf in launchers), warnings=tuple(rw.warnings),
+        perturbation=mf.perturbation_of(data.get("perturbation")), iket=mf.iket_of(data.get("iket"), len(spec.sites)),
+        applied_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
 
 def _check_not_applied(spec: ProbeSpec, spec_path, clean: bytes) -> None:
@@ -247,11 +164,11 @@ def _check_not_applied(spec: ProbeSpec, spec_path, clean: bytes) -> None:
     old = load_manifest(ws)
     if old is not None:
         cur = sha256_bytes(clean)
-        if cur == old["source"]["instrumented_sha256"]:
+        if cur == old.source.instrumented_sha256:
             raise SnapshotError(f"{spec.source_rel} is already instrumented by spec {spec.name!r}",
                                 path=str(spec.path), hint="revert first: atrex-inject revert " + str(spec_path))
-        if cur != old["source"]["clean_sha256"]:
-            raise SnapshotError(f"workspace {ws} belongs to another state of {old['source']['path']}",
+        if cur != old.source.clean_sha256:
+            raise SnapshotError(f"workspace {ws} belongs to another state of {old.source.path}",
                                 path=str(spec.path), hint=f"inspect {ws} and remove it if it is stale")
 
 
@@ -266,17 +183,10 @@ class _Launcher:
     patch: str
 
     @property
-    def clean_copy(self) -> str:
-        return f"clean/launchers/{self.index}/{self.path.name}"
-
-    @property
-    def patch_name(self) -> str:
-        return f"launcher{self.index}.patch"
-
-    def to_json(self) -> dict:
-        return {"path": self.rel, "clean_sha256": sha256_bytes(self.clean),
-                "instrumented_sha256": sha256_bytes(self.text.encode()), "clean_copy": self.clean_copy,
-                "patch": {"path": self.patch_name, "sha256": sha256_bytes(self.patch.encode())}}
+    def entry(self) -> mf.LauncherFile:
+        return mf.LauncherFile(self.rel, sha256_bytes(self.clean), sha256_bytes(self.text.encode()),
+                               f"clean/launchers/{self.index}/{self.path.name}",
+                               mf.FileRef(f"launcher{self.index}.patch", sha256_bytes(self.patch.encode())))
 
 
 def _prepare(spec_path: str | Path, root: str | Path | None):
@@ -285,32 +195,35 @@ def _prepare(spec_path: str | Path, root: str | Path | None):
     spec = load_spec(spec_path, root)
     clean, text = _read_source(spec)
     _check_not_applied(spec, spec_path, clean)
+    plan = make_plan(spec)
     read = [(p, rel, *_read_source(spec, p)) for p, rel in zip(spec.launchers, spec.launcher_rels)]
-    rw = _rewrite(spec, text, {rel: t for _, rel, _, t in read})
+    backend = backends.get(spec.backend)
+    rw = backend.rewrite(plan, text, {rel: t for _, rel, _, t in read}) if read else backend.rewrite(plan, text)
     patch = unified_diff(text, rw.text, spec.source_rel)
     launchers = [_Launcher(i, p, rel, data, rw.launchers[rel], unified_diff(t, rw.launchers[rel], rel))
                  for i, (p, rel, data, t) in enumerate(read)]
-    return spec, clean, rw, patch, build_manifest(spec, clean, rw, patch, launchers), launchers
+    return spec, clean, rw, patch, build_manifest(spec, plan, clean, rw, patch, launchers), launchers
 
 
 def preview(spec_path: str | Path, root: str | Path | None = None) -> dict:
     """`apply --dry-run`: where each site would land, as instrumented `file:line` with PREVIEW_CONTEXT
     lines either side, so placement can be checked by reading; nothing is written, no lock is taken."""
-    spec, _, rw, patch, manifest, launchers = _prepare(spec_path, root)
+    spec, _, rw, patch, manifest, _ = _prepare(spec_path, root)
     lines = rw.text.split("\n")
     added, removed = diffstat(patch)
     sites = []
-    for s in manifest["sites"]:
-        key = re.compile(rf"atrex: site {re.escape(s['name'])} \(id {s['id']}\b")
+    for s in manifest.sites:
+        key = re.compile(rf"atrex: site {re.escape(s.name)} \(id {s.id}\b")
         lands = []
         for i, line in enumerate(lines):
             if key.search(line):
                 lo, hi = max(0, i - PREVIEW_CONTEXT), min(len(lines), i + PREVIEW_CONTEXT + 1)
                 lands.append({"line": i + 1, "context": [{"line": j + 1, "text": lines[j].rstrip("\r")}
                                                          for j in range(lo, hi)]})
-        sites.append({k: s[k] for k in ("id", "name", "position", "role", "source_line")} | {"lands": lands})
+        sites.append({"id": s.id, "name": s.name, "position": s.position, "role": s.role.value,
+                      "source_line": s.source_line, "lands": lands})
     return {"dry_run": True, "applied": False, "source": spec.source_rel, "lines_added": added,
-            "lines_removed": removed, "sites": sites, "warnings": manifest["warnings"], **launch_report(manifest)}
+            "lines_removed": removed, "sites": sites, "warnings": list(manifest.warnings), **launch_report(manifest)}
 
 
 def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
@@ -326,15 +239,15 @@ def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
         return _write_snapshot(spec, ws, clean, rw, patch, manifest, launchers)
 
 
-def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw, patch: str, manifest: dict,
+def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw: Rewrite, patch: str, manifest: Manifest,
                     launchers: list[_Launcher]) -> ApplyResult:
     """Workspace files first, the user's files last; on a failure every file written is undone (a
     workspace file removed, a user's file given its clean bytes back)."""
-    steps = [("saving the clean copy", ws / manifest["clean_copy"], clean, None),
-             *[(f"saving the clean copy of {l.rel}", ws / l.clean_copy, l.clean, None) for l in launchers],
-             ("writing the patch", ws / "instrumented.patch", patch, None),
-             *[(f"writing the patch of {l.rel}", ws / l.patch_name, l.patch, None) for l in launchers],
-             ("writing the manifest", ws / "manifest.json", json.dumps(manifest, indent=2) + "\n", None),
+    steps = [("saving the clean copy", ws / manifest.clean_copy, clean, None),
+             *[(f"saving the clean copy of {l.rel}", ws / l.entry.clean_copy, l.clean, None) for l in launchers],
+             ("writing the patch", ws / manifest.patch.path, patch, None),
+             *[(f"writing the patch of {l.rel}", ws / l.entry.patch.path, l.patch, None) for l in launchers],
+             ("writing the manifest", ws / mf.FILE_NAME, manifest.dumps(), None),
              ("writing the instrumented source", spec.source, rw.text, clean),
              *[(f"writing {l.rel}", l.path, l.text, l.clean) for l in launchers]]
     existed = ws.exists()
@@ -373,13 +286,20 @@ def _history_entries(spec: ProbeSpec) -> list[Path]:
     return sorted(entries, key=lambda p: p.name.removeprefix(spec.name + "-"), reverse=True)
 
 
-def _entries(m: dict) -> list[dict]:
-    """The manifest's files, each as {path, clean_sha256, instrumented_sha256, clean_copy, patch}:
-    the source first, then the launchers."""
-    src = {"path": m["source"]["path"], "clean_sha256": m["source"]["clean_sha256"],
-           "instrumented_sha256": m["source"]["instrumented_sha256"], "clean_copy": m["clean_copy"],
-           "patch": m["patch"]}
-    return [src, *m.get("launchers", [])]
+@dataclass(frozen=True)
+class _Entry:
+    """One file of a manifest as revert reads it: the source or a launcher."""
+    path: str
+    clean_sha256: str
+    instrumented_sha256: str
+    clean_copy: str
+    patch: mf.FileRef
+
+
+def _entries(m: Manifest) -> list[_Entry]:
+    """The manifest's files: the source first, then the launchers."""
+    return [_Entry(m.source.path, m.source.clean_sha256, m.source.instrumented_sha256, m.clean_copy, m.patch),
+            *[_Entry(f.path, f.clean_sha256, f.instrumented_sha256, f.clean_copy, f.patch) for f in m.launchers]]
 
 
 def _inside_ws(ws: Path, rel: str, what: str) -> Path:
@@ -390,63 +310,61 @@ def _inside_ws(ws: Path, rel: str, what: str) -> Path:
     except (OSError, ValueError):  # a NUL byte, a name too long
         ok = False
     if not ok:
-        raise SnapshotError(f"the manifest's {what} {rel!r} is missing or outside {ws}", path=str(ws / "manifest.json"),
+        raise SnapshotError(f"the manifest's {what} {rel!r} is missing or outside {ws}", path=str(ws / mf.FILE_NAME),
                             hint="recover with `atrex-inject revert --from-history SPEC` if history holds it")
     return p
 
 
-def _verified_clean(spec: ProbeSpec, ws: Path, e: dict) -> tuple[Path, bytes]:
+def _verified_clean(spec: ProbeSpec, ws: Path, e: _Entry) -> tuple[Path, bytes]:
     """(the file a manifest entry names, its clean content), after proving from the workspace that
     clean copy + patch reproduce the instrumented hash. Every manifest path is confined: the
     file like a spec path, the clean copy and patch inside the workspace."""
-    where = str(ws / "manifest.json")
-    src = confine(e["path"], spec.root, spec.root, where, None)
-    clean_sha, inst_sha = e["clean_sha256"], e["instrumented_sha256"]
-    clean_copy, patch_path = _inside_ws(ws, e["clean_copy"], "clean copy"), _inside_ws(ws, e["patch"]["path"], "patch")
+    where = str(ws / mf.FILE_NAME)
+    src = confine(e.path, spec.root, spec.root, where, None)
+    clean_copy, patch_path = _inside_ws(ws, e.clean_copy, "clean copy"), _inside_ws(ws, e.patch.path, "patch")
     data, patch = clean_copy.read_bytes(), patch_path.read_bytes()
-    if sha256_bytes(data) != clean_sha:
+    if sha256_bytes(data) != e.clean_sha256:
         raise SnapshotError(f"the saved clean copy {clean_copy} does not match the manifest's clean hash",
                             hint=f"recover the clean source with `git apply -R {patch_path}`")
-    if sha256_bytes(patch) != e["patch"]["sha256"]:
+    if sha256_bytes(patch) != e.patch.sha256:
         raise SnapshotError(f"the saved patch {patch_path} does not match the manifest's patch hash",
-                            hint=f"the clean copy {clean_copy} is intact (sha256 {clean_sha[:16]}); "
+                            hint=f"the clean copy {clean_copy} is intact (sha256 {e.clean_sha256[:16]}); "
                                  "copy it back by hand")
     try:
         rebuilt = apply_patch(data.decode(), patch.decode())
     except (UnicodeDecodeError, PatchMismatch) as exc:
         rebuilt = f"<{exc}>"
-    if sha256_bytes(rebuilt.encode()) != inst_sha:
-        raise SnapshotError(f"clean copy + patch in {ws} do not reproduce the instrumented hash {inst_sha[:16]}: "
-                            "the workspace was altered", path=where,
+    if sha256_bytes(rebuilt.encode()) != e.instrumented_sha256:
+        raise SnapshotError(f"clean copy + patch in {ws} do not reproduce the instrumented hash "
+                            f"{e.instrumented_sha256[:16]}: the workspace was altered", path=where,
                             hint="do not trust this workspace; restore the source from version control")
     return src, data
 
 
-def _restore_all(spec: ProbeSpec, ws: Path, m: dict) -> list[str]:
+def _restore_all(spec: ProbeSpec, ws: Path, m: Manifest) -> list[str]:
     """Give every instrumented file of the manifest its clean bytes back; the paths restored. A file
     already clean is left alone; one that is neither clean nor instrumented is refused before any
     file is written, so the files are restored together or not at all."""
     todo = []
     for e in _entries(m):
-        src = confine(e["path"], spec.root, spec.root, str(ws / "manifest.json"), None)
+        src = confine(e.path, spec.root, spec.root, str(ws / mf.FILE_NAME), None)
         cur = sha256_bytes(src.read_bytes())
-        if cur == e["clean_sha256"]:
+        if cur == e.clean_sha256:
             continue
         verified = _verified_clean(spec, ws, e)  # first: a workspace that lies is named as such
-        if cur != e["instrumented_sha256"]:
-            saved = ws / e["clean_copy"]
+        if cur != e.instrumented_sha256:
             raise SnapshotError(
-                f"{e['path']} changed since apply (sha256 {cur[:16]}, expected instrumented "
-                f"{e['instrumented_sha256'][:16]}); refusing to overwrite your edits; nothing was restored",
-                path=str(src), hint=f"the clean source is saved at {saved} (sha256 {e['clean_sha256'][:16]}); copy it "
-                                    f"back to discard your edits, or undo the edits and revert again")
+                f"{e.path} changed since apply (sha256 {cur[:16]}, expected instrumented "
+                f"{e.instrumented_sha256[:16]}); refusing to overwrite your edits; nothing was restored",
+                path=str(src), hint=f"the clean source is saved at {ws / e.clean_copy} (sha256 {e.clean_sha256[:16]}); "
+                                    "copy it back to discard your edits, or undo the edits and revert again")
         todo.append((e, *verified))
     for e, src, data in todo:
         write_atomic(src, data)
-        if sha256_bytes(src.read_bytes()) != e["clean_sha256"]:
+        if sha256_bytes(src.read_bytes()) != e.clean_sha256:
             raise SnapshotError(f"restored {src} but its hash differs from the clean hash",
-                                hint=f"copy {ws / e['clean_copy']} by hand")
-    return [e["path"] for e, _, _ in todo]
+                                hint=f"copy {ws / e.clean_copy} by hand")
+    return [e.path for e, _, _ in todo]
 
 
 def _archive(ws: Path) -> tuple[str | None, list[str]]:
@@ -467,7 +385,7 @@ def revert(spec_path: str | Path, root: str | Path | None = None, from_history: 
         m = load_manifest(ws)
         if m is None:
             found = _orphan(spec)
-            raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / 'manifest.json'})",
+            raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / mf.FILE_NAME})",
                                 path=str(spec.path),
                                 hint=f"{spec.source_rel} is instrumented and its clean copy is archived in {found}: "
                                      f"run `atrex-inject revert --from-history {spec_path}`" if found else
@@ -475,10 +393,10 @@ def revert(spec_path: str | Path, root: str | Path | None = None, from_history: 
         restored = _restore_all(spec, ws, m)
         archived, warnings = _archive(ws)
         if not restored:
-            return {"reverted": False, "state": "clean", "source": m["source"]["path"], "archived": archived,
+            return {"reverted": False, "state": "clean", "source": m.source.path, "archived": archived,
                     "warnings": warnings}
-        return {"reverted": True, "state": "clean", "source": m["source"]["path"],
-                "sha256": m["source"]["clean_sha256"], "restored": restored, "archived": archived, "warnings": warnings}
+        return {"reverted": True, "state": "clean", "source": m.source.path, "sha256": m.source.clean_sha256,
+                "restored": restored, "archived": archived, "warnings": warnings}
 
 
 def _orphan(spec: ProbeSpec) -> Path | None:
@@ -490,7 +408,7 @@ def _orphan(spec: ProbeSpec) -> Path | None:
             m = load_manifest(h)
         except SnapshotError:
             continue
-        if m is not None and m["source"]["instrumented_sha256"] == cur and m["source"]["path"] == spec.source_rel:
+        if m is not None and m.source.instrumented_sha256 == cur and m.source.path == spec.source_rel:
             return h
     return None
 
@@ -502,7 +420,7 @@ def _revert_from_history(spec: ProbeSpec) -> dict:
                             path=str(spec.path), hint="`atrex-inject status` shows the state; nothing was changed")
     m = load_manifest(h)
     restored = _restore_all(spec, h, m)
-    return {"reverted": True, "state": "clean", "source": m["source"]["path"], "sha256": m["source"]["clean_sha256"],
+    return {"reverted": True, "state": "clean", "source": m.source.path, "sha256": m.source.clean_sha256,
             "restored": restored, "archived": str(h), "from_history": True, "warnings": []}
 
 
@@ -520,19 +438,16 @@ def status(spec_path: str | Path, root: str | Path | None = None) -> dict:
                     "history": str(found),
                     "hint": f"the source is instrumented but its clean copy is only in {found}; "
                             f"restore it with `atrex-inject revert --from-history {spec_path}`"}
-        state = {m["source"]["clean_sha256"]: "clean", m["source"]["instrumented_sha256"]: "instrumented"}.get(
-            cur, "modified")
+        state = {m.source.clean_sha256: "clean", m.source.instrumented_sha256: "instrumented"}.get(cur, "modified")
         files = []
-        for e in m.get("launchers", []):
-            p = confine(e["path"], spec.root, spec.root, str(ws / "manifest.json"), None)
-            now = sha256_bytes(p.read_bytes())
-            files.append({"path": e["path"], "state": {e["clean_sha256"]: "clean", e["instrumented_sha256"]:
-                                                       "instrumented"}.get(now, "modified")})
+        for f in m.launchers:
+            now = sha256_bytes(confine(f.path, spec.root, spec.root, str(ws / mf.FILE_NAME), None).read_bytes())
+            files.append({"path": f.path, "state": {f.clean_sha256: "clean", f.instrumented_sha256: "instrumented"}
+                          .get(now, "modified")})
         if any(f["state"] != state for f in files):
             state = "modified"  # the files no longer agree: revert says which one changed
         return {"state": state, "source": spec.source_rel, "sha256": cur, "spec": spec.name, "workspace": str(ws),
-                "applied_utc": m["applied_utc"], "sites": len(m["sites"]), **launch_report(m),
-                "launchers": files}
+                "applied_utc": m.applied_utc, "sites": len(m.sites), **launch_report(m), "launchers": files}
 
 
 def patch_text(spec_path: str | Path, root: str | Path | None = None) -> str:
@@ -542,6 +457,6 @@ def patch_text(spec_path: str | Path, root: str | Path | None = None) -> str:
     p = ws / "instrumented.patch"
     if not p.exists():
         raise SnapshotError(f"spec {spec.name!r} is not applied (no {p})", hint="atrex-inject apply SPEC")
-    m = load_manifest(ws) or {}
-    return p.read_text() + "".join(_inside_ws(ws, e["patch"]["path"], "patch").read_text()
-                                   for e in m.get("launchers", []))
+    m = load_manifest(ws)
+    return p.read_text() + "".join(_inside_ws(ws, f.patch.path, "patch").read_text()
+                                   for f in (m.launchers if m else ()))

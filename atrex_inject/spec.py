@@ -12,13 +12,14 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import backend as backends
 from .errors import SpecError
+from .layout import MAX_GROUPS, ROLE_NAMES, U32, Role, staging_bytes
+from .manifest import MAX_INTERVALS
 
 SPEC_VERSION = 1
-BACKENDS = ("cuda", "cutedsl")
 ANCHOR_KINDS = ("call", "stmt", "ptx", "loop", "entry", "exit")
 POSITIONS = ("before", "after", "loop-begin", "loop-end", "entry", "exit")
-ROLES = ("thread", "lane0", "warpgroup", "cta", "predicate")
 # Which positions make sense for which anchor kind.
 ANCHOR_POSITIONS = {
     "call": ("before", "after"),
@@ -31,12 +32,12 @@ ANCHOR_POSITIONS = {
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,31}$")
 RESERVED_NAMES = {"history", "lock"}  # entries of .atrex/ that are not workspaces
 NEVER_TARGETS = {".atrex", ".git"}  # the tool's own state and git's are never instrumented
-U32 = (1 << 32) - 1
 I64 = (1 << 63) - 1
+MAX_STATIC_SHARED = 48 * 1024  # bytes of static __shared__ a CTA may declare: the staging rings must fit
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
-TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "launchers", "capture", "site",
-            "intervals", "expect"}
+TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "launchers", "cuda_string",
+            "capture", "site", "intervals", "expect"}
 KERNEL_KEYS = {"name", "occurrence"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging"}
 STAGING_KEYS = {"events", "warps"}
@@ -56,7 +57,7 @@ class Site:
     name: str
     anchor: Anchor
     position: str
-    role: str = "lane0"
+    role: Role = Role.LANE0
     predicate: str | None = None
     payload: str | None = None
     cta_stride: int = 1
@@ -114,6 +115,7 @@ class ProbeSpec:
     declared_by: str | None = None  # a macro that declares the kernel: `MACRO(kernel, ...) { body }`
     kernel_occurrence: int | None = None  # 1-based pick among several definitions the name matches
     launchers: tuple[Path, ...] = ()  # other files (absolute, inside root) whose launches of the kernel are captured
+    cuda_string: str | None = None  # a Python source's variable holding the CUDA source (kernelpy/)
     capture: Capture = field(default_factory=Capture)
     expect: dict[str, int] = field(default_factory=dict)
     text: str = ""
@@ -168,7 +170,6 @@ class _Lines:
 
 
 ROOT_MARKERS = (".git", ".atrex")
-MAX_INTERVALS = 16  # export.py numbers an owner's interval tracks owner * 16 + k
 
 
 def find_root(spec_path: Path) -> Path:
@@ -257,8 +258,9 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
                   hint="choose another name")
     question = typed(data, "question", str, required=True)
     backend = typed(data, "backend", str, required=True)
-    if backend not in BACKENDS:
-        raise err(f"backend {backend!r} is not one of {', '.join(BACKENDS)}", "backend")
+    if backend not in backends.names():
+        raise err(f"backend {backend!r} is not one of {', '.join(backends.names())}", "backend")
+    be = backends.get(backend)
     src_text = typed(data, "source", str, required=True)
     source = confine(src_text, path.parent, root, where, lines.of("source"))
     kernel, kernel_occurrence = _kernel(data, backend, err, unknown, typed)
@@ -267,6 +269,14 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     if declared_by is not None and not re.fullmatch(r"[A-Za-z_]\w*", declared_by):
         raise err(f"declared_by {declared_by!r} must be the name of a macro", "declared_by",
                   hint='e.g. declared_by = "DEFINE_FLASH_FORWARD_KERNEL" for `DEFINE_FLASH_FORWARD_KERNEL(name, ...) {`')
+    cuda_string = typed(data, "cuda_string", str, default=None)
+    if cuda_string is not None and (backend != "cuda" or source.suffix != ".py"):
+        raise err("cuda_string names the variable of a Python source that holds CUDA source; it needs "
+                  'backend = "cuda" and a .py source', "cuda_string",
+                  hint="remove cuda_string, or point source at the .py file")
+    if cuda_string is not None and not cuda_string.isidentifier():
+        raise err(f"cuda_string {cuda_string!r} must be a Python variable name", "cuda_string",
+                  hint='e.g. cuda_string = "cuda_src" for `cuda_src = r"""..."""`')
 
     cap_t = typed(data, "capture", dict, default={})
     unknown(cap_t, CAPTURE_KEYS, "capture")
@@ -283,13 +293,14 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         staging_warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0,
                             lo=1, hi=32, unit=" warps per CTA"),
     )
-    if stage_t and backend != "cuda":
-        raise err("capture.staging applies to the cuda backend (IKeT buffers its own events)", "capture", "staging")
+    if stage_t and be.staging_refused:
+        staged = " and ".join(n for n in backends.names() if not backends.get(n).staging_refused)
+        raise err(f"capture.staging applies to the {staged} backend ({be.staging_refused})", "capture", "staging")
 
     raw_sites = data.get("site", [])
     if not isinstance(raw_sites, list) or not raw_sites:
         raise err("a spec needs at least one [[site]]", hint="add a [[site]] table with name, anchor and position")
-    sites = [_parse_site(t, i, err, unknown, typed, lines, backend) for i, t in enumerate(raw_sites)]
+    sites = [_parse_site(t, i, err, unknown, typed, lines, be) for i, t in enumerate(raw_sites)]
     names = [s.name for s in sites]
     for i, n in enumerate(names):
         if names.index(n) != i:
@@ -299,11 +310,19 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
             raise err(f"site {st.name!r}: role {st.role!r} records per thread; capture.staging stages per warp",
                       "site", i, "role", hint="use a warp-level role (lane0, warpgroup, cta) or drop staging")
     groups = list(dict.fromkeys(s.group_key for s in sites))
-    if len(groups) > 8:
-        ninth = [s.group_key for s in sites].index(groups[8])
-        raise err(f"{len(groups)} owner groups (role + density + predicate combinations); at most 8, "
-                  f"the 9th starts at site {sites[ninth].name!r}", "site", ninth,
-                  hint="let sites share roles and density")
+    if len(groups) > MAX_GROUPS:
+        first = [s.group_key for s in sites].index(groups[MAX_GROUPS])
+        raise err(f"{len(groups)} owner groups (role + density + predicate combinations); at most {MAX_GROUPS} (the "
+                  f"launch header's group slots), the {MAX_GROUPS + 1}th starts at site {sites[first].name!r}",
+                  "site", first, hint="let sites share roles and density")
+    if capture.staging_events:
+        wide = capture.clock or any(s.payload for s in sites)
+        need = staging_bytes(capture.staging_events, capture.staging_warps, 16 if wide else 8, len(groups))
+        if need > MAX_STATIC_SHARED:
+            raise err(f"capture.staging needs {need} bytes of static shared memory per CTA ({len(groups)} owner "
+                      f"groups x {capture.staging_warps} + 1 rings x {capture.staging_events} events x "
+                      f"{16 if wide else 8} bytes); a CTA declares at most {MAX_STATIC_SHARED}", "capture", "staging",
+                      hint="lower staging events or warps, or let sites share owner groups")
 
     intervals = []
     for i, text_iv in enumerate(typed(data, "intervals", list, default=[])):
@@ -331,11 +350,12 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
             raise err(f"expect names unknown site {k!r}", "expect", k, hint=f"sites: {', '.join(names)}")
         expect[k] = typed(expect_t, k, int, "expect")  # events per owner: a u32 count
 
-    return ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
+    spec = ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, declared_by=declared_by, kernel_occurrence=kernel_occurrence, launchers=launchers,
-                     sites=tuple(sites), intervals=tuple(intervals),
-                     capture=capture,
-                     expect=expect, text=text)
+                     cuda_string=cuda_string, sites=tuple(sites), intervals=tuple(intervals),
+                     capture=capture, expect=expect, text=text)
+    be.check(spec)
+    return spec
 
 
 def _kernel(data: dict, backend: str, err, unknown, typed) -> tuple[str, int | None]:
@@ -369,8 +389,9 @@ def _launchers(data: dict, backend: str, source: Path, path: Path, root: Path, w
     """`launchers = ["main.cu", ...]`: files besides the source whose launches of the kernel are
     captured (a kernel in a header, launched from a .cu that includes it)."""
     rels = typed(data, "launchers", list, default=[])
-    if rels and backend != "cuda":
-        raise err("launchers applies to the cuda backend", "launchers")
+    if rels and (backend != "cuda" or source.suffix == ".py"):
+        raise err("launchers applies to the cuda backend with a CUDA source file (.cu, .cuh, ...)", "launchers",
+                  hint="remove launchers: a kernel.py launches its kernel from Python (docs/kernelpy.md)")
     out: list[Path] = []
     for rel in rels:
         if not isinstance(rel, str):
@@ -406,7 +427,7 @@ def staged_copy(path: Path, events: int, warps: int) -> Path:
     return out
 
 
-def _parse_site(t, i, err, unknown, typed, lines, backend) -> Site:
+def _parse_site(t, i, err, unknown, typed, lines, be) -> Site:
     k = ("site", i)
     if not isinstance(t, dict):
         raise err("each site must be a [[site]] table", *k)
@@ -436,18 +457,18 @@ def _parse_site(t, i, err, unknown, typed, lines, backend) -> Site:
         raise err(f"site {name!r}: position {position!r} does not apply to a {kind} anchor", *k, "position",
                   hint=f"use one of: {', '.join(ANCHOR_POSITIONS[kind])}")
     role = typed(t, "role", str, *k, default="lane0")
-    if role not in ROLES:
-        raise err(f"site {name!r}: role {role!r} is not one of {', '.join(ROLES)}", *k, "role")
+    if role not in ROLE_NAMES:
+        raise err(f"site {name!r}: role {role!r} is not one of {', '.join(ROLE_NAMES)}", *k, "role")
     predicate = typed(t, "predicate", str, *k)
     if (role == "predicate") != (predicate is not None):
         raise err(f"site {name!r}: `predicate` goes with role = \"predicate\" and only with it", *k, "role")
     exprs = {"predicate": predicate, "payload": typed(t, "payload", str, *k)}
     for key, expr in exprs.items():
-        why = expression_problem(expr, backend) if expr is not None else None
+        why = expression_problem(expr, be.name) if expr is not None else None
         if why:
-            lang = "C++" if backend == "cuda" else "Python"
             raise err(f"site {name!r}: {key} {expr!r} {why}", *k, key,
-                      hint=f"write one {lang} expression on one line; it is pasted into the generated code as is")
+                      hint=f"write one {be.language} expression on one line; it is pasted into the generated code "
+                           "as is")
     ctas = typed(t, "ctas", dict, *k, default={})
     unknown(ctas, CTAS_KEYS, *k, "ctas")
     stride = typed(ctas, "stride", int, *k, "ctas", default=1, lo=1)
@@ -458,7 +479,7 @@ def _parse_site(t, i, err, unknown, typed, lines, backend) -> Site:
             raise err(f"site {name!r}: warps must list warp indices 0..31", *k, "warps")
         warps = tuple(sorted(set(warps)))
     every = typed(t, "every", int, *k, default=1, lo=1)
-    return Site(name=name, anchor=Anchor(kind, pattern, occ), position=position, role=role, predicate=predicate,
+    return Site(name=name, anchor=Anchor(kind, pattern, occ), position=position, role=Role(role), predicate=predicate,
                 payload=exprs["payload"], cta_stride=stride, cta_limit=limit, warps=warps, every=every,
                 line=lines.of(*k))
 
@@ -493,67 +514,14 @@ def confine(rel: str, base: Path, root: Path, where: str, line: int | None) -> P
     return full
 
 
-CPP_NEVER = {"PREPROC", "IF0", "LAUNCH_OPEN", "LAUNCH_CLOSE"}
-CPP_TOP_LEVEL_ONLY = {"SEMI", "LBRACE", "RBRACE", "FOR", "WHILE", "DO", "IF", "ELSE", "SWITCH", "RETURN", "BREAK",
-                      "CONTINUE", "CASE", "DEFAULT", "ASM", "ASM_GNU", "ASM_ALT", "GOTO"}
-CPP_BAD_PUNCT = {"#", "@", "`", "\\"}
-CLOSE = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
-
-
 def expression_problem(expr: str, backend: str) -> str | None:
     """Why `expr` is not one expression on one line of the backend's language (None if it is).
 
     Payload and predicate text is pasted into generated code; a comment, a newline, a stray brace
-    or `;` would change the code around it. C++ is lexed with the CUDA grammar's own terminals
-    (comments and literals are single tokens there), Python with libcst and tokenize."""
+    or `;` would change the code around it. Each backend reads its own language (backend.py)."""
     if not expr.strip():
         return "is empty"
     bad = next((c for c in expr if not c.isprintable()), None)
     if bad is not None:
         return f"holds a newline or control character (U+{ord(bad):04X})"
-    if backend == "cuda":
-        return _cpp_problem(expr)
-    return _python_problem(expr)
-
-
-def _cpp_problem(expr: str) -> str | None:
-    from lark.exceptions import LarkError
-
-    from .cuda.source import cuda_parser
-    try:
-        toks = [t for t in cuda_parser().lex(expr) if t.type != "VSEMI"]
-    except LarkError:
-        return "is not C++ the lexer can read"
-    skeleton = list(expr)  # the text with literals blanked: what remains of `//`, `/*`, `*/` is a comment
-    stack: list[str] = []
-    for t in toks:
-        if t.type in ("STRING", "CHAR", "RAWSTRING"):
-            skeleton[t.start_pos:t.end_pos] = " " * (t.end_pos - t.start_pos)
-        elif t.type in CPP_NEVER or (t.type == "PUNCT" and t.value in CPP_BAD_PUNCT):
-            return f"holds {t.value.strip()!r}, which is not part of a C++ expression"
-        elif t.type in ("LPAR", "LSQB", "LBRACE") and (stack or t.type != "LBRACE"):
-            stack.append(t.type)
-        elif t.type in CLOSE and stack:
-            if stack.pop() != CLOSE[t.type]:
-                return f"has an unbalanced {t.value!r}"
-        elif t.type in CLOSE or (t.type in CPP_TOP_LEVEL_ONLY and not stack):
-            return f"holds {t.value!r} outside parentheses: it must be one expression, not statements"
-    if stack:
-        return "has an unclosed bracket"
-    text = "".join(skeleton)
-    if "//" in text or "/*" in text or "*/" in text:
-        return "holds a comment"
-    return None
-
-
-def _python_problem(expr: str) -> str | None:
-    import io
-    import tokenize
-
-    import libcst
-    try:
-        libcst.parse_expression(expr)
-        comments = [t for t in tokenize.generate_tokens(io.StringIO(expr).readline) if t.type == tokenize.COMMENT]
-    except (libcst.ParserSyntaxError, tokenize.TokenError, SyntaxError, ValueError, RecursionError):
-        return "is not a Python expression"
-    return "holds a comment" if comments else None
+    return backends.get(backend).expression_problem(expr)

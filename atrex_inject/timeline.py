@@ -21,7 +21,9 @@ from .decode import Launch
 from .errors import AtrexError
 from .owners import cta_name, owner_name
 from .selection import parse_window as parse_span
-from .summary import FEW_TICKS, pairs, site_ids, timer_tick_ns
+from .intervals import pairs
+from .manifest import Manifest
+from .summary import FEW_TICKS, timer_tick_ns
 
 INSTANCES_SHOWN = 3  # instances of the row's interval an auto window spans on the median instance's owner
 MARK_SPACING_PX = 7  # marks closer than this on one lane are drawn as ticks instead of symbols
@@ -81,13 +83,13 @@ def _lanes(launch: Launch, w: Window, t_first: int, max_rows: int, must: int | N
     return ranked[np.lexsort((own["thread"][ranked], own["cta"][ranked], own["smid"][ranked]))]
 
 
-def lane_name(launch: Launch, manifest: dict, o: int) -> str:
+def lane_name(launch: Launch, manifest: Manifest, o: int) -> str:
     own = launch.owners
     return (f"SM {int(own['smid'][o])} · {cta_name(int(own['cta'][o]), launch.meta['grid'])} · "
-            f"{owner_name(manifest['groups'][own['group'][o]]['role'], int(own['thread'][o]))}")
+            f"{owner_name(manifest.role_of_group(int(own['group'][o])), int(own['thread'][o]))}")
 
 
-def _distribution(ax, launch: Launch, manifest: dict, name: str, p: dict, tick: int | None, color) -> dict:
+def _distribution(ax, launch: Launch, manifest: Manifest, name: str, p: dict, tick: int | None, color) -> dict:
     """Histogram of durations per owner role, with median and p10/p90, in the unit that fits."""
     ax.set_gid(f"dist:{name}")
     if p["dur"].size == 0:
@@ -101,7 +103,7 @@ def _distribution(ax, launch: Launch, manifest: dict, name: str, p: dict, tick: 
         edges = np.arange(lo - tick / 2, hi + tick, tick)
     else:
         edges = np.linspace(lo, hi if hi > lo else lo + 1, 61)
-    roles = np.array([g["role"] for g in manifest["groups"]])[launch.owners["group"][p["owner"]]]
+    roles = np.array([g.role.value for g in manifest.groups])[launch.owners["group"][p["owner"]]]
     for r in np.unique(roles):
         ax.hist(dur[roles == r] / scale, bins=edges / scale, alpha=0.8 if r == roles[0] else 0.45, color=color,
                 label=f"{r} ({int((roles == r).sum())})", gid=f"hist:{name}:{r}")
@@ -125,14 +127,14 @@ def _distribution(ax, launch: Launch, manifest: dict, name: str, p: dict, tick: 
 def _swimlane(ax, launch, manifest, k: int, w: Window, lanes, all_pairs, t_first, colors, markers) -> int:
     """Every interval's instances and every mark in the window on the given lanes; returns how many
     complete instances of interval k lie inside the window."""
-    name = manifest["intervals"][k]["name"]
+    name = manifest.intervals[k].name
     ax.set_gid(f"lanes:{name}")
     ev = launch.events
     row_of = {int(o): i for i, o in enumerate(lanes)}
-    n_iv = len(manifest["intervals"])
+    n_iv = len(manifest.intervals)
     h = 0.8 / n_iv
     complete = 0
-    for j, (iv, p) in enumerate(zip(manifest["intervals"], all_pairs)):
+    for j, (iv, p) in enumerate(zip(manifest.intervals, all_pairs)):
         a, b = p["t0"] - t_first, p["t1"] - t_first
         keep = np.isin(p["owner"], lanes) & (b >= w.start) & (a <= w.end)
         if j == k:
@@ -142,11 +144,10 @@ def _swimlane(ax, launch, manifest, k: int, w: Window, lanes, all_pairs, t_first
         rows = np.array([row_of[int(o)] for o in p["owner"][keep]])
         ax.bar((a[keep] + b[keep]) / 2e3, h, width=np.maximum(b[keep] - a[keep], 1) / 1e3, bottom=rows - 0.4 + j * h,
                color=colors[j], alpha=1.0 if j == k else 0.45, edgecolor="none",
-               label=iv["name"], gid=f"bars:{iv['name']}")
-    ids = site_ids(manifest)
-    endpoints = {ids[iv[x]] for iv in manifest["intervals"] for x in ("start", "end")}
+               label=iv.name, gid=f"bars:{iv.name}")
     t = ev["t_ns"] - t_first
-    inside = np.isin(ev["owner"], lanes) & (t >= w.start) & (t <= w.end) & ~np.isin(ev["site"], list(endpoints))
+    inside = (np.isin(ev["owner"], lanes) & (t >= w.start) & (t <= w.end)
+              & ~np.isin(ev["site"], list(manifest.endpoint_ids)))
     width_px = ax.get_window_extent().width or 800
     for sid in np.unique(ev["site"][inside]):
         sel = inside & (ev["site"] == sid)
@@ -154,7 +155,7 @@ def _swimlane(ax, launch, manifest, k: int, w: Window, lanes, all_pairs, t_first
         crowded = per_lane > width_px / MARK_SPACING_PX
         ax.scatter(t[sel] / 1e3, [row_of[int(o)] for o in ev["owner"][sel]], s=30 if crowded else 18,
                    marker="|" if crowded else markers[int(sid) % len(markers)], color="black", linewidths=0.8,
-                   zorder=3, label=manifest["sites"][int(sid)]["name"], gid=f"marks:{manifest['sites'][int(sid)]['name']}")
+                   zorder=3, label=manifest.sites[int(sid)].name, gid=f"marks:{manifest.sites[int(sid)].name}")
     ax.set_xlim(w.start / 1e3, w.end / 1e3)
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_yticks(range(len(lanes)))
@@ -167,13 +168,13 @@ def _swimlane(ax, launch, manifest, k: int, w: Window, lanes, all_pairs, t_first
     return complete
 
 
-def draw(launch: Launch, manifest: dict, window: Window | None = None, max_rows: int = 8):
+def draw(launch: Launch, manifest: Manifest, window: Window | None = None, max_rows: int = 8):
     """The figure and, per interval, what its row shows (window, lanes, complete instances)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    intervals = manifest["intervals"]
+    intervals = manifest.intervals
     if not intervals:
         raise AtrexError("the spec names no intervals: there is nothing for the picture to compare",
                          hint="add `intervals = [\"a -> b\"]` to the spec, or open the Perfetto trace")
@@ -181,45 +182,44 @@ def draw(launch: Launch, manifest: dict, window: Window | None = None, max_rows:
     t_first = int(ev["t_ns"].min()) if ev["t_ns"].size else 0
     span = float(ev["t_ns"].max() - t_first) if ev["t_ns"].size else 0.0
     tick = timer_tick_ns(ev["t_ns"])
-    ids = site_ids(manifest)
-    all_pairs = [pairs(launch, ids[iv["start"]], ids[iv["end"]]) for iv in intervals]
+    all_pairs = [pairs(launch, iv.start_id, iv.end_id) for iv in intervals]
     colors = [plt.get_cmap("tab10")(j % 10) for j in range(len(intervals))]
     fig = plt.figure(figsize=(15, 0.9 + 2.5 * len(intervals)), dpi=110)
     grid = fig.add_gridspec(len(intervals), 2, width_ratios=[1, 2.4], hspace=0.65, wspace=0.42)
     rows = []
     for k, (iv, p) in enumerate(zip(intervals, all_pairs)):
-        dist = _distribution(fig.add_subplot(grid[k, 0]), launch, manifest, iv["name"], p, tick, colors[k])
+        dist = _distribution(fig.add_subplot(grid[k, 0]), launch, manifest, iv.name, p, tick, colors[k])
         ax = fig.add_subplot(grid[k, 1])
         w = window or auto_window(p, t_first, span)
         must = int(p["owner"][median_instance(p)]) if window is None and w is not None else None
         lanes = _lanes(launch, w, t_first, max_rows, must) if w is not None else np.zeros(0, dtype=np.int64)
         if lanes.size == 0:
-            ax.set_gid(f"lanes:{iv['name']}")
+            ax.set_gid(f"lanes:{iv.name}")
             ax.text(0.5, 0.5, "no instances to zoom on" if w is None else "no events in this window",
                     ha="center", va="center", transform=ax.transAxes)
-            rows.append({"interval": iv["name"], **dist, "window_us": w and [w.start / 1e3, w.end / 1e3],
+            rows.append({"interval": iv.name, **dist, "window_us": w and [w.start / 1e3, w.end / 1e3],
                          "lanes": [], "complete_in_window": 0})
             continue
         complete = _swimlane(ax, launch, manifest, k, w, lanes, all_pairs, t_first, colors, "v^osdP*X<>")
-        rows.append({"interval": iv["name"], **dist, "window_us": [w.start / 1e3, w.end / 1e3],
+        rows.append({"interval": iv.name, **dist, "window_us": [w.start / 1e3, w.end / 1e3],
                      "lanes": [lane_name(launch, manifest, int(o)) for o in lanes], "complete_in_window": complete})
     handles = {}
     for ax in fig.axes:
         if (ax.get_gid() or "").startswith("lanes:"):
             for hnd, lab in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(lab, hnd)
-    order = [iv["name"] for iv in intervals] + [s["name"] for s in manifest["sites"]]
+    order = [iv.name for iv in intervals] + [s.name for s in manifest.sites]
     handles = {lab: handles[lab] for lab in order if lab in handles}
     fig.legend(handles.values(), handles.keys(), loc="upper right", ncols=min(6, len(handles)) or 1, fontsize=8,
                frameon=False)
-    fig.suptitle(f"{manifest.get('question') or manifest['kernel']}\n{manifest['kernel']} launch "
+    fig.suptitle(f"{manifest.question or manifest.kernel}\n{manifest.kernel} launch "
                  f"{launch.meta['launch_seq']}, {int((launch.owners['claims'] > 0).sum())} owners, timer tick "
                  f"{tick or '?'} ns", x=0.01, ha="left", fontsize=10)
     fig.subplots_adjust(left=0.05, right=0.99, top=1 - 0.85 / fig.get_figheight(), bottom=0.55 / fig.get_figheight())
     return fig, rows
 
 
-def render_png(launch: Launch, manifest: dict, out: str | Path, window: Window | None = None,
+def render_png(launch: Launch, manifest: Manifest, out: str | Path, window: Window | None = None,
                max_rows: int = 8) -> tuple[Path, list[dict]]:
     import matplotlib.pyplot as plt
 

@@ -17,11 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .cuda.rewrite import source_id_of
 from .decode import PART_EVENTS, Launch, capture_files, decode_parts, site_counts
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
-from .summary import QUANTILES, Summarizer, site_ids
+from .launchfile import SIDECAR_FORMAT
+from . import manifest as mf
+from .manifest import Manifest
+from .source_id import source_id_of
+from .summary import QUANTILES, Summarizer
 
 CHECKS = ("overflow", "truncation", "geometry", "owner_identity", "duplicate_ownership", "site_identity", "time_order",
           "interval_pairing", "deterministic_counts", "stale_provenance", "cross_launch_mixing", "numeric_claims")
@@ -41,7 +44,6 @@ NEXT_STEP = {
     "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
 }
 FIRST = 5
-SIDECAR_FORMAT = "atrex-timeline-capture"
 WINDOW_NS = 1 << 31  # %globaltimer_lo unwraps unambiguously only within 2^31 ns of the owner's full start time
 
 
@@ -102,44 +104,84 @@ def _owners_str(launch: Launch, owners: np.ndarray) -> str:
     return ", ".join(_owner(launch, i) for i in owners[:FIRST])
 
 
-def _site(m: dict, sid: int) -> str:
-    return f"site {m['sites'][sid]['name']!r}" if 0 <= sid < len(m["sites"]) else f"unknown site id {sid}"
+def _site(m: Manifest, sid: int) -> str:
+    return f"site {m.sites[sid].name!r}" if 0 <= sid < len(m.sites) else f"unknown site id {sid}"
 
 
-def _events_str(launch: Launch, m: dict, idx: np.ndarray) -> str:
+def _events_str(launch: Launch, m: Manifest, idx: np.ndarray) -> str:
     ev = launch.events
     return "; ".join(f"{_owner(launch, ev['owner'][i])} {_site(m, int(ev['site'][i]))} event {int(ev['seq'][i])}"
                      for i in idx[:FIRST])
 
 
-def _check_time(launch: Launch, m: dict, check: Check) -> None:
+def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
     """One writer records an owner's events in program order and %globaltimer never goes back, so
     within an owner times are non-decreasing; every event lies within 2^31 ns of its owner's start
     and of the launch's first start (beyond that the 32-bit timer cannot be unwrapped: an event
     written before its owner started reads as 4.29 s later)."""
     ev, t0 = launch.events, launch.owners["t0"]
     own, t = ev["owner"], ev["t_ns"]
-    back = np.flatnonzero((own[1:] == own[:-1]) & (t[1:] < t[:-1])) + 1
+    down = np.flatnonzero(t[1:] < t[:-1])  # few: mostly where one owner's events end and the next's begin
+    back = down[own[down] == own[down + 1]] + 1
     check.fail(back.size, f"{launch.name}: {back.size} events earlier than the event before them in their owner: "
                           f"{_events_str(launch, m, back)}")
     claimed = launch.owners["claims"] > 0
     start = int(t0[claimed].min()) if claimed.any() else 0
-    out = np.flatnonzero((t - t0[own] >= WINDOW_NS) | (t - start >= WINDOW_NS))
+    late = t - start >= WINDOW_NS
+    # every event's owner starts no earlier than `start`, so an event past its owner's window is past
+    # the launch's too, unless these times are far enough apart to overflow int64 (a corrupt header)
+    if not (start >= 0 and (int(t0[claimed].max()) if claimed.any() else 0) < 1 << 62):
+        late |= t - t0[own] >= WINDOW_NS
+    out = np.flatnonzero(late)
     check.fail(out.size, f"{launch.name}: {out.size} events outside their owner's window (before its start, or "
                          f"more than 2.1 s after the launch began): {_events_str(launch, m, out)}")
 
 
-def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
+def _foreign(launch: Launch, m: Manifest) -> np.ndarray:
+    """Events of a known site recorded by an owner of another group than the site's. Groups are
+    consecutive owner ranges and events come in owner order, so each group's events are one slice,
+    looked at only when another group has sites."""
+    ev, g = launch.events, launch.owners["group"]
+    site_group = np.array(m.site_group)
+    first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if g.size else np.zeros(0, dtype=np.int64)
+    lo = np.searchsorted(ev["owner"], first)
+    out = []
+    for grp, a, b in zip(g[first].tolist(), lo.tolist(), np.r_[lo[1:], ev["owner"].size].tolist()):
+        other = np.flatnonzero(site_group != grp)
+        if other.size and b > a:
+            out.append(a + np.flatnonzero(np.isin(ev["site"][a:b], other)))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def _pairing(launch: Launch, a: int, b: int) -> dict[str, np.ndarray]:
+    """Per problem, the events of interval a -> b that break the pairing rule (docs/summary.md):
+    within an owner, among the events of its two sites, every start is followed by an end."""
+    site, owner = launch.events["site"], launch.events["owner"]
+    is_a = site == a
+    sel = is_a | (site == b)
+    idx = None if sel.all() else np.flatnonzero(sel)  # the two sites are all there is (common): no gathers
+    if idx is not None:
+        is_a, owner = is_a[idx], owner[idx]
+    is_b = is_a if a == b else ~is_a
+    same = owner[1:] == owner[:-1]
+    after_start = np.r_[False, is_a[:-1] & same]
+    masks = {"end without start": is_b & ~after_start, "start after start": is_a & after_start,
+             "start never ended": is_a & np.r_[~same, True]}
+    return {what: np.flatnonzero(mk) if idx is None else idx[mk] for what, mk in masks.items() if mk.any()}
+
+
+def _check_launch(launch: Launch, m: Manifest, checks: dict[str, Check]) -> None:
     c, o, ev, name = launch.counts, launch.owners, launch.events, launch.name
     cap = launch.meta["capacity"]
     over = np.flatnonzero(o["attempted"] > cap)
     checks["overflow"].fail(over.size, f"{name}: {over.size} owners attempted more than the capacity of {cap} events "
                                        f"({c['overflow_events']} events lost): {_owners_str(launch, over)}")
     claimed = o["claims"] > 0
-    written = np.where(claimed, np.minimum(o["attempted"], cap), 0)
-    short = np.flatnonzero(np.bincount(ev["owner"], minlength=written.size) < written)
-    checks["truncation"].fail(c["torn_events"], f"{name}: {c['torn_events']} unwritten slots below owners' counts: "
-                                                f"{_owners_str(launch, short)}")
+    if c["torn_events"]:
+        written = np.where(claimed, np.minimum(o["attempted"], cap), 0)
+        short = np.flatnonzero(np.bincount(ev["owner"], minlength=written.size) < written)
+        checks["truncation"].fail(c["torn_events"], f"{name}: {c['torn_events']} unwritten slots below owners' "
+                                                    f"counts: {_owners_str(launch, short)}")
     checks["truncation"].fail(c["stray_events"], f"{name}: {c['stray_events']} events past owners' published counts "
                                                  "(an exit path without finish?)")
     missing = np.flatnonzero(o["must_claim"] & ~claimed)
@@ -153,43 +195,26 @@ def _check_launch(launch: Launch, m: dict, checks: dict[str, Check]) -> None:
     dup = np.flatnonzero(o["claims"] > 1)
     checks["duplicate_ownership"].fail(dup.size, f"{name}: {dup.size} owners claimed more than once: " + ", ".join(
         f"{_owner(launch, i)} {int(o['claims'][i])} times" for i in dup[:FIRST]))
-    site_group = np.array([s["group"] for s in m["sites"]])
-    known = (ev["site"] >= 0) & (ev["site"] < len(m["sites"]))
-    unknown = np.flatnonzero(~known)
-    checks["site_identity"].fail(unknown.size, f"{name}: {unknown.size} events with site ids the manifest does not "
-                                               f"define: {_events_str(launch, m, unknown)}")
-    wrong = np.flatnonzero(known & (site_group[np.where(known, ev["site"], 0)] != o["group"][ev["owner"]]))
+    known = ev["site"].view(np.uint32) < len(m.sites)  # a negative id is a large unsigned one
+    if not known.all():
+        unknown = np.flatnonzero(~known)
+        checks["site_identity"].fail(unknown.size, f"{name}: {unknown.size} events with site ids the manifest does "
+                                                   f"not define: {_events_str(launch, m, unknown)}")
+    wrong = _foreign(launch, m)
     checks["site_identity"].fail(wrong.size, f"{name}: {wrong.size} events recorded by an owner of another group than "
                                              f"their site's: {_events_str(launch, m, wrong)}")
     _check_time(launch, m, checks["time_order"])
-    ids = site_ids(m)
-    for iv in m["intervals"]:
-        if iv["start"] not in ids or iv["end"] not in ids:
-            checks["interval_pairing"].fail(1, f"interval {iv['name']!r} names a site the manifest does not define")
-            continue
-        a, b = ids[iv["start"]], ids[iv["end"]]
-        idx = np.flatnonzero((ev["site"] == a) | (ev["site"] == b))
-        s, own = ev["site"][idx], ev["owner"][idx]
-        new = np.r_[True, own[1:] != own[:-1]]
-        last = np.r_[own[1:] != own[:-1], True]
-        prev_start = np.r_[False, s[:-1] == a] & ~new
-        problems = {"end without start": (s == b) & (new | ~prev_start),
-                    "start after start": (s == a) & prev_start,
-                    "start never ended": (s == a) & last}
-        for what, mask in problems.items():
-            checks["interval_pairing"].fail(int(mask.sum()), f"{name}: {iv['name']}: {int(mask.sum())} x {what}, "
-                                                             f"first at {_events_str(launch, m, idx[mask])}")
-    if m.get("expect"):
-        counts = site_counts(launch, len(m["sites"]))
+    for iv in m.intervals:
+        for what, idx in _pairing(launch, iv.start_id, iv.end_id).items():
+            checks["interval_pairing"].fail(idx.size, f"{name}: {iv.name}: {idx.size} x {what}, "
+                                                      f"first at {_events_str(launch, m, idx)}")
+    if m.expect:
+        counts = site_counts(launch, len(m.sites))
         owners = np.flatnonzero(claimed)
         gid = o["group"][owners]
-        for site, want in m["expect"].items():
-            if site not in ids:
-                checks["deterministic_counts"].fail(1, f"[expect] names site {site!r}, which the manifest does not "
-                                                       "define")
-                continue
-            sid = ids[site]
-            mine = gid == m["sites"][sid]["group"]
+        for site, want in m.expect.items():
+            sid = m.site_ids[site]
+            mine = gid == m.site_group[sid]
             got = counts[mine, sid]
             off = np.flatnonzero(got != want)
             checks["deterministic_counts"].fail(off.size, f"{name}: site {site!r}: {off.size} owners recorded other "
@@ -205,10 +230,19 @@ def _read(path: Path, what: str) -> bytes:
                          hint=f"pass the {what} that was built and ran") from None
 
 
-def _check_provenance(launches: list[Launch], m: dict, prov: Provenance, check: Check) -> list[str]:
+def _source_id(path: Path) -> str:
+    """The id a capture of this instrumented source carries; a .py file's is its CUDA string's."""
+    text = _read(path, "instrumented source").decode(errors="replace")
+    if Path(path).suffix == ".py":
+        from .kernelpy.rewrite import source_id_of_python
+        return source_id_of_python(text)
+    return source_id_of(text)
+
+
+def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, check: Check) -> list[str]:
     unchecked = []
     if prov.source is not None:
-        sid = source_id_of(_read(prov.source, "instrumented source").decode(errors="replace"))
+        sid = _source_id(prov.source)
         for l in launches:
             check.fail(sid != l.meta["source_id"], f"{l.name}: built from source id {l.meta['source_id'][:16]}…, "
                                                    f"{prov.source} now has {sid[:16]}…")
@@ -231,7 +265,7 @@ def _check_provenance(launches: list[Launch], m: dict, prov: Provenance, check: 
     return unchecked
 
 
-def _check_sidecar(l: Launch, m: dict, check: Check) -> None:
+def _check_sidecar(l: Launch, m: Manifest, check: Check) -> None:
     """Every sidecar field that restates the buffer must agree with its header, size and name
     (decode put those facts in meta; it already compared the source id, launch number and CRC)."""
     s = l.meta["sidecar"]
@@ -239,11 +273,11 @@ def _check_sidecar(l: Launch, m: dict, check: Check) -> None:
                                                   f"{SIDECAR_FORMAT!r}")
     for k in ("version", "bytes", "file"):  # grid and block: decode compares them (header_mismatches)
         check.fail(s.get(k) != l.meta[k], f"{l.name}: the sidecar's {k} is {s.get(k)!r}, the buffer's {l.meta[k]!r}")
-    check.fail(s.get("kernel") != m["kernel"], f"{l.name}: the sidecar's kernel is {s.get('kernel')!r}, the "
-                                               f"manifest's {m['kernel']!r}")
+    check.fail(s.get("kernel") != m.kernel, f"{l.name}: the sidecar's kernel is {s.get('kernel')!r}, the "
+                                           f"manifest's {m.kernel!r}")
 
 
-def _check_mixing(launches: list[Launch], m: dict, check: Check, notes: list[str]) -> None:
+def _check_mixing(launches: list[Launch], m: Manifest, check: Check, notes: list[str]) -> None:
     seqs = [l.meta["launch_seq"] for l in launches]
     dups = len(seqs) - len(set(seqs))
     check.fail(dups, f"{dups} launch sequence numbers appear twice: captures of different runs are mixed")
@@ -263,13 +297,13 @@ def _check_mixing(launches: list[Launch], m: dict, check: Check, notes: list[str
         _check_sidecar(l, m, check)
 
 
-def identity(launches: list[Launch], m: dict) -> dict:
+def identity(launches: list[Launch], m: Manifest) -> dict:
     """What this capture is evidence of: the build (manifest hashes), workload, device and run."""
     def one(values: set):
         return values.pop() if len(values) == 1 else None  # launches that disagree name no single value
 
-    return {"instrumented_sha256": m["source"]["instrumented_sha256"], "clean_sha256": m["source"]["clean_sha256"],
-            "source_id": m["source"]["source_id"], "workload": one({side(l, "workload") for l in launches}),
+    return {"instrumented_sha256": m.source.instrumented_sha256, "clean_sha256": m.source.clean_sha256,
+            "source_id": m.source.source_id, "workload": one({side(l, "workload") for l in launches}),
             "device": one({device_uuid(l) for l in launches}),
             "run_id": one({side(l, "run_id") for l in launches})}
 
@@ -314,46 +348,76 @@ def _check_claims(summaries: dict[int, dict], claims: list[dict], check: Check) 
                         f"recomputed {got}{unit}")
 
 
-def validate_capture(capture_dir: Path, m: dict, prov: Provenance | None = None,
-                     claims: list[dict] | None = None) -> dict:
-    """The report, streaming each file in parts of PART_EVENTS events (memory bounded by a part)."""
-    return validate_dir(capture_dir, m, prov, claims, PART_EVENTS)[0]
+def validate_capture(capture_dir: Path, manifest: Manifest, prov: Provenance | None = None,
+                     claims: list[dict] | None = None, with_summaries: bool = True) -> dict:
+    """The report, streaming each file in parts of PART_EVENTS events (memory bounded by a part);
+    without summaries (and claims, which need them) the report has no "summaries" and costs the
+    checks alone."""
+    return validate_dir(capture_dir, manifest, prov, claims, PART_EVENTS, with_summaries)[0]
 
 
-def validate_dir(capture_dir: Path, m: dict, prov: Provenance | None = None, claims: list[dict] | None = None,
-                 part_events: int | None = None) -> tuple[dict, list[Launch]]:
+def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None = None,
+                 claims: list[dict] | None = None, part_events: int | None = None,
+                 with_summaries: bool = True) -> tuple[dict, list[Launch]]:
     """The report, and the launches it decoded (for callers that export them: decode once). With
     part_events, each file is decoded, checked and summarized in owner-range parts of that many
     events (decode_parts) and no launches are returned."""
+    m = manifest
     checks = {n: Check(n, hint=NEXT_STEP[n]) for n in CHECKS}
-    launches, heads, summaries, notes = [], [], [], []
+    launches, heads, summaries, notes, events = [], [], [], [], 0
+    with_summaries = with_summaries or bool(claims)
     for f in capture_files(capture_dir):
-        summary = Summarizer(m)
+        summary = Summarizer(m) if with_summaries else None
+        n = 0
         try:
             for part in decode_parts(f, m, part_events):
                 _check_launch(part, m, checks)
-                summary.add(part)
+                n += part.n_events
+                if summary:
+                    summary.add(part)
         except CaptureError as e:
-            msg = str(e)
-            target = e.check or ("stale_provenance" if "source id" in msg or "groups" in msg else
-                                 "cross_launch_mixing" if "sidecar" in msg else "truncation")
-            checks[target].fail(1, msg)
+            if e.check is None:  # not about this file's content (decode names the check of every refusal)
+                raise
+            checks[e.check].fail(1, str(e))
             continue
         heads.append(part)  # any part stands for its launch in the provenance and mixing checks
-        summaries.append(summary.result())
+        events += n
+        if summary:
+            summaries.append(summary.result())
         if part_events is None:
             launches.append(part)
     unchecked = _check_provenance(heads, m, prov or Provenance(), checks["stale_provenance"]) if heads else []
     _check_mixing(heads, m, checks["cross_launch_mixing"], notes)
-    missed = m.get("not_captured", [])
+    missed = manifest.not_captured
     if missed:  # launches apply could not wrap ran without probes, so they are not in this folder
-        notes.append(f"{len(missed)} place(s) in the sources launch or may launch {m['kernel']} without a capture "
+        notes.append(f"{len(missed)} place(s) in the sources launch or may launch {manifest.kernel} without a capture "
                      "session; such launches ran without probes and left no file here: "
                      + "; ".join(f"{n['file']}:{n['line']} {n['via']} ({n['reason']})" for n in missed))
     if claims:
         _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
     valid = all(c.ok for c in checks.values()) and bool(heads)
-    return {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in heads],
-            "events": sum(s["events"] for s in summaries), "unchecked_provenance": unchecked, "notes": notes,
-            "identity": identity(heads, m),
-            "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()], "summaries": summaries}, launches
+    report = {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in heads],
+              "events": events, "unchecked_provenance": unchecked, "notes": notes, "identity": identity(heads, m),
+              "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()]}
+    return {**report, "summaries": summaries} if with_summaries else report, launches
+
+
+def validate(capture_dir: Path | None = None, manifest: Path | None = None, prov: Provenance | None = None,
+             claims: Path | None = None, measurement: Path | None = None, root: Path | None = None) -> dict:
+    """`atrex-inject validate`: the capture folder's report (validate_capture, without its
+    summaries) read with `manifest` (default CAPTURE_DIR/manifest.json), and/or a measurement
+    artifact's recheck (measure.validate_measurement, under "measurement", relative paths against
+    `root`); the verdict is "rejected" when either is."""
+    from .measure import validate_measurement
+    if capture_dir is None and measurement is None:
+        raise AtrexError("nothing to validate", hint="give a CAPTURE_DIR and/or --measurement M.json")
+    r = {"verdict": "valid"}
+    if capture_dir is not None:
+        r = validate_capture(capture_dir, mf.for_capture(capture_dir, manifest), prov,
+                             load_claims(claims) if claims else None, with_summaries=False)
+        r.pop("summaries", None)  # computed for --claims only
+    if measurement is not None:
+        r["measurement"] = validate_measurement(measurement, root)
+        if not r["measurement"]["valid"]:
+            r["verdict"] = "rejected"
+    return r

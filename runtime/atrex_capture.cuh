@@ -8,6 +8,7 @@
 // reads the buffer back and writes <kernel>-launch<N>.atrex and its JSON sidecar atomically.
 // ATREX_TIMELINE_DEFER=1 keeps the buffers and writes them at exit (measurement mode).
 #pragma once
+#ifndef __CUDACC_RTC__  // NVRTC (CUDA source in a Python string, docs/kernelpy.md) compiles device code only
 #include "atrex_recorder.cuh"
 #include <cstdio>
 #include <cstdlib>
@@ -344,3 +345,4 @@ class Capture {
 
 }  // namespace host
 }  // namespace atrex
+#endif  // __CUDACC_RTC__

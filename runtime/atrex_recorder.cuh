@@ -29,8 +29,14 @@
 // With the spec's [capture] staging, atrex::BasicRecorder<K, W, G> stages events in a per-warp
 // shared-memory ring instead and copies it out coalesced (see BasicRecorder).
 #pragma once
+#ifdef __CUDACC_RTC__  // NVRTC (CUDA source in a Python string, docs/kernelpy.md): no host headers
+typedef unsigned char uint8_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#else
 #include <cstdint>
 #include <cuda_runtime.h>
+#endif
 
 #ifndef ATREX_TL_CLOCK
 #define ATREX_TL_CLOCK 0  // 1: also record %clock (low 32 bits of the SM cycle counter) per event
@@ -41,12 +47,14 @@
 
 namespace atrex {
 
-constexpr uint64_t kMagic = 0x31304C5458525441ull;  // "ATRXTL01" little-endian
-constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kMaxGroups = 8;
 constexpr uint32_t kTagValid = 0x80000000u;  // set in every written event: zero slots are "never written"
 constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : 8u;
+#ifndef __CUDACC_RTC__  // launch-header fields only the host writes (unused, so warned about, under NVRTC)
+constexpr uint64_t kMagic = 0x31304C5458525441ull;  // "ATRXTL01" little-endian
+constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kFlags = (ATREX_TL_CLOCK ? 1u : 0u) | (ATREX_TL_WIDE ? 2u : 0u);
+#endif
 
 enum Role : uint32_t { kThread = 0, kLane0 = 1, kWarpgroup = 2, kCta = 3, kPredicate = 4 };
 

@@ -19,7 +19,7 @@ if $ATREX apply "$lspec" --root "$work" > /dev/null; then
   $ATREX revert "$lspec" --root "$work" > /dev/null || fail=1
   ATREX_TIMELINE_OUT="$work/large" ATREX_WORKLOAD="probe_cost:fma:large" $T "$work/fma_large" 1 > /dev/null || fail=1
   ls -la "$work/large"
-  $T python3 bench/large_capture/run.py "$work/large" --json "$OUT/large_capture.json" || fail=1
+  $T python3 bench/large_capture/run.py "$work/large" --repeat 3 --json "$OUT/large_capture.json" || fail=1
 else
   fail=1
 fi

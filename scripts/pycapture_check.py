@@ -9,7 +9,6 @@ kernel's result against float64, decodes the capture and prints its counts.
 from __future__ import annotations
 
 import ctypes
-import json
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ def main(out_dir: Path) -> int:
         (root / ".git").mkdir()
         spec = root / "examples/specs/reduce_sumsq.toml"
         m = snapshot.apply(spec).manifest
-        src = root / m["source"]["path"]
+        src = root / m.source.path
         cubin = root / "k.cubin"
         subprocess.run(["nvcc", "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
                         f"-I{snapshot.runtime_header().parent}", f"-I{src.parent}", "-o", cubin, src], check=True)
@@ -44,9 +43,9 @@ def main(out_dir: Path) -> int:
         ctx = _check(cu.cuDevicePrimaryCtxRetain(dev), "retain")
         _check(cu.cuCtxSetCurrent(ctx), "set ctx")
         mod = _check(cu.cuModuleLoadData(cubin.read_bytes()), "cuModuleLoadData")
-        # recording launches the instrumented copy, reduce_sumsq__atrex (manifest perturbation.clone)
-        assert m["perturbation"]["clone"] == "reduce_sumsq__atrex"
-        func = _check(cu.cuModuleGetFunction(mod, b"_Z19reduce_sumsq__atrexPK6float4lPf"), "cuModuleGetFunction")
+        # recording launches the instrumented copy, reduce_sumsq__atrex (manifest perturbation.clone):
+        # cap.function maps the clean kernel's symbol to the copy's
+        assert m.perturbation.clone == "reduce_sumsq__atrex"
         n4 = 1 << 22
         rng = np.random.default_rng(7)
         x = rng.uniform(-1, 1, 4 * n4).astype(np.float32)
@@ -59,13 +58,14 @@ def main(out_dir: Path) -> int:
         cap_dir = out_dir / "pycapture"
         cap_dir.mkdir(parents=True, exist_ok=True)
         params = ((dx, n4, dout), (None, ctypes.c_long, None))
-        with LaunchCapture(mod, m, grid, block, cap_dir, launch_seq=0, workload=f"pycapture:n4={n4}"):
+        with LaunchCapture(mod, m, grid, block, cap_dir, launch_seq=0, workload=f"pycapture:n4={n4}") as cap:
+            func = cap.function(b"_Z12reduce_sumsqPK6float4lPf")
             _check(cu.cuLaunchKernel(func, *grid, *block, 0, 0, params, 0), "cuLaunchKernel")
         got = np.zeros(1, dtype=np.float32)
         _check(cu.cuMemcpyDtoH(got, dout, 4), "read out")
         ref = float(np.sum(x.astype(np.float64) ** 2))
         rel = abs(float(got[0]) - ref) / ref
-        (cap_dir / "manifest.json").write_text(json.dumps(m, indent=2))
+        (cap_dir / "manifest.json").write_text(m.dumps())
         launches = decode_dir(cap_dir, m)
         for l in launches:
             print(f"pycapture {l.name}: {l.counts}")

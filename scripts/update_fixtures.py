@@ -12,6 +12,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from atrex_inject.manifest import load as load_manifest
+
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200"
 EXAMPLES = ("gemm_mma", "reduce_sumsq", "layernorm", "pycapture")
@@ -36,7 +38,7 @@ def main(tar: Path, label: str) -> None:
         for ex in EXAMPLES:
             d = cap / ex
             _copy(d, FIX / ex, [*d.glob("*-launch*"), d / "manifest.json", d / "instrumented.patch"])
-            m = json.loads((FIX / ex / "manifest.json").read_text())
+            m = load_manifest(FIX / ex / "manifest.json")
             side = json.loads(next((FIX / ex).glob("*-launch*.json")).read_text())
             rows.append((ex, m, side))
         st = cap / "gemm_mma_staged"
@@ -68,8 +70,8 @@ def main(tar: Path, label: str) -> None:
              "| folder | spec | spec sha256 | clean source sha256 | instrumented source id | launch | workload |",
              "|---|---|---|---|---|---|---|"]
     for ex, m, side in rows:
-        lines.append(f"| {ex} | {m['spec']['path']} | {m['spec']['sha256'][:16]}… | "
-                     f"{m['source']['clean_sha256'][:16]}… | {m['source']['source_id'][:16]}… | "
+        lines.append(f"| {ex} | {m.spec.path} | {m.spec.sha256[:16]}… | "
+                     f"{m.source.clean_sha256[:16]}… | {m.source.source_id[:16]}… | "
                      f"{side['launch_seq']} | {side['workload']} |")
     lines += ["", "`measure/` holds the GEMM's perturbation artifact (`atrex-inject measure --root WORK`, ABBA BAAB",
               "x 2, a fresh process per sample, paths relative to the GPU host's work folder), its validation,",

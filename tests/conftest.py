@@ -12,7 +12,9 @@ from atrex_inject.snapshot import runtime_header
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SPECS = sorted((REPO / "examples" / "specs").glob("*.toml"))
-CUDA_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cuda"' in p.read_text()]
+# CUDA source in a .cu file; KERNELPY_SPECS: in a Python string (tests/test_kernelpy.py)
+CUDA_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cuda"' in p.read_text() and '.py"' not in p.read_text()]
+KERNELPY_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cuda"' in p.read_text() and '.py"' in p.read_text()]
 CUTEDSL_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cutedsl"' in p.read_text()]
 NVCC_FLAGS = ["-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
 

@@ -54,20 +54,20 @@ def test_apply_compile_revert(project, spec_path):
     spec = project / "examples" / "specs" / spec_path.name
     res = snapshot.apply(spec)
     m = res.manifest
-    src = project / m["source"]["path"]
+    src = project / m.source.path
     text = src.read_text()
     calls = len(re.findall(r"iket\.(?:mark|range_start|range_end)\(", text))
-    assert calls == len(m["sites"])  # one event call per site in these specs
+    assert calls == len(m.sites)  # one event call per site in these specs
     assert "from cutlass.cute.experimental import iket" in text
     out = compile_check(src, project / "dump")
     assert out["pmevent"] == out["points"]  # every pmevent in the PTX is an IKeT instrument point
     unrolled = spec_path.stem.startswith("hopper_gemm")  # its k-loop has a static trip count: unrolled 16x
     assert out["pmevent"] == (3 + 4 * 16 if unrolled else calls)
-    assert out["names"] == m["iket"]["names"]
-    assert out["ranges"] == sorted(r["name"] for r in m["iket"]["ranges"])
+    assert out["names"] == list(m.iket.names)
+    assert out["ranges"] == sorted(r.name for r in m.iket.ranges)
     snapshot.revert(spec)
-    assert sha(src) == m["source"]["clean_sha256"]
-    assert src.read_bytes() == (REPO / m["source"]["path"]).read_bytes()
+    assert sha(src) == m.source.clean_sha256
+    assert src.read_bytes() == (REPO / m.source.path).read_bytes()
 
 
 def _spec(tmp_path, body: str, intervals: str = "") -> tuple:
@@ -104,7 +104,7 @@ def test_too_many_names_warns(tmp_path):
     body = "".join(f'[[site]]\nname = "m{i}"\nanchor = {{ entry = true }}\n' for i in range(31))
     spec, _ = _spec(tmp_path, body)
     r = snapshot.apply(spec)
-    assert any("EXTENDED_NATIVE_DUMP" in w for w in r.manifest["warnings"])
+    assert any("EXTENDED_NATIVE_DUMP" in w for w in r.manifest.warnings)
 
 
 KERNEL_TEMPLATE = '''
@@ -165,7 +165,8 @@ def test_normalize_real_iket_subset(tmp_path):
 
     from atrex_inject.cutedsl.normalize import normalize_trace
     from atrex_inject.decode import decode_dir, site_counts
-    m = json.loads((FIXC / "manifest.json").read_text())
+    from atrex_inject.manifest import load as load_manifest
+    m = load_manifest(FIXC / "manifest.json")
     trace = json.loads((FIXC / "iket_trace.cta0-7.json").read_text())
     synthetic_other = {**trace["launches"][0], "kernelName": "synthetic_other_kernel_0", "markers": [],
                        "ranges": [], "warpLifetimes": []}
@@ -175,8 +176,8 @@ def test_normalize_real_iket_subset(tmp_path):
     (f,) = normalize_trace(src, m, tmp_path, "w", {"uuid": "GPU-x"})
     (launch,) = decode_dir(tmp_path, m)
     assert launch.counts["owners_claimed"] == 8 * 8  # CTAs 0-7, 8 warps each
-    ids = {s["name"]: s["id"] for s in m["sites"]}
-    per = site_counts(launch, len(m["sites"]))
+    ids = m.site_ids
+    per = site_counts(launch, len(m.sites))
     for s in ("start", "loop_start", "loop_done", "barrier"):
         assert (per[:, ids[s]] == 1).all(), s
     assert (per[:, ids["iter"]] == per[:, ids["iter_end"]]).all() and per[:, ids["iter"]].min() >= 1
@@ -194,13 +195,12 @@ REAL_CUTEDSL = [
 
 @pytest.mark.parametrize("folder,stem,owners,intervals,pairs", REAL_CUTEDSL, ids=[r[0] for r in REAL_CUTEDSL])
 def test_real_cutedsl_capture_validates_and_exports(tmp_path, folder, stem, owners, intervals, pairs):
-    import json
-
     from atrex_inject.decode import decode_dir
     from atrex_inject.export import export_perfetto
+    from atrex_inject.manifest import load as load_manifest
     from atrex_inject.validate import validate_capture
     fix = FIXC.parent / folder
-    m = json.loads((fix / "manifest.json").read_text())
+    m = load_manifest(fix / "manifest.json")
     d = tmp_path / "cap"
     d.mkdir()
     for f in fix.glob(stem + ".*"):
@@ -221,21 +221,22 @@ def test_gpu_ran_what_apply_writes_here(project, folder):
     import json
 
     from atrex_inject.measure import validate_measurement
+    from atrex_inject.manifest import load as load_manifest
     fix = FIXC.parent / folder
-    m = json.loads((fix / "manifest.json").read_text())
-    res = snapshot.apply(project / m["spec"]["path"])
-    src = project / m["source"]["path"]
+    m = load_manifest(fix / "manifest.json")
+    res = snapshot.apply(project / m.spec.path)
+    src = project / m.source.path
     ran = next(fix.glob("*.instrumented.py"))
     assert src.read_bytes() == ran.read_bytes()
-    assert res.manifest["source"]["source_id"] == m["source"]["source_id"] == sha(ran)
+    assert res.manifest.source.source_id == m.source.source_id == sha(ran)
     art = json.loads((fix / "measure.json").read_text())
     # the GPU host's temporary copies of the two sources are these files here
-    for h, local in zip(art["sources"], [REPO / m["source"]["path"], ran]):
+    for h, local in zip(art["sources"], [REPO / m.source.path, ran]):
         h["path"] = str(local)
     (project / "measure.json").write_text(json.dumps(art))
     v = validate_measurement(project / "measure.json")
     assert v["valid"], v["problems"]
-    snapshot.revert(project / m["spec"]["path"])
+    snapshot.revert(project / m.spec.path)
 
 
 @pytest.mark.parametrize("loop,body", [("for i in cutlass.range(4): x[i] = x[i] + 1.0", "x[i] = x[i] + 1.0"),

@@ -2,6 +2,7 @@
 and the spec; refuse foreign, stale and truncated buffers (synthetic copies, named so)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -11,22 +12,24 @@ import pytest
 
 from atrex_inject.decode import decode_dir, decode_file, site_counts
 from atrex_inject.errors import CaptureError
+from atrex_inject.manifest import Manifest
+from atrex_inject.manifest import load as load_manifest
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
 
 
 def load(name: str):
-    m = json.loads((FIX / name / "manifest.json").read_text())
+    m = load_manifest(FIX / name / "manifest.json")
     (launch,) = decode_dir(FIX / name, m)
     return m, launch
 
 
 def per_site(m, launch, site: str) -> np.ndarray:
     """Events of `site` for each claimed owner of the site's group."""
-    sid = next(s for s in m["sites"] if s["name"] == site)
-    counts = site_counts(launch, len(m["sites"]))
+    s = m.site(site)
+    counts = site_counts(launch, len(m.sites))
     gid = launch.owners["group"][launch.owners["claims"] > 0]
-    return counts[gid == sid["group"], sid["id"]]
+    return counts[gid == s.group, s.id]
 
 
 def test_gemm_geometry_and_counts():
@@ -56,7 +59,7 @@ def test_reduce_geometry_and_counts():
     gtid = l.owners["cta"][lane0] * threads + l.owners["thread"][lane0]
     iters = -(-(n4 - gtid) // (grid * threads))
     sampled = iters // 4  # strip-mined by 4 (docs/perturbation.md): one sample per full group of 4 iterations
-    counts = site_counts(l, len(m["sites"]))[lane0[l.owners["claims"] > 0]]
+    counts = site_counts(l, len(m.sites))[lane0[l.owners["claims"] > 0]]
     assert (counts[:, 1] == sampled).all() and (counts[:, 2] == sampled).all()  # iter_begin, iter_end
     for sid in (0, 3, 4, 6):  # start, stream_done, tail_done, finish: once per warp
         assert (counts[:, sid] == 1).all()
@@ -73,21 +76,21 @@ def test_time_monotone_sm_and_sites(name):
     assert (np.diff(ev["seq"])[same_owner] == 1).all()
     sm = l.column("sm")
     assert sm.size == ev["t_ns"].size and sm.min() >= 0 and sm.max() < sm_count
-    assert set(np.unique(ev["site"])) <= {s["id"] for s in m["sites"]}
+    assert set(np.unique(ev["site"])) <= {s.id for s in m.sites}
     # a kernel of ~0.1-1 ms: every owner's events span well under a second
     span = np.ptp(ev["t_ns"])
     assert 0 < span < 1e9
 
 
-def _copy(tmp_path, name) -> tuple[Path, dict]:
+def _copy(tmp_path, name) -> tuple[Path, Manifest]:
     d = tmp_path / name
     shutil.copytree(FIX / name, d)
-    return d, json.loads((d / "manifest.json").read_text())
+    return d, load_manifest(d / "manifest.json")
 
 
 def test_refuses_other_source(tmp_path):
     d, m = _copy(tmp_path, "reduce_sumsq")
-    m["source"]["source_id"] = "0" * 64  # synthetic: a manifest from another instrumented source
+    m = dataclasses.replace(m, source=dataclasses.replace(m.source, source_id="0" * 64))  # synthetic: another source
     with pytest.raises(CaptureError, match="another instrumented source"):
         decode_dir(d, m)
 
@@ -126,10 +129,9 @@ def test_python_capture_refuses_a_buffer_the_recorder_cannot_address():
     """The device recorder keeps its slots as 32-bit offsets into the buffer, so a launch whose
     buffer would pass 4 GiB is refused before anything is allocated (the C++ host session does the
     same and turns probes off)."""
-    from atrex_inject.errors import CaptureError
     from atrex_inject.pycapture import LaunchCapture
 
-    m = json.loads((FIX / "pycapture" / "manifest.json").read_text())
-    m = {**m, "capture": {**m["capture"], "capacity": 1 << 20}}  # 1M events per owner
+    m = load_manifest(FIX / "pycapture" / "manifest.json")
+    m = dataclasses.replace(m, capture=dataclasses.replace(m.capture, capacity=1 << 20))  # 1M events per owner
     with pytest.raises(CaptureError, match="over the recorder's 4 GiB"):
         LaunchCapture(None, m, (528, 1, 1), (256, 1, 1), "/nonexistent")

@@ -2,13 +2,13 @@
 and the emitted patch undoes the change under `git apply -R`."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 
 import pytest
 
 from atrex_inject import snapshot
+from atrex_inject.manifest import load as load_manifest
 from conftest import CUDA_SPECS, EXAMPLE_SPECS, nvcc_compile, sha
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -19,14 +19,14 @@ def test_apply_compile_revert(project, spec_path):
     spec = project / "examples" / "specs" / spec_path.name
     res = snapshot.apply(spec)
     m = res.manifest
-    src = project / m["source"]["path"]
-    clean_sha = m["source"]["clean_sha256"]
-    assert sha(src) == m["source"]["instrumented_sha256"] != clean_sha
-    assert (res.workspace / m["clean_copy"]).read_bytes() == (spec_path.parent.parent / "cuda" / src.name).read_bytes()
+    src = project / m.source.path
+    clean_sha = m.source.clean_sha256
+    assert sha(src) == m.source.instrumented_sha256 != clean_sha
+    assert (res.workspace / m.clean_copy).read_bytes() == (spec_path.parent.parent / "cuda" / src.name).read_bytes()
     text = src.read_text()
-    for s in m["sites"]:  # every site is placed and marked in the instrumented file
-        assert f"atrex: site {s['name']} (id {s['id']}" in text
-        assert s["instrumented_line"] > 0
+    for s in m.sites:  # every site is placed and marked in the instrumented file
+        assert f"atrex: site {s.name} (id {s.id}" in text
+        assert s.instrumented_line > 0
     proc = nvcc_compile(src, project / "inst.o")
     assert proc.returncode == 0, proc.stderr
     out = snapshot.revert(spec)
@@ -40,11 +40,11 @@ def test_patch_reverses_with_git_apply(project, spec_path):
     spec = project / "examples" / "specs" / spec_path.name
     res = snapshot.apply(spec)
     patch = res.workspace / "instrumented.patch"
-    m = json.loads((res.workspace / "manifest.json").read_text())
+    m = load_manifest(res.workspace / "manifest.json")
     subprocess.run(["git", "apply", "-R", str(patch)], cwd=project, check=True, capture_output=True)
-    assert sha(project / m["source"]["path"]) == m["source"]["clean_sha256"]
+    assert sha(project / m.source.path) == m.source.clean_sha256
     subprocess.run(["git", "apply", str(patch)], cwd=project, check=True, capture_output=True)
-    assert sha(project / m["source"]["path"]) == m["source"]["instrumented_sha256"]
+    assert sha(project / m.source.path) == m.source.instrumented_sha256
 
 
 def test_examples_use_every_anchor_kind_and_position():

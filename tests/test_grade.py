@@ -7,10 +7,11 @@ import tempfile
 from pathlib import Path
 
 from atrex_inject.grade import grade
+from atrex_inject.manifest import load as load_manifest
 from atrex_inject.validate import validate_capture
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
-M = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+M = load_manifest(FIX / "gemm_mma" / "manifest.json")
 MEAS = json.loads((FIX / "measure" / "gemm_mma.json").read_text())
 OK_CHECK = {"valid": True, "problems": []}  # the artifact's binaries live on the GPU host; validated there
 MEASURED_WORKLOAD = MEAS["samples"][0]["sample"]["workload_identity"]
@@ -31,7 +32,7 @@ GOOD_REPORT = validate_capture(FIX / "gemm_mma", M)  # capture, measurement and 
 
 
 def evidence(tmp_path, **override) -> Path:
-    rec = {"sources": [{"path": "gemm_mma.cu", "sha256": M["source"]["instrumented_sha256"]}],
+    rec = {"sources": [{"path": "gemm_mma.cu", "sha256": M.source.instrumented_sha256}],
            "workload_identity": MEASURED_WORKLOAD, "correctness": "passed"}
     rec.update(override)
     p = tmp_path / "evaluations.jsonl"

@@ -17,7 +17,10 @@ from atrex_inject.cli import app
 from atrex_inject.cutedsl.normalize import normalize_trace
 from atrex_inject.errors import CaptureError
 from atrex_inject.grade import grade
+from atrex_inject.errors import SnapshotError
 from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE, OWNER_BYTES
+from atrex_inject.manifest import Manifest
+from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import summarize, validate_measurement
 from atrex_inject.validate import validate_capture
 from test_grade import GOOD_REPORT, M as GEMM_M, MEASURED_WORKLOAD
@@ -36,7 +39,7 @@ def _last(s: Synthetic, o: int) -> int:
 def test_real_fixtures_keep_time_order():
     """The rule holds on every real capture: no owner's time goes back, none leaves its window."""
     for name in ("gemm_mma", "gemm_mma_staged", "reduce_sumsq", "pycapture", "cutedsl", "cutedsl_gemm"):
-        m = json.loads((FIX / name / "manifest.json").read_text())
+        m = load_manifest(FIX / name / "manifest.json")
         r = validate_capture(FIX / name, m)
         assert r["verdict"] == "valid" and failing(r) == {}, name
 
@@ -131,14 +134,17 @@ def test_one_run_or_legacy_sidecars(tmp_path):
         meta = json.loads(side.read_text())
         del meta["run_id"]
         side.write_text(json.dumps(meta))
-    legacy = validate_capture(old, s.m)
+    legacy = validate_capture(old, Manifest.from_json(s.m, "test"))
     assert legacy["verdict"] == "valid" and "no run_id" in legacy["notes"][0]
 
 
 def test_expect_naming_an_unknown_site(tmp_path):
+    """A manifest whose [expect] names a site it does not define is refused when read (exit 2),
+    before any check runs."""
     s = Synthetic(tmp_path).save()
     s.m["expect"]["no_such_site"] = 1
-    assert failing(s.validate()) == {"deterministic_counts": 1}
+    with pytest.raises(SnapshotError, match="expect names unknown site 'no_such_site'"):
+        s.validate()
 
 
 # ---- IKeT: warp lifetimes are what IKeT says ----
@@ -147,7 +153,7 @@ IKET = FIX / "cutedsl"
 
 
 def _normalize(tmp_path: Path, edit) -> dict:
-    m = json.loads((IKET / "manifest.json").read_text())
+    m = load_manifest(IKET / "manifest.json")
     trace = json.loads((IKET / "iket_trace.cta0-7.json").read_text())
     edit(trace["launches"][0], trace)
     src = tmp_path / "synthetic_trace.json"
@@ -244,7 +250,7 @@ OK = {"valid": True, "problems": []}
 
 def _record(tmp_path, workload=MEASURED_WORKLOAD) -> Path:
     p = tmp_path / "evaluations.jsonl"
-    p.write_text(json.dumps({"sources": [{"sha256": GEMM_M["source"]["instrumented_sha256"]}],
+    p.write_text(json.dumps({"sources": [{"sha256": GEMM_M.source.instrumented_sha256}],
                              "workload_identity": workload, "correctness": "passed"}) + "\n")
     return p
 
@@ -295,7 +301,7 @@ def test_record_for_another_workload(tmp_path):
 
 def test_committed_cutedsl_pair_is_downgraded():
     """Captured at n=262144 on one H200, measured at n=16777216 on another: not one piece of evidence."""
-    m = json.loads((FIX / "cutedsl" / "manifest.json").read_text())
+    m = load_manifest(FIX / "cutedsl" / "manifest.json")
     meas_path = FIX / "cutedsl" / "measure.json"
     g = grade(validate_capture(FIX / "cutedsl", m), m, json.loads(meas_path.read_text()),
               validate_measurement(meas_path), None)

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from atrex_inject.cutedsl.normalize import normalize_trace
 from atrex_inject.errors import AtrexError, CaptureError
 from atrex_inject.grade import grade
+from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import load_measurement, validate_measurement
 from atrex_inject.validate import validate_capture
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
-M = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+M = load_manifest(FIX / "gemm_mma" / "manifest.json")
 MEAS = json.loads((FIX / "measure" / "gemm_mma.json").read_text())
 SIDECAR = json.loads((FIX / "gemm_mma" / "gemm_bf16-launch3.json").read_text())
 RECORD = json.loads((FIX / "measure" / "evaluations.jsonl").read_text().splitlines()[0])
@@ -90,7 +91,7 @@ def test_damaged_sidecar(tmp_path_factory, side):
     assert grade(r, M, None, None, None)["grade"] in ("diagnostic", "rejected")
 
 
-IKET_M = json.loads((FIX / "cutedsl" / "manifest.json").read_text())
+IKET_M = load_manifest(FIX / "cutedsl" / "manifest.json")
 
 
 def _cta0(trace: dict) -> dict:

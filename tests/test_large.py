@@ -3,6 +3,7 @@ export keeps every event of a small real capture and bounds a SYNTHETIC large on
 the real layout code) to its event budget, keeping whole owners and naming the ones left out."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import zlib
@@ -10,18 +11,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace, TrackEvent
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import TrackEvent
 from typer.testing import CliRunner
 
 from atrex_inject.cli import app
 from atrex_inject.decode import OWNER_COLUMNS, decode_dir, decode_file, decode_parts, load, save
 from atrex_inject.errors import CaptureError
 from atrex_inject.export import KIND_INTERVAL, KIND_OWNER, export_perfetto, trace_bytes
-from atrex_inject.selection import DEFAULT_BUDGET, choose, in_memory, parse_ranges, ranges_text, windowed
+from atrex_inject.intervals import pairs
 from atrex_inject.layout import HEADER_BYTES, OWNER_DTYPE
-from atrex_inject.summary import _grouped, pairs, summarize_file, summarize_launch
+from atrex_inject.manifest import load as load_manifest
+from atrex_inject.selection import DEFAULT_BUDGET, choose, in_memory, parse_ranges, ranges_text, windowed
+from atrex_inject.summary import summarize_file, summarize_launch
 from atrex_inject.synthetic import write_capture
+from atrex_inject.tally import run_medians
 from atrex_inject.validate import validate_dir
+from pftrace import read
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
 
@@ -31,7 +36,7 @@ def invoke(*args):
 
 
 def real(name: str):
-    m = json.loads((FIX / name / "manifest.json").read_text())
+    m = load_manifest(FIX / name / "manifest.json")
     (launch,) = decode_dir(FIX / name, m)
     return m, launch
 
@@ -52,7 +57,7 @@ def test_saved_columns_load_back_equal_and_memory_mapped(tmp_path, name):
 
 
 def test_saving_part_by_part_writes_the_same_files(tmp_path):
-    m = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+    m = load_manifest(FIX / "gemm_mma" / "manifest.json")
     (f,) = (FIX / "gemm_mma").glob("*.atrex")
     seen = []
     whole, streamed = save(decode_file(f, m), tmp_path / "a"), save(decode_parts(f, m, 1000), tmp_path / "b", seen.append)
@@ -74,21 +79,16 @@ def test_load_refuses_a_folder_missing_a_column(tmp_path):
 def parse_trace(path: Path) -> dict:
     """Per owner (from the track uuid scheme: kind in bits 40..47, id below), the timestamps of its
     slice begins/ends and instants; the counter track names; the selection slice's annotations."""
-    tr = Trace()
-    tr.ParseFromString(path.read_bytes())
-    names = {p.track_descriptor.uuid: p.track_descriptor.name for p in tr.packet if p.HasField("track_descriptor")}
+    tracks, events = read(path)
+    names = {u: t.name for u, t in tracks.items()}
     per_owner: dict[int, list[int]] = {}
     selection = {}
-    for p in tr.packet:
-        if not p.HasField("track_event"):
-            continue
-        te = p.track_event
-        kind, ident = te.track_uuid >> 40 & 0xFF, te.track_uuid & (1 << 40) - 1
+    for e in events:
+        kind, ident = e.track >> 40 & 0xFF, e.track & (1 << 40) - 1
         if kind in (KIND_OWNER, KIND_INTERVAL):
-            per_owner.setdefault(ident if kind == KIND_OWNER else ident // 16, []).append(p.timestamp)
-        if names.get(te.track_uuid) == "selection" and te.type == TrackEvent.TYPE_SLICE_BEGIN:
-            selection = {a.name: getattr(a, a.WhichOneof("value")) for a in te.debug_annotations}
-            selection["title"] = te.name
+            per_owner.setdefault(ident if kind == KIND_OWNER else ident // 16, []).append(e.ts)
+        if names.get(e.track) == "selection" and e.type == TrackEvent.TYPE_SLICE_BEGIN:
+            selection = {**dict(e.annotations), "title": e.name}
     counters = [n for n in names.values() if "owners not shown" in n]
     return {"owners": {o: sorted(t) for o, t in per_owner.items()}, "selection": selection, "counters": counters}
 
@@ -100,12 +100,11 @@ def owner_times(launch, owner: int) -> list[int]:
 def traced_times(launch, m, owner: int) -> list[int]:
     """What the export documents for one owner: both ends of each interval instance (an event that
     ends one interval and starts the next is in both) and every mark."""
-    ids = {s["name"]: s["id"] for s in m["sites"]}
     out = []
-    for iv in m["intervals"]:
-        p = pairs(launch, ids[iv["start"]], ids[iv["end"]])
+    for iv in m.intervals:
+        p = pairs(launch, iv.start_id, iv.end_id)
         out += p["t0"][p["owner"] == owner].tolist() + p["t1"][p["owner"] == owner].tolist()
-    ends = [ids[iv[k]] for iv in m["intervals"] for k in ("start", "end")]
+    ends = [i for iv in m.intervals for i in (iv.start_id, iv.end_id)]
     mine = launch.events["owner"] == owner
     return sorted(out + launch.events["t_ns"][mine & ~np.isin(launch.events["site"], ends)].tolist())
 
@@ -199,16 +198,13 @@ def test_per_owner_medians_equal_numpy_medians():
     m, launch = real("reduce_sumsq")
     p = pairs(launch, 1, 2)  # iter_begin -> iter_end
     want = {int(o): float(np.median(p["dur"][p["owner"] == o])) for o in np.unique(p["owner"])}
-    got = {r["key"]: r["median"] for r in _grouped(p["owner"], p["dur"])}
-    assert got == want
-    wide = {r["key"]: r["median"] for r in _grouped(p["owner"], p["dur"] << 42)}  # too wide to pack: lexsort path
-    assert wide == {k: v * 2 ** 42 for k, v in want.items()}
+    assert {r["key"]: r["median"] for r in run_medians(p["owner"], p["dur"])} == want
 
 
 # ---- streaming: owner-range parts ----------------------------------------------------------------
 @pytest.mark.parametrize("name", ["gemm_mma", "reduce_sumsq", "pycapture"])
 def test_parts_add_up_to_the_whole_launch(name):
-    m = json.loads((FIX / name / "manifest.json").read_text())
+    m = load_manifest(FIX / name / "manifest.json")
     (f,) = (FIX / name).glob("*.atrex")
     whole = decode_file(f, m)
     parts = list(decode_parts(f, m, 1000))
@@ -247,7 +243,7 @@ def test_export_streamed_in_parts_equals_export_in_memory(large):
 
 def test_without_intervals_owner_spans_rank_the_owners_and_marks_are_counted(tmp_path):
     m = write_capture(tmp_path, 100_000, per_owner=250)  # SYNTHETIC; its two sites become plain marks
-    m["intervals"] = []
+    m = dataclasses.replace(m, intervals=())
     (launch,) = decode_dir(tmp_path, m)
     (ch,) = choose([in_memory(launch)], m, budget=5_000)
     assert ch.launch.n_events <= 5_000 and ch.keep.size == 20 and "owner spans (no intervals)" in ch.rule

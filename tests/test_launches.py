@@ -4,6 +4,7 @@ launched from a .cu the spec lists as a launcher. Sources in tests/sources/launc
 nvcc for sm_90a before and after apply; revert restores every file byte for byte."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from atrex_inject import manifest
 from atrex_inject.cuda.source import Kind, cuda_parser, parse_source
 from atrex_inject.lark_loader import grammar_text
 from atrex_inject.validate import validate_capture
@@ -274,10 +276,10 @@ def test_bad_kernel_and_launchers_keys_are_refused_at_their_line(tmp_path, line,
 
 
 def test_validate_notes_the_launches_not_captured():
-    m = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+    m = manifest.load(FIX / "gemm_mma" / "manifest.json")
     assert "launch or may launch" not in " ".join(validate_capture(FIX / "gemm_mma", m)["notes"])
-    m["not_captured"] = [{"file": "gemm_mma.cu", "line": 140, "via": "cuLaunchKernel", "reason": "a driver launch",
-                          "hint": "h"}]
+    m = dataclasses.replace(m, not_captured=({"file": "gemm_mma.cu", "line": 140, "via": "cuLaunchKernel",
+                                              "reason": "a driver launch", "hint": "h"},))
     notes = validate_capture(FIX / "gemm_mma", m)["notes"]
     assert any("1 place(s) in the sources launch or may launch gemm_bf16 without a capture session" in n
                and "gemm_mma.cu:140 cuLaunchKernel (a driver launch)" in n for n in notes)

@@ -1,6 +1,7 @@
 """The buffer format has two definitions, the C++ structs of runtime/atrex_recorder.cuh and the numpy
 dtypes of atrex_inject/layout.py: a host program built with nvcc prints every field's offset and
-every struct's size, and they must equal the dtypes' (a field added on one side only fails here)."""
+every struct's size, and they must equal the dtypes' (a field added on one side only fails here);
+likewise every `atrex::Role` enumerator named by layout.Role, and the format constants."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import subprocess
 import pytest
 
 from atrex_inject import layout
-from atrex_inject.decode import TAG_VALID
+from atrex_inject.layout import TAG_VALID, Role
 from conftest import nvcc_compile
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -27,8 +28,8 @@ def _program() -> str:
         for field in dt.names:
             lines.append(f'  std::printf(", \\"{field}\\": %zu", offsetof(atrex::{name}, {field}));')
         lines.append('  std::printf("}, ");')
-    roles = ", ".join(f'\\"{r}\\": %u' for r in layout.ROLE_CODES)
-    role_args = ", ".join(f"(unsigned)atrex::k{r[0].upper()}{r[1:]}" for r in layout.ROLE_CODES)
+    roles = ", ".join(f'\\"{r.value}\\": %u' for r in Role)
+    role_args = ", ".join(f"(unsigned)atrex::{r.cpp}" for r in Role)
     lines += [f'  std::printf("\\"roles\\": {{{roles}}}, ", {role_args});',
               '  std::printf("\\"magic\\": %llu, \\"version\\": %u, \\"max_groups\\": %u, \\"tag_valid\\": %u}\\n",'
               ' (unsigned long long)atrex::kMagic, atrex::kFormatVersion, atrex::kMaxGroups, atrex::kTagValid);',
@@ -46,6 +47,6 @@ def test_cpp_structs_match_the_python_dtypes(tmp_path):
     for name, dt in STRUCTS.items():
         want = {"size": dt.itemsize, **{f: dt.fields[f][1] for f in dt.names}}
         assert got[name] == want, name
-    assert got["roles"] == layout.ROLE_CODES
+    assert got["roles"] == {r.value: r.code for r in Role}
     assert (got["magic"], got["version"], got["max_groups"], got["tag_valid"]) == (
         layout.MAGIC, layout.FORMAT_VERSION, layout.MAX_GROUPS, TAG_VALID)

@@ -97,9 +97,9 @@ def test_a_kernel_that_cannot_be_versioned_says_why_and_still_compiles(tmp_path,
     spec = tmp_path / "s.toml"
     spec.write_text(SPEC.format(name="s", every=every))
     res = snapshot.apply(spec)
-    p = res.manifest["perturbation"]
+    p = res.manifest.to_json()["perturbation"]
     assert not p["versioned"] and p["not_versioned_because"].startswith("a static __shared__ declaration at line 8")
-    assert any("is not versioned" in w for w in res.manifest["warnings"])
+    assert any("is not versioned" in w for w in res.manifest.warnings)
     assert p["strip_mined"] == ([{"line": 4, "every": 4, "sites": ["it"]}] if every == 4 else [])
     assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
     snapshot.revert(spec)
@@ -113,7 +113,7 @@ def test_a_loop_that_cannot_be_strip_mined_keeps_its_counter_and_says_why(tmp_pa
     spec = tmp_path / "s.toml"
     spec.write_text(SPEC.format(name="s", every=4))
     res = snapshot.apply(spec)
-    p = res.manifest["perturbation"]
+    p = res.manifest.to_json()["perturbation"]
     assert p["strip_mined"] == [] and p["not_strip_mined"] == [{"sites": ["it"], "reason": "its body has a break"}]
     assert "rec_every(__atrex_n0, 4u, 0u)" in src.read_text()
     assert nvcc_compile(src, tmp_path / "k.o").returncode == 0

@@ -33,8 +33,8 @@ def test_the_check_fails_when_the_kernel_run_with_probes_off_changes(project, mo
     changed constant in its body, the copy left as it is) is reported."""
     real = rw.rewrite
 
-    def touched(spec, text, version_body=True):
-        out = real(spec, text, version_body)
+    def touched(spec, text, version_body=True, runtime=None):
+        out = real(spec, text, version_body, runtime)
         out.text = out.text.replace("float acc = 0.f;", "float acc = 1e-30f;", 1)
         return out
 
@@ -47,7 +47,8 @@ def test_the_check_fails_without_versioning(project, monkeypatch):
     """Teeth: with the body not versioned (every CTA runs the instrumented code) the clean
     reduction's 4x-unrolled loop, four 16-byte loads per trip, is reported missing."""
     real = rw.rewrite
-    monkeypatch.setattr(rw, "rewrite", lambda spec, text, version_body=True: real(spec, text, version_body=False))
+    monkeypatch.setattr(rw, "rewrite",
+                        lambda spec, text, version_body=True, runtime=None: real(spec, text, False, runtime))
     r = sass.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
     assert not r["ok"] and any(m["loop"]["LDG"] == 4 for m in r["missing"]), r
 

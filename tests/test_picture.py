@@ -13,7 +13,9 @@ from typer.testing import CliRunner
 from atrex_inject.cli import app
 from atrex_inject.decode import decode_dir
 from atrex_inject.demo import run_demo
-from atrex_inject.summary import pairs, render_text, site_ids, summarize_launch
+from atrex_inject.intervals import pairs
+from atrex_inject.manifest import load as load_manifest
+from atrex_inject.summary import render_text, summarize_launch
 from atrex_inject.timeline import draw, parse_window
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
@@ -39,7 +41,7 @@ def demo(tmp_path_factory):
     """The demo's own run: its picture and its capture folder (the bundled H200 capture)."""
     r = run_demo(tmp_path_factory.mktemp("demo"), live=False)
     cap = Path(r["work"]) / "capture"
-    m = json.loads((cap / "manifest.json").read_text())
+    m = load_manifest(cap / "manifest.json")
     return r, m, decode_dir(cap, m)[0]
 
 
@@ -48,12 +50,11 @@ def test_demo_picture_has_a_row_per_interval_with_complete_instances(demo):
     assert Path(r["png"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     fig, rows = draw(launch, m)
     dists, lanes = _axes(fig, "dist"), _axes(fig, "lanes")
-    names = [iv["name"] for iv in m["intervals"]]
+    names = [iv.name for iv in m.intervals]
     assert list(dists) == names and list(lanes) == names
-    ids = site_ids(m)
-    for iv in m["intervals"]:
-        name = iv["name"]
-        n = pairs(launch, ids[iv["start"]], ids[iv["end"]])["dur"].size
+    for iv in m.intervals:
+        name = iv.name
+        n = pairs(launch, iv.start_id, iv.end_id)["dur"].size
         hist = [p for p in dists[name].patches if (p.get_gid() or "").startswith(f"hist:{name}:")]
         assert n > 0 and sum(p.get_height() for p in hist) == n  # every instance is in the distribution
         assert {l.get_gid() for l in dists[name].lines} >= {f"median:{name}", f"p10:{name}", f"p90:{name}"}
@@ -106,7 +107,7 @@ def test_export_png_reports_its_panels(tmp_path):
 
 
 def test_summary_states_the_tick_and_flags_quantized_medians():
-    m = json.loads((FIX / "reduce_sumsq" / "manifest.json").read_text())
+    m = load_manifest(FIX / "reduce_sumsq" / "manifest.json")
     (launch,) = decode_dir(FIX / "reduce_sumsq", m)
     s = summarize_launch(launch, m)
     assert s["timer_tick_ns"] == 32  # %globaltimer on the H200

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from atrex_inject.cuda.anchors import candidates
-from atrex_inject.cuda.rewrite import source_id_of, static_suffix
+from atrex_inject.cuda.rewrite import static_suffix
 from atrex_inject.cuda.source import parse_source
+from atrex_inject.manifest import load as load_manifest
+from atrex_inject.source_id import source_id_of
 from atrex_inject.spec import Anchor, Site
 from conftest import cli, nvcc_compile, refused, tree_hashes
 
@@ -202,8 +204,8 @@ def test_a_utf8_bom_stays_first_and_placement_is_unchanged(tmp_path):
     spec = make_project(tmp_path, b"\xef\xbb\xbf" + plain, site('loop = "for", occurrence = 1'))
     lines = applied(spec)
     assert lines[0].startswith("\ufeff// atrex: instrumented from spec s.toml")
-    m = json.loads(next((tmp_path / ".atrex" / "history").glob("s-*")).joinpath("manifest.json").read_text())
-    assert m["sites"][0]["source_line"] == 4
+    m = load_manifest(next((tmp_path / ".atrex" / "history").glob("s-*")) / "manifest.json")
+    assert m.sites[0].source_line == 4
     shutil.rmtree(tmp_path / ".atrex")
     (tmp_path / "k.cu").write_bytes(plain)
     without = applied(spec, compile_it=False)
@@ -335,7 +337,7 @@ def test_a_kernel_declared_by_a_macro_defined_elsewhere_is_found_with_declared_b
     spec.write_text(body.replace("{extra}", 'declared_by = "DEFINE_SCALE_KERNEL"\n'))
     res = snapshot.apply(spec)
     text = src.read_text()
-    assert [s["source_line"] for s in res.manifest["sites"]] == [3, 4]
+    assert [s.source_line for s in res.manifest.sites] == [3, 4]
     assert text.index("__atrex_r0.rec(1u)") > text.index("for (int i = threadIdx.x")  # inside the loop
     assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
     snapshot.revert(spec)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from atrex_inject import snapshot
+from atrex_inject import backend, snapshot
 from atrex_inject.cli import app
 from atrex_inject.errors import SnapshotError
 from atrex_inject.fsio import locked
@@ -244,14 +244,15 @@ def test_no_snapshot_error_on_a_never_applied_project_creates_nothing(project):
 
 def test_source_changed_during_rewrite_is_not_overwritten(project, monkeypatch):
     src = project / SRC
-    real = snapshot._rewrite
+    cuda = backend.get("cuda")
+    real = cuda.rewrite
 
-    def racing(spec, text, launchers):
-        out = real(spec, text, launchers)
+    def racing(plan, text):
+        out = real(plan, text)
         src.write_text(text + "// a user edit while apply was rewriting\n")
         return out
 
-    monkeypatch.setattr(snapshot, "_rewrite", racing)
+    monkeypatch.setattr(cuda, "rewrite", racing)
     with pytest.raises(SnapshotError, match="changed while apply was rewriting it"):
         snapshot.apply(project / SPEC)
     assert src.read_text().endswith("// a user edit while apply was rewriting\n")

@@ -12,6 +12,8 @@ import pytest
 from atrex_inject import snapshot
 from atrex_inject.decode import decode_dir, site_counts
 from atrex_inject.errors import SpecError
+from atrex_inject.manifest import Staging
+from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import validate_measurement
 from atrex_inject.spec import load_spec, staged_copy
 from atrex_inject.validate import validate_capture
@@ -59,14 +61,14 @@ def test_staging_is_for_the_cuda_backend(project):
 def test_staged_examples_compile_and_revert(project, spec_path):
     spec = staged_copy(project / "examples" / "specs" / spec_path.name, 32, 8)
     m = snapshot.apply(spec).manifest
-    assert m["capture"]["staging"] == {"events": 32, "warps": 8, "shared_bytes_per_cta": 9 * 32 * 8 * len(m["groups"])}
-    src = project / m["source"]["path"]
+    assert m.capture.staging == Staging(32, 8, 9 * 32 * 8 * len(m.groups))
+    src = project / m.source.path
     assert "atrex::BasicRecorder<32u, 8u, 0u>" in src.read_text()
     proc = nvcc_compile(src, project / "inst.o")
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr
     snapshot.revert(spec)
-    assert src.read_bytes() == (REPO / m["source"]["path"]).read_bytes()
+    assert src.read_bytes() == (REPO / m.source.path).read_bytes()
 
 
 def test_staged_probe_sass(tmp_path):
@@ -83,26 +85,26 @@ def test_staged_probe_sass(tmp_path):
 
 def test_staged_capture_has_the_global_captures_structure():
     """Same spec, same launch: staging changes where events wait, not which events exist."""
-    staged_m = json.loads((FIX / "gemm_mma_staged" / "manifest.json").read_text())
-    global_m = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())
+    staged_m = load_manifest(FIX / "gemm_mma_staged" / "manifest.json")
+    global_m = load_manifest(FIX / "gemm_mma" / "manifest.json")
     r = validate_capture(FIX / "gemm_mma_staged", staged_m)
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
     (s,), (g,) = decode_dir(FIX / "gemm_mma_staged", staged_m), decode_dir(FIX / "gemm_mma", global_m)
-    assert staged_m["sites"] == global_m["sites"] and staged_m["groups"] == global_m["groups"]
+    assert staged_m.sites == global_m.sites and staged_m.groups == global_m.groups
     assert s.counts == g.counts
     for col in ("cta_x", "cta_y", "warp"):
         assert (s.column(col) == g.column(col)).all()
-    n = len(staged_m["sites"])
+    n = len(staged_m.sites)
     assert (site_counts(s, n) == site_counts(g, n)).all()
 
 
 def test_gpu_ran_what_staged_copy_and_apply_write_here(project):
     fix = FIX / "gemm_mma_staged"
-    m = json.loads((fix / "manifest.json").read_text())
+    m = load_manifest(fix / "manifest.json")
     spec = staged_copy(project / "examples" / "specs" / "gemm_mma.toml", 32, 8)
-    assert snapshot.apply(spec).manifest["source"]["source_id"] == m["source"]["source_id"]
+    assert snapshot.apply(spec).manifest.source.source_id == m.source.source_id
     ran = fix / "gemm_mma_staged.instrumented.cu"
-    assert (project / m["source"]["path"]).read_bytes() == ran.read_bytes()
+    assert (project / m.source.path).read_bytes() == ran.read_bytes()
     art = json.loads((fix / "measure.json").read_text())
     art["sources"][0]["path"] = str(REPO / art["sources"][0]["path"])
     art["sources"][1]["path"] = str(ran)
@@ -112,3 +114,15 @@ def test_gpu_ran_what_staged_copy_and_apply_write_here(project):
     assert v["valid"], v["problems"]
     snapshot.revert(spec)
     shutil.rmtree(project / ".atrex")
+
+
+def test_staging_that_overflows_static_shared_memory_is_refused_at_its_line(project):
+    """(32 warps + 1) rings x 32 events x 16 bytes (the clock widens events) x 3 owner groups is
+    50688 bytes: more than the 48 KiB of static shared memory a CTA may declare."""
+    spec = _spec_with(project, ("[capture]\n", "[capture]\nstaging = { events = 32, warps = 32 }\nclock = true\n"))
+    spec.write_text(spec.read_text() + '\n[[site]]\nname = "wg"\nanchor = { entry = true }\nrole = "warpgroup"\n')
+    with pytest.raises(SpecError, match=r"needs 50688 bytes of static shared memory per CTA \(3 owner groups") as e:
+        load_spec(spec)
+    assert e.value.line == 12
+    spec.write_text(spec.read_text().replace("warps = 32", "warps = 16"))  # 17 x 32 x 16 x 3 = 26112: fits
+    assert load_spec(spec).capture.staging_warps == 16

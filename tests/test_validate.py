@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from atrex_inject.errors import CaptureError
 from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE, OWNER_DTYPE
+from atrex_inject.manifest import Manifest
+from atrex_inject.manifest import load as load_manifest
 from atrex_inject.validate import CHECKS, Provenance, validate_capture
 
 FIX = Path(__file__).parent / "fixtures" / "h200"
@@ -26,7 +28,7 @@ def failing(report) -> dict[str, int]:
 
 @pytest.mark.parametrize("name", ["gemm_mma", "reduce_sumsq", "pycapture"])
 def test_real_fixtures_pass_every_check(name):
-    m = json.loads((FIX / name / "manifest.json").read_text())
+    m = load_manifest(FIX / name / "manifest.json")
     r = validate_capture(FIX / name, m, Provenance(workload=json.loads(next((FIX / name).glob("*-launch*.json"))
                                                                         .read_text())["workload"]))
     assert r["verdict"] == "valid" and failing(r) == {}
@@ -40,7 +42,7 @@ class Synthetic:
     def __init__(self, tmp: Path, name: str = "reduce_sumsq"):
         self.dir = tmp / f"synthetic_{name}"
         shutil.copytree(FIX / name, self.dir)
-        self.m = json.loads((self.dir / "manifest.json").read_text())
+        self.m = json.loads((self.dir / "manifest.json").read_text())  # as JSON: tests edit it
         self.raw_path = next(self.dir.glob("*.atrex"))
         self.raw = np.frombuffer(self.raw_path.read_bytes(), dtype=np.uint8).copy()
         h = self.raw[:HEADER_BYTES].view(HEADER_DTYPE)[0]
@@ -65,7 +67,7 @@ class Synthetic:
         return self
 
     def validate(self, **kw):
-        return validate_capture(self.dir, self.m, **kw)
+        return validate_capture(self.dir, Manifest.from_json(self.m, "test"), **kw)
 
 
 CTA_GROUP = 1  # reduce_sumsq: group 1 is the cta-role owner of site `publish` (in no interval, no expectation)
@@ -159,12 +161,26 @@ def test_foreign_buffer_is_rejected_not_crashed(tmp_path):
     assert failing(s.save().validate()) == {"truncation": 1}
 
 
+@pytest.mark.parametrize("fault,check", [
+    (lambda s: s.raw_path.with_suffix(".json").unlink(), "truncation"),  # the capture did not finish
+    (lambda s: s.save(launch_seq=9), "cross_launch_mixing"),  # the sidecar describes another launch
+    (lambda s: s.m["source"].update(source_id="0" * 64), "stale_provenance"),  # another build's manifest
+    (lambda s: s.m["groups"][1].update(cta_stride=2), "stale_provenance"),
+])
+def test_a_refused_file_fails_the_check_its_refusal_names(tmp_path, fault, check):
+    """Decode names the check of each refusal (CaptureError.check); validate counts it there once."""
+    s = Synthetic(tmp_path)
+    fault(s)
+    r = s.validate()
+    assert failing(r) == {check: 1} and r["launches"] == []
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_fuzz_truncation_and_flips_always_rejected(tmp_path_factory, data):
     d = tmp_path_factory.mktemp("fuzz") / "synthetic_reduce_sumsq"
     shutil.copytree(FIX / "reduce_sumsq", d)
-    m = json.loads((d / "manifest.json").read_text())
+    m = load_manifest(d / "manifest.json")
     f = next(d.glob("*.atrex"))
     raw = bytearray(f.read_bytes())
     if data.draw(st.booleans()):

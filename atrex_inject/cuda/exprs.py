@@ -49,7 +49,7 @@ def before_chevron(tk: Tokens, i: int) -> tuple[int, int] | tuple[None, None]:
     template arguments."""
     toks, b = tk.toks, i - 1
     k = b
-    if k >= 0 and toks[k].type == "GT":
+    if k >= 0 and toks[k].type in ("GT", "LAUNCH_CLOSE"):  # `>>>`: the end of `Tag<Tag<int>>>`
         k = tk.angle_open(k)
         if k is None:
             return None, None
@@ -175,7 +175,7 @@ def declares(tk: Tokens, start: int, first: int) -> str | None:
     toks, j = tk.toks, start
     while j < first and toks[j].value != "=":
         j = tk.skip(j)
-    pre = toks[start:j]
+    pre = tk.slice(start, j)
     if j >= first or len(pre) < 2 or pre[-1].type != "WORD":
         return None
     if pre[-2].type in ("WORD", "GT") or (pre[-2].value in ("*", "&", "&&") and len(pre) >= 3):

@@ -141,7 +141,9 @@ def scan(src: SourceFile, target: Target) -> Scan:
     aliases = _aliases(src, target)
     bodies = [(k.body_start, k.body_end) for k in src.kernels]
     spans: list[tuple[int, int]] = [a.named_by.span(tk) for a in aliases]  # names accounted for
-    for i, t in enumerate(tk.toks):
+    kinds = {"LAUNCH_OPEN", "PREPROC", *RUNTIME_KERNEL_ARG, *DRIVER_LAUNCHES}
+    for i in tk.find(SET_ATTRIBUTE, kinds):  # what may launch the kernel or set its attributes, in order
+        t = tk.toks[i]
         if t.type == "LAUNCH_OPEN":
             _chevron(src, target, aliases, i, bodies, out, spans)
         elif t.type in RUNTIME_KERNEL_ARG and i + 1 < len(tk.toks) and tk.toks[i + 1].type == "LPAR":
@@ -166,9 +168,7 @@ def scan(src: SourceFile, target: Target) -> Scan:
 def _aliases(src: SourceFile, target: Target) -> list[_Alias]:
     """Local variables initialized with the kernel's address: `auto kernel = &k<T>;`."""
     tk, toks, out = src.tokens, src.tokens.toks, []
-    for j, t in enumerate(toks):
-        if t.type != "WORD" or t.value != target.kernel.name:
-            continue
+    for j in tk.find({target.kernel.name}, set()):
         a, e = name_extent(tk, j)
         p = a - 2 if a >= 2 and toks[a - 1].value == "&" else a - 1
         if p < 1 or toks[p].value != "=" or e + 1 >= len(toks) or toks[e + 1].type != "SEMI":
@@ -251,7 +251,7 @@ def _launch(src: SourceFile, target: Target, aliases, callee: Callee | None, at:
 
     if callee is None:
         region = kernel_arg or (max(0, at - 8), at)
-        if any(t.type == "WORD" and t.value == target.kernel.name for t in toks[region[0]:region[1] + 1]):
+        if any(t.type == "WORD" and t.value == target.kernel.name for t in tk.slice(region[0], region[1] + 1)):
             report(f"atrex-inject cannot read this launch's kernel expression, which names {target.kernel.name}",
                    f"launch {target.kernel.label} by its name (`{target.kernel.name}<<<...>>>(...)` or "
                    f"cudaLaunchKernelEx(&cfg, {target.kernel.name}, ...)) and apply again")
@@ -389,12 +389,12 @@ def _define(src: SourceFile, target: Target, i: int, out: Scan) -> None:
     via_param = launched & params
     uses = []
     toks = src.tokens.toks
-    for j, t in enumerate(toks):
-        if t.type == "WORD" and t.value == name:
-            args = src.tokens.split_args(j + 1) if j + 1 < len(toks) and toks[j + 1].type == "LPAR" else []
-            named = any(x.type == "WORD" and x.value == target.kernel.name for a, b in args for x in toks[a:b + 1])
-            if direct or (via_param and named):
-                uses.append(src.lines.line(t.start_pos))
+    for j in src.tokens.find({name}, set()):
+        args = src.tokens.split_args(j + 1) if j + 1 < len(toks) and toks[j + 1].type == "LPAR" else []
+        named = any(x.type == "WORD" and x.value == target.kernel.name
+                    for a, b in args for x in src.tokens.slice(a, b + 1))
+        if direct or (via_param and named):
+            uses.append(src.lines.line(toks[j].start_pos))
     hint = (f"launch {target.kernel.label} outside the macro, or bracket the macro's use with an "
             "atrex::host::Capture by hand (docs/launches.md)")
     for ln in uses or ([line] if direct else []):
@@ -412,8 +412,9 @@ def _references(src: SourceFile, target: Target, aliases: list[_Alias], spans: l
     tk, toks = src.tokens, src.tokens.toks
     skip = spans + [(k.decl_start, k.body_end) for k in src.kernels] + [(d.start, d.end) for d in src.declarations]
     names = {target.kernel.name} | {a.name for a in aliases}
-    for j, t in enumerate(toks):
-        if t.type != "WORD" or t.value not in names or any(a <= t.start_pos < b for a, b in skip):
+    for j in tk.find(names, set()):
+        t = toks[j]
+        if any(a <= t.start_pos < b for a, b in skip):
             continue
         nxt = toks[j + 1] if j + 1 < len(toks) else None
         if j > 0 and toks[j - 1].value in (".", "->"):
@@ -433,7 +434,7 @@ def _references(src: SourceFile, target: Target, aliases: list[_Alias], spans: l
             what = f"{target.kernel.label}'s address, held in `{alias.name}` (line {src.lines.line(toks[alias.decl].start_pos)}), is used here"
         elif t.value == target.kernel.name:
             a, _ = name_extent(tk, j)
-            words = tuple(x.value for x in toks[a:j + 1] if x.type == "WORD")
+            words = tuple(x.value for x in tk.slice(a, j + 1) if x.type == "WORD")
             got = resolve(words, toks[a].type == "SCOPE", tk.namespace_at(j), tk.usings_at(j), target.known)
             if (got is not None and got != target.kernel.qualname) or (got is None and target.others_named_alike):
                 continue
@@ -460,12 +461,17 @@ def _in_declaration(tk: Tokens, j: int) -> bool:
 
 def _in_attribute_call(tk: Tokens, j: int) -> bool:
     """Is token j an argument of a call that reads or sets a kernel's attributes (cudaFuncSetAttribute,
-    cudaOccupancy...)?"""
-    for o, c in tk.match.items():
-        if o < j < c and tk.toks[o].type == "LPAR" and o > 0:
-            w = tk.toks[o - 1].value
+    cudaOccupancy...)? Walks out through the parentheses around it, within its statement."""
+    k = j - 1
+    while k > 0 and tk.toks.name(k) not in ("SEMI", "VSEMI", "LBRACE", "RBRACE"):
+        if k in tk.opener:
+            k = tk.opener[k] - 1
+            continue
+        if tk.toks.name(k) == "LPAR":
+            w = tk.toks[k - 1].value
             if w in SET_ATTRIBUTE or w in READ_ATTRIBUTE or w.startswith("cudaOccupancy"):
                 return True
+        k -= 1
     return False
 
 
@@ -508,7 +514,7 @@ def find_all(spec, src: SourceFile, kernel: Kernel, launchers: dict[str, str]) -
                           path=str(spec.path), hint="list one .cu file in launchers (the one whose launches you want "
                                                     "captured); the others' launches run without probes")
     warnings = [w for f in files for w in f.scan.warnings]
-    if not any(f.scan.captured for f in files):
+    if not any(f.scan.captured for f in files) and spec.source.suffix != ".py":  # kernel.py says its own
         warnings.append(f"no launch of {kernel.label} is captured in {', '.join(f.src.path for f in files)}: "
                         + ("launches elsewhere run without probes and write nothing; list the files that launch it "
                            'in the spec (launchers = ["main.cu"]) and apply again' if not launchers else

@@ -13,7 +13,9 @@ from typing import Callable
 
 from ..errors import AnchorError, SpecError
 from ..fsio import sha256_bytes
-from ..plan import Plan, Rewrite, SitePlacement, make_plan
+from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
+from ..backend import Rewrite, SitePlacement
+from ..plan import Plan
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
 from .loops import CanonicalLoop, canonical_loop, leading_loads, loop_exits
@@ -21,17 +23,14 @@ from .launches import Launch, Mirror, find_all
 from .names import KernelName, select_kernel
 from .source import HEADER_SUFFIXES, JUMP_KINDS, LOOP_KINDS, Kernel, Kind, SourceFile, Stmt, parse_source
 
-SOURCE_ID_PLACEHOLDER = "0" * 64
 CLONE_SUFFIX = "__atrex"  # the instrumented copy of kernel K is K__atrex (docs/perturbation.md)
 HEADER = "atrex_timeline.cuh"
 MARK = "// atrex: instrumented"
-ROLE_ENUM = {"thread": "kThread", "lane0": "kLane0", "warpgroup": "kWarpgroup", "cta": "kCta", "predicate": "kPredicate"}
 # Ordering of insertions that share an offset: text after a statement, then a block's first line,
 # then a block's last line, then text before the next statement.
 AFTER, BLOCK_BEGIN, BLOCK_END, BEFORE = 0, 1, 2, 3
 
 
-_SOURCE_ID = re.compile(r'__atrex_source_id(?:_[0-9a-f]{8})?\[\] = "([0-9a-f]{64})"')
 
 
 def static_suffix(source_rel: str) -> str:
@@ -41,13 +40,6 @@ def static_suffix(source_rel: str) -> str:
     if not source_rel.lower().endswith(HEADER_SUFFIXES):
         return ""
     return "_" + sha256_bytes(source_rel.encode())[:8]
-
-
-def source_id_of(text: str) -> str:
-    """The identity a capture carries: the instrumented source with its own id zeroed, hashed."""
-    m = _SOURCE_ID.search(text)
-    body = text if m is None else text[:m.start(1)] + SOURCE_ID_PLACEHOLDER + text[m.end(1):]
-    return sha256_bytes(body.encode())
 
 
 class _Edits:
@@ -220,7 +212,10 @@ def _label(plan: Plan, site: Site) -> str:
     return f"site {site.name} (id {plan.spec.site_id(site.name)}, {site.position})"
 
 
-def _prefix(plan: Plan, sfx: str) -> str:
+def _prefix(plan: Plan, sfx: str, runtime: str | None = None) -> str:
+    """The lines put at the top of the file. With `runtime` (CUDA source inside Python: kernelpy/),
+    the recorder headers' text goes in place of the #include, and the host-side statics are fenced
+    off from NVRTC, which compiles no host code."""
     spec = plan.spec
     defines = ""
     if plan.wide_events:
@@ -228,18 +223,22 @@ def _prefix(plan: Plan, sfx: str) -> str:
     if spec.capture.clock:
         defines += "#define ATREX_TL_CLOCK 1  // atrex: record %clock\n"
     groups = ", ".join(
-        f"{{atrex::{ROLE_ENUM[g.role]}, {g.cta_stride}u, {g.cta_limit}u, 0x{g.warp_mask:08x}u, 0u, 0u}}"
+        f"{{atrex::{g.role.cpp}, {g.cta_stride}u, {g.cta_limit}u, 0x{g.warp_mask:08x}u, 0u, 0u}}"
         for g in plan.groups)
     c = spec.capture
+    include = (f'#include "{HEADER}"  // atrex: recorder runtime (atrex-inject include-dir)\n' if runtime is None
+               else runtime)
+    host, end = ("", "") if runtime is None else (
+        "#ifndef __CUDACC_RTC__  // atrex: host side of the capture (NVRTC compiles device code only)\n",
+        "#endif  // atrex: host side of the capture\n")
     return (f"{MARK} from spec {spec.path.name} for kernel {spec.kernel}; `atrex-inject revert` restores it\n"
-            f"{defines}"
-            f'#include "{HEADER}"  // atrex: recorder runtime (atrex-inject include-dir)\n'
+            f"{defines}{include}{host}"
             f'static const char __atrex_source_id{sfx}[] = "{SOURCE_ID_PLACEHOLDER}";  // atrex: source identity\n'
             f"static atrex::GroupDesc __atrex_groups{sfx}[] = {{{groups}}};  // atrex: owner groups\n"
             f"static atrex::host::KernelPlan __atrex_plan{sfx} = {{\"{spec.kernel}\", __atrex_source_id{sfx}, "
             f"__atrex_groups{sfx}, "
             f"{len(plan.groups)}u, {c.capacity}u, {c.skip}u, {c.count}u, 0u, nullptr, 0u, nullptr, {{0u}}"
-            f"{f', {c.staging_warps}u' if c.staging_events else ''}}};  // atrex: capture plan\n")
+            f"{f', {c.staging_warps}u' if c.staging_events else ''}}};  // atrex: capture plan\n{end}")
 
 
 @dataclass(eq=False)
@@ -339,17 +338,19 @@ def _guard(plan: Plan) -> str:
     return "atrex::bound() && (" + " || ".join(f"atrex::cta_selected({a}u, {b}u)" for a, b in sel) + ")"
 
 
-def rewrite(spec: ProbeSpec, text: str, version_body: bool = True, launchers: dict[str, str] | None = None) -> Rewrite:
-    """The instrumented source, and each launcher (rel path -> text) with its launches of the kernel
-    wrapped. `version_body=False` keeps one instrumented copy of the body (what the SASS check
-    compares against: versioned = that copy + the clean kernel)."""
+def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | None = None,
+            launchers: dict[str, str] | None = None) -> Rewrite:
+    """The instrumented source of the plan's spec, and each launcher (rel path -> text) with its
+    launches of the kernel wrapped. `version_body=False` keeps one instrumented copy of the body
+    (what the SASS check compares against: versioned = that copy + the clean kernel). `runtime`:
+    the recorder headers' text to embed instead of including them (see _prefix)."""
+    spec = plan.spec
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
                         hint="revert it first: atrex-inject revert SPEC")
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept first, before the inserted prefix
     src = parse_source(text[len(bom):], spec.source_rel, spec.declared_by)
     kernel = _kernel(spec, src)
-    plan = make_plan(spec)
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}
     split = _kernel_split(src, kernel, anchored) if version_body else "not asked for"
@@ -403,7 +404,7 @@ def rewrite(spec: ProbeSpec, text: str, version_body: bool = True, launchers: di
     sfx = static_suffix(spec.source_rel)
     files, launch_warnings = find_all(spec, src, kernel, launchers or {})
     _wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx)
-    out = bom + edits.render(_prefix(plan, sfx))
+    out = bom + edits.render(_prefix(plan, sfx, runtime))
     sid = source_id_of(out)
     name = f"__atrex_source_id{sfx}[]"
     out = out.replace(f'{name} = "{SOURCE_ID_PLACEHOLDER}"', f'{name} = "{sid}"', 1)

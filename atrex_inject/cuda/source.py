@@ -1,15 +1,15 @@
 """CUDA source → typed nodes: kernels (with their qualified names and statement trees) and the
 file's tokens with brackets and namespaces matched, for cuda/launches.py.
 
-The whole file is lexed once with the grammar's terminals (grammars/cuda.lark); a kernel's head is
-parsed with the `kernel_head` rule on its tokens, and each kernel body, on first use, with `body`.
-Positions are absolute offsets into the file.
+The whole file is lexed once with the grammar's terminals (grammars/cuda.lark, by tokens.py) and
+its brackets matched; a kernel's head is parsed with the `kernel_head` rule on its tokens, and
+each kernel body, on first use, with `body`. Positions are absolute offsets into the file.
 """
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,6 +22,7 @@ from ..errors import SourceParseError
 from ..lark_loader import parser
 from . import ptx
 from .names import squash_targs
+from .tokens import TokenStream, terminals
 
 
 class Kind(StrEnum):
@@ -86,8 +87,8 @@ class Macros:
 
 
 class MacroStatements:
-    """Postlexer: a zero-width VSEMI after a macro statement written without `;`, and a `>>>` that
-    closes no `<<<` (at its bracket depth) split into three `>` (`Tag<Tag<int>>>`).
+    """Postlexer: a zero-width VSEMI after a macro statement written without `;` (what
+    _macro_statements finds in a whole file's token stream).
 
     VSEMI is emitted when a WORD or `)` outside any parenthesis is followed by `}` or a statement
     keyword (directives between them aside: `FATAL_MACRO` / `#endif` / `}`), unless that `)` closes
@@ -99,28 +100,7 @@ class MacroStatements:
     always_accept = ()
 
     def process(self, stream):
-        yield from self._vsemi(self._angles(stream))
-
-    @staticmethod
-    def _angles(stream):
-        depth, opens = 0, []  # bracket depth, and the depth of each open `<<<`
-        for tok in stream:
-            if tok.type in ("LPAR", "LSQB", "LBRACE"):
-                depth += 1
-            elif tok.type in ("RPAR", "RSQB", "RBRACE"):
-                depth -= 1
-            elif tok.type == "LAUNCH_OPEN":
-                opens.append(depth)
-            elif tok.type == "LAUNCH_CLOSE":
-                if opens and opens[-1] == depth:
-                    opens.pop()
-                else:
-                    for k in range(3):
-                        yield Token("GT", ">", start_pos=tok.start_pos + k, end_pos=tok.start_pos + k + 1,
-                                    line=tok.line, column=tok.column + k, end_line=tok.line,
-                                    end_column=tok.column + k + 1)
-                    continue
-            yield tok
+        yield from self._vsemi(stream)
 
     def _vsemi(self, stream):
         prev = None
@@ -335,14 +315,35 @@ def _mark_pragma_leads(stmts: list[Stmt], pragmas: frozenset[str]) -> None:
 
 
 def _parse_error(e: LarkError, text: str, path: str, base: int = 0) -> SourceParseError:
-    lines = Lines(text)
     if isinstance(e, UnexpectedInput):
-        line = lines.line(base + (e.pos_in_stream or 0))
-        return SourceParseError(f"cannot parse the source near {lines.line_text(line).strip()!r}",
-                                path=path, line=line,
-                                hint="atrex-inject recognizes balanced braces/parens, statements, asm blocks; "
-                                     "unbalanced braces across #if branches are not supported")
+        return _unparsable(text, path, base + (e.pos_in_stream or 0))
     return SourceParseError(f"cannot parse the source: {e}", path=path)
+
+
+def _unparsable(text: str, path: str, offset: int) -> SourceParseError:
+    lines = Lines(text)
+    line = lines.line(offset)
+    return SourceParseError(f"cannot parse the source near {lines.line_text(line).strip()!r}", path=path, line=line,
+                            hint="atrex-inject recognizes balanced braces/parens, statements, asm blocks; "
+                                 "unbalanced braces across #if branches are not supported")
+
+
+class _Pairs:
+    """Bracket partners as a read-only mapping from the tokens of some bracket types."""
+
+    def __init__(self, partner: array, types: bytearray, keys: set[int]):
+        self.partner, self.types, self.keys = partner, types, keys
+
+    def __contains__(self, i: int) -> bool:
+        return 0 <= i < len(self.types) and self.types[i] in self.keys
+
+    def __getitem__(self, i: int) -> int:
+        if i not in self:
+            raise KeyError(i)
+        return self.partner[i]
+
+    def get(self, i: int, default: int | None = None) -> int | None:
+        return self.partner[i] if 0 <= i < len(self.types) and self.types[i] in self.keys else default
 
 
 OPEN = {"LBRACE": "RBRACE", "LPAR": "RPAR", "LSQB": "RSQB"}
@@ -360,40 +361,84 @@ class Scope:
     parts: tuple[str, ...]
 
 
+def _macro_statements(toks: TokenStream) -> list[int]:
+    """The tokens MacroStatements puts a VSEMI before, found from the token types alone."""
+    types, code = toks.types, toks.terms.names.index
+    triggers = {code(n) for n in MacroStatements.TRIGGERS}
+    header_words = {code(n) for n in MacroStatements.HEADERS}
+    lpar, lsqb, rpar, rsqb, word = map(code, ("LPAR", "LSQB", "RPAR", "RSQB", "WORD"))
+    directives = {code("PREPROC"), code("IF0")}
+    out: list[int] = []
+    headers: list[bool] = []  # per open paren or bracket: does it hold a control header?
+    closed_header = -1  # index of the last `)` that closed a control header
+    for i in toks.indices({*MacroStatements.TRIGGERS, "LPAR", "LSQB", "RPAR", "RSQB"}):
+        t = types[i]
+        if t in triggers and i and not headers:
+            j = i - 1
+            while j > 0 and types[j] in directives:  # the VSEMI goes before directives between them
+                j -= 1
+            if closed_header != j and types[j] in (word, rpar):
+                out.append(j + 1)
+        if t in (lpar, lsqb):
+            headers.append(t == lpar and i > 0 and types[i - 1] in header_words)
+        elif t in (rpar, rsqb) and headers and headers.pop():
+            closed_header = i
+    return out
+
+
 class Tokens:
     """The file as the grammar's token stream with brackets and namespaces matched.
 
     The whole file is only lexed (with the grammar's terminals, so comments, strings, raw strings,
-    directives and `#if 0` regions are single tokens); only the target kernel's body is parsed
-    into statements. Lexing is the bulk of the cost, so a 10k-line file applies in well under a second.
+    directives and `#if 0` regions are single tokens; tokens.py keeps a byte per token and makes a
+    token's text and offsets when asked); only the target kernel's body is parsed into statements.
+    `match` (opener -> closer) and `opener` (closer -> opener) read one array of partners.
     """
 
     def __init__(self, text: str, path: str):
-        try:
-            self.toks = list(cuda_parser().lex(text))
-        except LarkError as e:
-            raise _parse_error(e, text, path) from None
-        self.match: dict[int, int] = {}
+        self.text = text
+        self.toks = TokenStream(text, terminals(cuda_parser()))
+        bad = self.toks.error_offset()
+        if bad is not None:
+            raise _unparsable(text, path, bad)
+        self.toks.insert(_macro_statements(self.toks))
+        types, code = self.toks.types, self.toks.terms.names.index
+        close_of = {code(o): code(c) for o, c in OPEN.items()}
+        partner = array("i" if len(types) < 2 ** 31 else "q", [0]) * len(types)
         stack: list[int] = []
-        for i, t in enumerate(self.toks):
-            if t.type in OPEN:
+        for i in self.toks.indices({*OPEN, *OPEN.values()}):
+            if types[i] in close_of:
                 stack.append(i)
-            elif t.type in ("RBRACE", "RPAR", "RSQB"):
-                if not stack or OPEN[self.toks[stack[-1]].type] != t.type:
-                    line = Lines(text).line(t.start_pos)
-                    raise SourceParseError(f"unbalanced {t.value!r}", path=path, line=line,
-                                           hint="braces, parentheses and brackets must balance outside comments, "
-                                                "strings and #if 0 regions")
-                self.match[stack.pop()] = i
-        self.opener = {v: k for k, v in self.match.items()}
+            elif not stack or close_of[types[stack[-1]]] != types[i]:
+                t = self.toks[i]
+                raise SourceParseError(f"unbalanced {t.value!r}", path=path, line=Lines(text).line(t.start_pos),
+                                       hint="braces, parentheses and brackets must balance outside comments, "
+                                            "strings and #if 0 regions")
+            else:
+                j = stack.pop()
+                partner[i], partner[j] = j, i
         if stack:
             t = self.toks[stack[-1]]
             raise SourceParseError(f"{t.value!r} is never closed", path=path, line=Lines(text).line(t.start_pos))
-        self.scopes = [sc for i, t in enumerate(self.toks) if t.type == "LBRACE" for sc in [self._namespace(i)] if sc]
-        # `using namespace X;`: (token index, enclosing scope's close index or len, X's parts)
-        self.usings = [(i, self.close_of(i), tuple(self._qual_words(i + 2)))
-                       for i, t in enumerate(self.toks) if t.value == "using" and i + 2 < len(self.toks)
-                       and self.toks[i + 1].value == "namespace"]
+        self.match = _Pairs(partner, types, set(close_of))
+        self.opener = _Pairs(partner, types, set(close_of.values()))
+        self.scopes = [sc for i in self.toks.indices({"LBRACE"}) for sc in [self._namespace(i)] if sc]
+        # `using namespace X;`: (token index, the `}` closing its scope (len at file scope), X's parts)
+        self.usings = [(i, self.close_of(i), tuple(self._qual_words(i + 2))) for i in self.find({"using"}, set())
+                       if i + 2 < len(self.toks) and self.toks[i + 1].value == "namespace"]
+
+    def find(self, words: set[str], types: set[str]) -> list[int]:
+        """Indices, ascending, of the tokens of these types and of the WORD tokens spelled as one of
+        these words (found as text first: a file holds few of them)."""
+        found = set(self.toks.indices(types))
+        for w in filter(None, words):
+            at = self.text.find(w)
+            while at >= 0:
+                i = self.toks.at(at)
+                if i is not None and self.toks.name(i) == "WORD" and self.toks.span(i)[1] == at + len(w):
+                    found.add(i)
+                at = self.text.find(w, at + 1)
+        return sorted(found)
 
     def _qual_words(self, i: int) -> list[str]:
         """The words of `A::B::C` starting at token i (a leading `::` is skipped)."""
@@ -415,16 +460,15 @@ class Tokens:
             j -= 1
         if j < 0 or self.toks[j].value != "namespace":
             return None
-        parts = tuple(t.value for t in self.toks[j + 1:i] if t.type == "WORD")
+        parts = tuple(self.toks[k].value for k in range(j + 1, i) if self.toks[k].type == "WORD")
         return Scope(i, self.match[i], parts)
 
     def close_of(self, i: int) -> int:
         """Index of the `}` closing the innermost braces around token i (len(toks) at file scope)."""
-        inner = [self.match[o] for o in self._open_braces(i)]
-        return min(inner) if inner else len(self.toks)
-
-    def _open_braces(self, i: int) -> list[int]:
-        return [o for o, c in self.match.items() if o < i < c and self.toks[o].type == "LBRACE"]
+        j, n = i, len(self.toks)
+        while j < n and self.toks.name(j) != "RBRACE":
+            j = self.skip(j)
+        return j
 
     def namespace_at(self, i: int) -> tuple[str, ...]:
         """The namespaces around token i, outermost first (anonymous ones add nothing)."""
@@ -441,30 +485,31 @@ class Tokens:
     def angle_close(self, i: int, end: int, strict: bool = True) -> int | None:
         """Index of the `>` closing the `<` at token i, before index `end`; None when the `<` is a
         comparison (a `;`, brace or unmatched `)` comes first, or, `strict`, `&&` or `||`: not
-        strict when the `<` follows a template's name, whose arguments may be `A && !B`)."""
+        strict when the `<` follows a template's name, whose arguments may be `A && !B`). A `>>>`
+        (the lexer's launch close) closes three levels: `Tag<Tag<int>>>`."""
         depth, j = 0, i
         while j < end:
-            t = self.toks[j]
-            if t.type in NOT_IN_TARGS or (strict and t.value in ("&&", "||")):
+            name = self.toks.name(j)
+            if name in NOT_IN_TARGS or (strict and self.toks[j].value in ("&&", "||")):
                 return None
-            depth += (t.type == "LT") - (t.type == "GT")
-            if depth == 0:
+            depth += (name == "LT") - (name == "GT") - 3 * (name == "LAUNCH_CLOSE")
+            if depth <= 0:
                 return j
             j = self.skip(j)
         return None
 
     def angle_open(self, i: int) -> int | None:
-        """Index of the `<` whose `>` is token i (one that closes template arguments, as before `<<<`),
-        walking back over bracketed groups."""
+        """Index of the `<` whose `>` (or `>>>`) is token i, one that closes template arguments (as
+        before `<<<`), walking back over bracketed groups."""
         depth, j = 0, i
         while j >= 0:
-            t = self.toks[j]
             if j in self.opener:
                 j = self.opener[j] - 1
                 continue
-            if t.type in NOT_IN_TARGS or t.type in ("LPAR", "LSQB"):
+            name = self.toks.name(j)
+            if name in NOT_IN_TARGS or name in ("LPAR", "LSQB"):
                 return None
-            depth += (t.type == "GT") - (t.type == "LT")
+            depth += (name == "GT") + 3 * (name == "LAUNCH_CLOSE") - (name == "LT")
             if depth == 0:
                 return j
             j -= 1
@@ -479,11 +524,11 @@ class Tokens:
         level; a comma inside template arguments (`k<128, 64>`) separates nothing."""
         parts, start, i = [], a, a
         while i < b:
-            t = self.toks[i]
-            if t.type == "COMMA":
+            name = self.toks.name(i)
+            if name == "COMMA":
                 parts.append((start, i - 1))
                 start = i + 1
-            elif t.type == "LT" and i > start and self.toks[i - 1].type == "WORD":
+            elif name == "LT" and i > start and self.toks.name(i - 1) == "WORD":
                 shut = self.angle_close(i, b)
                 if shut is not None:
                     i = shut
@@ -492,13 +537,30 @@ class Tokens:
             parts.append((start, b - 1))
         return parts
 
+    def slice(self, a: int, b: int) -> list:
+        """Tokens [a, b) (the stream makes each on demand)."""
+        return [self.toks[k] for k in range(a, b)]
+
+    def lark_tokens(self, a: int, b: int) -> list[Token]:
+        """Tokens [a, b) as Lark's, for the host-level rules (no VSEMI; a `>>>` as three `>`)."""
+        out = []
+        for i in range(a, b):
+            name = self.toks.name(i)
+            if name == "VSEMI":
+                continue
+            s, e = self.toks.span(i)
+            if name == "LAUNCH_CLOSE":
+                out += [Token("GT", ">", start_pos=s + k, end_pos=s + k + 1) for k in range(3)]
+            else:
+                out.append(Token(name, self.text[s:e], start_pos=s, end_pos=e))
+        return out
+
     def parse(self, start: str, a: int, b: int) -> Tree | None:
         """Tokens [a, b) parsed with one of the grammar's host-level rules; None when they do not fit."""
         ip = cuda_parser().parse_interactive(start=start)
         try:
-            for t in self.toks[a:b]:
-                if t.type != "VSEMI":
-                    ip.feed_token(t)
+            for t in self.lark_tokens(a, b):
+                ip.feed_token(t)
             return ip.feed_eof()
         except LarkError:
             return None
@@ -536,10 +598,9 @@ def parse_source(text: str, path: str = "<source>", declared_by: str | None = No
     kernels: list[Kernel] = []
     declarations: list[KernelDecl] = []
     unreadable: list[int] = []
-    macros = Macros.of(tk.toks)
-    for i, t in enumerate(tk.toks):
-        if t.type != "WORD" or (t.value not in macros.globals and t.value != declared_by):
-            continue
+    macros = Macros.of([tk.toks[i] for i in tk.toks.indices({"PREPROC"})])
+    for i in tk.find(macros.globals | {declared_by}, set()):
+        t = tk.toks[i]
         # a macro the file defines with __global__ may take the kernel's name: MACRO(name, ...) { body }
         found = _macro_kernel_at(tk, i, text, path, lines, macros)
         if found is None and t.value in macros.globals:
@@ -565,7 +626,7 @@ def _decl_start(tk: Tokens, i: int) -> int:
 
 def _is_template(tk: Tokens, i: int) -> bool:
     """Is the kernel declared at token i under `template <...>`?"""
-    return any(t.value == "template" for t in tk.toks[_decl_start(tk, i):i])
+    return any(t.value == "template" for t in tk.slice(_decl_start(tk, i), i))
 
 
 def _kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines,
@@ -625,11 +686,19 @@ def _helper_asm(tk: Tokens, kernels: list[Kernel], lines: Lines,
     matches nothing in the kernel may name an opcode of a `__device__` helper, whose call can be
     anchored instead."""
     toks, out = tk.toks, []
-    bodies = [(k.body_start, k.body_end) for k in kernels]
-    for i, t in enumerate(toks):
-        if t.type not in ASM_TYPES or any(a <= t.start_pos < b for a, b in bodies):
+    bodies: list[list[int]] = []  # the kernels' bodies, overlapping ones merged, by offset
+    for a, b in sorted((k.body_start, k.body_end) for k in kernels):
+        if bodies and a <= bodies[-1][1]:
+            bodies[-1][1] = max(bodies[-1][1], b)
+        else:
+            bodies.append([a, b])
+    starts = [a for a, _ in bodies]
+    for i in toks.indices(ASM_TYPES):
+        t = toks[i]
+        j = bisect.bisect_right(starts, t.start_pos) - 1
+        if j >= 0 and t.start_pos < bodies[j][1]:
             continue
-        found = _instructions(itertools.islice(toks, i + 1, None), macros)
+        found = _instructions(toks.from_(i + 1), macros)
         if found:
             out.append((_function_at(tk, i), lines.line(t.start_pos), found))
     return out

@@ -18,16 +18,15 @@ from __future__ import annotations
 import json
 import re
 import uuid
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CaptureError
-from ..fsio import write_atomic
-from ..layout import OWNER_DTYPE, build_header, group_owners, selected_warps, thread_level
+from ..launchfile import write_launch
+from ..layout import OWNER_DTYPE, TAG_VALID, build_header, group_owners, owner_slots
+from ..manifest import Manifest
 
-TAG_VALID = 0x80000000
 MALFORMED = (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError)
 
 
@@ -40,19 +39,6 @@ def iket_kernel_name(kernel: str) -> re.Pattern:
 def launches_of(trace: dict, kernel: str) -> list[dict]:
     pat = iket_kernel_name(kernel)
     return [l for l in trace.get("launches", []) if pat.search(l.get("kernelName", ""))]
-
-
-def _owner_slots(group: dict, grid, block, cta: np.ndarray, warp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(owner index within the group, eligible) for warps at (linear CTA, warp in CTA)."""
-    n_threads = int(np.prod(block))
-    warps = selected_warps(group["role_code"], group["warp_mask"], n_threads)
-    rank = np.full(32, -1)
-    rank[warps] = np.arange(len(warps))
-    per_cta = len(warps) * (32 if thread_level(group["role_code"]) else 1)
-    stride, limit = group["cta_stride"], group["cta_limit"]
-    cta_rank = cta // stride
-    ok = (cta % stride == 0) & (rank[warp] >= 0) & ((limit == 0) | (cta_rank < limit))
-    return np.where(ok, cta_rank * per_cta + rank[warp], 0), ok
 
 
 def _at(table: list, i, what: str):
@@ -79,26 +65,25 @@ def _check_lifetimes(ev: np.ndarray, life_loc, life_t0, life_t1, n_loc: int, whe
                            f"{span}", hint="the trace mixes launches or was edited: capture again with run-iket")
 
 
-def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, workload: str, device: dict,
-                     run_id: str) -> tuple:
+def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) -> tuple[bytes, tuple, tuple, str]:
+    """One launch of the target kernel as format-v1 bytes: (raw buffer, grid, block, IKeT's kernel name)."""
     names = trace["stringTable"]
     loc = trace["locationTable"]
     grid = (launch["gridDimX"], launch["gridDimY"], launch["gridDimZ"])
     block = (launch["blockDimX"], launch["blockDimY"], launch["blockDimZ"])
-    iket = manifest["iket"]
-    ranges = {r["name"]: r for r in iket["ranges"]}
-    site_group = [s["group"] for s in manifest["sites"]]
+    iket = manifest.iket
+    ranges = {r.name: r for r in iket.ranges}
     rows = []  # (location index, site id, timestamp, payload)
     for mk in launch.get("markers", []):
-        site = iket["marks"].get(_at(names, mk["markerNameIdx"], "marker name"))
+        site = iket.marks.get(_at(names, mk["markerNameIdx"], "marker name"))
         if site is not None:
             rows.append((mk["locIdx"], site, mk["timestamp"], int(mk.get("payload", 0)) & 0xFFFFFFFF))
     for rg in launch.get("ranges", []):
         r = ranges.get(_at(names, rg["rangeNameIdx"], "range name"))
         if r is not None:
             start_loc, end_loc = rg["warpLocIdxs"]
-            rows.append((start_loc, r["start_site"], rg["startTs"], int(rg.get("startPayload", 0)) & 0xFFFFFFFF))
-            rows.append((end_loc, r["end_site"], rg["endTs"], int(rg.get("endPayload", 0)) & 0xFFFFFFFF))
+            rows.append((start_loc, r.start_site, rg["startTs"], int(rg.get("startPayload", 0)) & 0xFFFFFFFF))
+            rows.append((end_loc, r.end_site, rg["endTs"], int(rg.get("endPayload", 0)) & 0xFFFFFFFF))
     ev = np.array(rows, dtype=np.int64).reshape(-1, 4)
     gx, gy = grid[0], grid[1]
     loc_cta = np.array([l["ctaId"][0] + gx * (l["ctaId"][1] + gy * l["ctaId"][2]) for l in loc], dtype=np.int64)
@@ -111,18 +96,18 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
         raise ValueError("a location index is outside the location table")
     _check_lifetimes(ev, life_loc, life_t0, np.array([w["endTs"] for w in life], dtype=np.int64), len(loc),
                      lambda i: f"CTA {tuple(loc[i]['ctaId'])} warp {loc[i]['warpId']}",
-                     lambda sid: manifest["sites"][sid]["name"], seq)
+                     lambda sid: manifest.sites[sid].name, seq)
 
-    groups = manifest["groups"]
+    groups = manifest.groups
     sizes = group_owners(groups, grid, block)
     bases, n_owner = np.cumsum([0, *sizes])[:-1], sum(sizes)
     # each event's owner: its warp's slot in its site's group
     e_loc, e_site = ev[:, 0], ev[:, 1]
-    e_group = np.array(site_group, dtype=np.int64)[e_site] if ev.size else np.zeros(0, np.int64)
+    e_group = np.array(manifest.site_group, dtype=np.int64)[e_site] if ev.size else np.zeros(0, np.int64)
     owner = np.zeros(e_loc.size, dtype=np.int64)
     for gi, g in enumerate(groups):
         sel = e_group == gi
-        slot, ok = _owner_slots(g, grid, block, loc_cta[e_loc[sel]], loc_warp[e_loc[sel]])
+        slot, ok = owner_slots(g, block, loc_cta[e_loc[sel]], loc_warp[e_loc[sel]])
         if not ok.all():
             raise CaptureError(f"launch {seq}: IKeT recorded site events from warps outside their group's owners")
         owner[sel] = bases[gi] + slot
@@ -130,12 +115,12 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     owner, ev = owner[order], ev[order]
     counts = np.bincount(owner, minlength=n_owner)
     cap = max(1, int(counts.max()) if counts.size else 1)
-    words = manifest["capture"]["event_bytes"] // 4
+    words = manifest.capture.event_bytes // 4
     wide = words == 4
     events = np.zeros((n_owner, cap, words), dtype="<u4")
     starts = np.cumsum(counts) - counts
     k = np.arange(owner.size) - starts[owner]
-    tag = (TAG_VALID | ev[:, 1]).astype(np.uint32)
+    tag = (int(TAG_VALID) | ev[:, 1]).astype(np.uint32)
     events[owner, k, 0] = (ev[:, 2] & 0xFFFFFFFF).astype(np.uint32)
     events[owner, k, words - 1] = tag
     if wide:
@@ -145,7 +130,7 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     t0 = np.full(n_owner, np.iinfo(np.int64).max, dtype=np.int64)
     claims = np.zeros(n_owner, dtype=np.int64)
     for gi, g in enumerate(groups):  # every warp lifetime claims its slot in each group the warp belongs to
-        slot, ok = _owner_slots(g, grid, block, loc_cta[life_loc], loc_warp[life_loc])
+        slot, ok = owner_slots(g, block, loc_cta[life_loc], loc_warp[life_loc])
         o = bases[gi] + slot[ok]
         np.add.at(claims, o, 1)  # a second lifetime of one (CTA, warp) is a duplicate claim
         own["smid"][o] = loc_sm[life_loc[ok]]
@@ -156,15 +141,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: dict, worklo
     t0 = np.where(t0 == np.iinfo(np.int64).max, 0, t0)
     own["t0_lo"], own["t0_hi"] = t0 & 0xFFFFFFFF, t0 >> 32
     own["attempted"] = counts
-    hdr = build_header(groups, grid, block, cap, words * 4, manifest["capture"]["clock"],
-                       manifest["source"]["source_id"], seq)
-    raw = hdr.tobytes() + own.tobytes() + events.tobytes()
-    side = {"format": "atrex-timeline-capture", "version": 1, "kernel": manifest["kernel"], "launch_seq": seq,
-            "grid": list(grid), "block": list(block), "source_id": manifest["source"]["source_id"],
-            "workload": workload, "device": device, "run_id": run_id, "capture": "run-iket",
-            "iket_kernel": launch["kernelName"],
-            "bytes": len(raw), "crc32": zlib.crc32(raw)}
-    return raw, side
+    hdr = build_header(groups, grid, block, cap, words * 4, manifest.capture.clock, manifest.source.source_id, seq)
+    return hdr.tobytes() + own.tobytes() + events.tobytes(), grid, block, launch["kernelName"]
 
 
 def _load(trace_json: Path):
@@ -175,33 +153,31 @@ def _load(trace_json: Path):
                            path=str(trace_json), hint="recapture with run-iket `--postprocess json`") from None
 
 
-def normalize_trace(trace_json: Path, manifest: dict, out_dir: Path, workload: str = "", device: dict | None = None,
+def normalize_trace(trace_json: Path, manifest: Manifest, out_dir: Path, workload: str = "", device: dict | None = None,
                     ) -> list[Path]:
     return normalize_loaded(_load(trace_json), trace_json, manifest, out_dir, workload, device)
 
 
-def normalize_loaded(trace: dict, trace_json: Path, manifest: dict, out_dir: Path, workload: str,
+def normalize_loaded(trace: dict, trace_json: Path, manifest: Manifest, out_dir: Path, workload: str,
                      device: dict | None) -> list[Path]:
+    if manifest.iket is None:
+        raise CaptureError(f"manifest of spec {manifest.name!r} has no IKeT name map (backend {manifest.backend!r})",
+                           hint="normalize run-iket's output with the manifest of a cutedsl spec")
     run_id = uuid.uuid4().hex  # one decoded trace is one process: one run
     try:
-        launches = launches_of(trace, manifest["kernel"])
-        files = [normalize_launch(trace, launch, seq, manifest, workload, device or {}, run_id)
-                 for seq, launch in enumerate(launches)]
+        launches = launches_of(trace, manifest.kernel)
+        files = [normalize_launch(trace, launch, seq, manifest) for seq, launch in enumerate(launches)]
     except MALFORMED as e:  # external JSON: any field missing, mistyped or out of range
         raise CaptureError(f"not a run-iket decoded trace this normalizer reads ({type(e).__name__}: {e})",
                            path=str(trace_json), hint="recapture with run-iket `--postprocess json` "
                                                       "(nvidia-cutlass-dsl 4.8.1 writes the format read here)") from None
     if not launches:
-        raise CaptureError(f"no launch of kernel {manifest['kernel']!r} in {trace_json}",
+        raise CaptureError(f"no launch of kernel {manifest.kernel!r} in {trace_json}",
                            hint="is the instrumented source the one that ran?")
-    out = []  # written only once every launch normalized: nothing partial
-    for seq, (raw, side) in enumerate(files):
-        base = Path(out_dir) / f"{manifest['kernel']}-launch{seq}"
-        side["file"] = base.name + ".atrex"
-        write_atomic(base.with_suffix(".atrex"), raw)
-        write_atomic(base.with_suffix(".json"), json.dumps(side) + "\n")
-        out.append(base.with_suffix(".atrex"))
-    return out
+    # written only once every launch normalized: nothing partial
+    return [write_launch(out_dir, manifest.kernel, seq, raw, grid, block, manifest.source.source_id, workload,
+                         device or {}, run_id, capture="run-iket", iket_kernel=kernel)
+            for seq, (raw, grid, block, kernel) in enumerate(files)]
 
 
 def _launches_kernel(trace, kernel: str) -> bool:
@@ -211,7 +187,7 @@ def _launches_kernel(trace, kernel: str) -> bool:
         return False  # normalize_loaded says what is wrong with it
 
 
-def normalize_run(iket_dir: Path, manifest: dict, out_dir: Path, workload: str) -> list[Path]:
+def normalize_run(iket_dir: Path, manifest: Manifest, out_dir: Path, workload: str) -> list[Path]:
     """After `run-iket profile`: normalize the decoded trace of the one process that launched the kernel
     (several would reuse launch numbers in one folder: one capture folder holds one run)."""
     from ..pycapture import device_info
@@ -220,9 +196,9 @@ def normalize_run(iket_dir: Path, manifest: dict, out_dir: Path, workload: str) 
         raise CaptureError(f"run-iket left no decoded trace in {iket_dir}",
                            hint="run-iket needs `--postprocess json` or `all`; see its log")
     loaded = [(t, _load(t)) for t in traces]
-    ran = [(t, d) for t, d in loaded if _launches_kernel(d, manifest["kernel"])] or loaded[:1]
+    ran = [(t, d) for t, d in loaded if _launches_kernel(d, manifest.kernel)] or loaded[:1]
     if len(ran) > 1:
-        raise CaptureError(f"{len(ran)} processes launched kernel {manifest['kernel']!r} "
+        raise CaptureError(f"{len(ran)} processes launched kernel {manifest.kernel!r} "
                            f"({', '.join(t.name for t, _ in ran)})", path=str(iket_dir),
                            hint="capture one process per folder (launch the kernel from a single process)")
     (t, d), = ran

@@ -17,8 +17,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from ..anchoring import Candidate, call_matches, pick, squash
 from ..errors import AnchorError, SourceParseError, SpecError
 from ..fsio import sha256_bytes
-from ..plan import Rewrite, SitePlacement
+from ..backend import Rewrite, SitePlacement
+from ..plan import Plan
 from ..spec import ProbeSpec, Site
+from .backend import interval_ends
 
 MARK = "# atrex: instrumented"
 MAX_NATIVE_DUMP_NAMES = 30  # more unique event names switch IKeT to EXTENDED_NATIVE_DUMP
@@ -218,44 +220,6 @@ class _Insert(cst.CSTTransformer):
         return updated.with_changes(body=updated.body.with_changes(body=body))
 
 
-def _check(spec: ProbeSpec) -> tuple[dict[str, int], dict[str, int], list[str]]:
-    """IKeT's rules, at apply time: (interval starting at site, interval ending at site, warnings)."""
-    starts, ends, warnings = {}, {}, []
-    where = str(spec.path)
-    for k, iv in enumerate(spec.intervals):
-        for d, n, what in ((starts, iv.start, "starts"), (ends, iv.end, "ends")):
-            if n in d:
-                raise SpecError(f"site {n!r} {what} two intervals; an IKeT range token belongs to one range",
-                                path=where, hint="add a second site at the same place for the second interval")
-            d[n] = k
-    by = {s.name: s for s in spec.sites}
-    for s in spec.sites:
-        if s.anchor.kind == "ptx":
-            raise SpecError(f"site {s.name!r}: ptx anchors apply to the cuda backend", path=where, line=s.line)
-        if s.role in ("thread", "predicate"):
-            raise SpecError(f"site {s.name!r}: role {s.role!r} is per thread; IKeT records per warp", path=where,
-                            line=s.line, hint="use lane0, warpgroup or cta")
-        if s.every > 1:
-            raise SpecError(f"site {s.name!r}: `every` is not supported on the cutedsl backend", path=where,
-                            line=s.line)
-        dense = s.role == "lane0" and s.cta_stride == 1 and not s.cta_limit and s.warps is None
-        if (s.name in starts or s.name in ends) and not dense:
-            raise SpecError(f"site {s.name!r} is an interval end and must be warp-uniform: role lane0, all CTAs "
-                            "and warps (range tokens cannot cross a role's `if`)", path=where, line=s.line)
-        if s.cta_limit:
-            raise SpecError(f"site {s.name!r}: ctas.limit is not supported on the cutedsl backend", path=where,
-                            line=s.line)
-    for iv in spec.intervals:
-        if bool(by[iv.start].payload) != bool(by[iv.end].payload):
-            raise SpecError(f"interval {iv.name!r}: IKeT needs the same payload shape on both ends "
-                            "(both sites with a payload, or neither)", path=where)
-    names = {s.name for s in spec.sites if s.name not in ends}
-    if len(names) > MAX_NATIVE_DUMP_NAMES:
-        warnings.append(f"{len(names)} unique IKeT event names: more than {MAX_NATIVE_DUMP_NAMES} switches IKeT "
-                        "from NATIVE_DUMP to the costlier EXTENDED_NATIVE_DUMP method")
-    return starts, ends, warnings
-
-
 def _site_code(spec: ProbeSpec, s: Site, starts: dict, ends: dict, names: dict[str, str]) -> list[str]:
     sid = spec.site_id(s.name)
     label = f"  # atrex: site {s.name} (id {sid}, {s.position})"
@@ -282,7 +246,9 @@ def _site_code(spec: ProbeSpec, s: Site, starts: dict, ends: dict, names: dict[s
     return [c + "\n" for c in out]
 
 
-def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
+def rewrite(plan: Plan, text: str) -> Rewrite:
+    """The instrumented source; the spec passed the backend's check (IKeT's rules) when it was read."""
+    spec = plan.spec
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
                         hint="revert it first: atrex-inject revert SPEC")
@@ -290,7 +256,12 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
         raise SourceParseError(f"not valid Python: {e.message}", path=spec.source_rel, line=e.raw_line) from None
-    starts, ends, warnings = _check(spec)
+    starts, ends = interval_ends(spec)
+    names_used = {s.name for s in spec.sites if s.name not in ends}
+    warnings = []
+    if len(names_used) > MAX_NATIVE_DUMP_NAMES:
+        warnings.append(f"{len(names_used)} unique IKeT event names: more than {MAX_NATIVE_DUMP_NAMES} switches IKeT "
+                        "from NATIVE_DUMP to the costlier EXTENDED_NATIVE_DUMP method")
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     pos = wrapper.resolve(PositionProvider)
     scopes = wrapper.resolve(ScopeProvider)
@@ -337,7 +308,7 @@ def rewrite(spec: ProbeSpec, text: str) -> Rewrite:
     for p in placements:
         key = f"# atrex: site {p.site.name} (id {p.site_id}"
         p.instrumented_line = next((i for i, l in enumerate(new.splitlines(), 1) if key in l), 0)
-    iket = {"names": sorted({s.name for s in spec.sites if s.name not in ends}),
+    iket = {"names": sorted(names_used),
             "ranges": [{"name": iv.start, "start_site": spec.site_id(iv.start), "end_site": spec.site_id(iv.end)}
                        for iv in spec.intervals],
             "marks": {s.name: spec.site_id(s.name) for s in spec.sites

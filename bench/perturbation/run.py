@@ -31,6 +31,7 @@ from pathlib import Path
 from atrex_inject import measure as ms
 from atrex_inject import snapshot
 from atrex_inject.errors import AtrexError
+from atrex_inject.manifest import load as load_manifest
 from atrex_inject.validate import validate_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,9 +66,8 @@ def arm(work: Path, example: str, bins: dict[str, Path], name: str, samples: int
 
 def capture_check(cap: Path, work: Path, example: str, name: str) -> dict:
     """Validation of the first recording sample's capture: the probes measured must have recorded."""
-    manifest = json.loads((work / f"manifest-{example}-{name}.json").read_text())
     try:
-        report, launches = validate_dir(cap, manifest)
+        report, launches = validate_dir(cap, load_manifest(work / f"manifest-{example}-{name}.json"))
     except AtrexError as e:
         return {"verdict": "rejected", "events": 0, "failed": [str(e)]}
     return {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
@@ -126,7 +126,7 @@ def build_with_manifests(work: Path, example: str) -> dict[str, Path]:
             res = snapshot.apply(s, root=work)
             shutil.copy(src, inst)
             snapshot.revert(s, root=work)
-        (work / f"manifest-{example}-{name}.json").write_text(json.dumps(res.manifest))
+        (work / f"manifest-{example}-{name}.json").write_text(res.manifest.dumps())
         bins[name] = work / f"{example}.{name}"
         subprocess.run([*NVCC, f"-I{inc}", f"-I{src.parent}", "-o", bins[name], inst], check=True)
     return bins

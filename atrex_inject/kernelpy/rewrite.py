@@ -1,0 +1,217 @@
+"""CUDA source inside Python (`kernel.py`): instrument its CUDA string with the CUDA route and
+write the result back into the string's literal, every other byte of the file as it was.
+
+1. locate.py finds the string and refuses f-strings and run-time templates.
+2. The CUDA rewriter instruments the string's value, preceded by padding lines so the line
+   numbers it reports (anchor candidates, sites) are the file's, and with the recorder header's
+   text embedded instead of #included: load_inline, NVRTC and CuPy then all compile it as it is,
+   with no include path to pass (docs/kernelpy.md says why this over rewriting the compile call).
+3. align.py recovers what the rewriter inserted; a `#line N "kernel.py"` directive follows each
+   inserted block, so the compiler's diagnostics keep naming the file's lines.
+4. literal.py writes the insertions into the tokens in their own quoting; the new file must
+   parse and its string must evaluate to exactly the instrumented text, or nothing is written.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+from ..assets import asset_dir
+from ..errors import AtrexError
+from ..backend import Rewrite
+from ..plan import Plan
+from ..spec import ProbeSpec
+from .align import NotAnInsertion, insertions
+from .literal import LiteralError
+from .locate import CudaString, locate
+
+PAD = "// atrex: padding\n"  # one per file line above the string; removed from the rewriter's output
+
+
+_INCLUDE = re.compile(r'#include "([^"]+)"')
+
+
+def runtime_text() -> str:
+    """The recorder header as embedded: atrex_timeline.cuh with the runtime headers it includes
+    written in place, each under a `#line` naming it (an error in one points into the real file);
+    a header already written, and `#pragma once` (a warning in a main file), become comments."""
+    from ..cuda.rewrite import HEADER
+    folder, done = asset_dir("runtime"), set()
+
+    def inline(name: str) -> list[str]:
+        done.add(name)
+        out = [f'#line 1 "{name}"']
+        for i, line in enumerate((folder / name).read_text().splitlines(), 1):
+            m = _INCLUDE.match(line)
+            if line.strip() == "#pragma once":
+                out.append("// (#pragma once: embedded once, here)")
+            elif m and m.group(1) in done:
+                out.append(f"// ({m.group(1)}: embedded above)")
+            elif m and (folder / m.group(1)).is_file():
+                out += inline(m.group(1)) + [f'#line {i + 1} "{name}"']
+            else:
+                out.append(line)
+        return out
+
+    return "\n".join(inline(HEADER)) + "\n"
+
+
+def rewrite(plan: Plan, text: str) -> Rewrite:
+    """The instrumented Python file for the plan's spec (cuda backend, `.py` source)."""
+    from ..cuda.rewrite import rewrite as cuda_rewrite
+    spec = plan.spec
+    path = str(spec.source)
+    cs = locate(text, spec.source_rel, path, spec.cuda_string)
+    value = cs.value
+    if PAD in value:
+        raise AtrexError(f"the CUDA string holds {PAD.strip()!r}, a line atrex-inject reserves", path=path,
+                         line=cs.line, hint="remove that line from the string")
+    pad = cs.line_of(0) - 1
+    rw = cuda_rewrite(plan, PAD * pad + value, runtime=runtime_text())
+    block = PAD * pad
+    if rw.text.count(PAD) != pad or block not in rw.text:
+        raise AtrexError("the CUDA rewriter moved the padding lines", hint="this is a bug in atrex-inject; "
+                         "please report it with the spec and the Python file")
+    inst = rw.text.replace(block, "", 1)
+    try:
+        ins = insertions(value, inst)
+    except NotAnInsertion as e:
+        raise AtrexError(f"the CUDA rewriter changed clean text of {spec.source_rel}: {e}", path=path,
+                         hint="this is a bug in atrex-inject; please report it with the spec and the Python file")
+    ins = _line_directives(ins, value, cs, spec.source_rel)
+    ins, sid, final = _stamp(ins, value, rw.source_id)
+    new_text = _write_back(text, cs, ins, spec, final)
+    starts = [0] + [m.end() for m in re.finditer("\n", value)]
+
+    def file_line(cuda_line: int) -> int:  # a line of the padded string -> the file's
+        k = min(max(cuda_line - pad, 1), len(starts))
+        return cs.line_of(starts[k - 1])
+
+    lines = new_text.split("\n")
+    for p in rw.placements:
+        p.source_line = file_line(p.source_line)
+        key = re.compile(rf"atrex: site {re.escape(p.site.name)} \(id {p.site_id}\b")
+        p.instrumented_line = next((i for i, l in enumerate(lines, 1) if key.search(l)), 0)
+    launches = [dict(l, line=file_line(l["line"])) for l in rw.launches]
+    warnings = list(rw.warnings) + list(cs.warnings)
+    if not launches:
+        warnings.append(f"the CUDA string launches no {spec.kernel}: a launch from Python (NVRTC, CuPy, cuda-python) "
+                        f"is captured when it goes through atrex_inject.pycapture.capture_launch, which runs the "
+                        f"instrumented copy and binds its buffer (docs/kernelpy.md); any other launch runs the "
+                        f"clean kernel and is not captured")
+    not_captured = [dict(n, line=file_line(n["line"])) for n in rw.not_captured]
+    return Rewrite(new_text, sid, rw.placements, launches, warnings, rw.backend_data, not_captured)
+
+
+def _starts_line(value: str, s: int) -> bool:
+    """A line begins at s, outside a backslash-continued line (where a directive would break a macro)."""
+    return s < len(value) and (s == 0 or value[s - 1] == "\n") and not value[max(0, s - 2):s].startswith("\\")
+
+
+def _line_directives(ins: list[tuple[int, str]], value: str, cs: CudaString, rel: str) -> list[tuple[int, str]]:
+    """After every insertion that adds lines, `#line N "rel"` at the next clean line start, N
+    being the file line that clean line is on."""
+    name = rel.replace("\\", "\\\\").replace('"', '\\"')
+
+    def directive(s: int) -> str:
+        return f'#line {cs.line_of(s)} "{name}"\n'
+
+    def next_start(a: int, limit: int) -> int | None:
+        s = a
+        while s < limit:
+            if _starts_line(value, s):
+                return s
+            n = value.find("\n", s, limit)
+            if n < 0:
+                return None
+            s = n + 1
+        return None
+
+    out, pending, cursor = [], False, 0
+    for off, t in ins:
+        s = next_start(cursor, off) if pending else None
+        if s is not None:
+            out.append((s, directive(s)))
+            pending = False
+        if _starts_line(value, off) and (pending or "\n" in t):
+            cut = t.rfind("\n") + 1
+            t = t[:cut] + directive(off) + t[cut:]
+            pending = False
+        elif "\n" in t:
+            pending = True
+        out.append((off, t))
+        cursor = off + 1
+    s = next_start(cursor, len(value)) if pending else None
+    if s is not None:
+        out.append((s, directive(s)))
+    return out
+
+
+def _apply(value: str, ins: list[tuple[int, str]]) -> str:
+    out, pos = [], 0
+    for off, t in ins:
+        out += [value[pos:off], t]
+        pos = off
+    return "".join(out) + value[pos:]
+
+
+def _stamp(ins: list[tuple[int, str]], value: str, old_id: str) -> tuple[list[tuple[int, str]], str, str]:
+    """The source identity of the final string (directives included): (insertions, id, text)."""
+    from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
+    key = '__atrex_source_id[] = "{}"'
+    holders = [i for i, (_, t) in enumerate(ins) if key.format(old_id) in t]
+    if len(holders) != 1:
+        raise AtrexError("the instrumented CUDA string does not hold one source identity",
+                         hint="this is a bug in atrex-inject; please report it with the spec and the Python file")
+    i = holders[0]
+    zeroed = list(ins)
+    zeroed[i] = (ins[i][0], ins[i][1].replace(key.format(old_id), key.format(SOURCE_ID_PLACEHOLDER), 1))
+    sid = source_id_of(_apply(value, zeroed))
+    zeroed[i] = (ins[i][0], ins[i][1].replace(key.format(old_id), key.format(sid), 1))
+    return zeroed, sid, _apply(value, zeroed)
+
+
+def _write_back(text: str, cs: CudaString, ins: list[tuple[int, str]], spec: ProbeSpec, final: str) -> str:
+    """The Python file with the insertions written into the string's tokens, checked: it parses
+    and the string (read back by Python itself) is `final`."""
+    nl = "\r\n" if text.count("\r\n") * 2 > text.count("\n") else "\n"
+    per_part: dict[int, list[tuple[int, str]]] = {}
+    for off, t in ins:
+        i, local = cs.split(off)
+        per_part.setdefault(i, []).append((local, t))
+    data = text.encode()
+    path = str(spec.source)
+    for i in sorted(per_part, reverse=True):
+        part = cs.parts[i]
+        try:
+            token = part.literal.with_insertions(per_part[i], nl)
+        except LiteralError as e:
+            raise AtrexError(f"cannot write the instrumented code into the literal at line {part.line}: {e}",
+                             path=path, line=part.line,
+                             hint="write the CUDA source as a triple-quoted string") from None
+        data = data[:part.start] + token.encode() + data[part.end:]
+    new = data.decode()
+    try:
+        ast.parse(new)
+        again = locate(new, spec.source_rel, path, spec.cuda_string)
+        span = new.encode()[again.parts[0].start:again.parts[-1].end].decode()
+        ok = ast.literal_eval(f"(\n{span}\n)") == final
+    except (SyntaxError, ValueError, AtrexError) as e:
+        ok, why = False, str(e)
+    else:
+        why = "its string does not read back as the instrumented text"
+    if not ok:
+        raise AtrexError(f"writing the instrumented CUDA string into {spec.source_rel} would not round-trip "
+                         f"({why}); nothing was written", path=path, line=cs.line,
+                         hint="this is a bug in atrex-inject; please report it with the spec and the Python file")
+    return new
+
+
+def source_id_of_python(text: str) -> str:
+    """The source id of a Python file's instrumented CUDA string (what its captures carry); of the
+    whole file when none is instrumented (which then matches no capture)."""
+    from ..cuda.rewrite import MARK
+    from ..source_id import source_id_of
+    from .locate import marked_value
+    value = marked_value(text, MARK)
+    return source_id_of(text if value is None else value)

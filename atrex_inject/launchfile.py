@@ -1,0 +1,41 @@
+"""One captured launch on disk: `<kernel>-launch<N>.atrex` (the raw buffer, layout.py) and its
+`.json` sidecar (docs/format.md, "Sidecar"): how the files are named, what the sidecar restates,
+and the one Python writer of the pair.
+
+The C++ host session (runtime/atrex_timeline.cuh) writes the same pair with the same keys;
+pycapture.py (kernels launched from Python) and cutedsl/normalize.py (run-iket's output) write
+through write_launch, so decode cannot tell the three apart.
+"""
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from pathlib import Path
+
+from .fsio import write_atomic
+from .layout import FORMAT_VERSION
+
+SIDECAR_FORMAT = "atrex-timeline-capture"
+FILE_NAME = re.compile(r"^(?P<kernel>[^/]+)-launch(?P<seq>[0-9]{1,19})\.atrex$")
+# optional sidecar fields the checks read, with their JSON types (decode refuses another type)
+OPTIONAL_TYPES = {"workload": str, "device": dict, "device.uuid": str, "run_id": str}
+
+
+def base_name(kernel: str, launch_seq: int) -> str:
+    return f"{kernel}-launch{launch_seq}"
+
+
+def write_launch(out_dir: str | Path, kernel: str, launch_seq: int, raw: bytes, grid, block, source_id: str,
+                 workload: str, device: dict, run_id: str, **extra) -> Path:
+    """Write the raw buffer, then its sidecar (so a launch is complete only when both exist), each
+    atomically. `extra`: fields this writer adds (how it captured), after the common ones.
+    Returns the `.atrex` path."""
+    base = Path(out_dir) / base_name(kernel, launch_seq)
+    side = {"format": SIDECAR_FORMAT, "version": FORMAT_VERSION, "file": base.name + ".atrex", "kernel": kernel,
+            "launch_seq": launch_seq, "grid": list(grid), "block": list(block),
+            "source_id": source_id, "workload": workload, "device": device, **extra, "run_id": run_id,
+            "bytes": len(raw), "crc32": zlib.crc32(raw)}
+    write_atomic(base.with_suffix(".atrex"), raw)
+    write_atomic(base.with_suffix(".json"), json.dumps(side) + "\n")
+    return base.with_suffix(".atrex")
