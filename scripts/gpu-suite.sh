@@ -49,6 +49,35 @@ for ex in gemm_mma reduce_sumsq layernorm; do
   $ATREX validate "$OUT/cap/$ex" --source "$OUT/cap/$ex.instrumented.cu" || fail=1
 done
 
+log "rowscale_split: kernel in a header, launched from main.cu through CHECK(cudaLaunchKernelEx(...))"
+spec="$work/examples/specs/rowscale_split.toml"
+split="$work/examples/cuda/split"
+if $NVCC -o "$work/rowscale.clean" "$split/main.cu"; then
+  $T "$work/rowscale.clean" --warmup 3 --iters 10 | tee "$OUT/rowscale_split.clean.txt" || fail=1
+  workload=$(wl "$OUT/rowscale_split.clean.txt")
+  if $ATREX apply "$spec" --root "$work"; then
+    cp "$split/rowscale.cuh" "$OUT/cap/rowscale_split.instrumented.cuh"
+    cp "$split/main.cu" "$OUT/cap/rowscale_split.main.instrumented.cu"
+    mkdir -p "$OUT/cap/rowscale_split"
+    cp "$work/.atrex/rowscale_split/manifest.json" "$OUT/cap/rowscale_split/"
+    $NVCC -I"$INC" -o "$work/rowscale.inst" "$split/main.cu" || fail=1
+    log "rowscale_split: probes off (the clean kernel runs), then capture"
+    $T "$work/rowscale.inst" --warmup 3 --iters 10 | tee "$OUT/rowscale_split.off.txt" || fail=1
+    ATREX_TIMELINE_OUT="$OUT/cap/rowscale_split" ATREX_WORKLOAD="$workload" $T "$work/rowscale.inst" --warmup 3 \
+      --iters 10 | tee "$OUT/rowscale_split.inst.txt" || fail=1
+    $ATREX revert "$spec" --root "$work" || fail=1
+    for f in rowscale.cuh main.cu; do
+      cmp -s "$split/$f" "examples/cuda/split/$f" && echo "revert $f byte-exact: yes" || { echo "revert $f byte-exact: NO"; fail=1; }
+    done
+    $ATREX validate "$OUT/cap/rowscale_split" --source "$OUT/cap/rowscale_split.instrumented.cuh" || fail=1
+    $ATREX summary "$OUT/cap/rowscale_split" | head -4
+  else
+    fail=1
+  fi
+else
+  fail=1
+fi
+
 log "cuda-python capture"
 $T python3 scripts/pycapture_check.py "$OUT/cap" || fail=1
 

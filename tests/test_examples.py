@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from atrex_inject.manifest import load as load_manifest
 from conftest import CUDA_SPECS, EXAMPLE_SPECS, nvcc_compile, sha
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("spec_path", CUDA_SPECS, ids=lambda p: p.stem)
@@ -22,17 +24,20 @@ def test_apply_compile_revert(project, spec_path):
     src = project / m.source.path
     clean_sha = m.source.clean_sha256
     assert sha(src) == m.source.instrumented_sha256 != clean_sha
-    assert (res.workspace / m.clean_copy).read_bytes() == (spec_path.parent.parent / "cuda" / src.name).read_bytes()
+    assert (res.workspace / m.clean_copy).read_bytes() == (REPO / m.source.path).read_bytes()
     text = src.read_text()
     for s in m.sites:  # every site is placed and marked in the instrumented file
         assert f"atrex: site {s.name} (id {s.id}" in text
         assert s.instrumented_line > 0
-    proc = nvcc_compile(src, project / "inst.o")
-    assert proc.returncode == 0, proc.stderr
+    units = [project / f.path for f in m.launchers] or [src]  # a header compiles in the files that launch it
+    for unit in units:
+        proc = nvcc_compile(unit, project / "inst.o")
+        assert proc.returncode == 0, proc.stderr
     out = snapshot.revert(spec)
     assert out["reverted"] is True
     assert sha(src) == clean_sha
-    assert src.read_bytes() == (spec_path.parent.parent / "cuda" / src.name).read_bytes()
+    for f in [m.source.path, *(f.path for f in m.launchers)]:
+        assert (project / f).read_bytes() == (REPO / f).read_bytes()
 
 
 @pytest.mark.parametrize("spec_path", EXAMPLE_SPECS, ids=lambda p: p.stem)
