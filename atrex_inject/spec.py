@@ -115,6 +115,7 @@ class ProbeSpec:
     declared_by: str | None = None  # a macro that declares the kernel: `MACRO(kernel, ...) { body }`
     kernel_occurrence: int | None = None  # 1-based pick among several definitions the name matches
     launchers: tuple[Path, ...] = ()  # other files (absolute, inside root) whose launches of the kernel are captured
+    key_lines: dict[str, int] = field(default_factory=dict)  # line of `kernel` and `launchers`, for the rewriter's messages
     cuda_string: str | None = None  # a Python source's variable holding the CUDA source (kernelpy/)
     capture: Capture = field(default_factory=Capture)
     expect: dict[str, int] = field(default_factory=dict)
@@ -352,6 +353,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
 
     spec = ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, declared_by=declared_by, kernel_occurrence=kernel_occurrence, launchers=launchers,
+                     key_lines={k: lines.of(k) for k in ("kernel", "launchers") if k in data},
                      cuda_string=cuda_string, sites=tuple(sites), intervals=tuple(intervals),
                      capture=capture, expect=expect, text=text)
     be.check(spec)

@@ -159,7 +159,7 @@ def test_two_kernels_of_one_name_are_told_apart_by_namespace(tmp_path, kernel, l
 
 def test_an_ambiguous_kernel_name_is_refused_listing_the_candidates(tmp_path):
     spec = project(tmp_path, "twosteps.cu", '"step"')
-    refused(spec, "kernel 'step' names 2 __global__ definitions in twosteps.cu: fast::step (line 5), "
+    refused(spec, "s.toml:6: kernel 'step' names 2 __global__ definitions in twosteps.cu: fast::step (line 5), "
                   "slow::step (line 8)", 'write the qualified name', "occurrence")
 
 
@@ -251,7 +251,7 @@ def test_a_kernel_in_a_header_is_captured_through_its_launchers(tmp_path):
 def test_launches_in_two_translation_units_are_refused(tmp_path):
     spec = project(tmp_path, "saxpy.cuh", '"ops::saxpy"', "main.cu", extra='launchers = ["main.cu", "main2.cu"]\n')
     shutil.copy(tmp_path / "main.cu", tmp_path / "main2.cu")
-    refused(spec, "launches of ops::saxpy would be captured in 2 translation units (main.cu, main2.cu)",
+    refused(spec, "s.toml:7: launches of ops::saxpy would be captured in 2 translation units (main.cu, main2.cu)",
             "list one .cu file in launchers")
 
 

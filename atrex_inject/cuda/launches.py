@@ -377,6 +377,8 @@ def _define(src: SourceFile, target: Target, i: int, out: Scan) -> None:
     if not m:
         return
     body = tok.value[m.end():]
+    if "<<<" not in body and "cudaLaunch" not in body:
+        return  # no launch in it: most directives, spared the lexer
     try:
         inner = Tokens(body, src.path)
     except SourceParseError:
@@ -525,7 +527,8 @@ def find_all(spec, src: SourceFile, kernel: Kernel, launchers: dict[str, str]) -
         raise AnchorError(f"launches of {kernel.label} would be captured in {len(units)} translation units "
                           f"({', '.join(units)}): each compiles its own copy of the capture plan, so their launches "
                           "would be numbered alike and their capture files overwrite each other's",
-                          path=str(spec.path), hint="list one .cu file in launchers (the one whose launches you want "
+                          path=str(spec.path), line=spec.key_lines.get("launchers"),
+                          hint="list one .cu file in launchers (the one whose launches you want "
                                                     "captured); the others' launches run without probes")
     warnings = [w for f in files for w in f.scan.warnings]
     if not any(f.scan.captured for f in files) and spec.source.suffix != ".py":  # kernel.py says its own

@@ -436,7 +436,8 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
 
 def _kernel(spec: ProbeSpec, src: SourceFile) -> Kernel:
     """The definition the spec's kernel name (and occurrence) chooses, or why none is."""
-    kernel = select_kernel(src, KernelName.parse(spec.kernel), spec.kernel_occurrence, str(spec.path))
+    line = spec.key_lines.get("kernel")
+    kernel = select_kernel(src, KernelName.parse(spec.kernel), spec.kernel_occurrence, str(spec.path), line)
     if kernel is not None:
         return kernel
     names = ", ".join(k.label for k in src.kernels) or "none"
@@ -444,7 +445,7 @@ def _kernel(spec: ProbeSpec, src: SourceFile) -> Kernel:
     unread = (f"; the grammar cannot read the head of the __global__ declaration(s) at line(s) "
               f"{', '.join(map(str, src.unreadable))}" if src.unreadable else "")
     raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}{via}{unread}",
-                      path=str(spec.path), hint=f"kernels defined there: {names}; a kernel declared through a "
+                      path=str(spec.path), line=line, hint=f"kernels defined there: {names}; a kernel declared through a "
                                                 "macro is found when the file defines that macro with __global__, "
                                                 "when the macro is CUTLASS_GLOBAL, or, for a macro that takes the "
                                                 "kernel's name (MACRO(name, ...) { body }), with "
