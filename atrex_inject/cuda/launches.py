@@ -211,8 +211,11 @@ def _chevron(src: SourceFile, target: Target, aliases, i: int, bodies, out: Scan
         close = tk.skip(close)
     if close + 1 >= len(toks) or toks[close + 1].type != "LPAR":
         return
+    a, b = before_chevron(tk, i)
+    if not _may_name(tk, a, b, i, target, aliases):
+        return
     cfg = [_text(src, a, b) for a, b in tk.split(i + 1, close)]
-    callee = read_callee(tk, *before_chevron(tk, i), src.text)
+    callee = read_callee(tk, a, b, src.text)
     _launch(src, target, aliases, callee, i, CHEVRON, tk.match[close + 1], bodies, out, spans,
             lambda: (cfg[0], cfg[1], cfg[3] if len(cfg) > 3 else "0") if len(cfg) >= 2 else None)
 
@@ -223,7 +226,10 @@ def _runtime(src: SourceFile, target: Target, aliases, i: int, bodies, out: Scan
     k = RUNTIME_KERNEL_ARG[toks[i].type]
     if len(args) <= k:
         return
-    callee = read_callee(tk, *strip_casts(tk, *args[k]), src.text)
+    a, b = strip_casts(tk, *args[k])
+    if not _may_name(tk, a, b, i, target, aliases):
+        return
+    callee = read_callee(tk, a, b, src.text)
 
     def geometry():
         if toks[i].type in CONFIG_FIRST:
@@ -234,6 +240,14 @@ def _runtime(src: SourceFile, target: Target, aliases, i: int, bodies, out: Scan
         return _text(src, *args[1]), _text(src, *args[2]), _text(src, *args[5]) if len(args) > 5 else "0"
     _launch(src, target, aliases, callee, i, toks[i].value, tk.match[i + 1], bodies, out, spans, geometry,
             kernel_arg=args[k])
+
+
+def _may_name(tk: Tokens, a: int | None, b: int | None, at: int, target: Target, aliases: list[_Alias]) -> bool:
+    """Can the kernel expression in tokens [a, b] (or, unreadable, the 8 tokens before `at`) be the
+    target or an alias of it? A cheap test by its words, before the grammar reads it."""
+    names = {target.kernel.name} | {x.name for x in aliases}
+    lo, hi = (a, b) if a is not None and b is not None and a <= b else (max(0, at - 8), at)
+    return any(tk.toks.name(k) == "WORD" and tk.toks[k].value in names for k in range(lo, hi + 1))
 
 
 def _launch(src: SourceFile, target: Target, aliases, callee: Callee | None, at: int, via: str, last: int, bodies,

@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from lark import Token, Transformer, Tree
 from lark.exceptions import LarkError, UnexpectedInput
@@ -422,7 +422,7 @@ class Tokens:
             raise SourceParseError(f"{t.value!r} is never closed", path=path, line=Lines(text).line(t.start_pos))
         self.match = _Pairs(partner, types, set(close_of))
         self.opener = _Pairs(partner, types, set(close_of.values()))
-        self.scopes = [sc for i in self.toks.indices({"LBRACE"}) for sc in [self._namespace(i)] if sc]
+        self.scopes = [sc for i in self.find({"namespace"}, set()) for sc in [self._namespace(i)] if sc]
         # `using namespace X;`: (token index, the `}` closing its scope (len at file scope), X's parts)
         self.usings = [(i, self.close_of(i), tuple(self._qual_words(i + 2))) for i in self.find({"using"}, set())
                        if i + 2 < len(self.toks) and self.toks[i + 1].value == "namespace"]
@@ -454,14 +454,15 @@ class Tokens:
         return out
 
     def _namespace(self, i: int) -> Scope | None:
-        """The namespace whose `{` is token i: `namespace a::b {`, `inline namespace v1 {`, `namespace {`."""
-        j = i - 1
-        while j >= 0 and self.toks[j].type in ("WORD", "SCOPE") and self.toks[j].value != "namespace":
-            j -= 1
-        if j < 0 or self.toks[j].value != "namespace":
+        """The namespace the word `namespace` at token i opens: `namespace a::b {`, `inline
+        namespace v1 {`, `namespace {` (None for `using namespace x;` and aliases)."""
+        j = i + 1
+        while j < len(self.toks) and self.toks.name(j) in ("WORD", "SCOPE"):
+            j += 1
+        if j >= len(self.toks) or self.toks.name(j) != "LBRACE":
             return None
-        parts = tuple(self.toks[k].value for k in range(j + 1, i) if self.toks[k].type == "WORD")
-        return Scope(i, self.match[i], parts)
+        parts = tuple(self.toks[k].value for k in range(i + 1, j) if self.toks.name(k) == "WORD")
+        return Scope(j, self.match[j], parts)
 
     def close_of(self, i: int) -> int:
         """Index of the `}` closing the innermost braces around token i (len(toks) at file scope)."""
@@ -541,19 +542,28 @@ class Tokens:
         """Tokens [a, b) (the stream makes each on demand)."""
         return [self.toks[k] for k in range(a, b)]
 
-    def lark_tokens(self, a: int, b: int) -> list[Token]:
-        """Tokens [a, b) as Lark's, for the host-level rules (no VSEMI; a `>>>` as three `>`)."""
+    def grammar_view(self, a: int, b: int) -> list[tuple[str, int, int]]:
+        """Tokens [a, b) as the host-level rules read them, (type, stream index, part): no VSEMI, a
+        `>>>` as three `>` (parts 0, 1, 2)."""
         out = []
         for i in range(a, b):
             name = self.toks.name(i)
-            if name == "VSEMI":
-                continue
-            s, e = self.toks.span(i)
             if name == "LAUNCH_CLOSE":
-                out += [Token("GT", ">", start_pos=s + k, end_pos=s + k + 1) for k in range(3)]
-            else:
-                out.append(Token(name, self.text[s:e], start_pos=s, end_pos=e))
+                out += [("GT", i, k) for k in range(3)]
+            elif name != "VSEMI":
+                out.append((name, i, 0))
         return out
+
+    def lark_token(self, name: str, i: int, part: int) -> Token:
+        """One token of grammar_view as Lark's, with its text and offsets."""
+        s, e = self.toks.span(i)
+        if name == "GT" and self.toks.name(i) == "LAUNCH_CLOSE":
+            return Token("GT", ">", start_pos=s + part, end_pos=s + part + 1)
+        return Token(name, self.text[s:e], start_pos=s, end_pos=e)
+
+    def lark_tokens(self, a: int, b: int) -> list[Token]:
+        """Tokens [a, b) as Lark's, for the host-level rules."""
+        return [self.lark_token(*v) for v in self.grammar_view(a, b)]
 
     def parse(self, start: str, a: int, b: int) -> Tree | None:
         """Tokens [a, b) parsed with one of the grammar's host-level rules; None when they do not fit."""
@@ -567,8 +577,8 @@ class Tokens:
 
 
 class _Head(Transformer):
-    """kernel_head tree → its declarators as (the name's WORD tokens, template arguments or None):
-    the kernel's own and its attributes'."""
+    """kernel_head tree → its declarators as (the name's WORD tokens, the template arguments' tokens
+    or None): the kernel's own and its attributes'."""
 
     def qual(self, children):
         return [t for t in children if t.type == "WORD"]
@@ -583,6 +593,22 @@ class _Head(Transformer):
 
     def kernel_head(self, children):
         return [c.children[0] for c in children if isinstance(c, Tree) and c.data == "decl"]
+
+
+@lru_cache(maxsize=4096)
+def _head_shape(types: tuple[str, ...]) -> tuple[tuple[tuple[int, ...], tuple[int, int] | None], ...] | None:
+    """The declarators of a kernel head with these token types, as token positions: (the name's
+    words, the `<` and `>` of its template arguments or None). The parse depends on the types
+    alone, and a file's kernel heads share a few shapes: each is parsed once."""
+    ip = cuda_parser().parse_interactive(start="kernel_head")
+    try:
+        for k, t in enumerate(types):
+            ip.feed_token(Token(t, "", start_pos=k, end_pos=k))
+        tree = ip.feed_eof()
+    except LarkError:
+        return None
+    return tuple((tuple(w.start_pos for w in words), targs and (targs[0].start_pos, targs[-1].start_pos))
+                 for words, targs in _Head().transform(tree))
 
 
 def _targs_text(targs: list, text: str) -> str:
@@ -619,14 +645,14 @@ def _decl_start(tk: Tokens, i: int) -> int:
     """Index of the first token of the declaration holding token i (`template <...>`, `extern "C"`,
     `static`, ...): walking back to the previous statement's end."""
     j = i
-    while j > 0 and tk.toks[j - 1].type not in BOUNDARY_TYPES:
+    while j > 0 and tk.toks.name(j - 1) not in BOUNDARY_TYPES:
         j = tk.opener.get(j - 1, j - 1)
     return j
 
 
-def _is_template(tk: Tokens, i: int) -> bool:
-    """Is the kernel declared at token i under `template <...>`?"""
-    return any(t.value == "template" for t in tk.slice(_decl_start(tk, i), i))
+def _is_template(tk: Tokens, start: int, i: int) -> bool:
+    """Is the kernel declared at token i, in the declaration starting at `start`, under `template <...>`?"""
+    return any(tk.toks.name(k) == "WORD" and tk.toks[k].value == "template" for k in range(start, i))
 
 
 def _kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines,
@@ -636,24 +662,28 @@ def _kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines,
     follows it)."""
     toks = tk.toks
     j = i + 1
-    while j < len(toks) and toks[j].type not in ("SEMI", "LBRACE", "RBRACE"):
+    while j < len(toks) and toks.name(j) not in ("SEMI", "LBRACE", "RBRACE"):
         j = tk.skip(j)
-    if j >= len(toks) or toks[j].type == "RBRACE":
+    if j >= len(toks) or toks.name(j) == "RBRACE":
         return False
-    tree = tk.parse("kernel_head", i + 1, j)
-    decls = [d for d in _Head().transform(tree) if d[0][-1] not in ATTR_WORDS] if tree is not None else []
-    if not decls:
+    view = tk.grammar_view(i + 1, j)
+    shape = _head_shape(tuple(v[0] for v in view))
+    # the kernel's declarator: the last one that is no attribute's (`__launch_bounds__(256)`)
+    decl = next((d for d in reversed(shape or ()) if tk.lark_token(*view[d[0][-1]]).value not in ATTR_WORDS), None)
+    if decl is None:
         return None
-    words, targs = decls[-1]
+    words = [tk.lark_token(*view[w]) for w in decl[0]]
+    targs = decl[1] and [tk.lark_token(*view[decl[1][0]]), tk.lark_token(*view[decl[1][1]])]
     name = words[-1]
     qual = "::".join(tk.namespace_at(i) + tuple(w.value for w in words))
-    start = toks[_decl_start(tk, i)].start_pos
+    first = _decl_start(tk, i)
+    start = toks[first].start_pos
     spec_args = _targs_text(targs, text) if targs is not None else None
     name_end = targs[-1].end_pos if targs is not None else name.end_pos
     if toks[j].type == "SEMI":
         return KernelDecl(name.value, qual, start, toks[j].end_pos, (name.start_pos, name.end_pos), name_end, spec_args)
     return Kernel(name.value, lines.line(toks[i].start_pos), text, path, toks[j].start_pos, toks[tk.match[j]].end_pos,
-                  macros, qualname=qual, targs=spec_args, template=_is_template(tk, i), decl_start=start,
+                  macros, qualname=qual, targs=spec_args, template=_is_template(tk, first, i), decl_start=start,
                   name_span=(name.start_pos, name.end_pos), name_end=name_end)
 
 
@@ -672,7 +702,7 @@ def _macro_kernel_at(tk: Tokens, i: int, text: str, path: str, lines: Lines, mac
         return None
     return Kernel(toks[a].value, lines.line(toks[i].start_pos), text, path, toks[close + 1].start_pos,
                   toks[tk.match[close + 1]].end_pos, macros, qualname="::".join(tk.namespace_at(i) + (toks[a].value,)),
-                  template=_is_template(tk, i), decl_start=toks[_decl_start(tk, i)].start_pos,
+                  template=_is_template(tk, _decl_start(tk, i), i), decl_start=toks[_decl_start(tk, i)].start_pos,
                   name_span=(toks[a].start_pos, toks[a].end_pos))
 
 
