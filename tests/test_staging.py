@@ -64,11 +64,13 @@ def test_staged_examples_compile_and_revert(project, spec_path):
     assert m.capture.staging == Staging(32, 8, 9 * 32 * 8 * len(m.groups))
     src = project / m.source.path
     assert "atrex::BasicRecorder<32u, 8u, 0u>" in src.read_text()
-    proc = nvcc_compile(src, project / "inst.o")
-    assert proc.returncode == 0, proc.stderr
-    assert "warning" not in proc.stderr
+    for unit in [project / f.path for f in m.launchers] or [src]:  # a header compiles in its launchers
+        proc = nvcc_compile(unit, project / "inst.o")
+        assert proc.returncode == 0, proc.stderr
+        assert "warning" not in proc.stderr
     snapshot.revert(spec)
-    assert src.read_bytes() == (REPO / m.source.path).read_bytes()
+    for f in [m.source.path, *(f.path for f in m.launchers)]:
+        assert (project / f).read_bytes() == (REPO / f).read_bytes()
 
 
 def test_staged_probe_sass(tmp_path):
