@@ -55,12 +55,12 @@ def compile_cubin(arch: str) -> bytes:
     opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17"]
     (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     if int(err) != 0:
-        log = b" " * _ok(nvrtc.nvrtcGetProgramLogSize(prog))
+        log = bytearray(_ok(nvrtc.nvrtcGetProgramLogSize(prog)))  # NVRTC writes into it: never a bytes
         nvrtc.nvrtcGetProgramLog(prog, log)
         raise RuntimeError(f"NVRTC failed:\n{log.decode(errors='replace')}")
-    cubin = b" " * _ok(nvrtc.nvrtcGetCUBINSize(prog))
+    cubin = bytearray(_ok(nvrtc.nvrtcGetCUBINSize(prog)))
     _ok(nvrtc.nvrtcGetCUBIN(prog, cubin))
-    return cubin
+    return bytes(cubin)
 
 
 class ModelNew(nn.Module):
