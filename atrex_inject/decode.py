@@ -31,7 +31,7 @@ from . import crc
 from .errors import CaptureError
 from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
-from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPE, TAG_VALID, Role,
+from .layout import (HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPES, TAG_VALID, Role,
                      build_header, group_owners, slot_owners)
 from .manifest import Group, Manifest
 
@@ -84,17 +84,19 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
     h = np.frombuffer(raw[:HEADER_BYTES], dtype=HEADER_DTYPE)[0]
     if int(h["magic"]) != MAGIC:
         raise CaptureError(f"not an atrex capture (magic 0x{int(h['magic']):016x})", path=where, check="truncation")
-    if int(h["version"]) != FORMAT_VERSION:
-        raise CaptureError(f"format version {int(h['version'])}; this decoder reads version {FORMAT_VERSION}",
-                           path=where, hint="decode with the atrex-inject version that wrote it", check="truncation")
+    if int(h["version"]) not in OWNER_DTYPES:
+        raise CaptureError(f"format version {int(h['version'])}; this decoder reads versions "
+                           f"{', '.join(map(str, OWNER_DTYPES))}", path=where,
+                           hint="decode with the atrex-inject version that wrote it", check="truncation")
+    owner_bytes = OWNER_DTYPES[int(h["version"])].itemsize
     if size != int(h["total_bytes"]):
         raise CaptureError(f"truncated: {size} bytes, the header says {int(h['total_bytes'])}", path=where,
                            check="truncation")
     n_groups = int(h["n_groups"])
     ev_bytes = int(h["event_bytes"])
-    sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in (8, 16) and int(h["owner_bytes"]) == 32
+    sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in (8, 16) and int(h["owner_bytes"]) == owner_bytes
                 and int(h["owners_offset"]) == HEADER_BYTES
-                and int(h["events_offset"]) == HEADER_BYTES + 32 * int(h["n_owners"])
+                and int(h["events_offset"]) == HEADER_BYTES + owner_bytes * int(h["n_owners"])
                 and int(h["total_bytes"]) == int(h["events_offset"]) + int(h["n_owners"]) * int(h["capacity"]) * ev_bytes
                 and int(h["groups"]["n_owners"][:n_groups].sum()) == int(h["n_owners"]))
     if not sizes_ok:
@@ -116,7 +118,7 @@ def header_mismatches(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
     # some backends size a capture to its fullest owner (IKeT: cutedsl/normalize.py), not to the spec's capacity
     capacity = int(h["capacity"]) if backends.get(manifest.backend).capacity_from_header else cap.capacity
     want = build_header(manifest.groups, meta["grid"], meta["block"], capacity, cap.event_bytes, cap.clock,
-                        bytes(h["source_id"]).hex(), int(h["launch_seq"]))[0]
+                        bytes(h["source_id"]).hex(), int(h["launch_seq"]), int(h["version"]))[0]
     return [f for f in HEADER_DTYPE.names if f != "tail" and not np.array_equal(h[f], want[f])]
 
 
@@ -140,6 +142,11 @@ def _explain(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
                        "manifest")
         base += n
     return out
+
+
+def _full_time(own: np.ndarray, prefix: str) -> np.ndarray:
+    """A full 64-bit %globaltimer stored as two u32 halves in the owner header, in ns."""
+    return ((own[prefix + "_hi"].astype(np.uint64) << np.uint64(32)) | own[prefix + "_lo"].astype(np.uint64)).view(np.int64)
 
 
 def _map(path: Path) -> mmap.mmap | bytes:
@@ -169,7 +176,7 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
     size = len(buf)
     h = read_header(bytes(buf[:HEADER_BYTES]), where, size)
     checksum = _crc(buf)
-    own = np.frombuffer(buf, dtype=OWNER_DTYPE, count=int(h["n_owners"]), offset=HEADER_BYTES).copy()
+    own = np.frombuffer(buf, dtype=OWNER_DTYPES[int(h["version"])], count=int(h["n_owners"]), offset=HEADER_BYTES).copy()
     source_id = bytes(h["source_id"]).hex()
     if source_id != manifest.source.source_id:
         raise CaptureError(f"source id {source_id[:16]}… is not the manifest's {manifest.source.source_id[:16]}…: "
@@ -225,8 +232,10 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
     owners = {"group": gid, "claims": own["claims"].astype(np.int64), "attempted": own["attempted"].astype(np.int64),
               "smid": own["smid"].astype(np.int64), "cta": own["cta"].astype(np.int64),
               "thread": own["thread"].astype(np.int64), **cat,
-              # validation bounds each owner's events by its start (time_order)
-              "t0": ((own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)).view(np.int64)}
+              # validation bounds each owner's events by its start and end (time_order); format 1 has
+              # no end (-1), and 0 is an owner that never reached its exit
+              "t0": _full_time(own, "t0"),
+              "t1": _full_time(own, "t1") if "t1_lo" in own.dtype.names else np.full(own.size, -1, dtype=np.int64)}
     gx, gy = int(grid[0]), int(grid[1])
     owners.update(col_group=gid.astype(np.int16), col_cta_x=(owners["cta"] % gx).astype(np.int32),
                   col_cta_y=(owners["cta"] // gx % gy).astype(np.int32),
@@ -258,7 +267,7 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     valid = tag >= TAG_VALID
     torn = total - int(np.count_nonzero(valid))
     stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
-    t0 = (own["t0_hi"].astype(np.uint64) << np.uint64(32)) | own["t0_lo"].astype(np.uint64)
+    t0 = _full_time(own, "t0").view(np.uint64)
     # %globaltimer_lo wraps every 4.3 s: unwrap each event against its owner's full start time
     # (uint32 difference, then one add onto the 64-bit start); a full part is an (owners, capacity)
     # grid, so its per-event owner, sequence and start broadcast instead of being repeated

@@ -61,6 +61,7 @@ def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed:
     speed = rng.lognormal(0.0, 0.15, n)[:, None]  # per warp
     step = (rng.gamma(8.0, 40.0, (n, cap)) * speed).astype(np.int64) + 32  # ns between events
     t = start[:, None] + np.cumsum(step, axis=1) // TICK * TICK  # what %globaltimer reads
+    own["t1_lo"], own["t1_hi"] = t[:, -1] & 0xFFFFFFFF, t[:, -1] >> 32  # the owner exits at its last event
     ev = np.empty((n, cap, 2), dtype="<u4")
     ev[:, :, 0] = t & 0xFFFFFFFF
     ev[:, :, 1] = TAG_VALID | (np.arange(cap) % 2)[None, :]

@@ -118,8 +118,9 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
     """One writer records an owner's events in program order and %globaltimer never goes back, so
     within an owner times are non-decreasing; every event lies within 2^31 ns of its owner's start
     and of the launch's first start (beyond that the 32-bit timer cannot be unwrapped: an event
-    written before its owner started reads as 4.29 s later)."""
-    ev, t0 = launch.events, launch.owners["t0"]
+    written before its owner started reads as 4.29 s later), and (format 2) no later than its
+    owner's end, read at its exit after every event it recorded."""
+    ev, t0, t1 = launch.events, launch.owners["t0"], launch.owners["t1"]
     own, t = ev["owner"], ev["t_ns"]
     down = np.flatnonzero(t[1:] < t[:-1])  # few: mostly where one owner's events end and the next's begin
     back = down[own[down] == own[down + 1]] + 1
@@ -135,6 +136,14 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
     out = np.flatnonzero(late)
     check.fail(out.size, f"{launch.name}: {out.size} events outside their owner's window (before its start, or "
                          f"more than 2.1 s after the launch began): {_events_str(launch, m, out)}")
+    ended = claimed & (t1 > 0)  # format 1 has no end (-1); 0: the owner never reached its exit (truncation)
+    inverted = np.flatnonzero(ended & (t1 < t0))
+    ended[inverted] = False  # one fault, counted once below, not again for each of its events
+    after = np.flatnonzero(ended[own] & ~late & (t > t1[own]))
+    check.fail(after.size, f"{launch.name}: {after.size} events later than their owner's end (appended from another "
+                           f"launch, or written after the owner exited): {_events_str(launch, m, after)}")
+    check.fail(inverted.size, f"{launch.name}: {inverted.size} owners ended before they started: "
+                              f"{_owners_str(launch, inverted)}")
 
 
 def _foreign(launch: Launch, m: Manifest) -> np.ndarray:
@@ -388,6 +397,10 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
             launches.append(part)
     unchecked = _check_provenance(heads, m, prov or Provenance(), checks["stale_provenance"]) if heads else []
     _check_mixing(heads, m, checks["cross_launch_mixing"], notes)
+    old = [l.name for l in heads if l.meta["version"] < 2]
+    if old:
+        notes.append(f"{len(old)} launch(es) in format 1 ({', '.join(old[:FIRST])}): owners have no end time, so "
+                     "events appended after an owner's own are not detected (capture again to have them checked)")
     missed = manifest.not_captured
     if missed:  # launches apply could not wrap ran without probes, so they are not in this folder
         notes.append(f"{len(missed)} place(s) in the sources launch or may launch {manifest.kernel} without a capture "

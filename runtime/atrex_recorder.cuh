@@ -6,15 +6,15 @@
 // Recorder::rec(site) call, and each exit path calls finish(). Nothing here allocates, blocks, or
 // uses atomics on the hot path; the host side (atrex_capture.cuh) owns the buffer.
 //
-// The buffer of one launch (format v1; docs/format.md; decoded by atrex_inject/decode.py, with its
+// The buffer of one launch (format v2; docs/format.md; decoded by atrex_inject/decode.py, with its
 // numpy mirror in atrex_inject/layout.py checked against these structs by tests/test_layout_offsets.py):
 //
-//   offset 0                512                   512 + 32 * n_owners
+//   offset 0                512                   512 + 48 * n_owners
 //   +-----------------------+---------------------+--------------------------------------------------+
 //   | LaunchHeader (512 B)  | OwnerHeader x       | events: owner 0's `capacity` slots, owner 1's, ... |
-//   | magic, version, ids,  | n_owners (32 B      | each slot 8 bytes {t = %globaltimer_lo, tag}     |
-//   | geometry, groups[8]   | each: claims,       | (16 with ATREX_TL_WIDE: {t, clock, payload, tag});|
-//   | (host-written)        | attempted, smid...) | tag = site id | kTagValid; zero = never written    |
+//   | magic, version, ids,  | n_owners (48 B      | each slot 8 bytes {t = %globaltimer_lo, tag}     |
+//   | geometry, groups[8]   | each: claims, start,| (16 with ATREX_TL_WIDE: {t, clock, payload, tag});|
+//   | (host-written)        | end, attempted ...) | tag = site id | kTagValid; zero = never written    |
 //   +-----------------------+---------------------+--------------------------------------------------+
 //
 // Owners are numbered group by group (GroupDesc.owner_base): within a group, selected CTAs in
@@ -52,7 +52,7 @@ constexpr uint32_t kTagValid = 0x80000000u;  // set in every written event: zero
 constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : 8u;
 #ifndef __CUDACC_RTC__  // launch-header fields only the host writes (unused, so warned about, under NVRTC)
 constexpr uint64_t kMagic = 0x31304C5458525441ull;  // "ATRXTL01" little-endian
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;  // 2: owner headers carry the owner's end time (48 bytes)
 constexpr uint32_t kFlags = (ATREX_TL_CLOCK ? 1u : 0u) | (ATREX_TL_WIDE ? 2u : 0u);
 #endif
 
@@ -78,15 +78,17 @@ struct LaunchHeader {
 };
 static_assert(sizeof(LaunchHeader) == 512, "launch header is 512 bytes");
 
-// 32 bytes per owner, written by the owner's writer thread.
+// 48 bytes per owner, written by the owner's writer thread.
 struct OwnerHeader {
   uint32_t claims;     // atomically incremented at construction: 1 for a valid capture
   uint32_t attempted;  // events attempted (may exceed capacity: overflow), written at kernel exit
   uint32_t smid, cta, thread;
   uint32_t t0_lo, t0_hi;  // full %globaltimer at construction: decode unwraps event times against it
   uint32_t clk0;
+  uint32_t t1_lo, t1_hi;  // full %globaltimer at exit (with attempted): no event of the owner is later
+  uint32_t pad[2];        // zero; keeps the events that follow the owner table 16-byte aligned
 };
-static_assert(sizeof(OwnerHeader) == 32, "owner header is 32 bytes");
+static_assert(sizeof(OwnerHeader) == 48, "owner header is 48 bytes");
 
 __host__ __device__ inline uint32_t popc32(uint32_t v) {
 #ifdef __CUDA_ARCH__
@@ -217,8 +219,9 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
   return o;
 }
 
-// Publishes an owner's attempt count at kernel exit, from its slot range [first, end) and next slot
-// `off`; one-off work, kept out of line like claim(). The slot range it needs stays live through
+// Publishes an owner's attempt count and end time at kernel exit, from its slot range [first, end)
+// and next slot `off`; one-off work, kept out of line like claim(). The end time bounds the owner's
+// events: validation refuses an event later than it (events appended from another launch). The slot range it needs stays live through
 // the kernel: on layernorm that alone takes the instrumented kernel from 32 to 46 registers
 // (docs/perturbation.md).
 static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
@@ -226,7 +229,12 @@ static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
   const uint32_t per_owner = h->capacity * kEventBytes;
   const uint32_t first = end - per_owner;
   const uint32_t owner = (first - static_cast<uint32_t>(h->events_offset)) / per_owner;
-  (reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + h->owners_offset) + owner)->attempted = (off - first) / kEventBytes;
+  OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + h->owners_offset) + owner;
+  uint64_t t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  oh->attempted = (off - first) / kEventBytes;
+  oh->t1_lo = static_cast<uint32_t>(t1);
+  oh->t1_hi = static_cast<uint32_t>(t1 >> 32);
 }
 
 // Shared-memory staging rings of one owner group: W + 1 rings of K slots, one per warp of the CTA
@@ -330,7 +338,10 @@ class BasicRecorder {
   __device__ __forceinline__ void finish() {
     if (K != 0u) drain((a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
     if (end_ == 0u) return;
-    if (K != 0u && lane_id() != 0u) return;  // staged: every lane drains, lane 0 publishes
+    if (K != 0u) {
+      __syncwarp(__activemask());  // every lane's events were timed before lane 0 reads the end time
+      if (lane_id() != 0u) return;  // staged: every lane drains, lane 0 publishes
+    }
     publish(off_, end_);
   }
 

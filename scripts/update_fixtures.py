@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200"
 EXAMPLES = ("gemm_mma", "reduce_sumsq", "layernorm", "pycapture")
 KEEP_FROM = "## cutedsl/"  # PROVENANCE.md sections from here on describe fixtures this script does not write
+SPLIT = "## rowscale_split/"  # ... except this one, written here (the last section)
 
 
 def _copy(src: Path, dest: Path, names: list[Path]) -> None:
@@ -45,6 +46,13 @@ def main(tar: Path, label: str) -> None:
         _copy(st, FIX / "gemm_mma_staged", [*st.glob("*-launch*"), st / "manifest.json",
                                              cap / "gemm_mma_staged.instrumented.cu"])
         shutil.copy(cap / "measure" / "gemm_mma_staged.json", FIX / "gemm_mma_staged" / "measure.json")
+        rs = cap / "rowscale_split"
+        _copy(rs, FIX / "rowscale_split", [*rs.glob("*-launch*"), rs / "manifest.json",
+                                            cap / "rowscale_split.instrumented.cuh"])
+        shutil.copy(cap / "rowscale_split.instrumented.cuh", FIX / "rowscale_split" / "rowscale.instrumented.cuh")
+        (FIX / "rowscale_split" / "rowscale_split.instrumented.cuh").unlink()
+        shutil.copy(cap / "rowscale_split.main.instrumented.cu", FIX / "rowscale_split" / "main.instrumented.cu")
+        split_side = json.loads(next((FIX / "rowscale_split").glob("*-launch*.json")).read_text())
         ms = cap / "measure"
         _copy(ms, FIX / "measure", [ms / n for n in ("gemm_mma.json", "gemm_mma.validate.json", "evaluations.jsonl",
                                                        "verdict.json")])
@@ -54,7 +62,7 @@ def main(tar: Path, label: str) -> None:
             p.chmod(0o644)
     d = rows[0][2]["device"]
     old = (FIX / "PROVENANCE.md").read_text() if (FIX / "PROVENANCE.md").exists() else ""
-    kept = old[old.index(KEEP_FROM):] if KEEP_FROM in old else ""
+    kept = (old[old.index(KEEP_FROM):] if KEEP_FROM in old else "").split(SPLIT)[0]
     lines = ["# H200 captures used as test fixtures", "",
              f"Real captures from `bash scripts/gpu-suite.sh` ({label}) on the lent GPU host, copied by",
              "`python scripts/update_fixtures.py`:", "",
@@ -88,7 +96,15 @@ def main(tar: Path, label: str) -> None:
               "  `--warmup 10 --iterations 200`.", "",
               "These files are device output: never edit them. Fault-injection tests copy them and plant faults",
               "in the copies (named synthetic).", ""]
-    (FIX / "PROVENANCE.md").write_text("\n".join(lines) + "\n" + kept)
+    split = ["", SPLIT + " (a kernel in a header, launched from another file)", "",
+             f"Same run. `examples/specs/rowscale_split.toml` instruments `examples/cuda/split/rowscale.cuh` and",
+             "its launcher `main.cu` (`CHECK(cudaLaunchKernelEx(...))`); the clean build, the instrumented build",
+             "with probes off and the capturing run were each checked against the float64 reference; both files",
+             f"reverted byte for byte. Workload `{split_side['workload']}`; launch {split_side['launch_seq']} written.", "",
+             "- `rowscale-launch*.atrex` / `.json`, `manifest.json`: the capture and the manifest of that apply.",
+             "- `rowscale.instrumented.cuh`, `main.instrumented.cu`: the two files as instrumented (the capture's",
+             "  source id is the header's).", ""]
+    (FIX / "PROVENANCE.md").write_text("\n".join(lines) + "\n" + kept.rstrip("\n") + "\n" + "\n".join(split))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ class ToyBackend:
             o = np.arange(base, base + size)
             own["claims"][o], own["cta"][o], own["thread"][o], own["smid"][o] = 1, cta, thread, cta
             own["t0_lo"][o], own["t0_hi"][o] = T0 & 0xFFFFFFFF, T0 >> 32
+            t1 = T0 + 100 * (o + 1)  # its exit, no earlier than its events
+            own["t1_lo"][o], own["t1_hi"][o] = t1 & 0xFFFFFFFF, t1 >> 32
             mine = [s.id for s in manifest.sites if s.group == g.id]
             own["attempted"][o] = len(mine)
             for k, sid in enumerate(mine):

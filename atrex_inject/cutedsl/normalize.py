@@ -94,7 +94,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
     life_t0 = np.array([w["startTs"] for w in life], dtype=np.int64)
     if np.any((ev[:, 0] < 0) | (ev[:, 0] >= len(loc))) or np.any((life_loc < 0) | (life_loc >= len(loc))):
         raise ValueError("a location index is outside the location table")
-    _check_lifetimes(ev, life_loc, life_t0, np.array([w["endTs"] for w in life], dtype=np.int64), len(loc),
+    life_t1 = np.array([w["endTs"] for w in life], dtype=np.int64)
+    _check_lifetimes(ev, life_loc, life_t0, life_t1, len(loc),
                      lambda i: f"CTA {tuple(loc[i]['ctaId'])} warp {loc[i]['warpId']}",
                      lambda sid: manifest.sites[sid].name, seq)
 
@@ -128,6 +129,7 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
 
     own = np.zeros(n_owner, dtype=OWNER_DTYPE)
     t0 = np.full(n_owner, np.iinfo(np.int64).max, dtype=np.int64)
+    t1 = np.zeros(n_owner, dtype=np.int64)
     claims = np.zeros(n_owner, dtype=np.int64)
     for gi, g in enumerate(groups):  # every warp lifetime claims its slot in each group the warp belongs to
         slot, ok = owner_slots(g, block, loc_cta[life_loc], loc_warp[life_loc])
@@ -137,9 +139,11 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
         own["cta"][o] = loc_cta[life_loc[ok]]
         own["thread"][o] = loc_warp[life_loc[ok]] * 32
         np.minimum.at(t0, o, life_t0[ok])  # events lie within lifetimes (checked above): the owner's start
+        np.maximum.at(t1, o, life_t1[ok])  # ... and its end
     own["claims"] = claims
     t0 = np.where(t0 == np.iinfo(np.int64).max, 0, t0)
     own["t0_lo"], own["t0_hi"] = t0 & 0xFFFFFFFF, t0 >> 32
+    own["t1_lo"], own["t1_hi"] = t1 & 0xFFFFFFFF, t1 >> 32
     own["attempted"] = counts
     hdr = build_header(groups, grid, block, cap, words * 4, manifest.capture.clock, manifest.source.source_id, seq)
     return hdr.tobytes() + own.tobytes() + events.tobytes(), grid, block, launch["kernelName"]
