@@ -31,6 +31,7 @@ from . import crc
 from .errors import CaptureError
 from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
+from .launchfile import TYPE_NAMES as SIDECAR_TYPE_NAMES
 from .layout import (HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPES, TAG_VALID, Role,
                      build_header, group_owners, slot_owners)
 from .manifest import Group, Manifest
@@ -197,9 +198,11 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
         obj = meta
         for p in parents:
             obj = obj.get(p, {})
-        if leaf in obj and not isinstance(obj[leaf], kind):
-            raise CaptureError(f"sidecar field {k!r} must be a {'JSON object' if kind is dict else 'string'}, "
-                               f"not {type(obj[leaf]).__name__}", path=str(side_path),
+        v = obj.get(leaf, kind())
+        if not isinstance(v, kind) or isinstance(v, bool) or (kind is int and v < 0):
+            said = repr(v) if kind is int and isinstance(v, int) else type(v).__name__  # a bool, a negative count
+            raise CaptureError(f"sidecar field {k!r} must be a {SIDECAR_TYPE_NAMES[kind]}, not {said}",
+                               path=str(side_path),
                                hint="the sidecar was edited or written by another tool; capture again",
                                check="cross_launch_mixing")
     if meta.get("crc32") != checksum:

@@ -18,8 +18,12 @@ from .layout import FORMAT_VERSION
 
 SIDECAR_FORMAT = "atrex-timeline-capture"
 FILE_NAME = re.compile(r"^(?P<kernel>[^/]+)-launch(?P<seq>[0-9]{1,19})\.atrex$")
-# optional sidecar fields the checks read, with their JSON types (decode refuses another type)
-OPTIONAL_TYPES = {"workload": str, "device": dict, "device.uuid": str, "run_id": str}
+# optional sidecar fields the checks read, with their JSON types (decode refuses another type, and a
+# negative integer); parents before children
+OPTIONAL_TYPES = {"workload": str, "device": dict, "device.uuid": str, "run_id": str, "iket_log": dict,
+                  "iket_log.file": str, "iket_log.dropped_warp_records": int, "iket_log.max_ts_cnt_per_warp": int,
+                  "iket_log.incomplete_lines": int, "iket_log.incomplete": list}
+TYPE_NAMES = {str: "string", dict: "JSON object", int: "non-negative integer", list: "JSON array"}
 
 
 def base_name(kernel: str, launch_seq: int) -> str:

@@ -6,7 +6,8 @@ group (setsid, a daemon): each carries a random token in its environment and is 
 /proc. Output is read as it comes: of stdout only the lines that start with the sample prefix are
 kept (each up to MAX_LINE bytes; a longer one is cut and flagged), of stderr only the last
 TAIL bytes; every byte is counted. A pipe held open by an escaped process is read for at most
-DRAIN_S after the sample ends. Bytes that are not UTF-8 are replaced, never fatal.
+DRAIN_S after the sample ends. Bytes that are not UTF-8 are replaced, never fatal. relay.py
+reads its child's pipes with the same step (read_ready).
 """
 from __future__ import annotations
 
@@ -95,6 +96,17 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
+def read_ready(sel: selectors.BaseSelector, timeout: float | None) -> None:
+    """Feed what each ready pipe holds to the sink registered with it (its `feed`); a pipe at
+    end of file is unregistered, so a loop ends when `sel.get_map()` is empty."""
+    for key, _ in sel.select(timeout=timeout):
+        data = os.read(key.fd, 1 << 16)
+        if data:
+            key.data.feed(data)
+        else:
+            sel.unregister(key.fileobj)
+
+
 def run_sample(argv: list[str], env: dict[str, str], timeout_s: float, prefix: str) -> Finished:
     token = secrets.token_hex(16)
     try:
@@ -119,12 +131,7 @@ def run_sample(argv: list[str], env: dict[str, str], timeout_s: float, prefix: s
                 ended_at = now
             if ended_at is not None and now >= ended_at + DRAIN_S:
                 break  # a process outside our reach still holds the pipe
-            for key, _ in sel.select(timeout=0.05):
-                data = os.read(key.fd, 1 << 16)
-                if data:
-                    key.data.feed(data)
-                else:
-                    sel.unregister(key.fileobj)
+            read_ready(sel, 0.05)
         if ended_at is None:  # both pipes closed first: wait for the exit, within the timeout
             try:
                 p.wait(timeout=max(deadline - time.monotonic(), 0))

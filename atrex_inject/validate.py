@@ -306,6 +306,29 @@ def _check_mixing(launches: list[Launch], m: Manifest, check: Check, notes: list
         _check_sidecar(l, m, check)
 
 
+def _check_iket_log(launches: list[Launch], m: Manifest, checks: dict[str, Check]) -> None:
+    """What run-iket's log said about the run (the sidecars' `iket_log`, the same in each launch of
+    it: the log names no launch), counted once: dropped warp records under overflow, lines saying
+    the trace is incomplete under truncation. Launches that disagree on it were edited or mixed."""
+    said_by = {}
+    for l in launches:
+        said_by.setdefault(json.dumps(side(l, "iket_log", dict), sort_keys=True), l.name)
+    checks["cross_launch_mixing"].fail(max(len(said_by) - 1, 0), "launches disagree on what run-iket's log said (iket_log): "
+                                                         + ", ".join(said_by.values()))
+    for facts in map(json.loads, said_by):
+        if facts is None:
+            continue  # not captured through run-iket, or normalized without its log
+        log, n = facts.get("file", "run-iket.log"), facts.get("dropped_warp_records", 0)
+        limit = "maxTsCntPerWarp" + (f"={facts['max_ts_cnt_per_warp']}" if "max_ts_cnt_per_warp" in facts else "")
+        checks["overflow"].fail(n, f"run-iket's log ({log}) says IKeT dropped {n} warp record(s) of kernel "
+                                   f"{m.kernel!r} (warps emitted more events than {limit} allows): this run's "
+                                   "launches miss events; recapture, and if it repeats raise maxTsCntPerWarp "
+                                   "(run-iket --max-ts-cnt-per-warp) or thin the spec's sites")
+        k, first = facts.get("incomplete_lines", 0), (facts.get("incomplete") or ["?"])[0]
+        checks["truncation"].fail(k, f"run-iket's log ({log}) has {k} line(s) saying IKeT's trace data is "
+                                     f"incomplete, first: {str(first)!r}; recapture")
+
+
 def identity(launches: list[Launch], m: Manifest) -> dict:
     """What this capture is evidence of: the build (manifest hashes), workload, device and run."""
     def one(values: set):
@@ -397,6 +420,7 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
             launches.append(part)
     unchecked = _check_provenance(heads, m, prov or Provenance(), checks["stale_provenance"]) if heads else []
     _check_mixing(heads, m, checks["cross_launch_mixing"], notes)
+    _check_iket_log(heads, m, checks)
     old = [l.name for l in heads if l.meta["version"] < 2]
     if old:
         notes.append(f"{len(old)} launch(es) in format 1 ({', '.join(old[:FIRST])}): owners have no end time, so "

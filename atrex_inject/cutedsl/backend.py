@@ -4,11 +4,12 @@ warp and names its events, so this backend refuses what IKeT cannot record (chec
 capture to its fullest owner (IKeT keeps no fixed per-owner capacity)."""
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from ..errors import CaptureError, SpecError
+
+LOG_NAME = "run-iket.log"
 
 
 def interval_ends(spec) -> tuple[dict[str, int], dict[str, int]]:
@@ -79,16 +80,25 @@ class CuteDslBackend:
         return rewrite(plan, text)
 
     def capture(self, manifest, cmd: list[str], out_dir: Path, env: dict[str, str]) -> None:
-        """run-iket profiles the program (two passes); its decoded output for the target kernel is
-        normalized into the capture folder."""
+        """run-iket profiles the program (two passes), its output relayed to the terminal and kept in
+        CAPTURE_DIR/run-iket.log (beside iket/, which run-iket owns and refuses to reuse), with the
+        warnings through which IKeT reports dropped trace data; its decoded output for the target
+        kernel is normalized into the capture folder, with what that log says (iketlog.py)."""
+        from ..relay import relay
         from .normalize import normalize_run
-        iket_dir = out_dir / "iket"
-        proc = subprocess.run([sys.executable, "-m", "iket.cli.main", "-o", str(iket_dir), "profile",
-                               "--postprocess", "json", "--", *cmd], env=env)
-        if proc.returncode != 0:
-            raise CaptureError(f"run-iket exited with status {proc.returncode}: the program failed, or IKeT could "
-                               f"not record or decode its capture", hint=f"run-iket's output is in {iket_dir}")
-        normalize_run(iket_dir, manifest, out_dir, env.get("ATREX_WORKLOAD", ""))
+        iket_dir, log = out_dir / "iket", out_dir / LOG_NAME
+        # -u: run-iket's own lines reach the terminal as printed, not when its pipe buffer fills
+        argv = [sys.executable, "-u", "-m", "iket.cli.main", "-o", str(iket_dir), "--log-level", "warn", "profile",
+                "--postprocess", "json", "--", *cmd]
+        try:
+            status = relay(argv, env, log)
+        except OSError as e:
+            raise CaptureError(f"cannot run run-iket or keep its log: {e.strerror}", path=e.filename or str(log),
+                               hint="check that the capture folder is writable") from None
+        if status != 0:
+            raise CaptureError(f"run-iket exited with status {status}: the program failed, or IKeT could "
+                               f"not record or decode its capture", path=str(log), hint="its output is in this log")
+        normalize_run(iket_dir, manifest, out_dir, env.get("ATREX_WORKLOAD", ""), log)
 
 
 BACKEND = CuteDslBackend()

@@ -10,8 +10,11 @@ an event of its site; a range `a` becomes a start event of site `a` and an end e
 interval's end site. Owners are the (CTA, warp) locations in
 each site group's slots (docs/format.md); each warp lifetime claims its owner (two lifetimes of one
 (CTA, warp) are a duplicate claim) and bounds its events: an event outside it refuses the trace.
-IKeT reports warp records it dropped (a warp past maxTsCntPerWarp) only in its log ("Trace
-incomplete: N warp record(s) dropped"); its decoded JSON has no drop counter to map to overflow.
+IKeT reports warp records it dropped (a warp past maxTsCntPerWarp), and trace data it could not
+collect, only in its log: its decoded JSON has no drop counter. Given run-iket's log (what
+`atrex-inject capture` keeps), normalize_run reads it (iketlog.py) and every launch's sidecar
+carries what it says about the target kernel as `iket_log`, which validation counts under
+overflow (dropped records) and truncation (incomplete trace); without a log nothing is added.
 """
 from __future__ import annotations
 
@@ -163,7 +166,9 @@ def normalize_trace(trace_json: Path, manifest: Manifest, out_dir: Path, workloa
 
 
 def normalize_loaded(trace: dict, trace_json: Path, manifest: Manifest, out_dir: Path, workload: str,
-                     device: dict | None) -> list[Path]:
+                     device: dict | None, iket_log: dict | None = None) -> list[Path]:
+    """The target kernel's launches of one decoded trace as capture files; `iket_log`: what run-iket's
+    log says about them (iketlog.read_log), restated in every sidecar (it names no launch)."""
     if manifest.iket is None:
         raise CaptureError(f"manifest of spec {manifest.name!r} has no IKeT name map (backend {manifest.backend!r})",
                            hint="normalize run-iket's output with the manifest of a cutedsl spec")
@@ -178,9 +183,10 @@ def normalize_loaded(trace: dict, trace_json: Path, manifest: Manifest, out_dir:
     if not launches:
         raise CaptureError(f"no launch of kernel {manifest.kernel!r} in {trace_json}",
                            hint="is the instrumented source the one that ran?")
+    logged = {} if iket_log is None else {"iket_log": iket_log}
     # written only once every launch normalized: nothing partial
     return [write_launch(out_dir, manifest.kernel, seq, raw, grid, block, manifest.source.source_id, workload,
-                         device or {}, run_id, capture="run-iket", iket_kernel=kernel)
+                         device or {}, run_id, capture="run-iket", iket_kernel=kernel, **logged)
             for seq, (raw, grid, block, kernel) in enumerate(files)]
 
 
@@ -191,10 +197,14 @@ def _launches_kernel(trace, kernel: str) -> bool:
         return False  # normalize_loaded says what is wrong with it
 
 
-def normalize_run(iket_dir: Path, manifest: Manifest, out_dir: Path, workload: str) -> list[Path]:
+def normalize_run(iket_dir: Path, manifest: Manifest, out_dir: Path, workload: str, log: Path | None = None,
+                  ) -> list[Path]:
     """After `run-iket profile`: normalize the decoded trace of the one process that launched the kernel
-    (several would reuse launch numbers in one folder: one capture folder holds one run)."""
+    (several would reuse launch numbers in one folder: one capture folder holds one run), with what
+    run-iket's `log` says about lost trace data, when given."""
     from ..pycapture import device_info
+    from .iketlog import read_log
+    facts = None if log is None else read_log(log, manifest.kernel)
     traces = sorted(Path(iket_dir).glob("iket_pid_*.trace.json"))
     if not traces:
         raise CaptureError(f"run-iket left no decoded trace in {iket_dir}",
@@ -206,4 +216,4 @@ def normalize_run(iket_dir: Path, manifest: Manifest, out_dir: Path, workload: s
                            f"({', '.join(t.name for t, _ in ran)})", path=str(iket_dir),
                            hint="capture one process per folder (launch the kernel from a single process)")
     (t, d), = ran
-    return normalize_loaded(d, t, manifest, out_dir, workload, device_info())
+    return normalize_loaded(d, t, manifest, out_dir, workload, device_info(), facts)
