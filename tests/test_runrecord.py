@@ -103,16 +103,25 @@ def test_validate_binary_must_be_what_the_capture_ran(applied, built, tmp_path):
                             f"{LAUNCH[1]} {sha(Path(LAUNCH[1]))[:16]}…)"]
 
 
+def without_run_record(tmp_path: Path) -> Path:
+    """The real gemm_mma capture as a folder written without `capture` (or before run records) holds it."""
+    cap = tmp_path / "legacy"
+    shutil.copytree(FIX / "gemm_mma", cap)
+    (cap / "run.json").unlink(missing_ok=True)
+    return cap
+
+
 def test_binary_options_on_a_capture_without_run_record(tmp_path):
-    """The committed captures have no run.json: --binary needs --binary-sha256, as before."""
-    code, text = cli("validate", FIX / "gemm_mma", "--json")
+    """Without run.json, --binary needs --binary-sha256, as before."""
+    cap = without_run_record(tmp_path)
+    code, text = cli("validate", cap, "--json")
     assert code == 0 and json.loads(text)["identity"]["run"] is None
     assert "binary" in json.loads(text)["unchecked_provenance"]
     prog = tmp_path / "prog"
     prog.write_bytes(b"a build")
-    code, text = cli("validate", FIX / "gemm_mma", "--binary", prog, "--binary-sha256", sha(prog), "--json")
+    code, text = cli("validate", cap, "--binary", prog, "--binary-sha256", sha(prog), "--json")
     assert code == 0 and json.loads(text)["verdict"] == "valid"
-    code, text = cli("validate", FIX / "gemm_mma", "--binary", prog, "--json")
+    code, text = cli("validate", cap, "--binary", prog, "--json")
     assert code == 2 and json.loads(text)["error"].startswith("--binary and --binary-sha256 go together")
 
 
@@ -198,7 +207,7 @@ def test_no_binary_on_either_side_is_a_note_only(applied, built, tmp_path):
     assert [n for n in g["notes"] if n.startswith("binary")] == [
         "binary not bound: the measurement hashed no binaries (measure --binary), so nothing shows that arm B ran "
         "the captured program"]
-    g = _verdict(FIX / "gemm_mma", MEAS, tmp_path / "elsewhere")  # the committed capture: no run record
+    g = _verdict(without_run_record(tmp_path), MEAS, tmp_path / "elsewhere")
     assert g["grade"] == "decision_grade" and g["disagreements"] == []
     assert [n for n in g["notes"] if n.startswith("binary")] == [
         "binary not bound: the capture has no run record (run.json: capture with atrex-inject capture), so nothing "
@@ -245,8 +254,7 @@ def _without(k):
 ], ids=["no_program", "no_argv", "no_files", "no_format", "version_str", "version_nan", "version_2", "argv_str",
         "sha_nan", "no_path", "sha_upper", "file_int", "list", "not_json"])
 def test_damaged_run_record_exits_2_naming_the_field(tmp_path, doc, msg):
-    cap = tmp_path / "cap"
-    shutil.copytree(FIX / "gemm_mma", cap)
+    cap = without_run_record(tmp_path)
     (cap / "run.json").write_text(doc if isinstance(doc, str) else json.dumps(doc))
     for verb in ("validate", "verdict"):
         code, text = cli(verb, cap, "--json")
