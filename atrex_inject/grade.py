@@ -8,8 +8,9 @@ clean one, arm B the instrumented one) and sampled that workload on that device;
 name the instrumented source and that workload. When the capture recorded its program (run.json)
 and the measurement hashed binaries, arm B must have run that program; where either side has no
 binary hash the binary is not bound, which is a note, not a downgrade (evidence recorded before run
-records grades as it did). Any field that disagrees is named and makes the grade diagnostic. A self-declared "correctness passed" is kept as a note and never counts. A
-missing piece makes the grade diagnostic (with the reasons); any factual failure makes it rejected.
+records grades as it did). Any field that disagrees is named and makes the grade diagnostic. A
+self-declared "correctness passed" is kept as a note and never counts. A missing piece makes the
+grade diagnostic (with the reasons); any factual failure makes it rejected.
 """
 from __future__ import annotations
 

@@ -68,7 +68,8 @@ def record(cmd: list[str], env: dict[str, str]) -> RunRecord:
         raise CaptureError(f"program {cmd[0]!r} is not an executable file"
                            + ("" if "/" in cmd[0] else " on PATH"),
                            hint="give the path of the built program, e.g. ./build/prog, or put its folder on PATH")
-    files = dict.fromkeys(a for a in cmd[1:] if Path(a).is_file())  # each path once, in argv order
+    # os.path.isfile: an argument that cannot be a path (too long, a NUL byte) is simply not a file
+    files = dict.fromkeys(a for a in cmd[1:] if os.path.isfile(a))  # each path once, in argv order
     return RunRecord(tuple(cmd), FileHash(found, _hash(found, "program")),
                      tuple(FileHash(a, _hash(a, "argument file")) for a in files))
 
@@ -77,7 +78,7 @@ def check_unchanged(rec: RunRecord) -> None:
     """CaptureError naming each file the record hashed that is not the same after the run."""
     changed = []
     for what, f in (("program", rec.program), *(("argument file", f) for f in rec.files)):
-        now = _hash(f.path, what) if Path(f.path).is_file() else None
+        now = _hash(f.path, what) if os.path.isfile(f.path) else None
         if now != f.sha256:
             changed.append(f"{what} {f.path} ({'removed' if now is None else 'sha256 ' + now[:16] + '…'}, "
                            f"was {f.sha256[:16]}… when the run started)")

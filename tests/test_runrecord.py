@@ -155,6 +155,19 @@ def test_a_script_edited_during_the_capture_is_refused(applied, tmp_path):
                                              f"{before[:16]}… when the run started)")
 
 
+def test_which_arguments_are_recorded(tmp_path, monkeypatch):
+    """Every later argv entry naming an existing regular file, once, path as given; nothing else
+    (a folder, a missing file, an option, an argument too long to be a path)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run.py").write_text("pass\n")
+    (tmp_path / "data").mkdir()
+    rec = runrecord.record([sys.executable, "run.py", "--n", "4", "data", "missing.bin", "x" * 300, "run.py",
+                            "--in=run.py"], dict(os.environ))
+    assert rec.program == runrecord.FileHash(sys.executable, sha(Path(sys.executable)))
+    assert rec.files == (runrecord.FileHash("run.py", sha(tmp_path / "run.py")),)
+    runrecord.check_unchanged(rec)  # nothing changed: no error
+
+
 # ---- verdict: arm B ran the captured program ----
 
 def _meas(tmp_path: Path, binaries: list[dict]) -> Path:
