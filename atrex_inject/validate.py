@@ -319,16 +319,16 @@ def _check_mixing(launches: list[Launch], m: Manifest, check: Check, notes: list
 
 
 def identity(launches: list[Launch], m: Manifest, run: runrecord.RunRecord | None = None) -> dict:
-    """What this capture is evidence of: the build (manifest hashes, and the run record's program
-    and argument files, null without one), workload, device and run."""
+    """What this capture is evidence of: the build (manifest hashes, and under "run" the run
+    record's program and argument files where the folder has one), workload, device and run."""
     def one(values: set):
         return values.pop() if len(values) == 1 else None  # launches that disagree name no single value
 
-    return {"instrumented_sha256": m.source.instrumented_sha256, "clean_sha256": m.source.clean_sha256,
-            "source_id": m.source.source_id, "workload": one({side(l, "workload") for l in launches}),
-            "device": one({device_uuid(l) for l in launches}),
-            "run_id": one({side(l, "run_id") for l in launches}),
-            "run": run.identity() if run else None}
+    ident = {"instrumented_sha256": m.source.instrumented_sha256, "clean_sha256": m.source.clean_sha256,
+             "source_id": m.source.source_id, "workload": one({side(l, "workload") for l in launches}),
+             "device": one({device_uuid(l) for l in launches}),
+             "run_id": one({side(l, "run_id") for l in launches})}
+    return {**ident, "run": run.identity()} if run else ident
 
 
 def _number(v) -> bool:
