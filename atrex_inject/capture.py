@@ -1,7 +1,9 @@
 """`atrex-inject capture`: run a program so that the instrumented kernel's launches land in one
 folder as format-v1 raw files with sidecars, whatever the backend (backend.Backend.capture: the
 CUDA recorder writes them itself, the CuTe DSL route runs IKeT's run-iket and normalizes its
-output), with the manifest copied in as it is, so the folder decodes by itself.
+output), with the manifest copied in as it is, so the folder decodes by itself, and the run
+record (runrecord.py: the program and its argument files, hashed before and after the run), so
+the folder names the binary it is evidence of.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from . import backend as backends
 from . import manifest as mf
-from . import snapshot
+from . import runrecord, snapshot
 from .decode import capture_files
 from .errors import CaptureError
 from .fsio import sha256_bytes
@@ -19,7 +21,7 @@ from .spec import load_spec
 
 
 def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str], workload: str | None) -> dict:
-    """Run `cmd` under capture into `out_dir`: {"out", "launches" (file names)}."""
+    """Run `cmd` under capture into `out_dir`: {"out", "launches" (file names), "program" {path, sha256}}."""
     spec = load_spec(spec_path, root)
     manifest = snapshot.load_manifest(snapshot.workspace(spec))
     if manifest is None:
@@ -33,7 +35,10 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     if sha256_bytes(src.read_bytes()) != manifest.source.instrumented_sha256:
         raise CaptureError(f"{manifest.source.path} is not the instrumented source of spec {spec.name!r}",
                            hint="apply the spec (and rebuild) before capturing")
+    ran = runrecord.record(cmd, env)
     backends.get(manifest.backend).capture(manifest, cmd, out_dir, env)
+    runrecord.check_unchanged(ran)
     shutil.copyfile(snapshot.workspace(spec) / mf.FILE_NAME, out_dir / mf.FILE_NAME)
+    runrecord.write(out_dir, ran)
     files = capture_files(out_dir)
-    return {"out": str(out_dir), "launches": [f.name for f in files]}
+    return {"out": str(out_dir), "launches": [f.name for f in files], "program": ran.program.to_json()}

@@ -487,14 +487,17 @@ def capture(ctx: typer.Context,
             as_json: bool = JsonOpt):
     """Run a program (CMD..., everything after --) under capture: with the cuda backend through the
     recorder's ATREX_TIMELINE_OUT; with cutedsl under IKeT's run-iket, normalizing its output to
-    the same raw files. The manifest is copied in, so decode/validate/export take the folder as is."""
+    the same raw files. The manifest is copied in, so decode/validate/export take the folder as is,
+    and run.json names the program that ran (its sha256; a program changed during the run: exit 2)."""
     from .capture import run_capture
 
     def work():
         if not ctx.args:
             raise AtrexError("no program to run", hint="atrex-inject capture --spec S --out DIR -- ./prog args")
         return run_capture(spec, root, out_dir, ctx.args, workload)
-    _run(as_json, work, lambda r: out.print(f"{len(r['launches'])} launch(es) captured in {r['out']}", markup=False))
+    _run(as_json, work, lambda r: out.print(f"{len(r['launches'])} launch(es) captured in {r['out']} (program "
+                                            f"{r['program']['path']}, sha256 {r['program']['sha256'][:16]}…)",
+                                            markup=False))
 
 
 for _c in app.registered_commands:  # every command, including ones added later in this file

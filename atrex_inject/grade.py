@@ -5,9 +5,12 @@ measurement whose overhead is within the target, and a correctness record from t
 evaluator (JSONL). The capture's manifest and sidecars name the instrumented and clean source
 hashes, the workload and the device; the measurement must have hashed both sources (arm A the
 clean one, arm B the instrumented one) and sampled that workload on that device; the record must
-name the instrumented source and that workload. Any field that disagrees is named and makes the
-grade diagnostic. A self-declared "correctness passed" is kept as a note and never counts. A
-missing piece makes the grade diagnostic (with the reasons); any factual failure makes it rejected.
+name the instrumented source and that workload. When the capture recorded its program (run.json)
+and the measurement hashed binaries, arm B must have run that program; where either side has no
+binary hash the binary is not bound, which is a note, not a downgrade (evidence recorded before run
+records grades as it did). Any field that disagrees is named and makes the grade diagnostic. A
+self-declared "correctness passed" is kept as a note and never counts. A missing piece makes the
+grade diagnostic (with the reasons); any factual failure makes it rejected.
 """
 from __future__ import annotations
 
@@ -55,7 +58,8 @@ def measurement_identity(measurement: dict) -> dict:
     """Workload and device of a validated measurement (every sample agrees: measure checks drift)."""
     s = next(s["sample"] for s in measurement["samples"] if s["sample"])
     return {"workload": s["workload_identity"], "device": s["device_identity"]["uuid"],
-            "sources": [h["sha256"] for h in measurement.get("sources", [])]}
+            "sources": [h["sha256"] for h in measurement.get("sources", [])],
+            "binaries": [h["sha256"] for h in measurement.get("binaries", [])]}
 
 
 def _disagreements(capture: dict, meas: dict | None) -> list[str]:
@@ -74,6 +78,20 @@ def _disagreements(capture: dict, meas: dict | None) -> list[str]:
             out.append(f"{key}: the capture says {said(capture.get(key))}, the measurement {meas[key]!r} (capture and "
                        f"measure the same build, with {how})")
     return out
+
+
+def _binary(capture: dict, meas: dict) -> tuple[list[str], list[str]]:
+    """(disagreements, notes) about the program: arm B must have run the one the capture ran."""
+    ran = (capture.get("run") or {}).get("program")
+    if ran is None or not meas["binaries"]:
+        why = ("the capture has no run record (run.json: capture with atrex-inject capture)" if ran is None
+               else "the measurement hashed no binaries (measure --binary)")
+        return [], [f"binary not bound: {why}, so nothing shows that arm B ran the captured program"]
+    if ran["sha256"] in meas["binaries"]:
+        return [], []
+    return [f"binary: the capture ran {ran['path']} with sha256 {_short(ran['sha256'])}, the measurement hashed "
+            f"{', '.join(map(_short, meas['binaries']))} (arm B must run the captured program: measure with "
+            f"--binary {ran['path']}, or capture the binary that was measured)"], []
 
 
 def _record_problem(records: list[dict], capture: dict, workload, evidence: Path) -> str | None:
@@ -113,6 +131,10 @@ def grade(capture_report: dict | None, manifest: Manifest, measurement: dict | N
             msg = f"overhead {measurement['overhead']:+.2%} is above the {target * 100:g}% target"
             (failures if hard_threshold else missing).append(msg)
     disagree = _disagreements(capture, meas) if capture_report is not None else []
+    if capture_report is not None and meas is not None:
+        wrong, unbound = _binary(capture, meas)
+        disagree += wrong
+        notes += unbound
     workload = meas["workload"] if meas else capture.get("workload")
     if evidence is None:
         missing.append("no correctness record from the evaluator (--correctness-evidence)")

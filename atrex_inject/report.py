@@ -69,7 +69,8 @@ def _num(x, scale=1.0, fmt="{:.3f}") -> str:
 
 def _grade(g: dict) -> str:
     items = [f'<li class="fail">failure: {_e(x)}</li>' for x in g["failures"]]
-    items += [f"<li>missing: {_e(x)}</li>" for x in g["missing"]] + [f"<li>note: {_e(x)}</li>" for x in g["notes"]]
+    for label, key in (("missing", "missing"), ("disagrees", "disagreements"), ("note", "notes")):
+        items += [f"<li>{label}: {_e(x)}</li>" for x in g[key]]
     return (f'<h2>Grade</h2><p class="grade" id="grade">{_e(g["grade"])}</p>'
             + (f"<ul>{''.join(items)}</ul>" if items else ""))
 

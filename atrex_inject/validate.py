@@ -22,6 +22,7 @@ from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
 from .launchfile import SIDECAR_FORMAT
 from . import manifest as mf
+from . import runrecord
 from .manifest import Manifest
 from .source_id import source_id_of
 from .summary import QUANTILES, Summarizer
@@ -69,7 +70,8 @@ class Check:
 class Provenance:
     """What the capture must match; unset fields are not checked (and listed as unchecked)."""
     source: Path | None = None  # the instrumented source file (its source id is recomputed)
-    binary: Path | None = None  # the binary that ran, with its sha256 in binary_sha256
+    # the binary that ran: with a run record (run.json), a file it hashed; else it must have binary_sha256
+    binary: Path | None = None
     binary_sha256: str | None = None
     workload: str | None = None
     device_uuid: str | None = None
@@ -248,7 +250,28 @@ def _source_id(path: Path) -> str:
     return source_id_of(text)
 
 
-def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, check: Check) -> list[str]:
+def _check_binary(prov: Provenance, run: runrecord.RunRecord | None, check: Check) -> None:
+    """--binary has --binary-sha256; with a run record, what they name is a file the run hashed."""
+    now = None
+    if prov.binary is not None:
+        _read(prov.binary, "binary")
+        now = sha256_file(prov.binary)
+        if prov.binary_sha256 is not None:
+            check.fail(now != prov.binary_sha256,
+                       f"binary {prov.binary} does not have sha256 {prov.binary_sha256[:16]}…")
+    if run is None:
+        if now is None or prov.binary_sha256 is None:
+            raise AtrexError("--binary and --binary-sha256 go together when the capture has no run record (run.json)",
+                             hint="give both, or capture with atrex-inject capture, which records the program")
+        return
+    sha = now or prov.binary_sha256
+    ran = ", ".join(f"{f.path} {f.sha256[:16]}…" for f in (run.program, *run.files))
+    check.fail(sha not in run.hashes(), f"{f'binary {prov.binary}' if now else '--binary-sha256'}: sha256 {sha[:16]}… "
+                                        f"is not a file the capture ran (run.json hashed {ran})")
+
+
+def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, run: runrecord.RunRecord | None,
+                      check: Check) -> list[str]:
     unchecked = []
     if prov.source is not None:
         sid = _source_id(prov.source)
@@ -257,11 +280,9 @@ def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, che
                                                    f"{prov.source} now has {sid[:16]}…")
     else:
         unchecked.append("source file")
-    if prov.binary is not None:
-        _read(prov.binary, "binary")
-        check.fail(sha256_file(prov.binary) != prov.binary_sha256,
-                   f"binary {prov.binary} does not have sha256 {str(prov.binary_sha256)[:16]}…")
-    else:
+    if prov.binary is not None or prov.binary_sha256 is not None:
+        _check_binary(prov, run, check)
+    elif run is None:  # a run record names the binary itself (identity); verdict binds it to the measurement
         unchecked.append("binary")
     for l in launches:
         if prov.workload is not None:
@@ -329,15 +350,17 @@ def _check_iket_log(launches: list[Launch], m: Manifest, checks: dict[str, Check
                                      f"incomplete, first: {str(first)!r}; recapture")
 
 
-def identity(launches: list[Launch], m: Manifest) -> dict:
-    """What this capture is evidence of: the build (manifest hashes), workload, device and run."""
+def identity(launches: list[Launch], m: Manifest, run: runrecord.RunRecord | None = None) -> dict:
+    """What this capture is evidence of: the build (manifest hashes, and under "run" the run
+    record's program and argument files where the folder has one), workload, device and run."""
     def one(values: set):
         return values.pop() if len(values) == 1 else None  # launches that disagree name no single value
 
-    return {"instrumented_sha256": m.source.instrumented_sha256, "clean_sha256": m.source.clean_sha256,
-            "source_id": m.source.source_id, "workload": one({side(l, "workload") for l in launches}),
-            "device": one({device_uuid(l) for l in launches}),
-            "run_id": one({side(l, "run_id") for l in launches})}
+    ident = {"instrumented_sha256": m.source.instrumented_sha256, "clean_sha256": m.source.clean_sha256,
+             "source_id": m.source.source_id, "workload": one({side(l, "workload") for l in launches}),
+             "device": one({device_uuid(l) for l in launches}),
+             "run_id": one({side(l, "run_id") for l in launches})}
+    return {**ident, "run": run.identity()} if run else ident
 
 
 def _number(v) -> bool:
@@ -395,6 +418,7 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
     part_events, each file is decoded, checked and summarized in owner-range parts of that many
     events (decode_parts) and no launches are returned."""
     m = manifest
+    run = runrecord.read(capture_dir)  # a damaged run record is a usage error, before the decode's work
     checks = {n: Check(n, hint=NEXT_STEP[n]) for n in CHECKS}
     launches, heads, summaries, notes, events = [], [], [], [], 0
     with_summaries = with_summaries or bool(claims)
@@ -418,7 +442,7 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
             summaries.append(summary.result())
         if part_events is None:
             launches.append(part)
-    unchecked = _check_provenance(heads, m, prov or Provenance(), checks["stale_provenance"]) if heads else []
+    unchecked = _check_provenance(heads, m, prov or Provenance(), run, checks["stale_provenance"]) if heads else []
     _check_mixing(heads, m, checks["cross_launch_mixing"], notes)
     _check_iket_log(heads, m, checks)
     old = [l.name for l in heads if l.meta["version"] < 2]
@@ -434,7 +458,7 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
         _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
     valid = all(c.ok for c in checks.values()) and bool(heads)
     report = {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in heads],
-              "events": events, "unchecked_provenance": unchecked, "notes": notes, "identity": identity(heads, m),
+              "events": events, "unchecked_provenance": unchecked, "notes": notes, "identity": identity(heads, m, run),
               "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()]}
     return {**report, "summaries": summaries} if with_summaries else report, launches
 

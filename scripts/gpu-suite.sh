@@ -2,8 +2,8 @@
 # The whole GPU check of the CUDA route in one call, on the GPU host, from the repository root:
 #   bash scripts/gpu-suite.sh            (results under $OUT, default /tmp/atrex-gpu)
 # For each example: build clean and instrumented for sm_90a, run both (each checks its output
-# against a float64 reference and prints the sample line), capture with ATREX_TIMELINE_OUT and the
-# workload identity the program prints, revert, decode, validate; the GEMM's measurement, evaluator
+# against a float64 reference and prints the sample line), capture through `atrex-inject capture`
+# (run.json names the binary) with the workload identity the program prints, revert, decode, validate; the GEMM's measurement, evaluator
 # records and verdict; the staged GEMM and the undersized-ring refusal; a large capture (17.3M
 # events) timed by bench/large_capture/run.py. Python packages the GPU image lacks (lark, libcst)
 # travel as wheels in .whl/ (bash scripts/fetch-gpu-wheels.sh, here, then carry [".whl"]).
@@ -38,8 +38,8 @@ for ex in gemm_mma reduce_sumsq layernorm; do
   $NVCC -I"$INC" -Xptxas -v -o "$work/$ex.inst" "$src" 2>&1 | grep -E "registers|spill" | tail -2
   mkdir -p "$OUT/cap/$ex"
   cp "$work/.atrex/$ex/manifest.json" "$work/.atrex/$ex/instrumented.patch" "$OUT/cap/$ex/"
-  ATREX_TIMELINE_OUT="$OUT/cap/$ex" ATREX_WORKLOAD="$workload" $T "$work/$ex.inst" --warmup 3 --iters 10 \
-    | tee "$OUT/$ex.inst.txt" || fail=1
+  $T $ATREX capture --spec "$spec" --root "$work" --out "$OUT/cap/$ex" --workload "$workload" \
+    -- "$work/$ex.inst" --warmup 3 --iters 10 | tee "$OUT/$ex.inst.txt" || fail=1
   $ATREX revert "$spec" --root "$work" || fail=1
   cmp -s "$src" "examples/cuda/$ex.cu" && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
   log "$ex: decode"
@@ -106,8 +106,9 @@ if $ATREX apply "$sspec" --root "$work"; then
   cp "$src" "$work/gemm_mma_staged.instrumented.cu"
   mkdir -p "$OUT/cap/gemm_mma_staged"
   cp "$work/.atrex/gemm_mma_staged/manifest.json" "$OUT/cap/gemm_mma_staged/"
-  ATREX_TIMELINE_OUT="$OUT/cap/gemm_mma_staged" ATREX_WORKLOAD="$(wl "$OUT/gemm_mma.clean.txt")" $T "$work/gemm_mma.staged" \
-    --warmup 3 --iters 10 | tee "$OUT/gemm_mma.staged.txt" || fail=1
+  $T $ATREX capture --spec "$sspec" --root "$work" --out "$OUT/cap/gemm_mma_staged" \
+    --workload "$(wl "$OUT/gemm_mma.clean.txt")" -- "$work/gemm_mma.staged" --warmup 3 --iters 10 \
+    | tee "$OUT/gemm_mma.staged.txt" || fail=1
   $ATREX revert "$sspec" --root "$work" || fail=1
   $ATREX validate "$OUT/cap/gemm_mma_staged" --source "$OUT/cap/gemm_mma_staged.instrumented.cu" || fail=1
   $ATREX summary "$OUT/cap/gemm_mma_staged" | head -6

@@ -38,12 +38,12 @@ def main(tar: Path, label: str) -> None:
         rows = []
         for ex in EXAMPLES:
             d = cap / ex
-            _copy(d, FIX / ex, [*d.glob("*-launch*"), d / "manifest.json", d / "instrumented.patch"])
+            _copy(d, FIX / ex, [*d.glob("*-launch*"), d / "manifest.json", d / "instrumented.patch", d / "run.json"])
             m = load_manifest(FIX / ex / "manifest.json")
             side = json.loads(next((FIX / ex).glob("*-launch*.json")).read_text())
             rows.append((ex, m, side))
         st = cap / "gemm_mma_staged"
-        _copy(st, FIX / "gemm_mma_staged", [*st.glob("*-launch*"), st / "manifest.json",
+        _copy(st, FIX / "gemm_mma_staged", [*st.glob("*-launch*"), st / "manifest.json", st / "run.json",
                                              cap / "gemm_mma_staged.instrumented.cu"])
         shutil.copy(cap / "measure" / "gemm_mma_staged.json", FIX / "gemm_mma_staged" / "measure.json")
         rs = cap / "rowscale_split"
@@ -71,9 +71,9 @@ def main(tar: Path, label: str) -> None:
              f"- nvidia-smi: {device_txt[0]}",
              f"- CUDA driver API {rows[0][2]['driver_version']}, runtime {rows[0][2]['runtime_version']}",
              f"- nvcc: {device_txt[-1].strip()}; flags `-O3 -gencode=arch=compute_90a,code=sm_90a`",
-             "- command: `bash scripts/gpu-suite.sh`: each example applied from its spec, built, run with",
-             "  `--warmup 3 --iters 10`, `ATREX_TIMELINE_OUT` set and `ATREX_WORKLOAD` the identity the clean run",
-             "  printed, reverted; `pycapture/` is the same reduction launched from Python by",
+             "- command: `bash scripts/gpu-suite.sh`: each example applied from its spec, built, captured with",
+             "  `atrex-inject capture --workload W -- BUILD --warmup 3 --iters 10` (W the identity the clean run",
+             "  printed; `run.json` names the binary), reverted; `pycapture/` is the same reduction launched from Python by",
              "  `scripts/pycapture_check.py` (cuda-python)", "",
              "| folder | spec | spec sha256 | clean source sha256 | instrumented source id | launch | workload |",
              "|---|---|---|---|---|---|---|"]
@@ -87,8 +87,8 @@ def main(tar: Path, label: str) -> None:
               "## gemm_mma_staged/ (shared-memory staging)", "",
               f"Same run. The suite wrote `gemm_mma_staged.toml` with",
               "`atrex_inject.spec.staged_copy(examples/specs/gemm_mma.toml, 32, 8)` (the same spec plus",
-              "`staging = { events = 32, warps = 8 }`), applied it, built and ran the GEMM with `--warmup 3 --iters 10`",
-              "and `ATREX_TIMELINE_OUT` set, and reverted.", "",
+              "`staging = { events = 32, warps = 8 }`), applied it, built the GEMM, captured it with `--warmup 3",
+              "--iters 10` through `atrex-inject capture` (`run.json` names the binary), and reverted.", "",
               "- `gemm_bf16-launch3.atrex` / `.json`: the written launch (launch 3, after 3 warmups).",
               "- `manifest.json`: the manifest of that apply; `gemm_mma_staged.instrumented.cu`: the file the GPU",
               "  host compiled (tests check that staged_copy + apply write the same bytes here).",

@@ -1,4 +1,4 @@
-"""Property: no measurement, evaluator record or sidecar JSON, however damaged (keys missing, nulls,
+"""Property: no measurement, evaluator record, sidecar or run record JSON, however damaged (keys missing, nulls,
 wrong types, NaN and Infinity), makes validate or verdict raise anything but a usage error
 (AtrexError: exit 2 with a message). The damaged files are synthetic copies of the real ones."""
 from __future__ import annotations
@@ -23,6 +23,8 @@ MEAS = json.loads((FIX / "measure" / "gemm_mma.json").read_text())
 SIDECAR = json.loads((FIX / "gemm_mma" / "gemm_bf16-launch3.json").read_text())
 RECORD = json.loads((FIX / "measure" / "evaluations.jsonl").read_text().splitlines()[0])
 REPORT = validate_capture(FIX / "gemm_mma", M)
+RUN = {"format": "atrex-run", "version": 1, "argv": ["gemm_mma.inst", "--iters", "10"],
+       "program": MEAS["binaries"][1], "files": []}  # as if the GPU host had captured with atrex-inject capture
 RESTATED = ("format", "version", "file", "kernel", "launch_seq", "grid", "block", "bytes", "source_id", "crc32")
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 2**33) | st.text(max_size=4)
@@ -89,6 +91,21 @@ def test_damaged_sidecar(tmp_path_factory, side):
     if any(side.get(k) != SIDECAR[k] for k in RESTATED):
         assert r["verdict"] == "rejected"
     assert grade(r, M, None, None, None)["grade"] in ("diagnostic", "rejected")
+
+
+@SETTINGS
+@given(run=st.one_of(damaged(RUN), JSON))
+def test_damaged_run_record(tmp_path_factory, run):
+    """A run.json that is read is graded; one that is not is refused (exit 2), never a crash."""
+    d = tmp_path_factory.mktemp("synthetic") / "cap"
+    shutil.copytree(FIX / "gemm_mma", d)
+    _write(d / "run.json", run)
+    try:
+        r = validate_capture(d, M)
+    except AtrexError:
+        return
+    assert r["identity"]["run"]["program"]["sha256"]
+    assert grade(r, M, MEAS, {"valid": True, "problems": []}, None)["grade"] == "diagnostic"
 
 
 IKET_M = load_manifest(FIX / "cutedsl" / "manifest.json")

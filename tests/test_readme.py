@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, sha
 
 FIX = REPO / "tests" / "fixtures" / "h200" / "gemm_mma"
-GPU = ("ATREX_TIMELINE_OUT=", "atrex-inject measure", "python3 examples/evaluator.py", "atrex-inject verdict",
+GPU = ("atrex-inject capture", "atrex-inject measure", "python3 examples/evaluator.py", "atrex-inject verdict",
        "atrex-inject report")
 WRITES = ("-o", "--out", "--perfetto", "--png")  # options naming a file the command writes
 
@@ -38,7 +38,7 @@ def test_loop_reads_only_what_it_made():
             if w.startswith("build/") or w.startswith("[\"build/"):
                 path = w.split('"')[1] if w.startswith("[") else w
                 written = any(words[i] in WRITES and words[i + 1] == path for i in range(len(words) - 1))
-                produced = written or line.startswith(("mkdir", "ATREX_TIMELINE_OUT=", "cp "))
+                produced = written or line.startswith(("mkdir", "cp "))
                 assert produced or any(path == m or path.startswith(m + "/") for m in made), \
                     f"{path} is read before any line of the loop makes it: {line}"
                 if produced:
@@ -59,9 +59,11 @@ def test_loop_runs_as_written(tmp_path):
     ran = []
     for line in readme_loop():
         if line.startswith(GPU):
-            if line.startswith("ATREX_TIMELINE_OUT="):  # the capture run: the H200 recorded these files
+            if line.startswith("atrex-inject capture"):  # the capture run: the H200 recorded these files
+                (root / "build" / "cap").mkdir()
                 for f in FIX.glob("*-launch*"):
                     shutil.copy(f, root / "build" / "cap")
+                shutil.copy(root / ".atrex/gemm_mma/manifest.json", root / "build" / "cap")  # as capture does
             continue
         p = subprocess.run(["bash", "-c", prelude + line], cwd=root, capture_output=True, text=True)
         assert p.returncode == 0, f"{line}\n{p.stdout}\n{p.stderr}"
