@@ -3,7 +3,7 @@ and the registry that finds a backend by the name a spec gives (`backend = "cuda
 
 A backend checks what it alone knows about a spec (the language of payload and predicate
 expressions, its own rules), rewrites the kernel source from the plan, and runs a program so
-that its launches land in a capture folder as format-v1 files (docs/format.md). Everything else
+that its launches land in a capture folder as format-2 files (docs/format.md). Everything else
 (apply/revert, decode, validation, summary, export, measurement) is shared and never branches on
 the backend's name: it asks the backend object. To add a backend, write a package with a module
 that defines `BACKEND` (an object with the attributes and methods of `Backend`) and add its name

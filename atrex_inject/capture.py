@@ -1,5 +1,5 @@
 """`atrex-inject capture`: run a program so that the instrumented kernel's launches land in one
-folder as format-v1 raw files with sidecars, whatever the backend (backend.Backend.capture: the
+folder as format-2 raw files with sidecars, whatever the backend (backend.Backend.capture: the
 CUDA recorder writes them itself, the CuTe DSL route runs IKeT's run-iket and normalizes its
 output), with the manifest copied in as it is, so the folder decodes by itself, and the run
 record (runrecord.py: the program and its argument files, hashed before and after the run), so

@@ -1,5 +1,5 @@
 """The CuTe DSL backend: the libcst rewriter that inserts NVIDIA IKeT calls (rewrite.py), and
-capture under IKeT's run-iket, normalized to format-v1 files (normalize.py). IKeT records per
+capture under IKeT's run-iket, normalized to format-2 files (normalize.py). IKeT records per
 warp and names its events, so this backend refuses what IKeT cannot record (check) and sizes each
 capture to its fullest owner (IKeT keeps no fixed per-owner capacity)."""
 from __future__ import annotations

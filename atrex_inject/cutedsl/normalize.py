@@ -1,4 +1,4 @@
-"""IKeT's decoded run-iket output -> format-v1 capture files, so the CuTe DSL route shares decode,
+"""IKeT's decoded run-iket output -> format-2 capture files, so the CuTe DSL route shares decode,
 validation, summary, export and measurement with the CUDA route.
 
 run-iket writes `iket_pid_<pid>.trace.json` (its decoded JSON): per launch `markers` (location,
@@ -69,7 +69,7 @@ def _check_lifetimes(ev: np.ndarray, life_loc, life_t0, life_t1, n_loc: int, whe
 
 
 def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) -> tuple[bytes, tuple, tuple, str]:
-    """One launch of the target kernel as format-v1 bytes: (raw buffer, grid, block, IKeT's kernel name)."""
+    """One launch of the target kernel as format-2 bytes: (raw buffer, grid, block, IKeT's kernel name)."""
     names = trace["stringTable"]
     loc = trace["locationTable"]
     grid = (launch["gridDimX"], launch["gridDimY"], launch["gridDimZ"])
