@@ -3,11 +3,20 @@ application revert uses to prove clean copy + patch = instrumented source before
 
 Lines are split on `\\n` only, as git does: `\\r`, form feeds, U+2028 and the other characters
 `str.splitlines` treats as line ends stay inside their line, so any text round-trips.
+
+The lines are aligned by difflib, whose cost is the number of pairs of equal lines it visits
+(for each line, its count in the old text times its count in the new one): small for source
+code, but quadratic in a file whose lines repeat (bench/patch_scale.py: 100k lines, 4 s). Above
+DIFFLIB_PAIRS the alignment is made in linear time instead (`_anchored`): lines unique in both
+texts anchor it, as in patience diff, and the gaps between anchors are aligned the same way
+again, or by difflib once small; the patch may then differ from difflib's, and is as valid.
 """
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
+from collections import Counter
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -24,19 +33,136 @@ def split_lines(text: str) -> list[str]:
     return out + [lines[-1]] if lines[-1] else out
 
 
+DIFFLIB_PAIRS = 1_000_000  # equal-line pairs difflib may visit (about 0.2 s) before the linear alignment is used
+Opcode = tuple[str, int, int, int, int]  # difflib's (tag, a_start, a_end, b_start, b_end)
+
+
+def _costly(a: list[str], b: list[str]) -> bool:
+    """Would difflib visit more than DIFFLIB_PAIRS pairs of equal lines? It skips lines it deems
+    popular (more than 1% of b's, in texts of 200 lines or more). Stops counting past the bound."""
+    cb = Counter(b)
+    popular = len(b) // 100 + 1 if len(b) >= 200 else len(b) + 1
+    pairs = 0
+    for line in a:
+        n = cb.get(line, 0)
+        if n <= popular:
+            pairs += n
+            if pairs > DIFFLIB_PAIRS:
+                return True
+    return False
+
+
+DEPTH = 64  # gaps nested deeper than this (only in contrived texts) are replaced whole: no recursion limit
+
+
+def _anchored(a: list[str], b: list[str], a0: int, a1: int, b0: int, b1: int, out: list[Opcode],
+              depth: int = 0) -> None:
+    """Opcodes for a[a0:a1] against b[b0:b1], appended to `out` (adjacent ones may share a tag)."""
+    head = 0
+    while a0 + head < a1 and b0 + head < b1 and a[a0 + head] == b[b0 + head]:
+        head += 1
+    out.append(("equal", a0, a0 + head, b0, b0 + head))
+    a0, b0 = a0 + head, b0 + head
+    tail = 0
+    while a1 - tail > a0 and b1 - tail > b0 and a[a1 - tail - 1] == b[b1 - tail - 1]:
+        tail += 1
+    a1, b1 = a1 - tail, b1 - tail
+    if a0 == a1 or b0 == b1 or not _costly(a[a0:a1], b[b0:b1]):
+        out += [(t, i1 + a0, i2 + a0, j1 + b0, j2 + b0)
+                for t, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a[a0:a1], b[b0:b1]).get_opcodes()]
+    elif depth >= DEPTH:
+        out.append(("replace", a0, a1, b0, b1))
+    else:
+        in_a, in_b = _unique(a, a0, a1), _unique(b, b0, b1)
+        pairs = sorted((i, j) for line, i in in_a.items() if i >= 0 and (j := in_b.get(line, -1)) >= 0)
+        del in_a, in_b
+        chain = _increasing(pairs)
+        if not chain:  # nothing to anchor on: the whole gap is replaced
+            out.append(("replace", a0, a1, b0, b1))
+        for i, j in chain:
+            _anchored(a, b, a0, i, b0, j, out, depth + 1)
+            out.append(("equal", i, i + 1, j, j + 1))
+            a0, b0 = i + 1, j + 1
+        if chain:
+            _anchored(a, b, a0, a1, b0, b1, out, depth + 1)
+    out.append(("equal", a1, a1 + tail, b1, b1 + tail))
+
+
+def _unique(x: list[str], lo: int, hi: int) -> dict[str, int]:
+    """Line -> its index in x[lo:hi] if it occurs there once, -1 if more often."""
+    at: dict[str, int] = {}
+    for i in range(lo, hi):
+        at[x[i]] = -1 if x[i] in at else i
+    return at
+
+
+def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest chain of (i, j) pairs (i ascending as given) whose j ascend too (patience)."""
+    tops: list[int] = []  # j of the last pair of the best chain of each length
+    ends: list[int] = []  # index into pairs of that pair
+    back = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        n = bisect.bisect_left(tops, j)
+        back[k] = ends[n - 1] if n else -1
+        if n == len(tops):
+            tops.append(j)
+            ends.append(k)
+        else:
+            tops[n], ends[n] = j, k
+    chain, k = [], ends[-1] if ends else -1
+    while k >= 0:
+        chain.append(pairs[k])
+        k = back[k]
+    return chain[::-1]
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[Opcode]:
+    if not _costly(a, b):
+        return difflib.SequenceMatcher(None, a, b).get_opcodes()
+    raw: list[Opcode] = []
+    _anchored(a, b, 0, len(a), 0, len(b), raw)
+    merged: list[Opcode] = []  # runs of equal lines, and runs of changes, each one opcode
+    for t, i1, i2, j1, j2 in raw:
+        if i1 == i2 and j1 == j2:
+            continue
+        if merged and (merged[-1][0] == "equal") == (t == "equal"):
+            _, i1, _, j1, _ = merged.pop()
+        if t != "equal":
+            t = "insert" if i1 == i2 else "delete" if j1 == j2 else "replace"
+        merged.append((t, i1, i2, j1, j2))
+    return merged
+
+
+class _Given(difflib.SequenceMatcher):
+    """difflib's hunk grouping (get_grouped_opcodes, which reads only get_opcodes) over opcodes made here."""
+
+    def __init__(self, opcodes: list[Opcode]):
+        super().__init__(None, [], [])
+        self._given = opcodes
+
+    def get_opcodes(self) -> list[Opcode]:
+        return self._given
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's line range as unified diffs write it: `line` for one line, `line,count` otherwise,
+    and the line before an empty range."""
+    length = stop - start
+    return f"{start + 1}" if length == 1 else f"{start + (1 if length else 0)},{length}"
+
+
 def unified_diff(old: str, new: str, rel_path: str, context: int = 3) -> str:
+    a, b = split_lines(old), split_lines(new)
     out = []
-    for line in difflib.unified_diff(split_lines(old), split_lines(new), f"a/{rel_path}", f"b/{rel_path}",
-                                     n=context):
-        if line.startswith(("---", "+++")):
-            out.append(line.rstrip("\n") + "\n")
-        elif line.endswith("\n"):
-            out.append(line)
-        else:  # the last line of a file without a trailing newline
-            out.append(line + "\n" + NO_NEWLINE)
+    for group in _Given(_opcodes(a, b)).get_grouped_opcodes(context):
+        out.append(f"@@ -{_range(group[0][1], group[-1][2])} +{_range(group[0][3], group[-1][4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            lines = ([" " + x for x in a[i1:i2]] if tag == "equal" else
+                     ["-" + x for x in a[i1:i2]] + ["+" + x for x in b[j1:j2]])
+            out += [x if x.endswith("\n") else x + "\n" + NO_NEWLINE for x in lines]  # a last line without \n
     if not out:
         return ""
-    return f"diff --git a/{rel_path} b/{rel_path}\n" + "".join(out)
+    return f"diff --git a/{rel_path} b/{rel_path}\n--- a/{rel_path}\n+++ b/{rel_path}\n" + "".join(out)
 
 
 def apply_patch(old: str, patch: str) -> str:

@@ -1,15 +1,20 @@
 """Patches round-trip for any text: lines split on \\n only, so \\r, form feeds, VT, \\x1c-\\x1e,
 U+0085, U+2028 and U+2029 stay inside their line; `apply_patch` and `git apply` rebuild the new
-text exactly, and `git apply -R` the old one."""
+text exactly, and `git apply -R` the old one, whether difflib aligned the lines or (files whose
+lines repeat) the linear anchored alignment did."""
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
+from contextlib import ExitStack, nullcontext
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from atrex_inject import patch as patch_mod
 from atrex_inject.patch import PatchMismatch, apply_patch, diffstat, split_lines, unified_diff
 
 SEPARATORS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -21,19 +26,43 @@ def test_split_lines_only_at_newline():
     assert split_lines("a\n") == ["a\n"] and split_lines("") == []
 
 
+# texts of few distinct lines, and an edit of each: what makes the anchored alignment work hard
+line_lists = st.lists(st.sampled_from(["x();\n", "y();\n", "{\n", "}\n", "u1\n", "u2\n", "u3\n", "z"]), max_size=40)
+edited = line_lists.flatmap(lambda old: st.tuples(st.just("".join(old)), st.lists(
+    st.sampled_from(["x();\n", "probe();\n", "{\n", "u4\n"]), max_size=len(old) + 1).map(
+    lambda ins: "".join(x + (ins[i] if i < len(ins) else "") for i, x in enumerate(old)))))
+moved = line_lists.flatmap(lambda old: st.permutations(old).map(lambda new: ("".join(old), "".join(new))))
+pairs = st.one_of(st.tuples(texts, texts), edited, moved)
+
+
+def anchored():
+    """Every alignment made by the linear path (DIFFLIB_PAIRS below any cost): anchors, or a gap
+    replaced; nesting capped at 2 so that the cap's replacement is exercised too."""
+    stack = ExitStack()
+    stack.enter_context(mock.patch.object(patch_mod, "DIFFLIB_PAIRS", -1))
+    stack.enter_context(mock.patch.object(patch_mod, "DEPTH", 2))
+    return stack
+
+
+@pytest.mark.parametrize("alignment", [nullcontext, anchored])
 @settings(max_examples=300, deadline=None)
-@given(old=texts, new=texts)
-def test_round_trip_over_all_line_separators(old, new):
-    assert apply_patch(old, unified_diff(old, new, "k.cu")) == new
+@given(pair=pairs)
+def test_round_trip_over_all_line_separators(alignment, pair):
+    old, new = pair
+    with alignment():
+        assert apply_patch(old, unified_diff(old, new, "k.cu")) == new
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+@pytest.mark.parametrize("alignment", [nullcontext, anchored])
 @settings(max_examples=25, deadline=None)
-@given(old=texts, new=texts)
-def test_git_apply_accepts_the_patch_both_ways(tmp_path_factory, old, new):
+@given(pair=pairs)
+def test_git_apply_accepts_the_patch_both_ways(tmp_path_factory, alignment, pair):
+    old, new = pair
     d = tmp_path_factory.mktemp("git")
     (d / "k.cu").write_bytes(old.encode())
-    patch = unified_diff(old, new, "k.cu")
+    with alignment():
+        patch = unified_diff(old, new, "k.cu")
     if not patch:
         return
     (d / "p.patch").write_bytes(patch.encode())
@@ -51,3 +80,19 @@ def test_a_patch_for_other_text_is_refused():
 
 def test_diffstat_counts_lines_with_separators_inside():
     assert diffstat(unified_diff("x\u2028y\n", "x\u2028y\nz\r\n", "k.cu")) == (1, 0)
+
+
+def test_repeated_lines_take_the_linear_alignment_and_stay_minimal():
+    """bench/patch_scale.py's shape (lines repeated just under difflib's popular cut; difflib alone
+    takes seconds): the pairs bound sends it to the anchored alignment, and an insertion is still
+    only an insertion."""
+    lines = [f"  x{i % 20}();\n" for i in range(20 * 300)] + [f"  u{i}();\n" for i in range(24000)]
+    random.Random(1).shuffle(lines)
+    old = "".join(lines)
+    new = "// probe\n" + "".join(lines[:15000]) + "  probe();\n" + "".join(lines[15000:])
+    assert patch_mod._costly(split_lines(old), split_lines(new))
+    with mock.patch.object(patch_mod, "_anchored", wraps=patch_mod._anchored) as linear:
+        patch = unified_diff(old, new, "k.cu")
+    assert linear.called
+    assert apply_patch(old, patch) == new
+    assert diffstat(patch) == (2, 0) and patch.count("@@ -") == 2
