@@ -19,6 +19,7 @@ FORMAT_VERSION = 2  # what this tool writes; decode also reads version 1 (no own
 HEADER_BYTES = 512
 MAX_GROUPS = 8
 U32 = (1 << 32) - 1  # header, owner and manifest integers are u32
+MAX_BUFFER_BYTES = U32  # the device recorder addresses slots with 32-bit buffer offsets
 TAG_VALID = np.uint32(0x80000000)  # an event's tag: this bit | site id (a zero slot was never written)
 
 

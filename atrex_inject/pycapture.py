@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import CaptureError
 from .launchfile import write_launch
-from .layout import build_header
+from .layout import MAX_BUFFER_BYTES, build_header
 from .manifest import Manifest
 
 SYMBOL = b"atrex_tl_buffer"
@@ -120,7 +120,7 @@ class LaunchCapture:
         self.header = build_header(manifest.groups, self.grid, self.block, cap.capacity, cap.event_bytes, cap.clock,
                                    self.source_id, launch_seq)
         self.nbytes = int(self.header["total_bytes"][0])
-        if self.nbytes > 0xFFFFFFFF:  # the device recorder addresses slots with 32-bit buffer offsets
+        if self.nbytes > MAX_BUFFER_BYTES:
             raise CaptureError(f"this launch needs a {self.nbytes}-byte buffer, over the recorder's 4 GiB",
                                hint="lower [capture] capacity or the CTA density in the spec, re-apply, rebuild")
         self.buf = None

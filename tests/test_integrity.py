@@ -225,6 +225,24 @@ def _merged(launch, trace):
                           if mk["locIdx"] == loc]
 
 
+def test_iket_location_outside_the_grid(tmp_path):
+    """A location naming a CTA past the launch's grid (found by tests/test_json_inputs.py: numpy then
+    tried to allocate 24 GiB for the owner counts) is refused by name, before anything is allocated."""
+    def edit(launch, trace):
+        trace["locationTable"][launch["markers"][0]["locIdx"]]["ctaId"] = [0, 0, 3_259_728_391]
+    with pytest.raises(CaptureError) as e:
+        _normalize(tmp_path, edit)
+    assert "names CTA (0, 0, 3259728391) warp 0, outside grid [528, 1, 1] x block [256, 1, 1] (8 warps)" in str(e.value)
+
+
+def test_iket_grid_too_large_for_a_buffer(tmp_path):
+    """A damaged grid that would need a buffer over the recorder's 4 GiB is refused before any allocation."""
+    with pytest.raises(CaptureError) as e:
+        _normalize(tmp_path, lambda launch, trace: launch.update(gridDimX=2**31 - 1))
+    assert "launch 0: grid [2147483647, 1, 1] x block [256, 1, 1] gives" in str(e.value)
+    assert "over the recorder's 4 GiB" in str(e.value)
+
+
 @pytest.mark.parametrize("edit,n", [(_after_end, 1), (_merged, 2)], ids=["marker_after_end", "merged_launch"])
 def test_iket_events_outside_their_warp_lifetime(tmp_path, edit, n):
     with pytest.raises(CaptureError) as e:

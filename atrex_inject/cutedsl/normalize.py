@@ -27,7 +27,8 @@ import numpy as np
 
 from ..errors import CaptureError
 from ..launchfile import write_launch
-from ..layout import OWNER_DTYPE, TAG_VALID, build_header, group_owners, owner_slots
+from ..layout import (HEADER_BYTES, MAX_BUFFER_BYTES, OWNER_BYTES, OWNER_DTYPE, TAG_VALID, build_header,
+                      group_owners, owner_slots)
 from ..manifest import Manifest
 
 MALFORMED = (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError)
@@ -68,6 +69,16 @@ def _check_lifetimes(ev: np.ndarray, life_loc, life_t0, life_t1, n_loc: int, whe
                            f"{span}", hint="the trace mixes launches or was edited: capture again with run-iket")
 
 
+def _fits(seq: int, grid, block, n_owner: int, owner_event_bytes: int) -> None:
+    """Refuse a launch whose buffer would be larger than any the recorder writes (a damaged grid or
+    block in the trace would otherwise have numpy allocate it)."""
+    size = HEADER_BYTES + n_owner * (OWNER_BYTES + owner_event_bytes)
+    if size > MAX_BUFFER_BYTES:
+        raise CaptureError(f"launch {seq}: grid {list(grid)} x block {list(block)} gives {n_owner} owners, a "
+                           f"{size}-byte buffer, over the recorder's 4 GiB", hint="the trace's launch geometry is "
+                           "damaged, or the spec's densities select too many warps: capture again, or lower them")
+
+
 def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) -> tuple[bytes, tuple, tuple, str]:
     """One launch of the target kernel as format-2 bytes: (raw buffer, grid, block, IKeT's kernel name)."""
     names = trace["stringTable"]
@@ -97,6 +108,13 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
     life_t0 = np.array([w["startTs"] for w in life], dtype=np.int64)
     if np.any((ev[:, 0] < 0) | (ev[:, 0] >= len(loc))) or np.any((life_loc < 0) | (life_loc >= len(loc))):
         raise ValueError("a location index is outside the location table")
+    n_warps = -(-int(np.prod(block)) // 32)
+    for i in sorted(set(ev[:, 0].tolist()) | set(life_loc.tolist())):  # the locations this launch uses
+        cta, warp = loc[i]["ctaId"], loc[i]["warpId"]
+        if not (all(0 <= c < d for c, d in zip(cta, grid)) and 0 <= warp < n_warps):
+            raise CaptureError(f"launch {seq}: IKeT location {i} names CTA {tuple(cta)} warp {warp}, outside grid "
+                               f"{list(grid)} x block {list(block)} ({n_warps} warps)",
+                               hint="the trace was damaged or mixes launches: capture again with run-iket")
     life_t1 = np.array([w["endTs"] for w in life], dtype=np.int64)
     _check_lifetimes(ev, life_loc, life_t0, life_t1, len(loc),
                      lambda i: f"CTA {tuple(loc[i]['ctaId'])} warp {loc[i]['warpId']}",
@@ -105,6 +123,7 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
     groups = manifest.groups
     sizes = group_owners(groups, grid, block)
     bases, n_owner = np.cumsum([0, *sizes])[:-1], sum(sizes)
+    _fits(seq, grid, block, n_owner, 0)
     # each event's owner: its warp's slot in its site's group
     e_loc, e_site = ev[:, 0], ev[:, 1]
     e_group = np.array(manifest.site_group, dtype=np.int64)[e_site] if ev.size else np.zeros(0, np.int64)
@@ -120,6 +139,7 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
     counts = np.bincount(owner, minlength=n_owner)
     cap = max(1, int(counts.max()) if counts.size else 1)
     words = manifest.capture.event_bytes // 4
+    _fits(seq, grid, block, n_owner, cap * words * 4)
     wide = words == 4
     events = np.zeros((n_owner, cap, words), dtype="<u4")
     starts = np.cumsum(counts) - counts
