@@ -4,19 +4,22 @@ application revert uses to prove clean copy + patch = instrumented source before
 Lines are split on `\\n` only, as git does: `\\r`, form feeds, U+2028 and the other characters
 `str.splitlines` treats as line ends stay inside their line, so any text round-trips.
 
-The lines are aligned by difflib, whose cost is the number of pairs of equal lines it visits
-(for each line, its count in the old text times its count in the new one): small for source
-code, but quadratic in a file whose lines repeat (bench/patch_scale.py: 100k lines, 4 s). Above
-DIFFLIB_PAIRS the alignment is made in linear time instead (`_anchored`): lines unique in both
-texts anchor it, as in patience diff, and the gaps between anchors are aligned the same way
-again, or by difflib once small; the patch may then differ from difflib's, and is as valid.
+The lines are aligned by difflib, whose cost is the pairs of equal lines its searches visit:
+each search for the longest match in a range visits, for each old line there, its occurrences in
+the new text, and difflib searches again on both sides of every match it finds. Small for source
+code, but quadratic in a file whose lines repeat (bench/patch_scale.py: 100k lines, 4 s) and
+worse where many short matches alternate (each search then rescans most of the range). difflib
+runs on a budget of DIFFLIB_PAIRS visits, counted before each search (`_Matcher`); past it the
+alignment is made in linear time instead (`_anchored`): lines unique in both texts anchor it, as
+in patience diff, and the gaps between anchors are aligned the same way again, or by difflib
+while a budget of its own lasts; the patch may then differ from difflib's, and is as valid.
 """
 from __future__ import annotations
 
 import bisect
 import difflib
 import re
-from collections import Counter
+from itertools import accumulate
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -33,31 +36,48 @@ def split_lines(text: str) -> list[str]:
     return out + [lines[-1]] if lines[-1] else out
 
 
-DIFFLIB_PAIRS = 1_000_000  # equal-line pairs difflib may visit (about 0.2 s) before the linear alignment is used
+DIFFLIB_PAIRS = 1_000_000  # equal-line pairs difflib's searches may visit (about 0.2 s), per alignment
 Opcode = tuple[str, int, int, int, int]  # difflib's (tag, a_start, a_end, b_start, b_end)
 
 
-def _costly(a: list[str], b: list[str]) -> bool:
-    """Would difflib visit more than DIFFLIB_PAIRS pairs of equal lines? It skips lines it deems
-    popular (more than 1% of b's, in texts of 200 lines or more). Stops counting past the bound."""
-    cb = Counter(b)
-    popular = len(b) // 100 + 1 if len(b) >= 200 else len(b) + 1
-    pairs = 0
-    for line in a:
-        n = cb.get(line, 0)
-        if n <= popular:
-            pairs += n
-            if pairs > DIFFLIB_PAIRS:
-                return True
-    return False
+class _OverBudget(Exception):
+    """difflib's next search would pass the budget of visits."""
+
+
+class _Matcher(difflib.SequenceMatcher):
+    """difflib, which refuses (_OverBudget) a search for the longest match that would take the
+    visits spent past `budget[0]` (shared, so one budget covers every gap of an alignment). A
+    search in a[alo:ahi] visits each line's occurrences in b (b2j, popular lines left out), so its
+    cost is known before it runs: a prefix sum over a."""
+
+    def __init__(self, a: list[str], b: list[str], budget: list[float]):
+        super().__init__(None, a, b)
+        self._visits = list(accumulate((len(self.b2j.get(x, ())) for x in a), initial=0))
+        self._budget = budget
+
+    def find_longest_match(self, alo=0, ahi=None, blo=0, bhi=None):
+        cost = self._visits[len(self.a) if ahi is None else ahi] - self._visits[alo]
+        if cost > self._budget[0]:
+            raise _OverBudget
+        self._budget[0] -= cost
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def _difflib(a: list[str], b: list[str], budget: list[float]) -> list[Opcode] | None:
+    """difflib's opcodes, or None when they would cost more than the budget left."""
+    try:
+        return _Matcher(a, b, budget).get_opcodes()
+    except _OverBudget:
+        return None
 
 
 DEPTH = 64  # gaps nested deeper than this (only in contrived texts) are replaced whole: no recursion limit
 
 
 def _anchored(a: list[str], b: list[str], a0: int, a1: int, b0: int, b1: int, out: list[Opcode],
-              depth: int = 0) -> None:
-    """Opcodes for a[a0:a1] against b[b0:b1], appended to `out` (adjacent ones may share a tag)."""
+              budget: list[float], depth: int = 0) -> None:
+    """Opcodes for a[a0:a1] against b[b0:b1], appended to `out` (adjacent ones may share a tag);
+    difflib aligns a gap while `budget` lasts."""
     head = 0
     while a0 + head < a1 and b0 + head < b1 and a[a0 + head] == b[b0 + head]:
         head += 1
@@ -67,10 +87,10 @@ def _anchored(a: list[str], b: list[str], a0: int, a1: int, b0: int, b1: int, ou
     while a1 - tail > a0 and b1 - tail > b0 and a[a1 - tail - 1] == b[b1 - tail - 1]:
         tail += 1
     a1, b1 = a1 - tail, b1 - tail
-    if a0 == a1 or b0 == b1 or not _costly(a[a0:a1], b[b0:b1]):
-        out += [(t, i1 + a0, i2 + a0, j1 + b0, j2 + b0)
-                for t, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a[a0:a1], b[b0:b1]).get_opcodes()]
-    elif depth >= DEPTH:
+    small = None if a0 == a1 or b0 == b1 else _difflib(a[a0:a1], b[b0:b1], budget)
+    if small is not None:
+        out += [(t, i1 + a0, i2 + a0, j1 + b0, j2 + b0) for t, i1, i2, j1, j2 in small]
+    elif a0 == a1 or b0 == b1 or depth >= DEPTH:
         out.append(("replace", a0, a1, b0, b1))
     else:
         in_a, in_b = _unique(a, a0, a1), _unique(b, b0, b1)
@@ -80,11 +100,11 @@ def _anchored(a: list[str], b: list[str], a0: int, a1: int, b0: int, b1: int, ou
         if not chain:  # nothing to anchor on: the whole gap is replaced
             out.append(("replace", a0, a1, b0, b1))
         for i, j in chain:
-            _anchored(a, b, a0, i, b0, j, out, depth + 1)
+            _anchored(a, b, a0, i, b0, j, out, budget, depth + 1)
             out.append(("equal", i, i + 1, j, j + 1))
             a0, b0 = i + 1, j + 1
         if chain:
-            _anchored(a, b, a0, a1, b0, b1, out, depth + 1)
+            _anchored(a, b, a0, a1, b0, b1, out, budget, depth + 1)
     out.append(("equal", a1, a1 + tail, b1, b1 + tail))
 
 
@@ -117,10 +137,11 @@ def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _opcodes(a: list[str], b: list[str]) -> list[Opcode]:
-    if not _costly(a, b):
-        return difflib.SequenceMatcher(None, a, b).get_opcodes()
+    whole = _difflib(a, b, [DIFFLIB_PAIRS])
+    if whole is not None:
+        return whole
     raw: list[Opcode] = []
-    _anchored(a, b, 0, len(a), 0, len(b), raw)
+    _anchored(a, b, 0, len(a), 0, len(b), raw, [DIFFLIB_PAIRS])
     merged: list[Opcode] = []  # runs of equal lines, and runs of changes, each one opcode
     for t, i1, i2, j1, j2 in raw:
         if i1 == i2 and j1 == j2:

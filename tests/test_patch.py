@@ -4,6 +4,7 @@ text exactly, and `git apply -R` the old one, whether difflib aligned the lines 
 lines repeat) the linear anchored alignment did."""
 from __future__ import annotations
 
+import difflib
 import random
 import shutil
 import subprocess
@@ -90,9 +91,41 @@ def test_repeated_lines_take_the_linear_alignment_and_stay_minimal():
     random.Random(1).shuffle(lines)
     old = "".join(lines)
     new = "// probe\n" + "".join(lines[:15000]) + "  probe();\n" + "".join(lines[15000:])
-    assert patch_mod._costly(split_lines(old), split_lines(new))
+    assert patch_mod._difflib(split_lines(old), split_lines(new), [patch_mod.DIFFLIB_PAIRS]) is None
     with mock.patch.object(patch_mod, "_anchored", wraps=patch_mod._anchored) as linear:
         patch = unified_diff(old, new, "k.cu")
     assert linear.called
     assert apply_patch(old, patch) == new
     assert diffstat(patch) == (2, 0) and patch.count("@@ -") == 2
+
+
+def _short_matches() -> tuple[str, str]:
+    """Synthetic: 1000 equal lines against that line every 100th among unique ones. Under 1M pairs
+    in all, but every match is one line, and difflib searches the rest again after each (33 s)."""
+    return "x\n" * 1000, "".join("x\n" + "".join(f"u{i}_{k}\n" for k in range(99)) for i in range(1000))
+
+
+def _short_matches_in_gaps() -> tuple[str, str]:
+    """Synthetic: unique anchors, each followed by 199 copies of a line (150 kinds, too many pairs
+    for difflib as a whole), which the new text alternates with another: every gap between anchors
+    is such a search (84 s at 200k lines)."""
+    return ("".join(f"sep{i}\n" + f"x{i % 150}\n" * 199 for i in range(200)),
+            "".join(f"sep{i}\n" + f"x{i % 150}\ny{i % 150}\n" * 100 for i in range(200)))
+
+
+@pytest.mark.parametrize("texts", [_short_matches, _short_matches_in_gaps])
+def test_difflib_visits_stay_within_the_budget(texts):
+    """The pairs difflib's searches visit, counted here for every search that runs, stay within one
+    budget for difflib on the whole texts and one for the gaps of the linear alignment."""
+    old, new = texts()
+    visits = [0]
+    search = difflib.SequenceMatcher.find_longest_match
+
+    def counted(self, alo=0, ahi=None, blo=0, bhi=None):
+        visits[0] += sum(len(self.b2j.get(x, ())) for x in self.a[alo:len(self.a) if ahi is None else ahi])
+        return search(self, alo, ahi, blo, bhi)
+
+    with mock.patch.object(difflib.SequenceMatcher, "find_longest_match", counted):
+        patch = unified_diff(old, new, "k.cu")
+    assert apply_patch(old, patch) == new
+    assert 0 < visits[0] <= 2 * patch_mod.DIFFLIB_PAIRS
