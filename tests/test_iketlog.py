@@ -140,6 +140,20 @@ def test_garbled_log_is_read_without_error(tmp_path):
     assert failing(r) == {"truncation": SUBSET_UNCLAIMED + 1, "overflow": 2}
 
 
+@pytest.mark.parametrize("line,incomplete", [
+    ("Trace incomplete: 1 warp record(s) dropped maxTsCntPerWarp=1 ", 1),  # a drop report never naming its kernel
+    ("IKET trace data ", 0),  # never saying incomplete
+    ("IKET could not collect ", 0)])
+def test_line_as_long_as_the_relay_keeps_is_read(tmp_path, line, incomplete):
+    """A synthetic line of relay.MAX_LINE bytes repeating a pattern's words: each pattern is tried
+    once per line (before, every start and every later word was retried: 12 s for a 30 KB line,
+    more than quadratic in its length)."""
+    log = tmp_path / "synthetic-run-iket.log"
+    log.write_text(line * (MAX_LINE // len(line)) + "\n")
+    r = read_log(log, M.kernel)
+    assert (r["dropped_warp_records"], r["incomplete_lines"], len(r["incomplete"])) == (0, incomplete, incomplete)
+
+
 @pytest.mark.parametrize("where", ["missing", "directory"])
 def test_unreadable_log_refuses_before_writing(tmp_path, where):
     iket = tmp_path / "iket"

@@ -28,17 +28,30 @@ from pathlib import Path
 from ..errors import CaptureError
 from .normalize import iket_kernel_name
 
-DROPPED = re.compile(r"Trace incomplete: (?P<n>[0-9]+) warp record\(s\) dropped\b.*?maxTsCntPerWarp=(?P<max>[0-9]+)"
-                     r".*?=> kernel: (?P<kernel>.+?)(?:\. Raise maxTsCntPerWarp.*)?\s*$")
+# Each pattern is tried once per line, from its first possible start, with no nested backtracking
+# (atomic groups; a lookahead keeps each stretch scanned once): linear in the line's length, since a
+# program's output may hold a 64 KiB line (relay.MAX_LINE) repeating these words
+DROPPED = re.compile(r"Trace incomplete: (?P<n>[0-9]+) warp record\(s\) dropped\b(?>.*?maxTsCntPerWarp=)(?P<max>[0-9]+)"
+                     r"(?>.*?=> kernel: )(?P<rest>.+)")
+RAISE = ". Raise maxTsCntPerWarp"  # what IKeT writes after the kernel's name
+IKET_WORD = re.compile(r"\bIKET\b")
+# (what starts an INCOMPLETE line, what must follow it later in the line)
 INCOMPLETE = (
-    re.compile(r"\bIKET\b.*\btrace[ -]data\b[^.;]*\b(?:incomplete|unavailable|dropped)\b"),
-    re.compile(r"\bIKET could not (?:collect|capture|generate|read)\b.*\btrace data\b"),
-    re.compile(r"\bIKET could not complete\b.*\btrace(?:-data)? collection\b"),
+    (IKET_WORD,
+     re.compile(r"\btrace[ -]data\b(?:(?!\btrace[ -]data\b)[^.;])*?\b(?:incomplete|unavailable|dropped)\b")),
+    (re.compile(r"\bIKET could not (?:collect|capture|generate|read)\b"), re.compile(r"\btrace data\b")),
+    (re.compile(r"\bIKET could not complete\b"), re.compile(r"\btrace(?:-data)? collection\b")),
 )
 DROP_STARTED = "Trace incomplete:"
 NAMED_KERNEL = re.compile(r'\bkernel "?(?P<kernel>[^\s"]+?)"?\.?\s*$')  # an INCOMPLETE line about one kernel
 KEPT = 5  # incomplete lines kept verbatim in the sidecar (all are counted)
 KEPT_CHARS = 300
+
+
+def _follows(line: str, head: re.Pattern, tail: re.Pattern) -> bool:
+    """`head` somewhere in the line and `tail` after its first occurrence (a later one finds less)."""
+    h = head.search(line)
+    return h is not None and tail.search(line, h.end()) is not None
 
 
 def read_log(path: Path, kernel: str) -> dict:
@@ -49,13 +62,14 @@ def read_log(path: Path, kernel: str) -> dict:
         with open(path, "rb") as f:
             for raw in f:
                 line = raw.decode(errors="replace")
-                d = DROPPED.search(line)
-                if d:
-                    if ours.search(d["kernel"]):
+                d = DROPPED.match(line, line.find(DROP_STARTED)) if DROP_STARTED in line else None
+                kernel = d and d["rest"].split(RAISE, 1)[0].rstrip()
+                if kernel:
+                    if ours.search(kernel):
                         dropped += int(d["n"])
                         most = max(most or 0, int(d["max"]))
                     continue
-                if DROP_STARTED in line or any(p.search(line) for p in INCOMPLETE):
+                if DROP_STARTED in line or any(_follows(line, head, tail) for head, tail in INCOMPLETE):
                     named = NAMED_KERNEL.search(line)
                     if named is None or ours.search(named["kernel"]):
                         n_incomplete += 1
