@@ -64,7 +64,7 @@ def _hash(path: str, what: str) -> str:
 def record(cmd: list[str], env: dict[str, str]) -> RunRecord:
     """The run record of `cmd` as it is now (call it before the run)."""
     found = shutil.which(cmd[0], path=env.get("PATH", os.defpath))
-    if found is None:
+    if found is None or not os.path.isfile(found):  # which accepts a FIFO, whose hashing would wait for a writer
         raise CaptureError(f"program {cmd[0]!r} is not an executable file"
                            + ("" if "/" in cmd[0] else " on PATH"),
                            hint="give the path of the built program, e.g. ./build/prog, or put its folder on PATH")

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,24 @@ def test_which_arguments_are_recorded(tmp_path, monkeypatch):
     assert rec.program == runrecord.FileHash(sys.executable, sha(Path(sys.executable)))
     assert rec.files == (runrecord.FileHash("run.py", sha(tmp_path / "run.py")),)
     runrecord.check_unchanged(rec)  # nothing changed: no error
+
+
+def test_a_fifo_is_not_a_program(tmp_path):
+    """An executable FIFO passes shutil.which; hashing it would wait for a writer (forever). A
+    writer is waiting here so that, were it opened, the test ends instead of hanging."""
+    fifo = tmp_path / "prog"
+    os.mkfifo(fifo)
+    fifo.chmod(0o755)
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    writer.start()
+    try:
+        with pytest.raises(CaptureError) as e:
+            runrecord.record([str(fifo)], dict(os.environ))
+        assert e.value.message == f"program {str(fifo)!r} is not an executable file"
+    finally:
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer's open return
+        writer.join()
+        os.close(reader)
 
 
 # ---- verdict: arm B ran the captured program ----
