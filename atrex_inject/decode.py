@@ -14,6 +14,7 @@ streams; decode_file is the one-part case. save()/load() keep canonical events a
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import shutil
@@ -67,8 +68,7 @@ class Launch:
 
 def _expected_owners(g: Group, n: int, grid, block) -> dict[str, np.ndarray]:
     """Who owns each of a group's `n` slots, from the launch geometry (layout.slot_owners)."""
-    n_threads = int(block[0] * block[1] * block[2])
-    n_ctas = int(grid[0] * grid[1] * grid[2])
+    n_threads, n_ctas = math.prod(map(int, block)), math.prod(map(int, grid))  # exact: u32 products pass 64 bits
     cta, thread = slot_owners(g, n, grid, block)
     must = (thread < n_threads) & (cta < n_ctas)
     if g.role is Role.PREDICATE:
@@ -118,8 +118,11 @@ def header_mismatches(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
     cap = manifest.capture
     # some backends size a capture to its fullest owner (IKeT: cutedsl/normalize.py), not to the spec's capacity
     capacity = int(h["capacity"]) if backends.get(manifest.backend).capacity_from_header else cap.capacity
-    want = build_header(manifest.groups, meta["grid"], meta["block"], capacity, cap.event_bytes, cap.clock,
-                        bytes(h["source_id"]).hex(), int(h["launch_seq"]), int(h["version"]))[0]
+    try:
+        want = build_header(manifest.groups, meta["grid"], meta["block"], capacity, cap.event_bytes, cap.clock,
+                            bytes(h["source_id"]).hex(), int(h["launch_seq"]), int(h["version"]))[0]
+    except OverflowError:  # the geometry needs more owners than a u32 counts: no recorder wrote this header
+        return [f for f in ("grid", "block") if meta[f] != h[f].tolist()] + ["n_owners", "groups"]
     return [f for f in HEADER_DTYPE.names if f != "tail" and not np.array_equal(h[f], want[f])]
 
 

@@ -9,6 +9,7 @@ normalizer and the synthetic captures all read these, so none of them restates a
 """
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from typing import Protocol, Sequence
 
@@ -98,8 +99,9 @@ def ctas_selected(g: OwnerGroup, n_ctas: int) -> int:
 
 
 def group_owners(groups: Sequence[OwnerGroup], grid, block) -> list[int]:
-    """Owners of each group for a launch geometry; groups' owner ranges follow each other."""
-    n_ctas, n_threads = int(np.prod(grid)), int(np.prod(block))
+    """Owners of each group for a launch geometry; groups' owner ranges follow each other. Exact
+    (Python integers: a product of three u32 can pass 64 bits)."""
+    n_ctas, n_threads = math.prod(map(int, grid)), math.prod(map(int, block))
     return [ctas_selected(g, n_ctas) * owners_per_cta(g, n_threads) for g in groups]
 
 

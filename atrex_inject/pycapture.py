@@ -117,12 +117,16 @@ class LaunchCapture:
         self.workload = workload if workload is not None else os.environ.get("ATREX_WORKLOAD", "")
         self.source_id = source_id or manifest.source.source_id
         cap = manifest.capture
-        self.header = build_header(manifest.groups, self.grid, self.block, cap.capacity, cap.event_bytes, cap.clock,
-                                   self.source_id, launch_seq)
+        hint = "lower [capture] capacity or the CTA density in the spec, re-apply, rebuild"
+        try:
+            self.header = build_header(manifest.groups, self.grid, self.block, cap.capacity, cap.event_bytes,
+                                       cap.clock, self.source_id, launch_seq)
+        except OverflowError:  # more owners than the header's u32 counts
+            raise CaptureError(f"grid {self.grid} x block {self.block} selects more owners than the recorder counts "
+                               "(2^32 - 1)", hint=hint) from None
         self.nbytes = int(self.header["total_bytes"][0])
         if self.nbytes > MAX_BUFFER_BYTES:
-            raise CaptureError(f"this launch needs a {self.nbytes}-byte buffer, over the recorder's 4 GiB",
-                               hint="lower [capture] capacity or the CTA density in the spec, re-apply, rebuild")
+            raise CaptureError(f"this launch needs a {self.nbytes}-byte buffer, over the recorder's 4 GiB", hint=hint)
         self.buf = None
 
     def function(self, symbol: str | bytes):
