@@ -121,7 +121,8 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
     within an owner times are non-decreasing; every event lies within 2^31 ns of its owner's start
     and of the launch's first start (beyond that the 32-bit timer cannot be unwrapped: an event
     written before its owner started reads as 4.29 s later), and (format 2) no later than its
-    owner's end, read at its exit after every event it recorded."""
+    owner's end, read at its exit after every event it recorded; that end lies within the same
+    2^31 ns and not before the owner's start."""
     ev, t0, t1 = launch.events, launch.owners["t0"], launch.owners["t1"]
     own, t = ev["owner"], ev["t_ns"]
     down = np.flatnonzero(t[1:] < t[:-1])  # few: mostly where one owner's events end and the next's begin
@@ -133,12 +134,15 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
     late = t - start >= WINDOW_NS
     # every event's owner starts no earlier than `start`, so an event past its owner's window is past
     # the launch's too, unless these times are far enough apart to overflow int64 (a corrupt header)
-    if not (start >= 0 and (int(t0[claimed].max()) if claimed.any() else 0) < 1 << 62):
+    near = start >= 0 and (int(t0[claimed].max()) if claimed.any() else 0) < 1 << 62
+    if not near:
         late |= t - t0[own] >= WINDOW_NS
     out = np.flatnonzero(late)
     check.fail(out.size, f"{launch.name}: {out.size} events outside their owner's window (before its start, or "
                          f"more than 2.1 s after the launch began): {_events_str(launch, m, out)}")
-    ended = claimed & (t1 > 0)  # format 1 has no end (-1); 0: the owner never reached its exit (truncation)
+    # format 1 has no end; 0: the owner never reached its exit (truncation, where it published a count);
+    # an end of 2^63 ns or more reads negative here, so it counts as ending before its start
+    ended = claimed & (t1 != 0) & (launch.meta["version"] >= 2)
     inverted = np.flatnonzero(ended & (t1 < t0))
     ended[inverted] = False  # one fault, counted once below, not again for each of its events
     after = np.flatnonzero(ended[own] & ~late & (t > t1[own]))
@@ -146,6 +150,10 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
                            f"launch, or written after the owner exited): {_events_str(launch, m, after)}")
     check.fail(inverted.size, f"{launch.name}: {inverted.size} owners ended before they started: "
                               f"{_owners_str(launch, inverted)}")
+    ended[own[late]] = False  # an owner with events past the window is counted by them
+    overlong = np.flatnonzero(ended & ((t1 - start if near else t1 - t0) >= WINDOW_NS))
+    check.fail(overlong.size, f"{launch.name}: {overlong.size} owners ended 2^31 ns (2.1 s) or more after the launch "
+                              f"began: {_owners_str(launch, overlong)}")
 
 
 def _foreign(launch: Launch, m: Manifest) -> np.ndarray:
@@ -195,6 +203,10 @@ def _check_launch(launch: Launch, m: Manifest, checks: dict[str, Check]) -> None
                                                     f"counts: {_owners_str(launch, short)}")
     checks["truncation"].fail(c["stray_events"], f"{name}: {c['stray_events']} events past owners' published counts "
                                                  "(an exit path without finish?)")
+    unended = np.flatnonzero(claimed & (o["attempted"] > 0) & (o["t1"] == 0) & (launch.meta["version"] >= 2))
+    checks["truncation"].fail(unended.size, f"{name}: {unended.size} owners published an event count without an "
+                                            "end time (their writer stores both at exit): "
+                                            f"{_owners_str(launch, unended)}")
     missing = np.flatnonzero(o["must_claim"] & ~claimed)
     checks["truncation"].fail(missing.size, f"{name}: {missing.size} selected owners never claimed their recorder: "
                                             f"{_owners_str(launch, missing)}")

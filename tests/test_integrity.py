@@ -112,6 +112,51 @@ def test_owner_that_ends_before_it_starts(tmp_path):
         "details"][0]
 
 
+def _set_end(s: Synthetic, o: int, t1: int) -> None:
+    s.owners["t1_lo"][o], s.owners["t1_hi"][o] = t1 & 0xFFFFFFFF, t1 >> 32 & 0xFFFFFFFF
+
+
+def _start(s: Synthetic, o: int) -> int:
+    return (int(s.owners["t0_hi"][o]) << 32) | int(s.owners["t0_lo"][o])
+
+
+def _detail(r: dict, check: str) -> str:
+    return next(c for c in r["checks"] if c["name"] == check)["details"][0]
+
+
+def test_owner_end_of_2_63_ns_or_more(tmp_path):
+    """An end time with its top bit set (here all ones) is no end later than every event: it
+    reads as ending before the start, where it used to be taken for format 1's missing end."""
+    s = Synthetic(tmp_path)
+    _set_end(s, s.owner_of_group(CTA_GROUP), (1 << 64) - 1)
+    r = s.save().validate()
+    assert failing(r) == {"time_order": 1}
+    assert _detail(r, "time_order") == ("reduce_sumsq-launch2: 1 owners ended before they started: owner 528 "
+                                         "(CTA (0, 0, 0), warp 0, thread 0)")
+
+
+def test_owner_that_ends_after_the_window(tmp_path):
+    """An end 2^32 ns after the owner's start (its events unchanged): a launch longer than 2.1 s."""
+    s = Synthetic(tmp_path)
+    o = s.owner_of_group(CTA_GROUP)
+    _set_end(s, o, _start(s, o) + (1 << 32))
+    r = s.save().validate()
+    assert failing(r) == {"time_order": 1}
+    assert _detail(r, "time_order") == ("reduce_sumsq-launch2: 1 owners ended 2^31 ns (2.1 s) or more after the "
+                                         "launch began: owner 528 (CTA (0, 0, 0), warp 0, thread 0)")
+
+
+def test_owner_count_published_without_an_end(tmp_path):
+    """End time 0 (never reached its exit) beside a published count, which is written with it."""
+    s = Synthetic(tmp_path)
+    _set_end(s, s.owner_of_group(CTA_GROUP), 0)
+    r = s.save().validate()
+    assert failing(r) == {"truncation": 1}
+    assert _detail(r, "truncation") == ("reduce_sumsq-launch2: 1 owners published an event count without an end time "
+                                        "(their writer stores both at exit): owner 528 (CTA (0, 0, 0), warp 0, "
+                                        "thread 0)")
+
+
 # ---- geometry and the sidecar ----
 
 def test_owner_table_cut_at_an_owner_boundary(tmp_path):
@@ -130,6 +175,28 @@ def test_owner_table_cut_at_an_owner_boundary(tmp_path):
     r = s.save().validate()
     assert failing(r) == {"geometry": 1}
     assert "group 1 (cta) has 65 owners from 528" in next(c for c in r["checks"] if c["name"] == "geometry")["details"][0]
+
+
+def test_sidecar_grid_with_more_owners_than_a_header_counts(tmp_path):
+    """A sidecar grid of 2^32 CTAs (the buffer's header untouched): the plan for it cannot be
+    written in a header (its owner count passes u32; this raised OverflowError)."""
+    r = Synthetic(tmp_path).save(grid=[65536, 65536, 1]).validate()
+    assert failing(r) == {"cross_launch_mixing": 1}
+    assert _detail(r, "cross_launch_mixing").endswith(
+        "reduce_sumsq-launch2.atrex: launch header fields grid, n_owners, groups differ from the manifest's plan for the "
+        "launch geometry in the sidecar; the sidecar's grid is [65536, 65536, 1], the buffer's [528, 1, 1]\n"
+        "  hint: the buffer was edited, or comes from another build; capture again")
+
+
+def test_header_grid_with_more_owners_than_a_header_counts(tmp_path):
+    """The same grid in the header and the sidecar (CRC re-signed): the recomputed owner count is
+    exact, 2^32, not wrapped."""
+    s = Synthetic(tmp_path)
+    s.raw[:HEADER_BYTES].view(HEADER_DTYPE)["grid"] = [65536, 65536, 1]
+    r = s.save(grid=[65536, 65536, 1]).validate()
+    assert failing(r) == {"geometry": 1}
+    assert ("group 0 (lane0) has 528 owners from 0 in the header; grid [65536, 65536, 1] x block [256, 1, 1] with "
+            "the manifest's density gives 4294967296 from 0") in _detail(r, "geometry")
 
 
 @pytest.mark.parametrize("field,value", [("grid", [529, 1, 1]), ("block", [128, 1, 1]), ("bytes", 12),
