@@ -327,6 +327,9 @@ def _check_mixing(launches: list[Launch], m: Manifest, check: Check, notes: list
     check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(repr, workloads))}")
     uuids = {device_uuid(l) for l in launches}
     check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(repr, uuids))}")
+    versions = sorted({l.meta["version"] for l in launches})  # one process writes with one recorder
+    check.fail(len(versions) > 1, f"launches in capture formats {versions}: one run writes one format, so the "
+                                  "files come from different recorders")
     runs = {side(l, "run_id") for l in launches}
     check.fail(len(runs) > 1, f"files of {len(runs)} runs in one folder (run ids {sorted(map(repr, runs))})")
     if runs == {None} and launches:

@@ -19,7 +19,7 @@ from atrex_inject.cutedsl.normalize import normalize_trace
 from atrex_inject.errors import CaptureError
 from atrex_inject.grade import grade
 from atrex_inject.errors import SnapshotError
-from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE
+from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE, OWNER_DTYPES
 from atrex_inject.manifest import Manifest
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import summarize, validate_measurement
@@ -227,6 +227,30 @@ def test_two_runs_in_one_folder(tmp_path):
     assert failing(r) == {"cross_launch_mixing": 1}
     assert "files of 2 runs in one folder" in next(c for c in r["checks"] if c["name"] == "cross_launch_mixing")[
         "details"][0]
+
+
+def test_one_run_in_two_capture_formats(tmp_path):
+    """Launch 7 rewritten in format 1 (owner end times dropped; header, offsets, CRC and sidecar
+    consistent), the same run id: one run's recorder writes one format, and format 1 would let
+    that launch's events escape the end-time check."""
+    s = Synthetic(tmp_path).save(run_id="run-a")
+    v1 = np.zeros(s.n_owners, dtype=OWNER_DTYPES[1])
+    for f in v1.dtype.names:
+        v1[f] = s.owners[f]
+    h = s.raw[:HEADER_BYTES].view(HEADER_DTYPE).copy()
+    h["version"], h["owner_bytes"], h["launch_seq"] = 1, v1.itemsize, 7
+    h["events_offset"] = HEADER_BYTES + v1.nbytes
+    h["total_bytes"] = int(h["events_offset"][0]) + s.raw[s.ev_off:].size
+    raw = h.tobytes() + v1.tobytes() + s.raw[s.ev_off:].tobytes()
+    path = s.dir / "reduce_sumsq-launch7.atrex"
+    path.write_bytes(raw)
+    meta = json.loads(s.raw_path.with_suffix(".json").read_text())
+    meta.update(crc32=zlib.crc32(raw), bytes=len(raw), launch_seq=7, file=path.name, version=1)
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    r = s.validate()
+    assert failing(r) == {"cross_launch_mixing": 1}
+    assert _detail(r, "cross_launch_mixing") == ("launches in capture formats [1, 2]: one run writes one format, so "
+                                                 "the files come from different recorders")
 
 
 def test_one_run_or_legacy_sidecars(tmp_path):
