@@ -26,8 +26,6 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     manifest = snapshot.load_manifest(snapshot.workspace(spec))
     if manifest is None:
         raise CaptureError(f"spec {spec.name!r} is not applied", hint="atrex-inject apply SPEC, then build and capture")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     # ATREX_MANIFEST: a launch from Python (pycapture.capture_launch) reads its capture plan there
     env = dict(os.environ, ATREX_WORKLOAD=workload or os.environ.get("ATREX_WORKLOAD", ""),
                ATREX_MANIFEST=str(snapshot.workspace(spec) / mf.FILE_NAME))
@@ -35,7 +33,9 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     if sha256_bytes(src.read_bytes()) != manifest.source.instrumented_sha256:
         raise CaptureError(f"{manifest.source.path} is not the instrumented source of spec {spec.name!r}",
                            hint="apply the spec (and rebuild) before capturing")
-    ran = runrecord.record(cmd, env)
+    ran = runrecord.record(cmd, env)  # a program that cannot be recorded is refused before anything is written
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     backends.get(manifest.backend).capture(manifest, cmd, out_dir, env)
     runrecord.check_unchanged(ran)
     shutil.copyfile(snapshot.workspace(spec) / mf.FILE_NAME, out_dir / mf.FILE_NAME)

@@ -147,7 +147,7 @@ def test_garbled_log_is_read_without_error(tmp_path):
 def test_line_as_long_as_the_relay_keeps_is_read(tmp_path, line, incomplete):
     """A synthetic line of relay.MAX_LINE bytes repeating a pattern's words: each pattern is tried
     once per line (before, every start and every later word was retried: 12 s for a 30 KB line,
-    more than quadratic in its length)."""
+    750 s for 120 KB)."""
     log = tmp_path / "synthetic-run-iket.log"
     log.write_text(line * (MAX_LINE // len(line)) + "\n")
     r = read_log(log, M.kernel)

@@ -169,6 +169,14 @@ def test_which_arguments_are_recorded(tmp_path, monkeypatch):
     runrecord.check_unchanged(rec)  # nothing changed: no error
 
 
+def test_a_program_that_cannot_be_recorded_writes_nothing(applied, tmp_path):
+    """A folder given as the program: exit 2 before the capture folder is created."""
+    (tmp_path / "prog").mkdir()
+    code, r = capture(applied, tmp_path / "cap", tmp_path / "prog")
+    assert code == 2 and r["error"] == f"program {str(tmp_path / 'prog')!r} is not an executable file"
+    assert not (tmp_path / "cap").exists()
+
+
 def test_a_fifo_is_not_a_program(tmp_path):
     """An executable FIFO passes shutil.which; hashing it would wait for a writer (forever). A
     writer is waiting here so that, were it opened, the test ends instead of hanging."""
