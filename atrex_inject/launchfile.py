@@ -20,6 +20,7 @@ SIDECAR_FORMAT = "atrex-timeline-capture"
 FILE_NAME = re.compile(r"^(?P<kernel>[^/]+)-launch(?P<seq>[0-9]{1,19})\.atrex$")
 # optional sidecar fields the checks read, with their JSON types (decode refuses another type, and a
 # negative integer); parents before children
+IKET_LOG_LINE_CHARS = 300  # a line of run-iket's log kept in the sidecar's iket_log.incomplete, or quoted from it
 OPTIONAL_TYPES = {"workload": str, "device": dict, "device.uuid": str, "run_id": str, "iket_log": dict,
                   "iket_log.file": str, "iket_log.dropped_warp_records": int, "iket_log.max_ts_cnt_per_warp": int,
                   "iket_log.incomplete_lines": int, "iket_log.incomplete": list}

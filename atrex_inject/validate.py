@@ -20,7 +20,7 @@ import numpy as np
 from .decode import PART_EVENTS, Launch, capture_files, decode_parts, site_counts
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
-from .launchfile import SIDECAR_FORMAT
+from .launchfile import IKET_LOG_LINE_CHARS, SIDECAR_FORMAT
 from . import manifest as mf
 from . import runrecord
 from .manifest import Manifest
@@ -314,7 +314,9 @@ def _check_sidecar(l: Launch, m: Manifest, check: Check) -> None:
     check.fail(s.get("format") != SIDECAR_FORMAT, f"{l.name}: the sidecar's format is {s.get('format')!r}, not "
                                                   f"{SIDECAR_FORMAT!r}")
     for k in ("version", "bytes", "file"):  # grid and block: decode compares them (header_mismatches)
-        check.fail(s.get(k) != l.meta[k], f"{l.name}: the sidecar's {k} is {s.get(k)!r}, the buffer's {l.meta[k]!r}")
+        v = s.get(k)  # the same type too: JSON's true and 1234.0 are not the integers 1 and 1234
+        check.fail(type(v) is not type(l.meta[k]) or v != l.meta[k],
+                   f"{l.name}: the sidecar's {k} is {v!r}, the buffer's {l.meta[k]!r}")
     check.fail(s.get("kernel") != m.kernel, f"{l.name}: the sidecar's kernel is {s.get('kernel')!r}, the "
                                            f"manifest's {m.kernel!r}")
 
@@ -362,7 +364,7 @@ def _check_iket_log(launches: list[Launch], m: Manifest, checks: dict[str, Check
                                    "(run-iket --max-ts-cnt-per-warp) or thin the spec's sites")
         k, first = facts.get("incomplete_lines", 0), (facts.get("incomplete") or ["?"])[0]
         checks["truncation"].fail(k, f"run-iket's log ({log}) has {k} line(s) saying IKeT's trace data is "
-                                     f"incomplete, first: {str(first)!r}; recapture")
+                                     f"incomplete, first: {str(first)[:IKET_LOG_LINE_CHARS]!r}; recapture")
 
 
 def identity(launches: list[Launch], m: Manifest, run: runrecord.RunRecord | None = None) -> dict:

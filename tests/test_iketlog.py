@@ -18,6 +18,7 @@ import pytest
 from atrex_inject.cutedsl.iketlog import KEPT, read_log
 from atrex_inject.cutedsl.normalize import normalize_run
 from atrex_inject.errors import CaptureError
+from atrex_inject.launchfile import IKET_LOG_LINE_CHARS
 from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.relay import MAX_LINE, relay
@@ -214,6 +215,15 @@ def test_planted_incomplete_trace(tmp_path):
     r = validate_capture(_full(tmp_path, **{**CLEAN_LOG, "incomplete_lines": 2, "incomplete": [LOSS[0]]}), M)
     assert failing(r) == {"truncation": 2}
     assert "has 2 line(s)" in _detail(r, "truncation", "run-iket's log")
+
+
+def test_a_huge_kept_line_is_quoted_cut(tmp_path):
+    """A sidecar whose kept line is 10 MB (written by hand: the normalizer cuts them) is quoted at
+    IKET_LOG_LINE_CHARS, not echoed whole into the report."""
+    r = validate_capture(_full(tmp_path, **{**CLEAN_LOG, "incomplete_lines": 1, "incomplete": ["x" * 10_000_000]}), M)
+    assert failing(r) == {"truncation": 1}
+    detail = _detail(r, "truncation", "run-iket's log")
+    assert f"first: {'x' * IKET_LOG_LINE_CHARS!r}; recapture" in detail and len(detail) < 2 * IKET_LOG_LINE_CHARS
 
 
 def test_launches_that_disagree_on_the_log(tmp_path):

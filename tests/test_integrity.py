@@ -199,6 +199,16 @@ def test_header_grid_with_more_owners_than_a_header_counts(tmp_path):
             "the manifest's density gives 4294967296 from 0") in _detail(r, "geometry")
 
 
+def test_sidecar_field_of_another_type_with_an_equal_value(tmp_path):
+    """JSON's 1234.0 is not the integer 1234: a sidecar restating the size as a float was written by
+    something else than the recorder."""
+    s = Synthetic(tmp_path)
+    r = s.save(bytes=float(s.raw.size)).validate()
+    assert failing(r) == {"cross_launch_mixing": 1}
+    assert f"the sidecar's bytes is {float(s.raw.size)!r}, the buffer's {s.raw.size}" in next(
+        c for c in r["checks"] if c["name"] == "cross_launch_mixing")["details"][0]
+
+
 @pytest.mark.parametrize("field,value", [("grid", [529, 1, 1]), ("block", [128, 1, 1]), ("bytes", 12),
                                          ("kernel", "other_kernel"), ("file", "other-launch2.atrex"),
                                          ("version", 1), ("format", "other-format")])

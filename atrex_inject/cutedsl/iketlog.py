@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 
 from ..errors import CaptureError
+from ..launchfile import IKET_LOG_LINE_CHARS
 from .normalize import iket_kernel_name
 
 # Each pattern is tried once per line, from its first possible start, with no nested backtracking
@@ -45,7 +46,6 @@ INCOMPLETE = (
 DROP_STARTED = "Trace incomplete:"
 NAMED_KERNEL = re.compile(r'\bkernel "?(?P<kernel>[^\s"]+?)"?\.?\s*$')  # an INCOMPLETE line about one kernel
 KEPT = 5  # incomplete lines kept verbatim in the sidecar (all are counted)
-KEPT_CHARS = 300
 
 
 def _follows(line: str, head: re.Pattern, tail: re.Pattern) -> bool:
@@ -74,7 +74,7 @@ def read_log(path: Path, kernel: str) -> dict:
                     if named is None or ours.search(named["kernel"]):
                         n_incomplete += 1
                         if len(incomplete) < KEPT:
-                            incomplete.append(line.strip()[:KEPT_CHARS])
+                            incomplete.append(line.strip()[:IKET_LOG_LINE_CHARS])
     except OSError as e:
         raise CaptureError(f"cannot read run-iket's log: {e.strerror}", path=str(path),
                            hint="recapture: without its log, events IKeT dropped cannot be ruled out") from None
