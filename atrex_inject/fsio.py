@@ -26,12 +26,9 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: str | Path) -> str:
-    """Read in 1 MiB blocks: a program's input files may be larger than memory."""
-    h = hashlib.sha256()
+    """Read in blocks (hashlib.file_digest): a program's input files may be larger than memory."""
     with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _umask() -> int:

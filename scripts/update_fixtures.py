@@ -47,10 +47,8 @@ def main(tar: Path, label: str) -> None:
                                              cap / "gemm_mma_staged.instrumented.cu"])
         shutil.copy(cap / "measure" / "gemm_mma_staged.json", FIX / "gemm_mma_staged" / "measure.json")
         rs = cap / "rowscale_split"
-        _copy(rs, FIX / "rowscale_split", [*rs.glob("*-launch*"), rs / "manifest.json",
-                                            cap / "rowscale_split.instrumented.cuh"])
+        _copy(rs, FIX / "rowscale_split", [*rs.glob("*-launch*"), rs / "manifest.json"])
         shutil.copy(cap / "rowscale_split.instrumented.cuh", FIX / "rowscale_split" / "rowscale.instrumented.cuh")
-        (FIX / "rowscale_split" / "rowscale_split.instrumented.cuh").unlink()
         shutil.copy(cap / "rowscale_split.main.instrumented.cu", FIX / "rowscale_split" / "main.instrumented.cu")
         split_side = json.loads(next((FIX / "rowscale_split").glob("*-launch*.json")).read_text())
         ms = cap / "measure"

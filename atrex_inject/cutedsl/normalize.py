@@ -99,8 +99,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
             rows.append((start_loc, r.start_site, rg["startTs"], int(rg.get("startPayload", 0)) & 0xFFFFFFFF))
             rows.append((end_loc, r.end_site, rg["endTs"], int(rg.get("endPayload", 0)) & 0xFFFFFFFF))
     ev = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    gx, gy = grid[0], grid[1]
-    loc_cta = np.array([l["ctaId"][0] + gx * (l["ctaId"][1] + gy * l["ctaId"][2]) for l in loc], dtype=np.int64)
+    loc_xyz = np.array([l["ctaId"] for l in loc], dtype=np.int64).reshape(-1, 3)
+    loc_cta = loc_xyz[:, 0] + grid[0] * (loc_xyz[:, 1] + grid[1] * loc_xyz[:, 2])
     loc_warp = np.array([l["warpId"] for l in loc], dtype=np.int64)
     loc_sm = np.array([l["smId"] for l in loc], dtype=np.int64)
     life = launch.get("warpLifetimes", [])
@@ -109,12 +109,14 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
     if np.any((ev[:, 0] < 0) | (ev[:, 0] >= len(loc))) or np.any((life_loc < 0) | (life_loc >= len(loc))):
         raise ValueError("a location index is outside the location table")
     n_warps = -(-int(np.prod(block)) // 32)
-    for i in sorted(set(ev[:, 0].tolist()) | set(life_loc.tolist())):  # the locations this launch uses
-        cta, warp = loc[i]["ctaId"], loc[i]["warpId"]
-        if not (all(0 <= c < d for c, d in zip(cta, grid)) and 0 <= warp < n_warps):
-            raise CaptureError(f"launch {seq}: IKeT location {i} names CTA {tuple(cta)} warp {warp}, outside grid "
-                               f"{list(grid)} x block {list(block)} ({n_warps} warps)",
-                               hint="the trace was damaged or mixes launches: capture again with run-iket")
+    used = np.unique(np.r_[ev[:, 0], life_loc])  # the locations this launch uses
+    outside = used[((loc_xyz[used] < 0) | (loc_xyz[used] >= np.array(grid))).any(axis=1)
+                   | (loc_warp[used] < 0) | (loc_warp[used] >= n_warps)]
+    if outside.size:
+        i = int(outside[0])
+        raise CaptureError(f"launch {seq}: IKeT location {i} names CTA {tuple(loc_xyz[i].tolist())} warp "
+                           f"{int(loc_warp[i])}, outside grid {list(grid)} x block {list(block)} ({n_warps} warps)",
+                           hint="the trace was damaged or mixes launches: capture again with run-iket")
     life_t1 = np.array([w["endTs"] for w in life], dtype=np.int64)
     _check_lifetimes(ev, life_loc, life_t0, life_t1, len(loc),
                      lambda i: f"CTA {tuple(loc[i]['ctaId'])} warp {loc[i]['warpId']}",
