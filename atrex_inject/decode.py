@@ -33,7 +33,7 @@ from .errors import CaptureError
 from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
 from .launchfile import TYPE_NAMES as SIDECAR_TYPE_NAMES
-from .layout import (HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_DTYPES, TAG_VALID, Role,
+from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES, OWNER_DTYPE, TAG_VALID, Role,
                      build_header, group_owners, slot_owners)
 from .manifest import Group, Manifest
 
@@ -85,11 +85,15 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
     h = np.frombuffer(raw[:HEADER_BYTES], dtype=HEADER_DTYPE)[0]
     if int(h["magic"]) != MAGIC:
         raise CaptureError(f"not an atrex capture (magic 0x{int(h['magic']):016x})", path=where, check="truncation")
-    if int(h["version"]) not in OWNER_DTYPES:
-        raise CaptureError(f"format version {int(h['version'])}; this decoder reads versions "
-                           f"{', '.join(map(str, OWNER_DTYPES))}", path=where,
-                           hint="decode with the atrex-inject version that wrote it", check="truncation")
-    owner_bytes = OWNER_DTYPES[int(h["version"])].itemsize
+    if int(h["version"]) != FORMAT_VERSION:
+        old = int(h["version"]) < FORMAT_VERSION
+        raise CaptureError(f"format version {int(h['version'])}; this decoder reads version {FORMAT_VERSION}"
+                           + (" (version 1 owner headers have no end time, so events appended from another launch "
+                              "could not be detected)" if old else ""), path=where,
+                           hint=("capture again: rebuild the program against this version's recorder header "
+                                 "(atrex-inject include-dir) and run it with ATREX_TIMELINE_OUT set" if old else
+                                 "decode with the atrex-inject version that wrote it"), check="truncation")
+    owner_bytes = OWNER_BYTES
     if size != int(h["total_bytes"]):
         raise CaptureError(f"truncated: {size} bytes, the header says {int(h['total_bytes'])}", path=where,
                            check="truncation")
@@ -120,7 +124,7 @@ def header_mismatches(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
     capacity = int(h["capacity"]) if backends.get(manifest.backend).capacity_from_header else cap.capacity
     try:
         want = build_header(manifest.groups, meta["grid"], meta["block"], capacity, cap.event_bytes, cap.clock,
-                            bytes(h["source_id"]).hex(), int(h["launch_seq"]), int(h["version"]))[0]
+                            bytes(h["source_id"]).hex(), int(h["launch_seq"]))[0]
     except OverflowError:  # the geometry needs more owners than a u32 counts: no recorder wrote this header
         return [f for f in ("grid", "block") if meta[f] != h[f].tolist()] + ["n_owners", "groups"]
     return [f for f in HEADER_DTYPE.names if f != "tail" and not np.array_equal(h[f], want[f])]
@@ -180,7 +184,7 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
     size = len(buf)
     h = read_header(bytes(buf[:HEADER_BYTES]), where, size)
     checksum = _crc(buf)
-    own = np.frombuffer(buf, dtype=OWNER_DTYPES[int(h["version"])], count=int(h["n_owners"]), offset=HEADER_BYTES).copy()
+    own = np.frombuffer(buf, dtype=OWNER_DTYPE, count=int(h["n_owners"]), offset=HEADER_BYTES).copy()
     source_id = bytes(h["source_id"]).hex()
     if source_id != manifest.source.source_id:
         raise CaptureError(f"source id {source_id[:16]}… is not the manifest's {manifest.source.source_id[:16]}…: "
@@ -238,10 +242,9 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
     owners = {"group": gid, "claims": own["claims"].astype(np.int64), "attempted": own["attempted"].astype(np.int64),
               "smid": own["smid"].astype(np.int64), "cta": own["cta"].astype(np.int64),
               "thread": own["thread"].astype(np.int64), **cat,
-              # validation bounds each owner's events by its start and end (time_order); format 1 has
-              # no end (-1), and 0 is an owner that never reached its exit
-              "t0": _full_time(own, "t0"),
-              "t1": _full_time(own, "t1") if "t1_lo" in own.dtype.names else np.full(own.size, -1, dtype=np.int64)}
+              # validation bounds each owner's events by its start and end (time_order); an end of 0 is an
+              # owner that never reached its exit
+              "t0": _full_time(own, "t0"), "t1": _full_time(own, "t1")}
     gx, gy = int(grid[0]), int(grid[1])
     owners.update(col_group=gid.astype(np.int16), col_cta_x=(owners["cta"] % gx).astype(np.int32),
                   col_cta_y=(owners["cta"] // gx % gy).astype(np.int32),

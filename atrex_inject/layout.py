@@ -16,7 +16,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 MAGIC = 0x31304C5458525441  # "ATRXTL01"
-FORMAT_VERSION = 2  # what this tool writes; decode also reads version 1 (no owner end times)
+FORMAT_VERSION = 2  # what this tool writes and decode reads (2: owner headers carry the owner's end time)
 HEADER_BYTES = 512
 MAX_GROUPS = 8
 U32 = (1 << 32) - 1  # header, owner and manifest integers are u32
@@ -72,14 +72,11 @@ HEADER_DTYPE = np.dtype([
     ("groups", [("role", "<u4"), ("cta_stride", "<u4"), ("cta_limit", "<u4"), ("warp_mask", "<u4"),
                 ("owner_base", "<u4"), ("n_owners", "<u4")], MAX_GROUPS),
     ("tail", "u1", HEADER_BYTES - 128 - 24 * MAX_GROUPS)])
-_OWNER_V1 = [("claims", "<u4"), ("attempted", "<u4"), ("smid", "<u4"), ("cta", "<u4"), ("thread", "<u4"),
-             ("t0_lo", "<u4"), ("t0_hi", "<u4"), ("clk0", "<u4")]
-# the owner header of each readable format version: version 2 adds the owner's end time
-OWNER_DTYPES = {1: np.dtype(_OWNER_V1),
-                2: np.dtype(_OWNER_V1 + [("t1_lo", "<u4"), ("t1_hi", "<u4"), ("pad", "<u4", 2)])}
-OWNER_DTYPE = OWNER_DTYPES[FORMAT_VERSION]
+OWNER_DTYPE = np.dtype([("claims", "<u4"), ("attempted", "<u4"), ("smid", "<u4"), ("cta", "<u4"), ("thread", "<u4"),
+                        ("t0_lo", "<u4"), ("t0_hi", "<u4"), ("clk0", "<u4"), ("t1_lo", "<u4"), ("t1_hi", "<u4"),
+                        ("pad", "<u4", 2)])
 OWNER_BYTES = OWNER_DTYPE.itemsize
-assert HEADER_DTYPE.itemsize == HEADER_BYTES and OWNER_BYTES == 48 and OWNER_DTYPES[1].itemsize == 32
+assert HEADER_DTYPE.itemsize == HEADER_BYTES and OWNER_BYTES == 48
 
 
 def selected_warps(g: OwnerGroup, n_threads: int) -> list[int]:
@@ -139,16 +136,15 @@ def staging_bytes(events: int, warps: int, event_bytes: int, n_groups: int) -> i
 
 
 def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event_bytes: int, clock: bool,
-                 source_id: str, launch_seq: int, version: int = FORMAT_VERSION) -> np.ndarray:
-    """The 512-byte launch header the host writes before a launch (what fill_header does in C++);
-    `version` only to check a capture of an older format against its plan."""
-    owner_bytes = OWNER_DTYPES[version].itemsize
+                 source_id: str, launch_seq: int) -> np.ndarray:
+    """The 512-byte launch header the host writes before a launch (what fill_header does in C++)."""
+    owner_bytes = OWNER_BYTES
     h = np.zeros(1, dtype=HEADER_DTYPE)
     base = 0
     for i, (g, n) in enumerate(zip(groups, group_owners(groups, grid, block))):
         h["groups"][0][i] = (g.role.code, g.cta_stride, g.cta_limit, g.warp_mask, base, n)
         base += n
-    h["magic"], h["version"], h["header_bytes"] = MAGIC, version, HEADER_BYTES
+    h["magic"], h["version"], h["header_bytes"] = MAGIC, FORMAT_VERSION, HEADER_BYTES
     h["source_id"] = np.frombuffer(bytes.fromhex(source_id), dtype=np.uint8)
     h["launch_seq"], h["grid"], h["block"] = launch_seq, list(grid), list(block)
     flags = (1 if clock else 0) | (2 if event_bytes == 16 else 0)  # bit0: clock recorded, bit1: 16-byte events

@@ -140,9 +140,9 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
     out = np.flatnonzero(late)
     check.fail(out.size, f"{launch.name}: {out.size} events outside their owner's window (before its start, or "
                          f"more than 2.1 s after the launch began): {_events_str(launch, m, out)}")
-    # format 1 has no end; 0: the owner never reached its exit (truncation, where it published a count);
-    # an end of 2^63 ns or more reads negative here, so it counts as ending before its start
-    ended = claimed & (t1 != 0) & (launch.meta["version"] >= 2)
+    # an end of 0: the owner never reached its exit (truncation, where it published a count); an end of
+    # 2^63 ns or more reads negative here, so it counts as ending before its start
+    ended = claimed & (t1 != 0)
     inverted = np.flatnonzero(ended & (t1 < t0))
     ended[inverted] = False  # one fault, counted once below, not again for each of its events
     after = np.flatnonzero(ended[own] & ~late & (t > t1[own]))
@@ -203,7 +203,7 @@ def _check_launch(launch: Launch, m: Manifest, checks: dict[str, Check]) -> None
                                                     f"counts: {_owners_str(launch, short)}")
     checks["truncation"].fail(c["stray_events"], f"{name}: {c['stray_events']} events past owners' published counts "
                                                  "(an exit path without finish?)")
-    unended = np.flatnonzero(claimed & (o["attempted"] > 0) & (o["t1"] == 0) & (launch.meta["version"] >= 2))
+    unended = np.flatnonzero(claimed & (o["attempted"] > 0) & (o["t1"] == 0))
     checks["truncation"].fail(unended.size, f"{name}: {unended.size} owners published an event count without an "
                                             "end time (their writer stores both at exit): "
                                             f"{_owners_str(launch, unended)}")
@@ -329,9 +329,6 @@ def _check_mixing(launches: list[Launch], m: Manifest, check: Check, notes: list
     check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(repr, workloads))}")
     uuids = {device_uuid(l) for l in launches}
     check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(repr, uuids))}")
-    versions = sorted({l.meta["version"] for l in launches})  # one process writes with one recorder
-    check.fail(len(versions) > 1, f"launches in capture formats {versions}: one run writes one format, so the "
-                                  "files come from different recorders")
     runs = {side(l, "run_id") for l in launches}
     check.fail(len(runs) > 1, f"files of {len(runs)} runs in one folder (run ids {sorted(map(repr, runs))})")
     if runs == {None} and launches:
@@ -462,10 +459,6 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
     unchecked = _check_provenance(heads, m, prov or Provenance(), run, checks["stale_provenance"]) if heads else []
     _check_mixing(heads, m, checks["cross_launch_mixing"], notes)
     _check_iket_log(heads, m, checks)
-    old = [l.name for l in heads if l.meta["version"] < 2]
-    if old:
-        notes.append(f"{len(old)} launch(es) in format 1 ({', '.join(old[:FIRST])}): owners have no end time, so "
-                     "events appended after an owner's own are not detected (capture again to have them checked)")
     missed = manifest.not_captured
     if missed:  # launches apply could not wrap ran without probes, so they are not in this folder
         notes.append(f"{len(missed)} place(s) in the sources launch or may launch {manifest.kernel} without a capture "

@@ -19,7 +19,7 @@ from atrex_inject.cutedsl.normalize import normalize_trace
 from atrex_inject.errors import CaptureError
 from atrex_inject.grade import grade
 from atrex_inject.errors import SnapshotError
-from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE, OWNER_DTYPES
+from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE, OWNER_DTYPE
 from atrex_inject.manifest import Manifest
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import summarize, validate_measurement
@@ -37,7 +37,8 @@ def _last(s: Synthetic, o: int) -> int:
     return int(s.owners["attempted"][o]) - 1
 
 
-FORMAT_2 = ("gemm_mma", "gemm_mma_staged", "reduce_sumsq", "layernorm", "pycapture", "rowscale_split")
+FORMAT_2 = ("gemm_mma", "gemm_mma_staged", "reduce_sumsq", "layernorm", "pycapture", "rowscale_split",
+            "kernelpy/softmax_inline", "kernelpy/rmsnorm_nvrtc")
 
 
 def test_real_fixtures_keep_time_order():
@@ -51,17 +52,6 @@ def test_real_fixtures_keep_time_order():
         s = Synthetic(Path(tempfile.mkdtemp()), name)
         claimed = s.owners["claims"] > 0
         assert s.version == 2 and claimed.any() and (s.owners["t1_lo"][claimed] | s.owners["t1_hi"][claimed]).all(), name
-
-
-def test_format_1_is_read_with_a_note():
-    """A capture written before owner end times (the kernel.py fixtures, run 35) still validates; the
-    report says what could not be checked."""
-    d = FIX / "kernelpy" / "softmax_inline"
-    r = validate_capture(d, load_manifest(d / "manifest.json"))
-    assert r["verdict"] == "valid"
-    assert [n for n in r["notes"] if "format 1" in n] == [
-        "1 launch(es) in format 1 (softmax_rows-launch2): owners have no end time, so events appended after an "
-        "owner's own are not detected (capture again to have them checked)"]
 
 
 def test_event_earlier_than_the_one_before(tmp_path):
@@ -239,12 +229,12 @@ def test_two_runs_in_one_folder(tmp_path):
         "details"][0]
 
 
-def test_one_run_in_two_capture_formats(tmp_path):
+def test_format_1_is_refused(tmp_path):
     """Launch 7 rewritten in format 1 (owner end times dropped; header, offsets, CRC and sidecar
-    consistent), the same run id: one run's recorder writes one format, and format 1 would let
-    that launch's events escape the end-time check."""
+    consistent): its events could escape the end-time check, so decode refuses the file, naming the
+    version and how to capture again, and the folder is rejected."""
     s = Synthetic(tmp_path).save(run_id="run-a")
-    v1 = np.zeros(s.n_owners, dtype=OWNER_DTYPES[1])
+    v1 = np.zeros(s.n_owners, dtype=[(f, "<u4") for f in OWNER_DTYPE.names[:8]])
     for f in v1.dtype.names:
         v1[f] = s.owners[f]
     h = s.raw[:HEADER_BYTES].view(HEADER_DTYPE).copy()
@@ -258,9 +248,11 @@ def test_one_run_in_two_capture_formats(tmp_path):
     meta.update(crc32=zlib.crc32(raw), bytes=len(raw), launch_seq=7, file=path.name, version=1)
     path.with_suffix(".json").write_text(json.dumps(meta))
     r = s.validate()
-    assert failing(r) == {"cross_launch_mixing": 1}
-    assert _detail(r, "cross_launch_mixing") == ("launches in capture formats [1, 2]: one run writes one format, so "
-                                                 "the files come from different recorders")
+    assert r["verdict"] == "rejected" and failing(r) == {"truncation": 1}
+    assert _detail(r, "truncation") == (
+        f"{path}: format version 1; this decoder reads version 2 (version 1 owner headers have no end time, so "
+        "events appended from another launch could not be detected)\n  hint: capture again: rebuild the program "
+        "against this version's recorder header (atrex-inject include-dir) and run it with ATREX_TIMELINE_OUT set")
 
 
 def test_one_run_or_legacy_sidecars(tmp_path):
@@ -459,13 +451,13 @@ def test_record_for_another_workload(tmp_path):
 
 
 def test_committed_cutedsl_pair_is_downgraded():
-    """Captured at n=262144 on one H200, measured at n=16777216 on another: not one piece of evidence."""
+    """Captured at the small size on one H200, measured at n=16777216 on another: not one piece of evidence."""
     m = load_manifest(FIX / "cutedsl" / "manifest.json")
     meas_path = FIX / "cutedsl" / "measure.json"
     g = grade(validate_capture(FIX / "cutedsl", m), m, json.loads(meas_path.read_text()),
               validate_measurement(meas_path), None)
     assert g["grade"] == "diagnostic" and _fields(g) == ["workload", "device"]
-    assert "n=262144" in g["disagreements"][0] and "n=16777216" in g["disagreements"][0]
+    assert "'scale_add:small:seed=1'" in g["disagreements"][0] and "n=16777216" in g["disagreements"][0]
 
 
 # ---- measurements re-check on another machine ----

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from atrex_inject.errors import CaptureError
-from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE, OWNER_DTYPES
+from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE, OWNER_DTYPE
 from atrex_inject.manifest import Manifest
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.validate import CHECKS, Provenance, validate_capture
@@ -49,7 +49,7 @@ class Synthetic:
         self.cap, self.n_owners, self.ev_off = int(h["capacity"]), int(h["n_owners"]), int(h["events_offset"])
         self.words = int(h["event_bytes"]) // 4
         self.version = int(h["version"])
-        self.owners = self.raw[HEADER_BYTES:self.ev_off].view(OWNER_DTYPES[self.version])
+        self.owners = self.raw[HEADER_BYTES:self.ev_off].view(OWNER_DTYPE)
         self.events = self.raw[self.ev_off:].view("<u4").reshape(self.n_owners, self.cap, self.words)
         self.groups = h["groups"][: int(h["n_groups"])]
 
