@@ -2,10 +2,12 @@
 # The perturbation check in one GPU call, from the repository root, with carry [".whl", ".device"]
 # (scripts/fetch-gpu-wheels.sh; the CuTe DSL bundle of ../shared/device/ in .device/):
 #   bash scripts/gpu-perturbation.sh          (results under $OUT, default /tmp/atrex-perturbation)
-# 1. bench/perturbation/hot_path.cu: candidate per-event hot paths side by side (one process);
+# 1. bench/perturbation/designs.cu: recorder designs side by side on the per-event FMA and copy loops
+#    and reduce_sumsq's strip-mined loop (one process);
 # 2. bench/probe_cost/run.py: per-event cost of atrex probes, hand-written probe and floor;
 # 3. bench/perturbation/iket.py: IKeT's per-event cost on the same FMA loop (CuTe DSL);
-# 4. bench/perturbation/run.py: clean vs off / spec / every-CTA for each CUDA example (8+8 processes).
+# 4. bench/perturbation/run.py: clean vs off / spec / every-CTA for each CUDA example (8+8 processes),
+#    with the CuTe DSL GEMM's rows of bench/perturbation/cutedsl_gemm/ folded in.
 set -uo pipefail
 OUT=${OUT:-/tmp/atrex-perturbation}
 mkdir -p "$OUT"
@@ -14,10 +16,10 @@ fail=0
 source scripts/gpu-env.sh
 { nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nvcc --version | tail -2; date -u; } \
   | tee "$OUT/device.txt"
-if [ "${HOT_PATH:-1}" = 1 ]; then
-  echo "== hot-path candidates"
-  nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/hot_path bench/perturbation/hot_path.cu \
-    && $T /tmp/hot_path | tee "$OUT/hot_path.json" || fail=1
+if [ "${DESIGNS:-1}" = 1 ]; then
+  echo "== recorder designs side by side"
+  nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/designs bench/perturbation/designs.cu \
+    && $T /tmp/designs | tee "$OUT/designs.json" || fail=1
 fi
 echo "== probe cost (per event)"
 $T python3 bench/probe_cost/run.py --rounds ${PC_ROUNDS:-2} --reps 21 --json "$OUT/probe_cost.json" || fail=1
@@ -28,6 +30,6 @@ if [ -f .device/cutedsl.tar.xz ]; then
 fi
 echo "== perturbation of the examples"
 timeout 420 python3 bench/perturbation/run.py --samples ${SAMPLES:-8} --probe-cost "$OUT/probe_cost.json" \
-  --iket "$OUT/iket.json" --json "$OUT/results-h200.json" || fail=1
+  --iket "$OUT/iket.json" --cutedsl bench/perturbation/cutedsl_gemm --json "$OUT/results-h200.json" || fail=1
 echo "== done (fail=$fail)"
 exit $fail

@@ -515,7 +515,10 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
     sampled sites and the other copies are the clean text: one probed iteration per group of N, the
     last iterations clean. When BODY starts with loads (loops.LeadingLoads), the group declares the
     N copies' loaded values first and each copy takes its own: nvcc keeps statements in order, so
-    this is what puts the group's loads in flight together, as in its own unrolling of the clean loop."""
+    this is what puts the group's loads in flight together, as in its own unrolling of the clean loop.
+    The loop-begin probes then come after those loads: placed before them, ptxas issued the first load,
+    then the probe's store (waiting for its timer read), then the others, and the probe's registers
+    were the next load's destination, so the group's loads waited for the timer (reduce_sumsq's SASS)."""
     cl, n, text, nl = sm.loop, sm.every, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
@@ -544,6 +547,8 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
                             for k in range(n) for j, (_, expr) in enumerate(lead.decls))
             loads = f"{nl}{ind}  const auto {idx};  // atrex: the group's loads, issued together{nl}{ind}  {vals}"
         pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""  # a #pragma lead at column 0
+        if loads and begin:  # the begin probes after the loads: their timer read and store overlap the loads' flight
+            loads, begin = f"{loads}{nl}{ind} {begin}", ""
         return (f"{pad}{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: "
                 f"one probed iteration per group of {n}{nl}{ind}{text[loop.lead:loop.start]}"
                 f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{begin}"

@@ -8,11 +8,13 @@ clean (A) against (B):
   spec  the spec build recording (deferred writes, as `measure` runs instrumented samples)
   all   the every-CTA build recording
 It validates each recording arm's first capture, folds in the per-event loops of
-bench/probe_cost/run.py (atrex, hand-written, floor) and the IKeT figures of a CuTe DSL run
-(bench/perturbation/iket.py, merged with --iket), prints one table and writes the JSON that the
-README's cost table comes from:
+bench/probe_cost/run.py (atrex, hand-written, floor), the IKeT figures of a CuTe DSL run
+(bench/perturbation/iket.py, merged with --iket) and the CuTe DSL GEMM's rows (--cutedsl: the
+measure-off.json / measure-spec.json that `MEASURE_OFF=1 bash scripts/gpu-cutedsl.sh hopper_gemm`
+writes; IKeT records every warp, so its spec row is also its every-CTA row), prints one table and
+writes the JSON that the README's cost table comes from:
 
-    python3 bench/perturbation/run.py [--samples 8] [--iket iket.json] [--json OUT.json]
+    python3 bench/perturbation/run.py [--samples 8] [--iket iket.json] [--cutedsl DIR] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -80,6 +82,8 @@ def main() -> int:
     ap.add_argument("--examples", default=",".join(EXAMPLES))
     ap.add_argument("--probe-cost", type=Path, help="bench/probe_cost/run.py --json output to fold in")
     ap.add_argument("--iket", type=Path, help="bench/perturbation/iket.py --json output to fold in")
+    ap.add_argument("--cutedsl", type=Path, help="folder with the CuTe DSL GEMM's measure-off.json and "
+                                                 "measure-spec.json to fold in (bench/perturbation/cutedsl_gemm)")
     ap.add_argument("--json", type=Path, default=REPO / "bench" / "perturbation" / "results-h200.json")
     a = ap.parse_args()
     examples = [e for e in a.examples.split(",") if e]
@@ -101,6 +105,7 @@ def main() -> int:
                    f"{', failed: ' + '; '.join(r['capture']['failed']) if r['capture']['failed'] else ''})"
                    if "capture" in r else "")
                       + ("" if r["valid"] else f"  REJECTED: {r['reasons']}"), flush=True)
+    rows += fold_cutedsl(a.cutedsl)
     per_event = fold_per_event(a.probe_cost, a.iket)
     device = _device()
     result = {"date": time.strftime("%Y-%m-%d"), "device": device, "rows": rows, "per_event": per_event}
@@ -130,6 +135,21 @@ def build_with_manifests(work: Path, example: str) -> dict[str, Path]:
         bins[name] = work / f"{example}.{name}"
         subprocess.run([*NVCC, f"-I{inc}", f"-I{src.parent}", "-o", bins[name], inst], check=True)
     return bins
+
+
+def fold_cutedsl(folder: Path | None) -> list[dict]:
+    """The CuTe DSL GEMM's arms from `atrex-inject measure` artifacts of scripts/gpu-cutedsl.sh."""
+    rows = []
+    for name in ("off", "spec"):
+        path = folder / f"measure-{name}.json" if folder else None
+        if path and path.exists():
+            art = json.loads(path.read_text())
+            n = art["n"]
+            rows.append({"kernel": "cutedsl_gemm", "arm": name, "overhead": art.get("overhead"),
+                         "ci95": art.get("overhead_ci95"), "samples": {"A": n["baseline"], "B": n["instrumented"]},
+                         "median_ms": art.get("median_ms"), "valid": art["valid"], "reasons": art["reasons"],
+                         "artifact": str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)})
+    return rows
 
 
 def fold_per_event(probe_cost: Path | None, iket: Path | None) -> list[dict]:
