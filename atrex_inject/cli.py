@@ -131,7 +131,8 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
                       f"line {s['source_line']} -> {s['instrumented_line']}", markup=False)
         if r.get("staging"):
             st = r["staging"]
-            out.print(f"  staging: {st['events']} events x {st['warps']} warps per group, "
+            kind = "resident rings (every event kept until exit)" if st.get("resident") else "rings"
+            out.print(f"  staging: {kind} of {st['events']} events x {st['warps']} warps per group, "
                       f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA", markup=False)
         p = r.get("perturbation")
         if p:  # how the clean code is kept for CTAs that record nothing (docs/perturbation.md)

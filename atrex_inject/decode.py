@@ -244,7 +244,9 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
               "thread": own["thread"].astype(np.int64), **cat,
               # validation bounds each owner's events by its start and end (time_order); an end of 0 is an
               # owner that never reached its exit
-              "t0": _full_time(own, "t0"), "t1": _full_time(own, "t1")}
+              "t0": _full_time(own, "t0"), "t1": _full_time(own, "t1"),
+              # a resident ring counts no further than capacity + 1: its attempted count is a lower bound
+              "lower_bound": (own["flags"] & 1).astype(bool)}
     gx, gy = int(grid[0]), int(grid[1])
     owners.update(col_group=gid.astype(np.int16), col_cta_x=(owners["cta"] % gx).astype(np.int32),
                   col_cta_y=(owners["cta"] // gx % gy).astype(np.int32),

@@ -74,7 +74,7 @@ HEADER_DTYPE = np.dtype([
     ("tail", "u1", HEADER_BYTES - 128 - 24 * MAX_GROUPS)])
 OWNER_DTYPE = np.dtype([("claims", "<u4"), ("attempted", "<u4"), ("smid", "<u4"), ("cta", "<u4"), ("thread", "<u4"),
                         ("t0_lo", "<u4"), ("t0_hi", "<u4"), ("clk0", "<u4"), ("t1_lo", "<u4"), ("t1_hi", "<u4"),
-                        ("pad", "<u4", 2)])
+                        ("flags", "<u4"), ("pad", "<u4")])  # flags bit 0: attempted is a lower bound
 OWNER_BYTES = OWNER_DTYPE.itemsize
 assert HEADER_DTYPE.itemsize == HEADER_BYTES and OWNER_BYTES == 48
 
@@ -129,9 +129,13 @@ def owner_slots(g: OwnerGroup, block, cta: np.ndarray, warp: np.ndarray) -> tupl
     return np.where(ok, cta_rank * per_cta + rank[warp], 0), ok
 
 
-def staging_bytes(events: int, warps: int, event_bytes: int, n_groups: int) -> int:
+def staging_bytes(events: int, warps: int, event_bytes: int, n_groups: int, resident: bool = False) -> int:
     """Static shared memory the staging rings take per CTA (`[capture] staging`): each group keeps
-    warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`."""
+    warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`; resident, each
+    group keeps `warps` rings of `events` (the capacity) + 1 overflow slots and one sink slot that
+    lanes which own no ring store to (runtime/atrex_recorder.cuh, ResidentRing)."""
+    if resident:
+        return (warps * (events + 1) + 1) * event_bytes * n_groups
     return (warps + 1) * events * event_bytes * n_groups
 
 

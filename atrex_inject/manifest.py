@@ -66,6 +66,7 @@ class Staging:
     events: int
     warps: int
     shared_bytes_per_cta: int
+    resident: bool = False  # the rings hold the whole capacity until exit (events = capacity)
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,8 @@ class Manifest:
             "capture": {"capacity": c.capacity, "clock": c.clock, "skip": c.skip, "count": c.count,
                         "event_bytes": c.event_bytes,
                         "staging": c.staging and {"events": c.staging.events, "warps": c.staging.warps,
-                                                  "shared_bytes_per_cta": c.staging.shared_bytes_per_cta}},
+                                                  "shared_bytes_per_cta": c.staging.shared_bytes_per_cta,
+                                                  **({"resident": True} if c.staging.resident else {})}},
             "groups": [{"id": g.id, "role": g.role.value, "role_code": g.role.code, "cta_stride": g.cta_stride,
                         "cta_limit": g.cta_limit, "warp_mask": g.warp_mask, "predicate": g.predicate}
                        for g in self.groups],
@@ -394,7 +396,7 @@ def _parse(obj: Any, where: str) -> Manifest:
         capacity=cap.get("capacity", int), event_bytes=cap.get("event_bytes", int), clock=cap.get("clock", bool, False),
         skip=cap.get("skip", int, 0, hi=I64), count=cap.get("count", int, 1, hi=I64),
         staging=stage and Staging(stage.get("events", int), stage.get("warps", int),
-                                  stage.get("shared_bytes_per_cta", int)))
+                                  stage.get("shared_bytes_per_cta", int), stage.get("resident", bool, False)))
     groups = tuple(Group(g.get("id", int, i), _group_role(g), g.get("cta_stride", int), g.get("cta_limit", int),
                          g.get("warp_mask", int), g.get("predicate", (str, NULL), None))
                    for i, g in enumerate(top.items("groups")))

@@ -40,7 +40,7 @@ TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "decla
             "capture", "site", "intervals", "expect"}
 KERNEL_KEYS = {"name", "occurrence"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging"}
-STAGING_KEYS = {"events", "warps"}
+STAGING_KEYS = {"events", "warps", "resident"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
 CTAS_KEYS = {"stride", "limit"}
 
@@ -99,6 +99,7 @@ class Capture:
     count: int = 1  # launches written; 0 = all
     staging_events: int = 0  # events per warp staged in shared memory before a coalesced copy; 0 = off
     staging_warps: int = 0  # warps per CTA the rings are sized for (launches with more are refused)
+    staging_resident: bool = False  # the rings hold every event (capacity) until exit: no copy before it
 
 
 @dataclass(frozen=True)
@@ -283,16 +284,24 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     unknown(cap_t, CAPTURE_KEYS, "capture")
     stage_t = typed(cap_t, "staging", dict, "capture", default={})
     unknown(stage_t, STAGING_KEYS, "capture", "staging")
+    capacity = typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20, unit=" events per owner")
+    resident = typed(stage_t, "resident", bool, "capture", "staging", default=False)
+    if resident and "events" in stage_t:
+        raise err("capture.staging: a resident ring holds the whole capacity, so it takes no `events`", "capture",
+                  "staging", hint="drop `events` (resident rings have `capacity` slots) or drop `resident`")
     capture = Capture(
-        capacity=typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20, unit=" events per owner"),
+        capacity=capacity,
         clock=typed(cap_t, "clock", bool, "capture", default=False),
         skip=typed(cap_t, "skip", int, "capture", default=0, hi=I64),
         count=typed(cap_t, "count", int, "capture", default=1, hi=I64),
-        # events: one per lane when copied out; warps: the largest block of the kernel's launches
-        staging_events=typed(stage_t, "events", int, "capture", "staging", required=bool(stage_t), default=0,
-                             lo=1, hi=32, unit=" events per warp"),
+        # events: one per lane when copied out (resident: the capacity); warps: the largest block of the
+        # kernel's launches
+        staging_events=capacity if resident else typed(stage_t, "events", int, "capture", "staging",
+                                                       required=bool(stage_t), default=0, lo=1, hi=32,
+                                                       unit=" events per warp"),
         staging_warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0,
                             lo=1, hi=32, unit=" warps per CTA"),
+        staging_resident=resident,
     )
     if stage_t and be.staging_refused:
         staged = " and ".join(n for n in backends.names() if not backends.get(n).staging_refused)
@@ -318,12 +327,17 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
                   "site", first, hint="let sites share roles and density")
     if capture.staging_events:
         wide = capture.clock or any(s.payload for s in sites)
-        need = staging_bytes(capture.staging_events, capture.staging_warps, 16 if wide else 8, len(groups))
+        need = staging_bytes(capture.staging_events, capture.staging_warps, 16 if wide else 8, len(groups),
+                             capture.staging_resident)
         if need > MAX_STATIC_SHARED:
+            rings = (f"{capture.staging_warps} rings x {capture.staging_events} + 1 events (the capacity and an "
+                     "overflow slot) + 1 sink slot" if capture.staging_resident else
+                     f"{capture.staging_warps} + 1 rings x {capture.staging_events} events")
             raise err(f"capture.staging needs {need} bytes of static shared memory per CTA ({len(groups)} owner "
-                      f"groups x {capture.staging_warps} + 1 rings x {capture.staging_events} events x "
-                      f"{16 if wide else 8} bytes); a CTA declares at most {MAX_STATIC_SHARED}", "capture", "staging",
-                      hint="lower staging events or warps, or let sites share owner groups")
+                      f"groups x {rings} x {16 if wide else 8} bytes); a CTA declares at most {MAX_STATIC_SHARED}",
+                      "capture", "staging",
+                      hint=("lower capacity or warps, or let sites share owner groups" if capture.staging_resident
+                            else "lower staging events or warps, or let sites share owner groups"))
 
     intervals = []
     for i, text_iv in enumerate(typed(data, "intervals", list, default=[])):
@@ -409,10 +423,11 @@ def _launchers(data: dict, backend: str, source: Path, path: Path, root: Path, w
     return tuple(out)
 
 
-def staged_copy(path: Path, events: int, warps: int) -> Path:
+def staged_copy(path: Path, events: int | None, warps: int) -> Path:
     """Write `<spec>_staged.toml` next to a spec: the same spec under the name `<name>_staged` with
-    `staging = { events, warps }` in its [capture] table, so the global and the staged probe paths
-    can be applied, built and measured side by side (bench/probe_cost, scripts/gpu-suite.sh)."""
+    `staging = { events, warps }` in its [capture] table (events None: `staging = { warps, resident =
+    true }`, written as `<spec>_resident.toml`), so the global and the staged probe paths can be
+    applied, built and measured side by side (bench/probe_cost, bench/perturbation, scripts/gpu-suite.sh)."""
     path = Path(path).resolve()
     text = path.read_text()
     spec = parse_spec(text, path, find_root(path))
@@ -420,10 +435,12 @@ def staged_copy(path: Path, events: int, warps: int) -> Path:
         raise SpecError("the spec already stages events", path=str(path))
     if "[capture]\n" not in text:
         text += "\n[capture]\n"
+    kind = "staged" if events else "resident"
     name_line = next(line for line in text.splitlines() if line.startswith("name = "))
-    text = text.replace(name_line, f'name = "{spec.name}_staged"', 1)
-    text = text.replace("[capture]\n", f"[capture]\nstaging = {{ events = {events}, warps = {warps} }}\n", 1)
-    out = path.with_name(path.stem + "_staged.toml")
+    text = text.replace(name_line, f'name = "{spec.name}_{kind}"', 1)
+    ring = f"events = {events}" if events else "resident = true"
+    text = text.replace("[capture]\n", f"[capture]\nstaging = {{ {ring}, warps = {warps} }}\n", 1)
+    out = path.with_name(f"{path.stem}_{kind}.toml")
     out.write_text(text)
     parse_spec(text, out, find_root(out))  # the copy must be a valid spec
     return out

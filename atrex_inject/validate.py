@@ -193,8 +193,9 @@ def _check_launch(launch: Launch, m: Manifest, checks: dict[str, Check]) -> None
     c, o, ev, name = launch.counts, launch.owners, launch.events, launch.name
     cap = launch.meta["capacity"]
     over = np.flatnonzero(o["attempted"] > cap)
+    least = "at least " if o["lower_bound"][over].any() else ""  # resident rings count to capacity + 1 only
     checks["overflow"].fail(over.size, f"{name}: {over.size} owners attempted more than the capacity of {cap} events "
-                                       f"({c['overflow_events']} events lost): {_owners_str(launch, over)}")
+                                       f"({least}{c['overflow_events']} events lost): {_owners_str(launch, over)}")
     claimed = o["claims"] > 0
     if c["torn_events"]:
         written = np.where(claimed, np.minimum(o["attempted"], cap), 0)

@@ -86,7 +86,8 @@ struct OwnerHeader {
   uint32_t t0_lo, t0_hi;  // full %globaltimer at construction: decode unwraps event times against it
   uint32_t clk0;
   uint32_t t1_lo, t1_hi;  // full %globaltimer at exit (with attempted): no event of the owner is later
-  uint32_t pad[2];        // zero; keeps the events that follow the owner table 16-byte aligned
+  uint32_t flags;         // bit 0: `attempted` is a lower bound (a resident ring counts to capacity + 1)
+  uint32_t pad;           // zero; keeps the events that follow the owner table 16-byte aligned
 };
 static_assert(sizeof(OwnerHeader) == 48, "owner header is 48 bytes");
 
@@ -176,10 +177,12 @@ struct Slot {
 };
 
 // Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
-// owner (counted atomically: a second claim is visible to decode) and stamps its header. Not inlined,
-// so its header reads, divisions and address arithmetic stay out of the kernel's own schedule
-// (instrumented reduce_sumsq: 40 registers instead of 42).
-static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps) {
+// owner (counted atomically: a second claim is visible to decode) and stamps its header (`stamp`;
+// without it only locates the owner's slots). Not inlined, so its header reads, divisions and
+// address arithmetic stay out of the kernel's own schedule (instrumented reduce_sumsq: 40 registers
+// instead of 42).
+static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps,
+                                          bool stamp = true) {
   Slot o{0u, 0u, false};
   unsigned char* buf = atrex_tl_buffer;
   const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
@@ -203,7 +206,7 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
   const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
   o.off = static_cast<uint32_t>(h->events_offset) + owner * h->capacity * kEventBytes;
   o.end = o.off + h->capacity * kEventBytes;
-  if (staged && lane != 0u) return o;
+  if ((staged && lane != 0u) || !stamp) return o;
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
   uint64_t t0;
   uint32_t sm;
@@ -224,7 +227,7 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
 // events: validation refuses an event later than it (events appended from another launch). The slot range it needs stays live through
 // the kernel: on layernorm that alone takes the instrumented kernel from 32 to 46 registers
 // (docs/perturbation.md).
-static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
+static __device__ __noinline__ void publish(uint32_t off, uint32_t end, bool lower_bound = false) {
   const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(atrex_tl_buffer);
   const uint32_t per_owner = h->capacity * kEventBytes;
   const uint32_t first = end - per_owner;
@@ -232,7 +235,8 @@ static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + h->owners_offset) + owner;
   uint64_t t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  oh->attempted = (off - first) / kEventBytes;
+  oh->attempted = (off - first) / kEventBytes + (lower_bound ? 1u : 0u);
+  oh->flags = lower_bound ? 1u : 0u;
   oh->t1_lo = static_cast<uint32_t>(t1);
   oh->t1_hi = static_cast<uint32_t>(t1 >> 32);
 }
@@ -254,20 +258,75 @@ struct StageRing<0u, W, G> {  // no staging
   __device__ __forceinline__ static bool too_many(uint32_t) { return false; }
 };
 
+// Resident rings of one owner group ([capture] staging = { resident = true }): per warp of the CTA, K
+// slots (the capacity) and an overflow slot, plus one sink slot that lanes owning no ring store to.
+template <uint32_t K, uint32_t W, uint32_t G>
+struct ResidentRing {
+  __device__ __forceinline__ static uint32_t base() {
+    __shared__ __align__(16) unsigned char ring[(W * (K + 1u) + 1u) * kEventBytes];
+    return static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  }
+  __device__ __forceinline__ static uint32_t of_warp(uint32_t warp) { return base() + warp * (K + 1u) * kEventBytes; }
+  __device__ __forceinline__ static uint32_t sink() { return base() + W * (K + 1u) * kEventBytes; }
+};
+
+// Copies a resident ring out at exit and publishes its owner: `lanes` lanes of the warp (32, or the
+// owner's lane alone when the warp is not converged there) take slots lane, lane + lanes, ...; `off`
+// is the owner's first slot in the buffer, `a` its next ring slot and `last` its overflow slot. A ring
+// whose overflow slot was written overflowed; it knows no more than that one event was lost.
+template <uint32_t K, uint32_t W, uint32_t G>
+static __device__ __noinline__ void resident_close(uint32_t off, uint32_t a, uint32_t last, uint32_t lane,
+                                                   uint32_t lanes) {
+  const uint32_t first = last - K * kEventBytes, n = (a - first) / kEventBytes;
+  for (uint32_t k = lane; k < n; k += lanes) {
+#if ATREX_TL_WIDE
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "r"(first + k * 16u) : "memory");
+    *reinterpret_cast<uint4*>(atrex_tl_buffer + off + k * 16u) = v;
+#else
+    uint2 v;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(first + k * 8u) : "memory");
+    *reinterpret_cast<uint2*>(atrex_tl_buffer + off + k * 8u) = v;
+#endif
+  }
+  if (lane != 0u) return;
+  uint32_t tag;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(last + kEventBytes - 4u) : "memory");
+  publish(off + n * kEventBytes, off + K * kEventBytes, tag != 0u);
+}
+
 // K = 0: events go straight to global memory (predicated store per event).
 // K > 0 (spec [capture] staging): every lane of a recording warp stores the same event into its
 // warp's shared-memory ring of K slots, and when the ring is full the 32 lanes copy it to global
 // memory together (coalesced), checking capacity once per slot there instead of per event. Each
 // lane later reads back only slots it wrote itself, so this needs the whole warp at every site
 // and at exit (warp-uniform control flow); it is offered for warp-level roles only.
-template <uint32_t K, uint32_t W, uint32_t G>
+// R (resident, K = the capacity): events stay in the warp's shared-memory ring until exit. The owner's
+// lane stores each event to its next slot; the slot pointer saturates at the overflow slot (one
+// min, no compare, no branch); the other lanes store to the sink. At exit the warp copies the ring
+// out (resident_close). No warp-uniform control flow is needed: only the owner's lane counts.
+template <uint32_t K, uint32_t W, uint32_t G, bool R = false>
 class BasicRecorder {
-  static_assert(K <= 32u, "a staging ring holds at most 32 events: one per lane when it is copied out");
+  static_assert(R || K <= 32u, "a staging ring holds at most 32 events: one per lane when it is copied out");
 
  public:
   // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
   __device__ __forceinline__ explicit BasicRecorder(uint32_t group, bool pred = true) : off_(0u), end_(0u) {
     const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
+    if (R) {
+      a_ = ring_end_ = ResidentRing<K, W, G>::sink();
+      // warps past W (the host refuses such launches) record nothing; `warp + 1 > W`, not `warp >= W`,
+      // which nvcc warns is pointless where the non-resident recorders instantiate this with W = 0
+      if (atrex_tl_buffer == nullptr || warp + 1u > W) return;
+      const Slot o = claim(group, pred, false, false);
+      active_ = o.active;
+      if (o.end == 0u) return;  // not the owner's writer lane: its stores go to the sink
+      a_ = ResidentRing<K, W, G>::of_warp(warp);
+      ring_end_ = a_ + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes - 4u), "r"(0u) : "memory");
+      return;
+    }
     if (K != 0u) {
       a_ = StageRing<K, W, G>::of_warp(warp);
       ring_end_ = a_ + K * kEventBytes;
@@ -285,6 +344,17 @@ class BasicRecorder {
   // pointer bump and a warp-uniform branch taken once per K events.
   __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
     const uint32_t t = globaltimer_lo();
+    if (R) {
+#if ATREX_TL_WIDE
+      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a_), "r"(t), "r"(clock_lo()), "r"(payload),
+                   "r"(site | kTagValid));
+#else
+      asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(a_), "r"(t), "r"(site | kTagValid));
+      (void)payload;
+#endif
+      a_ = min(a_ + kEventBytes, ring_end_);
+      return;
+    }
     if (K != 0u) {
 #if ATREX_TL_WIDE
       payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
@@ -336,6 +406,19 @@ class BasicRecorder {
   // recomputed from the slot range and the header here, once, rather than kept in registers for
   // the whole kernel: registers decide occupancy and how many loads the compiler keeps in flight.
   __device__ __forceinline__ void finish() {
+    if (R) {
+      const uint32_t sink = ResidentRing<K, W, G>::sink(), mask = __activemask();
+      if (mask == 0xffffffffu) {  // the whole warp here: it copies the owner lane's ring out together
+        const uint32_t lane = lane_id(), a = __shfl_sync(mask, a_, 0), last = __shfl_sync(mask, ring_end_, 0);
+        if (last == sink) return;
+        const uint32_t off = __shfl_sync(mask, lane == 0u ? claim(G, true, false, false, false).off : 0u, 0);
+        __syncwarp(mask);  // the owner lane's ring stores are visible to the lanes copying them
+        resident_close<K, W, G>(off, a, last, lane, 32u);
+      } else if (ring_end_ != sink) {
+        resident_close<K, W, G>(claim(G, true, false, false, false).off, a_, ring_end_, 0u, 1u);
+      }
+      return;
+    }
     if (K != 0u) drain((a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
     if (end_ == 0u) return;
     if (K != 0u) {

@@ -128,3 +128,53 @@ def test_staging_that_overflows_static_shared_memory_is_refused_at_its_line(proj
     assert e.value.line == 12
     spec.write_text(spec.read_text().replace("warps = 32", "warps = 16"))  # 17 x 32 x 16 x 3 = 26112: fits
     assert load_spec(spec).capture.staging_warps == 16
+
+
+# ---- resident rings: staging = { warps, resident = true } ----
+
+RESIDENT = "[capture]\nstaging = { warps = 8, resident = true }\n"
+
+
+def test_resident_rings_apply_compile_and_revert(project):
+    """The rings hold the whole capacity: (8 rings x 81 slots + the sink) x 8 bytes per owner group."""
+    spec = _spec_with(project, ("[capture]\n", RESIDENT))
+    m = snapshot.apply(spec).manifest
+    assert m.capture.staging == Staging(80, 8, (8 * 81 + 1) * 8 * len(m.groups), True)
+    src = project / m.source.path
+    assert "atrex::BasicRecorder<80u, 8u, 0u, true> __atrex_r0(0u);" in src.read_text()
+    proc = nvcc_compile(src, project / "inst.o")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr
+    snapshot.revert(spec)
+    assert src.read_bytes() == (REPO / m.source.path).read_bytes()
+
+
+def test_resident_rings_take_no_events(project):
+    spec = _spec_with(project, ("[capture]\n", "[capture]\nstaging = { events = 32, warps = 8, resident = true }\n"))
+    with pytest.raises(SpecError, match=re.escape("a resident ring holds the whole capacity, so it takes no "
+                                                  "`events`")) as e:
+        load_spec(spec)
+    assert e.value.line == 12
+
+
+def test_resident_rings_over_static_shared_memory_are_refused(project):
+    """Capacity 1024 (the probe-cost FMA loop's events per warp) in 8 resident rings: 65608 bytes for
+    each of the spec's owner groups, more than the 48 KiB a CTA may declare."""
+    spec = _spec_with(project, ("[capture]\n", RESIDENT), ("capacity = 80 ", "capacity = 1024 "))
+    n_groups = 2  # the reduce spec's lane0 and cta groups
+    need = (8 * 1025 + 1) * 8 * n_groups
+    with pytest.raises(SpecError, match=re.escape(f"needs {need} bytes of static shared memory per CTA ({n_groups} owner "
+                                                  "groups x 8 rings x 1024 + 1 events")) as e:
+        load_spec(spec)
+    assert e.value.line == 12 and "lower capacity or warps" in e.value.hint
+
+
+def test_resident_probe_sass(tmp_path):
+    """A resident probe is a timer read, one shared store and one saturating add: no global store, no
+    compare-and-branch, no atomic, no local memory."""
+    import test_sass
+    kernel = test_sass.KERNEL.replace("atrex::Recorder r(0u);", "atrex::BasicRecorder<64u, 8u, 0u, true> r(0u);")
+    net, ops = test_sass.probe_delta(tmp_path, kernel)
+    assert any(o.startswith("STS") for o in ops) and "VIADDMNMX" in {o.split(".")[0] for o in ops}, ops
+    assert not [o for o in ops if o.startswith(("STG", "BRA", "ISETP", "ATOM", "RED", "LDL", "STL"))], ops
+    assert net <= 4, ops

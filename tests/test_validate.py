@@ -82,6 +82,18 @@ def test_overflow(tmp_path):
     assert failing(s.save().validate()) == {"overflow": 1}
 
 
+def test_overflow_of_a_resident_ring_is_a_lower_bound(tmp_path):
+    """A resident ring counts to capacity + 1 and sets flags bit 0: the report says "at least"."""
+    s = Synthetic(tmp_path)
+    o = s.owner_of_group(CTA_GROUP)
+    s.owners["attempted"][o], s.owners["flags"][o] = s.cap + 1, 1
+    s.events[o, 1:, :] = s.events[o, 0, :]
+    r = s.save().validate()
+    assert failing(r) == {"overflow": 1}
+    detail = next(c for c in r["checks"] if c["name"] == "overflow")["details"][0]
+    assert f"1 owners attempted more than the capacity of {s.cap} events (at least 1 events lost)" in detail
+
+
 def test_truncation_torn_slot(tmp_path):
     s = Synthetic(tmp_path)
     s.events[s.owner_of_group(CTA_GROUP), 0, :] = 0  # a slot below the count never written

@@ -563,8 +563,9 @@ def _recorders(plan: Plan, mined: set[str]) -> list[tuple[str, str]]:
     for g in plan.groups:
         pred = f", static_cast<bool>({g.predicate})" if g.predicate else ""
         c = plan.spec.capture
-        kind = (f"atrex::BasicRecorder<{c.staging_events}u, {c.staging_warps}u, {g.id}u>" if c.staging_events
-                else "atrex::Recorder")
+        resident = ", true" if c.staging_resident else ""
+        kind = (f"atrex::BasicRecorder<{c.staging_events}u, {c.staging_warps}u, {g.id}u{resident}>"
+                if c.staging_events else "atrex::Recorder")
         items.append((f"{kind} __atrex_r{g.id}({g.id}u{pred});", f"recorder, owner group {g.id} ({g.role})"))
     for i, s in enumerate(plan.spec.sites):
         if s.every > 1 and s.name not in mined:

@@ -4,9 +4,11 @@ observe, each figure a ratio measured side by side in fresh processes with `atre
 For each CUDA example (bf16 GEMM, reduce_sumsq, layernorm) it builds the clean kernel and the kernel
 instrumented from its spec, at the spec's CTA density and with every CTA recording, and measures
 clean (A) against (B):
-  off   the spec build with probes compiled in but no buffer bound (ATREX_TIMELINE_OUT unset)
-  spec  the spec build recording (deferred writes, as `measure` runs instrumented samples)
-  all   the every-CTA build recording
+  off       the spec build with probes compiled in but no buffer bound (ATREX_TIMELINE_OUT unset)
+  spec      the spec build recording (deferred writes, as `measure` runs instrumented samples)
+  resident  the spec with `staging = { warps = 8, resident = true }` recording (events kept in shared
+            memory until exit; reduce_sumsq and layernorm: the GEMM's own shared memory leaves no room)
+  all       the every-CTA build recording
 It validates each recording arm's first capture, folds in the per-event loops of
 bench/probe_cost/run.py (atrex, hand-written, floor), the IKeT figures of a CuTe DSL run
 (bench/perturbation/iket.py, merged with --iket) and the CuTe DSL GEMM's rows (--cutedsl: the
@@ -34,12 +36,15 @@ from atrex_inject import measure as ms
 from atrex_inject import snapshot
 from atrex_inject.errors import AtrexError
 from atrex_inject.manifest import load as load_manifest
+from atrex_inject.spec import staged_copy
 from atrex_inject.validate import validate_dir
 
 REPO = Path(__file__).resolve().parents[2]
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
 # example -> (warmup, timed launches per sample)
 EXAMPLES = {"gemm_mma": (10, 200), "reduce_sumsq": (10, 200), "layernorm": (10, 200)}
+RESIDENT = ("reduce_sumsq", "layernorm")  # examples measured with resident staging too (8 warps per CTA)
+ARMS = ("off", "spec", "resident", "all")
 
 
 def every_cta(spec: Path) -> Path:
@@ -95,7 +100,7 @@ def main() -> int:
         with ThreadPoolExecutor(len(examples)) as pool:
             built = dict(zip(examples, pool.map(lambda e: build_with_manifests(work, e), examples)))
         for ex in examples:
-            for name in ("off", "spec", "all"):
+            for name in (n for n in ARMS if n == "off" or n in built[ex]):
                 t0 = time.time()
                 rows.append(arm(work, ex, built[ex], name, a.samples))
                 r = rows[-1]
@@ -125,7 +130,10 @@ def build_with_manifests(work: Path, example: str) -> dict[str, Path]:
     bins = {"clean": work / f"{example}.clean"}
     subprocess.run([*NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
     spec = work / "examples" / "specs" / f"{example}.toml"
-    for name, s in (("spec", spec), ("all", every_cta(spec))):
+    specs = [("spec", spec), ("all", every_cta(spec))]
+    if example in RESIDENT:
+        specs.append(("resident", staged_copy(spec, None, 8)))
+    for name, s in specs:
         inst = work / f"{example}.{name}.cu"
         with APPLY:  # apply/revert hold the project's lock: one at a time, the builds in parallel
             res = snapshot.apply(s, root=work)
@@ -158,6 +166,8 @@ def fold_per_event(probe_cost: Path | None, iket: Path | None) -> list[dict]:
         for r in json.loads(probe_cost.read_text())["rows"]:
             rows[r["loop"]] = {"loop": r["loop"], "atrex": r["atrex_pct"] / 100, "atrex_staged": r["staged_pct"] / 100,
                                "hand_written": r["manual_pct"] / 100, "floor": r["floor_pct"] / 100}
+            if "resident_pct" in r:
+                rows[r["loop"]]["atrex_resident"] = r["resident_pct"] / 100
     if iket and iket.exists():
         k = json.loads(iket.read_text())
         rows.setdefault("fma", {"loop": "fma"})["iket"] = k["overhead"]
@@ -184,11 +194,11 @@ def _ci(ci) -> str:
 
 def print_table(result: dict) -> None:
     print(f"\nperturbation, {result['device']}, {result['date']} (overhead vs clean, 95% CI)")
-    print(f"{'kernel':<14}{'off':>24}{'spec density':>24}{'every CTA':>24}")
+    print(f"{'kernel':<14}{'off':>24}{'spec density':>24}{'spec, resident':>24}{'every CTA':>24}")
     by = {(r["kernel"], r["arm"]): r for r in result["rows"]}
     for k in dict.fromkeys(r["kernel"] for r in result["rows"]):
         cells = []
-        for name in ("off", "spec", "all"):
+        for name in ARMS:
             r = by.get((k, name))
             cells.append("-" if r is None else f"{_pct(r['overhead'])} {_ci(r['ci95'])}")
         print(f"{k:<14}" + "".join(f"{c:>24}" for c in cells))

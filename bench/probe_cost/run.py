@@ -1,9 +1,11 @@
 """Probe-cost benchmark (run on the GPU host): no probe vs. hand-written minimal probe vs. atrex
 probes inserted from a spec, in an FMA-bound loop and a memory-bound copy.
 
-Builds five binaries: clean (which also holds the hand-written probe kernels), and fma_loop /
+Builds six binaries: clean (which also holds the hand-written probe kernels), and fma_loop /
 copy_loop instrumented from fma.toml / copy.toml, each as written (events stored straight to
-global memory) and with shared-memory staging added to its [capture] table. Runs them
+global memory) and with shared-memory staging added to its [capture] table, and copy_loop with
+resident staging (every event kept in shared memory until exit; the FMA loop's 1024 events a warp
+would need 64 KiB of static shared memory per CTA, more than a CTA may declare). Runs them
 interleaved for several rounds in one session, validates the first captured launch of each
 instrumented binary, and prints overhead % and added issue cycles per probe (4 schedulers per
 SM), all relative to the same run's baseline.
@@ -31,6 +33,8 @@ NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
 LOOPS = {"fma": ("fma_loop_ms", "fma_manual_ms", "fma_floor_ms"), "copy": ("copy_loop_ms", "copy_manual_ms",
                                                                           "copy_floor_ms")}
 WARPS = 8  # both kernels launch 256-thread blocks
+# (loop, staging kind): as written (global memory), staged rings, resident rings
+VARIANTS = (("fma", ""), ("fma", "staged"), ("copy", ""), ("copy", "staged"), ("copy", "resident"))
 
 
 def build(work: Path, staging: int) -> tuple[dict[str, Path], dict[str, dict]]:
@@ -38,14 +42,15 @@ def build(work: Path, staging: int) -> tuple[dict[str, Path], dict[str, dict]]:
     manifests = {}
     subprocess.run([*NVCC, "-o", bins["clean"], work / "probe_cost.cu"], check=True)
     inc = snapshot.runtime_header().parent
-    for loop in LOOPS:
-        for st in (0, staging):
-            key = f"{loop}_staged" if st else loop
-            spec = staged_copy(work / f"{loop}.toml", st, WARPS) if st else work / f"{loop}.toml"
-            manifests[key] = snapshot.apply(spec, root=work).manifest
-            bins[key] = work / f"inst_{key}"
-            subprocess.run([*NVCC, f"-I{inc}", "-o", bins[key], work / "probe_cost.cu"], check=True)
-            snapshot.revert(spec, root=work)
+    for loop, kind in VARIANTS:
+        key = f"{loop}_{kind}" if kind else loop
+        spec = work / f"{loop}.toml"
+        if kind:
+            spec = staged_copy(spec, staging if kind == "staged" else None, WARPS)
+        manifests[key] = snapshot.apply(spec, root=work).manifest
+        bins[key] = work / f"inst_{key}"
+        subprocess.run([*NVCC, f"-I{inc}", "-o", bins[key], work / "probe_cost.cu"], check=True)
+        snapshot.revert(spec, root=work)
     return bins, manifests
 
 
@@ -93,16 +98,19 @@ def main() -> int:
                "manual_cycles_per_probe": cyc(man - base, probes),
                "spread_base_pct": 100 * (max(s[base_f] for s in samples["clean"]) /
                                          min(s[base_f] for s in samples["clean"]) - 1)}
-        for key, col in ((loop, "atrex"), (f"{loop}_staged", "staged")):
+        for key, col in ((loop, "atrex"), (f"{loop}_staged", "staged"), (f"{loop}_resident", "resident")):
+            if key not in samples:
+                continue
             t = med(key, base_f)
             row |= {f"{col}_ms": t, f"{col}_pct": 100 * (t / base - 1), f"{col}_cycles_per_probe": cyc(t - base, probes),
                     f"{col}_capture": checks[key]}
         rows.append(row)
-    print(f"{'loop':<6}{'base ms':>10}{'floor %':>9}{'manual %':>10}{'atrex %':>9}{'staged %':>10}"
+    print(f"{'loop':<6}{'base ms':>10}{'floor %':>9}{'manual %':>10}{'atrex %':>9}{'staged %':>10}{'resident %':>12}"
           f"{'man cyc/pr':>11}{'atx cyc/pr':>11}{'stg cyc/pr':>11}{'base spread %':>14}")
     for r in rows:
-        print(f"{r['loop']:<6}{r['base_ms']:>10.4f}{r['floor_pct']:>+9.2f}{r['manual_pct']:>+10.2f}{r['atrex_pct']:>+9.2f}{r['staged_pct']:>+10.2f}"
-              f"{r['manual_cycles_per_probe']:>11.2f}{r['atrex_cycles_per_probe']:>11.2f}"
+        res = f"{r['resident_pct']:>+12.2f}" if "resident_pct" in r else f"{'-':>12}"
+        print(f"{r['loop']:<6}{r['base_ms']:>10.4f}{r['floor_pct']:>+9.2f}{r['manual_pct']:>+10.2f}{r['atrex_pct']:>+9.2f}"
+              f"{r['staged_pct']:>+10.2f}{res}{r['manual_cycles_per_probe']:>11.2f}{r['atrex_cycles_per_probe']:>11.2f}"
               f"{r['staged_cycles_per_probe']:>11.2f}{r['spread_base_pct']:>14.2f}")
     for k, c in checks.items():
         print(f"capture {k}: {c['verdict']}, {c['events']} events" + (f", failed: {c['failed']}" if c["failed"] else ""))

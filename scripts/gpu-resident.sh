@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One real capture with resident staging rings, for tests/fixtures/h200/reduce_sumsq_resident/: on the
+# GPU host, from the repository root, with wheels in .whl/ (carry [".whl"]):
+#   bash scripts/gpu-resident.sh            (results under $OUT, default /tmp/atrex-gpu-resident)
+# The reduce_sumsq spec with `staging = { warps = 8, resident = true }` (atrex_inject.spec.staged_copy)
+# is applied, built, captured with `atrex-inject capture`, validated and reverted byte for byte; the
+# capture, its manifest and the instrumented source go into one archive.
+set -uo pipefail
+T="timeout 120"
+OUT=${OUT:-/tmp/atrex-gpu-resident}
+mkdir -p "$OUT/cap"
+fail=0
+source scripts/gpu-env.sh
+nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee "$OUT/device.txt"
+work=$(mktemp -d)
+cp -r examples "$work/" && mkdir "$work/.git"
+src="$work/examples/cuda/reduce_sumsq.cu"
+$NVCC -o "$work/clean" "$src" || exit 1
+$T "$work/clean" --warmup 3 --iters 10 | tee "$OUT/clean.txt"
+workload=$(python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$OUT/clean.txt")
+spec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], None, 8))" \
+  "$work/examples/specs/reduce_sumsq.toml")
+$ATREX apply "$spec" --root "$work" || exit 1
+cp "$src" "$OUT/cap/reduce_sumsq_resident.instrumented.cu"
+$NVCC -I"$INC" -Xptxas -v -o "$work/inst" "$src" 2>&1 | grep -E "registers|spill" | tail -2
+mkdir -p "$OUT/cap/reduce_sumsq_resident"
+cp "$work/.atrex/reduce_sumsq_resident/manifest.json" "$OUT/cap/reduce_sumsq_resident/"
+$T $ATREX capture --spec "$spec" --root "$work" --out "$OUT/cap/reduce_sumsq_resident" --workload "$workload" \
+  -- "$work/inst" --warmup 3 --iters 10 | tee "$OUT/inst.txt" || fail=1
+$ATREX revert "$spec" --root "$work" || fail=1
+cmp -s "$src" examples/cuda/reduce_sumsq.cu && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
+$ATREX validate "$OUT/cap/reduce_sumsq_resident" --source "$OUT/cap/reduce_sumsq_resident.instrumented.cu" || fail=1
+$ATREX summary "$OUT/cap/reduce_sumsq_resident" | head -6
+tar -C "$OUT" -czf "$OUT/resident.tar.gz" cap device.txt clean.txt inst.txt && rm -rf "$OUT/cap"
+echo "== done (fail=$fail)"
+exit $fail
