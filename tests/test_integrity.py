@@ -38,7 +38,7 @@ def _last(s: Synthetic, o: int) -> int:
 
 
 FORMAT_2 = ("gemm_mma", "gemm_mma_staged", "reduce_sumsq", "layernorm", "pycapture", "rowscale_split",
-            "kernelpy/softmax_inline", "kernelpy/rmsnorm_nvrtc")
+            "kernelpy/softmax_inline", "kernelpy/rmsnorm_nvrtc", "reduce_sumsq_resident")
 
 
 def test_real_fixtures_keep_time_order():

@@ -178,3 +178,23 @@ def test_resident_probe_sass(tmp_path):
     assert any(o.startswith("STS") for o in ops) and "VIADDMNMX" in {o.split(".")[0] for o in ops}, ops
     assert not [o for o in ops if o.startswith(("STG", "BRA", "ISETP", "ATOM", "RED", "LDL", "STL"))], ops
     assert net <= 4, ops
+
+
+def test_resident_capture_has_the_global_captures_structure(project):
+    """Captured on the H200 (run 44): the same owners, events and events per site and owner as the
+    global-path capture of the same spec, and the source it ran is what staged_copy + apply write."""
+    fix = FIX / "reduce_sumsq_resident"
+    res_m, glob_m = load_manifest(fix / "manifest.json"), load_manifest(FIX / "reduce_sumsq" / "manifest.json")
+    assert res_m.capture.staging == Staging(80, 8, (8 * 81 + 1) * 8 * 2, True)
+    r = validate_capture(fix, res_m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+    (s,), (g,) = decode_dir(fix, res_m), decode_dir(FIX / "reduce_sumsq", glob_m)
+    assert [x.name for x in res_m.sites] == [x.name for x in glob_m.sites] and res_m.groups == glob_m.groups
+    assert s.counts == g.counts and s.counts["events"] == 34914
+    assert not s.owners["lower_bound"].any()
+    n = len(res_m.sites)
+    assert (site_counts(s, n) == site_counts(g, n)).all()
+    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    assert snapshot.apply(spec).manifest.source.source_id == res_m.source.source_id
+    assert (project / res_m.source.path).read_bytes() == (fix / "reduce_sumsq_resident.instrumented.cu").read_bytes()
+    snapshot.revert(spec)
