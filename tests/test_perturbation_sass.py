@@ -68,3 +68,29 @@ def test_check_sass_command(project):
     bad = CliRunner().invoke(app, ["check-sass", str(project / "examples" / "specs" / "scale_add_cutedsl.toml"),
                                    "--root", str(project)])
     assert bad.exit_code == 2 and "cutedsl backend" in bad.output
+
+
+@pytest.mark.parametrize("resident", [False, True], ids=["global", "resident"])
+def test_strip_mined_group_issues_its_loads_before_the_begin_probe(project, resident):
+    """In reduce_sumsq's recording copy, the strip-mined loop (the one with four LDG.E.128 and the
+    probes' timer reads) issues all four loads before its first timer read: a begin probe ahead of
+    them held back the group's later loads behind its store (docs/perturbation.md)."""
+    from atrex_inject import snapshot
+    from atrex_inject.spec import staged_copy
+    spec = project / "examples" / "specs" / "reduce_sumsq.toml"
+    if resident:
+        spec = staged_copy(spec, None, 8)
+    m = snapshot.apply(spec).manifest
+    src = project / m.source.path
+    build = sass._build(src, src.parent, ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"])
+    insns, _ = build.kernel(m.perturbation.clone)
+    probed = [l for l in sass.loops(insns) if l.count("LDG") == 4 and any("GLOBALTIMER" in i for a, o, i in insns
+                                                                          if l.start <= a <= l.end)]
+    assert len(probed) == 1, [sass.describe(l) for l in sass.loops(insns)]
+    (loop,) = probed
+    body = [(o, i) for a, o, i in insns if loop.start <= a <= loop.end]
+    first_timer = next(k for k, (o, i) in enumerate(body) if "GLOBALTIMER" in i)
+    loads = [k for k, (o, _) in enumerate(body) if o.startswith("LDG")]
+    assert len(loads) == 4 and max(loads) < first_timer, body
+    store = "STS" if resident else "STG"
+    assert any(o.startswith(store) for o, _ in body[first_timer:]), body

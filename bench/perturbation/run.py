@@ -16,7 +16,8 @@ measure-off.json / measure-spec.json that `MEASURE_OFF=1 bash scripts/gpu-cuteds
 writes; IKeT records every warp, so its spec row is also its every-CTA row), prints one table and
 writes the JSON that the README's cost table comes from:
 
-    python3 bench/perturbation/run.py [--samples 8] [--iket iket.json] [--cutedsl DIR] [--json OUT.json]
+    python3 bench/perturbation/run.py [--samples 8] [--examples gemm_mma,reduce_sumsq,layernorm]
+        [--arms off,spec,resident,all] [--iket iket.json] [--cutedsl DIR] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -85,6 +86,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=8, help="fresh processes per arm and side (multiple of 4)")
     ap.add_argument("--examples", default=",".join(EXAMPLES))
+    ap.add_argument("--arms", default=",".join(ARMS), help="arms to measure, of " + ", ".join(ARMS))
     ap.add_argument("--probe-cost", type=Path, help="bench/probe_cost/run.py --json output to fold in")
     ap.add_argument("--iket", type=Path, help="bench/perturbation/iket.py --json output to fold in")
     ap.add_argument("--cutedsl", type=Path, help="folder with the CuTe DSL GEMM's measure-off.json and "
@@ -100,7 +102,7 @@ def main() -> int:
         with ThreadPoolExecutor(len(examples)) as pool:
             built = dict(zip(examples, pool.map(lambda e: build_with_manifests(work, e), examples)))
         for ex in examples:
-            for name in (n for n in ARMS if n == "off" or n in built[ex]):
+            for name in (n for n in a.arms.split(",") if n in ARMS and (n == "off" or n in built[ex])):
                 t0 = time.time()
                 rows.append(arm(work, ex, built[ex], name, a.samples))
                 r = rows[-1]
