@@ -216,6 +216,12 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
             out.print(f"  MISSING in {r['copy']}: {m['missing']} loop(s) with {have} per trip", markup=False)
         out.print("clean loops kept" if not r["missing"] else "a clean loop was lost: see docs/perturbation.md",
                   markup=False)
+        w = r["warps_per_sm_by_registers"]
+        if w["copy"] and w["clean"] and w["copy"] < w["clean"]:
+            out.print(f"occupancy: registers allow {w['copy']} warps per SM in {r['copy']} against {w['clean']} for "
+                      "the clean kernel; where registers limit occupancy, a recording run (its clean side "
+                      "included) has fewer warps in flight than the kernel it observes (docs/perturbation.md)",
+                      markup=False)
 
     r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None), render)
     if not r["ok"]:

@@ -187,6 +187,17 @@ def _clean_text(spec) -> str:
     return data.decode()
 
 
+REGISTERS_PER_SM, MAX_WARPS_PER_SM = 65536, 64  # sm_90
+
+
+def warps_by_registers(regs: int | None) -> int | None:
+    """The most warps an SM holds at this many registers per thread (allocated in steps of 8): the
+    occupancy bound registers set, before block size, shared memory and the grid."""
+    if not regs:
+        return None
+    return min(MAX_WARPS_PER_SM, REGISTERS_PER_SM // (-(-regs // 8) * 8 * 32))
+
+
 def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None) -> dict:
     """Compile the spec's source clean, instrumented, and instrumented as one copy (no versioning)
     and compare, in the SASS:
@@ -233,8 +244,13 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     want = sig["clean"] + sig["one_copy"]
     short = [{"loop": dict(zip(FAMILIES, s)), "missing": n - sig["copy"][s]}
              for s, n in want.items() if sig["copy"][s] < n]
+    regs = {k: r for k, (_, r) in funcs.items()}
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone,
             "versioned": inst.backend_data["perturbation"]["versioned"], "off_identical": off_identical,
-            "registers": {k: r for k, (_, r) in funcs.items()},
+            "registers": regs,
+            # the copy's registers are its clean side's too: a lower bound here means that where
+            # registers limit occupancy, a recording run has fewer warps per SM than the clean kernel
+            "warps_per_sm_by_registers": {"clean": warps_by_registers(regs["clean"]),
+                                          "copy": warps_by_registers(regs["copy"])},
             "clean_loops": [describe(l) for l in found["clean"] if any(l.signature)],
             "missing": short, "ok": off_identical and not short, "flags": flags}

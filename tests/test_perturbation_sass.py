@@ -94,3 +94,20 @@ def test_strip_mined_group_issues_its_loads_before_the_begin_probe(project, resi
     assert len(loads) == 4 and max(loads) < first_timer, body
     store = "STS" if resident else "STG"
     assert any(o.startswith(store) for o, _ in body[first_timer:]), body
+
+
+@pytest.mark.parametrize("regs,warps", [(32, 64), (33, 51), (40, 51), (48, 42), (128, 16), (None, None)])
+def test_warps_by_registers(regs, warps):
+    assert sass.warps_by_registers(regs) == warps
+
+
+def test_check_sass_says_when_the_copy_lowers_occupancy(project):
+    """layernorm's copy takes 48 registers against 32 (docs/perturbation.md): check-sass says what
+    that does to the warps an SM can hold; the GEMM's copy stays at the clean kernel's bound."""
+    spec = project / "examples" / "specs" / "layernorm.toml"
+    r = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project)])
+    assert r.exit_code == 0, r.output
+    assert ("occupancy: registers allow 42 warps per SM in layernorm_fwd__atrex against 64 for the clean kernel"
+            in " ".join(r.output.split()))
+    g = sass.check(project / "examples" / "specs" / "gemm_mma.toml", project)
+    assert g["warps_per_sm_by_registers"]["copy"] == g["warps_per_sm_by_registers"]["clean"]
