@@ -270,6 +270,20 @@ struct ResidentRing {
   __device__ __forceinline__ static uint32_t sink() { return base() + W * (K + 1u) * kEventBytes; }
 };
 
+// Copies one event from a staging ring (shared address `ring_slot`) to the buffer at byte offset `off`.
+__device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
+#if ATREX_TL_WIDE
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(ring_slot) : "memory");
+  *reinterpret_cast<uint4*>(atrex_tl_buffer + off) = v;
+#else
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(ring_slot) : "memory");
+  *reinterpret_cast<uint2*>(atrex_tl_buffer + off) = v;
+#endif
+}
+
 // Copies a resident ring out at exit and publishes its owner: `lanes` lanes of the warp (32, or the
 // owner's lane alone when the warp is not converged there) take slots lane, lane + lanes, ...; `off`
 // is the owner's first slot in the buffer, `a` its next ring slot and `last` its overflow slot. A ring
@@ -278,18 +292,7 @@ template <uint32_t K, uint32_t W, uint32_t G>
 static __device__ __noinline__ void resident_close(uint32_t off, uint32_t a, uint32_t last, uint32_t lane,
                                                    uint32_t lanes) {
   const uint32_t first = last - K * kEventBytes, n = (a - first) / kEventBytes;
-  for (uint32_t k = lane; k < n; k += lanes) {
-#if ATREX_TL_WIDE
-    uint4 v;
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "r"(first + k * 16u) : "memory");
-    *reinterpret_cast<uint4*>(atrex_tl_buffer + off + k * 16u) = v;
-#else
-    uint2 v;
-    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(first + k * 8u) : "memory");
-    *reinterpret_cast<uint2*>(atrex_tl_buffer + off + k * 8u) = v;
-#endif
-  }
+  for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);
   if (lane != 0u) return;
   uint32_t tag;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(last + kEventBytes - 4u) : "memory");
@@ -433,18 +436,7 @@ class BasicRecorder {
   // slot j, which it stored itself; off_ advances past the events handed over (kept or not).
   __device__ __forceinline__ void drain(uint32_t count) {
     const uint32_t ring = ring_end_ - K * kEventBytes, j = lane_id(), p = off_ + j * kEventBytes;
-    if (j < count && p < end_) {
-#if ATREX_TL_WIDE
-      uint4 v;
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "r"(ring + j * 16u) : "memory");
-      *reinterpret_cast<uint4*>(atrex_tl_buffer + p) = v;
-#else
-      uint2 v;
-      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(ring + j * 8u) : "memory");
-      *reinterpret_cast<uint2*>(atrex_tl_buffer + p) = v;
-#endif
-    }
+    if (j < count && p < end_) copy_out(ring + j * kEventBytes, p);
     off_ += count * kEventBytes;
     a_ = ring;
   }

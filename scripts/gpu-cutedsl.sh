@@ -17,10 +17,7 @@ OUT=${OUT:-/tmp/atrex-gpu-cutedsl}
 mkdir -p "$OUT"
 fail=0
 eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
-export PYTHONPATH=/tmp/site:$PYTHONPATH
-ATREX="python3 -m atrex_inject.cli"
+source scripts/gpu-env.sh
 work=$(mktemp -d)
 cp -r examples "$work/" && mkdir "$work/.git"
 run="$work/examples/cutedsl/run_$EX.py"

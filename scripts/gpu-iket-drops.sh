@@ -13,10 +13,7 @@ T="timeout 180"
 OUT=${OUT:-/tmp/atrex-gpu-iket-drops}
 mkdir -p "$OUT"
 eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
-export PYTHONPATH=/tmp/site:$PYTHONPATH
-ATREX="python3 -m atrex_inject.cli"
+source scripts/gpu-env.sh
 work=$(mktemp -d)
 cp -r examples "$work/" && mkdir "$work/.git"
 spec="$work/examples/specs/scale_add_cutedsl.toml"
