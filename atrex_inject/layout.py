@@ -129,14 +129,22 @@ def owner_slots(g: OwnerGroup, block, cta: np.ndarray, warp: np.ndarray) -> tupl
     return np.where(ok, cta_rank * per_cta + rank[warp], 0), ok
 
 
-def staging_bytes(events: int, warps: int, event_bytes: int, n_groups: int, resident: bool = False) -> int:
+def resident_rings(g: OwnerGroup, warps: int) -> int:
+    """Resident rings a group keeps per CTA: one per warp that can own its recorder in a block of
+    `warps` warps (every warp for lane0, each warpgroup's first, the CTA's first)."""
+    return len(selected_warps(g, 32 * warps))
+
+
+def staging_bytes(events: int, warps: int, event_bytes: int, groups: Sequence[OwnerGroup],
+                  resident: bool = False) -> int:
     """Static shared memory the staging rings take per CTA (`[capture] staging`): each group keeps
     warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`; resident, each
-    group keeps `warps` rings of `events` (the capacity) + 1 overflow slots and one sink slot that
-    lanes which own no ring store to (runtime/atrex_recorder.cuh, ResidentRing)."""
+    group keeps one ring per warp that can own it (resident_rings) of `events` (the capacity) + 2
+    slots (an overflow slot, and the owner's start time) and one sink slot that lanes which own no
+    ring store to (runtime/atrex_recorder.cuh, ResidentRing)."""
     if resident:
-        return (warps * (events + 1) + 1) * event_bytes * n_groups
-    return (warps + 1) * events * event_bytes * n_groups
+        return sum((resident_rings(g, warps) * (events + 2) + 1) * event_bytes for g in groups)
+    return (warps + 1) * events * event_bytes * len(groups)
 
 
 def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event_bytes: int, clock: bool,

@@ -36,7 +36,7 @@ class Plan:
         if not c.staging_events:
             return None
         return Staging(c.staging_events, c.staging_warps,
-                       staging_bytes(c.staging_events, c.staging_warps, self.event_bytes, len(self.groups),
+                       staging_bytes(c.staging_events, c.staging_warps, self.event_bytes, self.groups,
                                      c.staging_resident), c.staging_resident)
 
     def group_of(self, site: Site) -> Group:

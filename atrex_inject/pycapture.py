@@ -32,6 +32,7 @@ from .layout import MAX_BUFFER_BYTES, build_header
 from .manifest import Manifest
 
 SYMBOL = b"atrex_tl_buffer"
+HEADER_SYMBOL = b"atrex_tl_header"  # the launch header's constant copy, read by the owners' entry and exit
 RUN_ID = uuid.uuid4().hex  # one per process, in every sidecar it writes: validation keeps one run per folder
 
 
@@ -141,9 +142,14 @@ class LaunchCapture:
         if int(size) != 8:
             raise CaptureError(f"atrex_tl_buffer has {int(size)} bytes, expected a pointer")
         self._sym = sym
+        hsym, hsize = _check(d.cuModuleGetGlobal(self.module, HEADER_SYMBOL), "cuModuleGetGlobal(atrex_tl_header)")
+        if int(hsize) != self.header.nbytes:
+            raise CaptureError(f"atrex_tl_header has {int(hsize)} bytes, expected the {self.header.nbytes}-byte "
+                               "launch header", hint="rebuild the module from the source `apply` wrote")
         self.buf = _check(d.cuMemAlloc(self.nbytes), "cuMemAlloc")
         _check(d.cuMemsetD8Async(self.buf, 0, self.nbytes, self.stream), "cuMemsetD8Async")
         _check(d.cuMemcpyHtoDAsync(self.buf, self.header, self.header.nbytes, self.stream), "write header")
+        _check(d.cuMemcpyHtoDAsync(hsym, self.header, self.header.nbytes, self.stream), "bind atrex_tl_header")
         self._ptr = np.array([int(self.buf)], dtype=np.uint64)
         _check(d.cuMemcpyHtoDAsync(sym, self._ptr, 8, self.stream), "bind atrex_tl_buffer")
         return self

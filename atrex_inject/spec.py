@@ -15,7 +15,7 @@ from pathlib import Path
 from . import backend as backends
 from .errors import SpecError
 from .layout import MAX_GROUPS, ROLE_NAMES, U32, Role, staging_bytes
-from .manifest import MAX_INTERVALS
+from .manifest import MAX_INTERVALS, Group
 
 SPEC_VERSION = 1
 ANCHOR_KINDS = ("call", "stmt", "ptx", "loop", "entry", "exit")
@@ -327,11 +327,12 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
                   "site", first, hint="let sites share roles and density")
     if capture.staging_events:
         wide = capture.clock or any(s.payload for s in sites)
-        need = staging_bytes(capture.staging_events, capture.staging_warps, 16 if wide else 8, len(groups),
-                             capture.staging_resident)
+        need = staging_bytes(capture.staging_events, capture.staging_warps, 16 if wide else 8,
+                             [Group(i, Role(k[0]), *k[1:]) for i, k in enumerate(groups)], capture.staging_resident)
         if need > MAX_STATIC_SHARED:
-            rings = (f"{capture.staging_warps} rings x {capture.staging_events} + 1 events (the capacity and an "
-                     "overflow slot) + 1 sink slot" if capture.staging_resident else
+            rings = (f"one ring per warp that can own it (at most {capture.staging_warps}) x {capture.staging_events} "
+                     "+ 2 slots (the capacity, an overflow slot and the start time) + 1 sink slot"
+                     if capture.staging_resident else
                      f"{capture.staging_warps} + 1 rings x {capture.staging_events} events")
             raise err(f"capture.staging needs {need} bytes of static shared memory per CTA ({len(groups)} owner "
                       f"groups x {rings} x {16 if wide else 8} bytes); a CTA declares at most {MAX_STATIC_SHARED}",

@@ -36,6 +36,7 @@ struct KernelPlan {
   uint32_t staging_warps = 0;  // spec [capture] staging: warps per CTA its shared rings were sized for
   bool staging_refused = false;  // a launch was refused for too many warps (reported once)
   bool too_big_refused = false;  // a launch was refused for a buffer over 4 GiB (reported once)
+  LaunchHeader bound_header = {};  // last copy bound to atrex_tl_header (launch_seq 0; magic 0: none yet)
 };
 
 inline void fill_header(const KernelPlan& p, dim3 g, dim3 b, uint64_t seq, LaunchHeader& h) {
@@ -165,6 +166,7 @@ class Capture {
       ok(cudaMemcpyToSymbolAsync(atrex_tl_buffer, &plan_.bound, sizeof bind, 0, cudaMemcpyHostToDevice, stream_),
          "bind buffer");
     }
+    if (bind) bind_header();
   }
 
   // Is a buffer bound for this launch (probes on)? The rewriter's launch picks the kernel's
@@ -229,6 +231,17 @@ class Capture {
   }
 
  private:
+  // The device reads the header from its constant copy (atrex_tl_header); copied only when it
+  // differs from the last one bound, so a timed loop of same-shaped launches copies nothing.
+  void bind_header() {
+    LaunchHeader h = header_;
+    h.launch_seq = 0;
+    if (std::memcmp(&h, &plan_.bound_header, sizeof h) == 0) return;
+    plan_.bound_header = h;
+    ok(cudaMemcpyToSymbolAsync(atrex_tl_header, &plan_.bound_header, sizeof h, 0, cudaMemcpyHostToDevice, stream_),
+       "bind header");
+  }
+
   // Deferred mode: the written launches' buffers are allocated at the first launch (for its
   // geometry), so no allocation happens inside a timed loop; their writes wait for exit.
   void preallocate() {

@@ -128,11 +128,19 @@ __host__ __device__ inline uint32_t ctas_selected(const GroupDesc& d, uint32_t n
 // compilation (-rdc) each translation unit gets its own (internal) symbol, bound by the capture
 // sessions of that unit, so two instrumented units link. One symbol per unit means one recording
 // launch of its kernels at a time: concurrent launches on different streams share it.
+//
+// The launch header's copy, bound with it (its launch_seq zero, so the host copies it only when the
+// geometry changes): a recording owner's entry and exit read their group, capacity and offsets
+// from the constant cache, which every CTA of an SM shares, instead of loading the buffer's header
+// from global memory (hundreds of cycles at entry and again at exit, on the critical path of a
+// kernel whose recording CTAs live its whole length: docs/perturbation.md).
 #ifdef __CUDACC_RDC__
 static __constant__ unsigned char* atrex_tl_buffer = nullptr;
+static __constant__ atrex::LaunchHeader atrex_tl_header;
 #else
 extern "C" {
 __constant__ unsigned char* atrex_tl_buffer = nullptr;
+__constant__ atrex::LaunchHeader atrex_tl_header;
 }
 #endif
 
@@ -182,10 +190,10 @@ struct Slot {
 // address arithmetic stay out of the kernel's own schedule (instrumented reduce_sumsq: 40 registers
 // instead of 42).
 static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps,
-                                          bool stamp = true) {
+                                          bool stamp = true, uint32_t start_slot = 0u) {
   Slot o{0u, 0u, false};
   unsigned char* buf = atrex_tl_buffer;
-  const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(buf);
+  const LaunchHeader* h = &atrex_tl_header;
   const GroupDesc d = h->groups[group];
   if (staged && (too_many_warps || thread_level(d.role))) return o;  // the host refuses these launches
   const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -208,17 +216,29 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
   o.end = o.off + h->capacity * kEventBytes;
   if ((staged && lane != 0u) || !stamp) return o;
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
-  uint64_t t0;
-  uint32_t sm;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  uint32_t t0_lo, t0_hi, clk0, sm;
+  if (start_slot != 0u) {  // a resident ring's owner: its start time was kept in the ring at entry
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(start_slot) : "memory");
+#if ATREX_TL_WIDE
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(start_slot + 8u) : "memory");
+#else
+    clk0 = 0u;
+#endif
+  } else {
+    uint64_t t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    t0_lo = static_cast<uint32_t>(t0);
+    t0_hi = static_cast<uint32_t>(t0 >> 32);
+    clk0 = clock_lo();
+  }
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
   atomicAdd(&oh->claims, 1u);
   oh->smid = sm;
   oh->cta = cta;
   oh->thread = tid;
-  oh->t0_lo = static_cast<uint32_t>(t0);
-  oh->t0_hi = static_cast<uint32_t>(t0 >> 32);
-  oh->clk0 = clock_lo();
+  oh->t0_lo = t0_lo;
+  oh->t0_hi = t0_hi;
+  oh->clk0 = clk0;
   return o;
 }
 
@@ -228,7 +248,7 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
 // the kernel: on layernorm that alone takes the instrumented kernel from 32 to 46 registers
 // (docs/perturbation.md).
 static __device__ __noinline__ void publish(uint32_t off, uint32_t end, bool lower_bound = false) {
-  const LaunchHeader* h = reinterpret_cast<const LaunchHeader*>(atrex_tl_buffer);
+  const LaunchHeader* h = &atrex_tl_header;
   const uint32_t per_owner = h->capacity * kEventBytes;
   const uint32_t first = end - per_owner;
   const uint32_t owner = (first - static_cast<uint32_t>(h->events_offset)) / per_owner;
@@ -258,16 +278,18 @@ struct StageRing<0u, W, G> {  // no staging
   __device__ __forceinline__ static bool too_many(uint32_t) { return false; }
 };
 
-// Resident rings of one owner group ([capture] staging = { resident = true }): per warp of the CTA, K
-// slots (the capacity) and an overflow slot, plus one sink slot that lanes owning no ring store to.
-template <uint32_t K, uint32_t W, uint32_t G>
+// Resident rings of one owner group ([capture] staging = { resident = true }): R rings, one per warp
+// that can own the group's recorder (its rank among them), each of K slots (the capacity), an
+// overflow slot and a start slot (the owner's start time, kept here from entry to exit), plus one
+// sink slot that lanes owning no ring store to.
+template <uint32_t K, uint32_t R, uint32_t G>
 struct ResidentRing {
   __device__ __forceinline__ static uint32_t base() {
-    __shared__ __align__(16) unsigned char ring[(W * (K + 1u) + 1u) * kEventBytes];
+    __shared__ __align__(16) unsigned char ring[(R * (K + 2u) + 1u) * kEventBytes];
     return static_cast<uint32_t>(__cvta_generic_to_shared(ring));
   }
-  __device__ __forceinline__ static uint32_t of_warp(uint32_t warp) { return base() + warp * (K + 1u) * kEventBytes; }
-  __device__ __forceinline__ static uint32_t sink() { return base() + W * (K + 1u) * kEventBytes; }
+  __device__ __forceinline__ static uint32_t of_rank(uint32_t rank) { return base() + rank * (K + 2u) * kEventBytes; }
+  __device__ __forceinline__ static uint32_t sink() { return base() + R * (K + 2u) * kEventBytes; }
 };
 
 // Copies one event from a staging ring (shared address `ring_slot`) to the buffer at byte offset `off`.
@@ -284,11 +306,11 @@ __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
 #endif
 }
 
-// Copies a resident ring out at exit and publishes its owner: `lanes` lanes of the warp (32, or the
+// Copies a resident ring out at exit and publishes its owner (claimed just before): `lanes` lanes of the warp (32, or the
 // owner's lane alone when the warp is not converged there) take slots lane, lane + lanes, ...; `off`
 // is the owner's first slot in the buffer, `a` its next ring slot and `last` its overflow slot. A ring
 // whose overflow slot was written overflowed; it knows no more than that one event was lost.
-template <uint32_t K, uint32_t W, uint32_t G>
+template <uint32_t K>
 static __device__ __noinline__ void resident_close(uint32_t off, uint32_t a, uint32_t last, uint32_t lane,
                                                    uint32_t lanes) {
   const uint32_t first = last - K * kEventBytes, n = (a - first) / kEventBytes;
@@ -305,10 +327,13 @@ static __device__ __noinline__ void resident_close(uint32_t off, uint32_t a, uin
 // memory together (coalesced), checking capacity once per slot there instead of per event. Each
 // lane later reads back only slots it wrote itself, so this needs the whole warp at every site
 // and at exit (warp-uniform control flow); it is offered for warp-level roles only.
-// R (resident, K = the capacity): events stay in the warp's shared-memory ring until exit. The owner's
-// lane stores each event to its next slot; the slot pointer saturates at the overflow slot (one
-// min, no compare, no branch); the other lanes store to the sink. At exit the warp copies the ring
-// out (resident_close). No warp-uniform control flow is needed: only the owner's lane counts.
+// R (resident, K = the capacity, W = the group's rings): events stay in the warp's shared-memory ring
+// until exit. The owner's lane stores each event to its next slot; the slot pointer saturates at
+// the overflow slot (one min, no compare, no branch); the other lanes store to the sink. At entry
+// the owner is found from the group's literals (no memory access: nothing delays the kernel's
+// first loads) and its start time kept in the ring; at exit the owner is claimed, the warp copies
+// the ring out and the owner is published (resident_close). No warp-uniform control flow is
+// needed: only the owner's lane counts.
 template <uint32_t K, uint32_t W, uint32_t G, bool R = false>
 class BasicRecorder {
   static_assert(R || K <= 32u, "a staging ring holds at most 32 events: one per lane when it is copied out");
@@ -316,20 +341,8 @@ class BasicRecorder {
  public:
   // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
   __device__ __forceinline__ explicit BasicRecorder(uint32_t group, bool pred = true) : off_(0u), end_(0u) {
+    static_assert(!R, "a resident recorder takes its group's literals");
     const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
-    if (R) {
-      a_ = ring_end_ = ResidentRing<K, W, G>::sink();
-      // warps past W (the host refuses such launches) record nothing; `warp + 1 > W`, not `warp >= W`,
-      // which nvcc warns is pointless where the non-resident recorders instantiate this with W = 0
-      if (atrex_tl_buffer == nullptr || warp + 1u > W) return;
-      const Slot o = claim(group, pred, false, false);
-      active_ = o.active;
-      if (o.end == 0u) return;  // not the owner's writer lane: its stores go to the sink
-      a_ = ResidentRing<K, W, G>::of_warp(warp);
-      ring_end_ = a_ + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes - 4u), "r"(0u) : "memory");
-      return;
-    }
     if (K != 0u) {
       a_ = StageRing<K, W, G>::of_warp(warp);
       ring_end_ = a_ + K * kEventBytes;
@@ -339,6 +352,31 @@ class BasicRecorder {
     off_ = o.off;
     end_ = o.end;
     active_ = o.active;
+  }
+
+  // Resident rings: `d` is the group's role, density and warp mask as literals, so finding the owner
+  // costs a few integer instructions and no memory access.
+  __device__ __forceinline__ BasicRecorder(uint32_t, GroupDesc d) : off_(0u), end_(0u) {
+    static_assert(R, "the group's literals are for resident rings");
+    a_ = ring_end_ = ResidentRing<K, W, G>::sink();
+    if (atrex_tl_buffer == nullptr || !cta_selected(d.cta_stride, d.cta_limit)) return;
+    const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), warp = tid >> 5;
+    const uint32_t m = d.warp_mask & role_warp_mask(d.role, (blockDim.x * blockDim.y * blockDim.z + 31u) / 32u);
+    if (((m >> warp) & 1u) == 0u) return;
+    active_ = true;
+    const uint32_t rank = popc32(m & ((1u << warp) - 1u));
+    // the owner's lane; warps past the rings (the host refuses such launches) record nothing
+    if ((tid & 31u) != 0u || rank >= W) return;
+    a_ = ResidentRing<K, W, G>::of_rank(rank);
+    ring_end_ = a_ + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
+    uint64_t t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes - 4u), "r"(0u) : "memory");
+    asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(ring_end_ + kEventBytes), "r"(static_cast<uint32_t>(t0)),
+                 "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
+#if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes + 8u), "r"(clock_lo()) : "memory");
+#endif
   }
 
   // The hot path for dense sites. Global: a timer read, one compare, the address (the buffer's
@@ -414,11 +452,12 @@ class BasicRecorder {
       if (mask == 0xffffffffu) {  // the whole warp here: it copies the owner lane's ring out together
         const uint32_t lane = lane_id(), a = __shfl_sync(mask, a_, 0), last = __shfl_sync(mask, ring_end_, 0);
         if (last == sink) return;
-        const uint32_t off = __shfl_sync(mask, lane == 0u ? claim(G, true, false, false, false).off : 0u, 0);
+        const uint32_t off = __shfl_sync(mask, lane == 0u ? claim(G, true, false, false, true, last + kEventBytes).off
+                                                          : 0u, 0);
         __syncwarp(mask);  // the owner lane's ring stores are visible to the lanes copying them
-        resident_close<K, W, G>(off, a, last, lane, 32u);
+        resident_close<K>(off, a, last, lane, 32u);
       } else if (ring_end_ != sink) {
-        resident_close<K, W, G>(claim(G, true, false, false, false).off, a_, ring_end_, 0u, 1u);
+        resident_close<K>(claim(G, true, false, false, true, ring_end_ + kEventBytes).off, a_, ring_end_, 0u, 1u);
       }
       return;
     }

@@ -136,12 +136,17 @@ RESIDENT = "[capture]\nstaging = { warps = 8, resident = true }\n"
 
 
 def test_resident_rings_apply_compile_and_revert(project):
-    """The rings hold the whole capacity: (8 rings x 81 slots + the sink) x 8 bytes per owner group."""
+    """The rings hold the whole capacity: per owner group, one ring per warp that can own it (8 for
+    lane0, 1 for cta) of 80 slots + an overflow and a start slot, and the sink, x 8 bytes. The
+    recorder gets its group's role, density and warp mask as literals."""
     spec = _spec_with(project, ("[capture]\n", RESIDENT))
     m = snapshot.apply(spec).manifest
-    assert m.capture.staging == Staging(80, 8, (8 * 81 + 1) * 8 * len(m.groups), True)
+    assert [g.role for g in m.groups] == ["lane0", "cta"]
+    assert m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8, True)
     src = project / m.source.path
-    assert "atrex::BasicRecorder<80u, 8u, 0u, true> __atrex_r0(0u);" in src.read_text()
+    assert ("atrex::BasicRecorder<80u, 8u, 0u, true> __atrex_r0(0u, atrex::GroupDesc{atrex::kLane0, 8u, 0u, "
+            "0xffffffffu, 0u, 0u});") in src.read_text()
+    assert "atrex::BasicRecorder<80u, 1u, 1u, true> __atrex_r1(1u, atrex::GroupDesc{atrex::kCta, 8u," in src.read_text()
     proc = nvcc_compile(src, project / "inst.o")
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr
@@ -158,13 +163,13 @@ def test_resident_rings_take_no_events(project):
 
 
 def test_resident_rings_over_static_shared_memory_are_refused(project):
-    """Capacity 1024 (the probe-cost FMA loop's events per warp) in 8 resident rings: 65608 bytes for
-    each of the spec's owner groups, more than the 48 KiB a CTA may declare."""
+    """Capacity 1024 (the probe-cost FMA loop's events per warp) in resident rings: 8 rings of 1026
+    slots for the lane0 group and 1 for the cta group, more than the 48 KiB a CTA may declare."""
     spec = _spec_with(project, ("[capture]\n", RESIDENT), ("capacity = 80 ", "capacity = 1024 "))
-    n_groups = 2  # the reduce spec's lane0 and cta groups
-    need = (8 * 1025 + 1) * 8 * n_groups
-    with pytest.raises(SpecError, match=re.escape(f"needs {need} bytes of static shared memory per CTA ({n_groups} owner "
-                                                  "groups x 8 rings x 1024 + 1 events")) as e:
+    need = ((8 * 1026 + 1) + (1 * 1026 + 1)) * 8
+    with pytest.raises(SpecError, match=re.escape(f"needs {need} bytes of static shared memory per CTA (2 owner "
+                                                  "groups x one ring per warp that can own it (at most 8) x 1024 + 2 "
+                                                  "slots")) as e:
         load_spec(spec)
     assert e.value.line == 12 and "lower capacity or warps" in e.value.hint
 
@@ -173,7 +178,8 @@ def test_resident_probe_sass(tmp_path):
     """A resident probe is a timer read, one shared store and one saturating add: no global store, no
     compare-and-branch, no atomic, no local memory."""
     import test_sass
-    kernel = test_sass.KERNEL.replace("atrex::Recorder r(0u);", "atrex::BasicRecorder<64u, 8u, 0u, true> r(0u);")
+    kernel = test_sass.KERNEL.replace("atrex::Recorder r(0u);", "atrex::BasicRecorder<64u, 8u, 0u, true> r(0u, "
+                                      "atrex::GroupDesc{atrex::kLane0, 1u, 0u, 0xffffffffu, 0u, 0u});")
     net, ops = test_sass.probe_delta(tmp_path, kernel)
     assert any(o.startswith("STS") for o in ops) and "VIADDMNMX" in {o.split(".")[0] for o in ops}, ops
     assert not [o for o in ops if o.startswith(("STG", "BRA", "ISETP", "ATOM", "RED", "LDL", "STL"))], ops
@@ -181,11 +187,11 @@ def test_resident_probe_sass(tmp_path):
 
 
 def test_resident_capture_has_the_global_captures_structure(project):
-    """Captured on the H200 (run 44): the same owners, events and events per site and owner as the
+    """Captured on the H200 (run 47): the same owners, events and events per site and owner as the
     global-path capture of the same spec, and the source it ran is what staged_copy + apply write."""
     fix = FIX / "reduce_sumsq_resident"
     res_m, glob_m = load_manifest(fix / "manifest.json"), load_manifest(FIX / "reduce_sumsq" / "manifest.json")
-    assert res_m.capture.staging == Staging(80, 8, (8 * 81 + 1) * 8 * 2, True)
+    assert res_m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8, True)
     r = validate_capture(fix, res_m)
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
     (s,), (g,) = decode_dir(fix, res_m), decode_dir(FIX / "reduce_sumsq", glob_m)
