@@ -198,8 +198,9 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
     instrumented and instrumented without versioning (no GPU), and checks that (1) with probes off
     the program runs the clean kernel, instruction for instruction (the probes live in the copy
     K__atrex), and (2) in the copy, CTAs that record nothing keep every loop of the clean kernel
-    with the same loads, stores and tensor instructions per trip; prints the register counts side by
-    side. Exit 1 when either fails (docs/perturbation.md)."""
+    with the same loads, stores and tensor instructions per trip and as many global loads in flight;
+    prints the register counts side by side, and warns when recording CTAs keep fewer loads in
+    flight in a clean loop. Exit 1 when (1) or (2) fails (docs/perturbation.md)."""
     from . import sass
 
     def render(r):
@@ -213,9 +214,18 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
             out.print(f"  clean {l}", markup=False)
         for m in r["missing"]:
             have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
-            out.print(f"  MISSING in {r['copy']}: {m['missing']} loop(s) with {have} per trip", markup=False)
-        out.print("clean loops kept" if not r["missing"] else "a clean loop was lost: see docs/perturbation.md",
-                  markup=False)
+            flight = " (the recording side's instrumented loop)" if m["in_flight"] is None else ""
+            if m["loop"].get("LDG") and m["in_flight"] is not None:
+                others = ", ".join(map(str, m["copy_in_flight"])) or "none"
+                flight = (f" and {m['in_flight']} loads in flight (the copy's loops with these instructions keep "
+                          f"{others})")
+            out.print(f"  MISSING in {r['copy']}: {m['missing']} loop(s) with {have} per trip{flight}", markup=False)
+        out.print("clean loops kept" if not r["missing"] else
+                  "a clean loop was lost or rescheduled: see docs/perturbation.md", markup=False)
+        for f in r["recording_fewer_in_flight"]:
+            out.print(f"recording CTAs: their copy of the clean {f['loop']} keeps {f['recording']} loads in flight "
+                      f"against {f['in_flight']}: recording CTAs run it slower, and a kernel that waits for its "
+                      "slowest CTA with them (docs/perturbation.md)", markup=False)
         w = r["warps_per_sm_by_registers"]
         if w["copy"] and w["clean"] and w["copy"] < w["clean"]:
             out.print(f"occupancy: registers allow {w['copy']} warps per SM in {r['copy']} against {w['clean']} for "

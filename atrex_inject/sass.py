@@ -3,8 +3,9 @@
 The probes' worst cost is indirect: their presence can make nvcc give up unrolling a loop, and with
 it the loads a clean kernel keeps in flight (docs/perturbation.md). So the check compares loops,
 not instruction totals: a loop is the span between a backward branch and its target, and each is
-described by how many memory and tensor instructions of each kind it issues per trip. The clean
-copy of an instrumented kernel must contain every loop of the clean kernel with the same counts.
+described by how many memory and tensor instructions of each kind it issues per trip and how many
+of its global loads are in flight before the first use of one. The clean side of an instrumented
+kernel's copy must contain every loop of the clean kernel with the same counts and loads in flight.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class Loop:
     start: int  # address of the branch target (first instruction of the loop)
     end: int  # address of the backward branch
     ops: tuple[str, ...]  # opcodes in [start, end], with their modifiers
+    in_flight: int = 0  # global loads issued in a trip before the first use of one's result
 
     def count(self, family: str) -> int:
         """Instructions of one family per trip: `LDG` counts LDG.E.128 and friends, not LDGSTS."""
@@ -38,6 +40,34 @@ class Loop:
     @property
     def signature(self) -> tuple[int, ...]:
         return tuple(self.count(f) for f in FAMILIES)
+
+
+_REG = re.compile(r"\bR(\d+)\b")
+_WIDTH = {"64": 2, "128": 4}
+
+
+def loads_in_flight(body: list[Insn]) -> int:
+    """How many global loads a loop trip issues before an instruction reads the result of one of
+    them: the memory-level parallelism a memory-bound loop lives on (four unrolled 16-byte loads
+    issued together, against two when the schedule interleaves their uses). SASS names a load's
+    destination first and a store's registers are all sources; a wide load writes 2 or 4
+    consecutive registers."""
+    pending: set[int] = set()
+    issued = 0
+    for _, op, whole in body:
+        args = whole.split(op, 1)[1].rstrip(" ;") if op in whole else ""
+        operands = args.split(",")
+        writes_first = not op.startswith(("ST", "RED", "ATOM", "BRA"))
+        read = set(map(int, _REG.findall(",".join(operands[1:] if writes_first else operands))))
+        if read & pending:
+            break
+        if op.split(".")[0] == "LDG":
+            first = _REG.search(operands[0])
+            if first:
+                width = next((_WIDTH[m] for m in op.split(".") if m in _WIDTH), 1)
+                pending |= set(range(int(first.group(1)), int(first.group(1)) + width))
+                issued += 1
+    return issued
 
 
 def cuobjdump() -> str:
@@ -87,9 +117,10 @@ def loops(insns: list[Insn]) -> list[Loop]:
     for addr, op, _ in insns:
         if op.startswith("BRA>"):
             target = int(op[4:])
-            ops = tuple(o for a, o, _ in insns if target <= a <= addr)
+            body = [i for i in insns if target <= i[0] <= addr]
+            ops = tuple(o for _, o, _ in body)
             if target <= addr and "EXIT" not in ops:
-                out.append(Loop(target, addr, ops))
+                out.append(Loop(target, addr, ops, loads_in_flight(body)))
     return out
 
 
@@ -107,24 +138,37 @@ def function(funcs: dict[str, list[Insn]], kernel: str) -> list[Insn]:
     return funcs[hits[0]]
 
 
-def missing_loops(clean: list[Loop], instrumented: list[Loop]) -> list[Loop]:
-    """Loops of the clean kernel that the instrumented kernel has no loop for, with the same
-    number of memory and tensor instructions per trip (its clean copy lost unrolling or overlap)."""
-    have = Counter(l.signature for l in instrumented)
-    out = []
-    for l in clean:
-        if not any(l.signature[i] for i in range(len(FAMILIES))):
-            continue  # a loop with no memory or tensor work (a barrier spin) says nothing here
-        if have[l.signature]:
-            have[l.signature] -= 1
-        else:
-            out.append(l)
-    return out
-
-
 def describe(l: Loop) -> str:
     parts = [f"{l.count(f)} {f}" for f in FAMILIES if l.count(f)]
-    return f"loop 0x{l.start:04x}-0x{l.end:04x} ({len(l.ops)} instructions: {', '.join(parts)})"
+    flight = f", {l.in_flight} in flight" if l.count("LDG") else ""
+    return f"loop 0x{l.start:04x}-0x{l.end:04x} ({len(l.ops)} instructions: {', '.join(parts)}{flight})"
+
+
+def compare_loops(clean: list[Loop], one_copy: list[Loop], copy: list[Loop]) -> tuple[list[dict], list[dict]]:
+    """(missing, fewer): the copy must hold every loop of the clean kernel, with the same memory and
+    tensor instructions per trip and as many global loads in flight (its clean side), and, among
+    its other loops, one with the instructions of each loop of the one-copy rewrite (its recording
+    side; loads in flight there depend on where the recorder's state lives, so they are compared
+    with the clean loop's instead: `fewer` lists the recording side's copies of a clean loop that
+    keep fewer of its loads in flight, which recording CTAs then run slower)."""
+    def key(l: Loop) -> tuple:
+        return l.signature, l.in_flight
+
+    have = Counter(key(l) for l in copy if any(l.signature))
+    want = Counter(key(l) for l in clean if any(l.signature))
+    missing = [{"loop": dict(zip(FAMILIES, s)), "in_flight": f, "missing": n - have[(s, f)],
+                "copy_in_flight": sorted(f2 for s2, f2 in have.elements() if s2 == s)}
+               for (s, f), n in want.items() if have[(s, f)] < n]
+    rest = have - want  # the recording side's loops
+    by_sig = Counter(s for s, _ in rest.elements())
+    for s, n in Counter(l.signature for l in one_copy if any(l.signature)).items():
+        if by_sig[s] < n:
+            missing.append({"loop": dict(zip(FAMILIES, s)), "in_flight": None, "missing": n - by_sig[s],
+                            "copy_in_flight": []})
+    fewer = [{"loop": describe(l), "in_flight": l.in_flight, "recording": f}
+             for l in clean if l.count("LDG")
+             for (s, f) in sorted(set(rest.elements())) if s == l.signature and f < l.in_flight]
+    return missing, fewer
 
 
 def _registers(ptxas_log: str) -> dict[str, int]:
@@ -203,10 +247,11 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     and compare, in the SASS:
     - probes off: the instrumented build's kernel must be the clean build's kernel, instruction for
       instruction (the probes live in the copy K__atrex, launched only while recording);
-    - CTAs that record nothing: the copy must hold the one-copy rewrite's loops plus every loop of
-      the clean kernel, with the same memory and tensor instructions per trip (its clean side kept
-      the unrolling and loads in flight). Registers are reported side by side: they are the whole
-      copy's, so a higher count changes occupancy even for its clean side."""
+    - CTAs that record nothing: the copy must hold every loop of the clean kernel, with the same
+      memory and tensor instructions per trip and loads in flight (its clean side kept the unrolling
+      and the schedule), plus the one-copy rewrite's loops (compare_loops). Registers are reported
+      side by side: they are the whole copy's, so a higher count changes occupancy even for its
+      clean side; recording CTAs that keep fewer loads in flight in a clean loop are reported."""
     import tempfile  # noqa: PLC0415
 
     from .cuda.rewrite import CLONE_SUFFIX, rewrite  # noqa: PLC0415
@@ -240,10 +285,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
              "copy": built["instrumented"].kernel(clone), "one_copy": built["one_copy"].kernel(clone)}
     off_identical = [i[2] for i in funcs["off"][0]] == [i[2] for i in funcs["clean"][0]]
     found = {k: loops(f) for k, (f, _) in funcs.items()}
-    sig = {k: Counter(l.signature for l in v if any(l.signature)) for k, v in found.items()}
-    want = sig["clean"] + sig["one_copy"]
-    short = [{"loop": dict(zip(FAMILIES, s)), "missing": n - sig["copy"][s]}
-             for s, n in want.items() if sig["copy"][s] < n]
+    short, fewer = compare_loops(found["clean"], found["one_copy"], found["copy"])
     regs = {k: r for k, (_, r) in funcs.items()}
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone,
             "versioned": inst.backend_data["perturbation"]["versioned"], "off_identical": off_identical,
@@ -253,4 +295,5 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
             "warps_per_sm_by_registers": {"clean": warps_by_registers(regs["clean"]),
                                           "copy": warps_by_registers(regs["copy"])},
             "clean_loops": [describe(l) for l in found["clean"] if any(l.signature)],
+            "recording_fewer_in_flight": fewer,
             "missing": short, "ok": off_identical and not short, "flags": flags}

@@ -20,12 +20,60 @@ from atrex_inject.cuda import rewrite as rw
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
 
-@pytest.mark.parametrize("example", ["reduce_sumsq", "gemm_mma", "layernorm"])
+@pytest.mark.parametrize("example", ["reduce_sumsq", "gemm_mma"])
 def test_clean_copy_keeps_the_clean_loops(project, example):
     r = sass.check(project / "examples" / "specs" / f"{example}.toml", project)
     assert r["versioned"] and r["off_identical"] and r["ok"], r["missing"]
     assert r["clean_loops"] and all(r["registers"].values())
     assert r["registers"]["off"] == r["registers"]["clean"]
+
+
+def test_layernorm_clean_side_is_rescheduled(project):
+    """layernorm's copy takes 48 registers against 32, and ptxas schedules its clean side for them:
+    the statistics loop and the normalize loop keep more loads in flight than the clean kernel's
+    (the copy ran 14% faster on the H200, docs/perturbation.md). Same instructions per trip, so
+    only the loads-in-flight count sees it: check-sass fails, naming both loops."""
+    r = sass.check(project / "examples" / "specs" / "layernorm.toml", project)
+    assert r["off_identical"] and not r["ok"]
+    changed = {(m["loop"]["LDG"], m["loop"]["STG"]): m for m in r["missing"]}
+    assert set(changed) == {(16, 0), (12, 4)}, r["missing"]
+    assert all(min(m["copy_in_flight"]) > m["in_flight"] for m in changed.values()), r["missing"]
+
+
+@pytest.mark.parametrize("body, in_flight", [
+    (["LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;", "LDG.E.128.CONSTANT R8, desc[UR4][R12.64] ;",
+      "FMUL R5, R5, R5 ;", "LDG.E.128.CONSTANT R16, desc[UR4][R14.64] ;"], 2),
+    (["LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;", "LDG.E.128.CONSTANT R8, desc[UR4][R12.64] ;",
+      "IADD3 R2, R2, 0x10, RZ ;", "LDG.E.128.CONSTANT R16, desc[UR4][R14.64] ;", "FADD R20, R11, R20 ;"], 3),
+    (["LDG.E R4, desc[UR4][R2.64] ;", "STG.E desc[UR4][R6.64], R4 ;", "LDG.E R8, desc[UR4][R2.64+0x4] ;"], 1),
+    (["LDG.E.64 R4, desc[UR4][R2.64] ;", "FADD R9, R6, R9 ;", "FADD R9, R5, R9 ;"], 1),
+])
+def test_loads_in_flight(body, in_flight):
+    """Loads issued before an instruction reads one's result: a 16-byte load writes four registers
+    (R8 feeds the FADD through R11), a store's registers are all read, an 8-byte load's second
+    register counts; writes and unrelated reads do not end the count."""
+    insns = [(16 * i, t.split()[0], t) for i, t in enumerate(body)]
+    assert sass.loads_in_flight(insns) == in_flight
+
+
+def test_check_sass_warns_when_recording_ctas_keep_fewer_loads_in_flight(project):
+    """reduce_sumsq with resident rings and no probe in its loop (sites before and after it only):
+    the recorders' state stays live across the clean loop in the recording side, and ptxas
+    interleaves its four loads with their uses (2 in flight against 4). That variant recorded +17%
+    on the H200 (bench/RESULTS.md). check-sass passes (the clean side is kept) and says so."""
+    spec = project / "examples" / "specs" / "reduce_sumsq.toml"
+    text = spec.read_text().replace('"iter_begin -> iter_end"', "").replace(", ]", "]")
+    head, *sites = text.split("[[site]]")
+    text = head.replace("[capture]\n", "[capture]\nstaging = { warps = 8, resident = true }\n", 1) + "".join(
+        "[[site]]" + b for b in sites if 'name = "iter_' not in b)
+    text = "\n".join(l for l in text.splitlines() if not l.startswith("iter_"))
+    variant = spec.with_name("reduce_sumsq_noloop.toml")
+    variant.write_text(text)
+    r = sass.check(variant, project)
+    assert r["ok"], r["missing"]
+    assert [(f["in_flight"], f["recording"]) for f in r["recording_fewer_in_flight"]] == [(4, 2)], r
+    out = CliRunner().invoke(app, ["check-sass", str(variant), "--root", str(project)])
+    assert out.exit_code == 0 and "keeps 2 loads in flight against 4" in " ".join(out.output.split()), out.output
 
 
 def test_the_check_fails_when_the_kernel_run_with_probes_off_changes(project, monkeypatch):
@@ -106,7 +154,7 @@ def test_check_sass_says_when_the_copy_lowers_occupancy(project):
     that does to the warps an SM can hold; the GEMM's copy stays at the clean kernel's bound."""
     spec = project / "examples" / "specs" / "layernorm.toml"
     r = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project)])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output  # its clean side is rescheduled (test_layernorm_clean_side_is_rescheduled)
     assert ("occupancy: registers allow 42 warps per SM in layernorm_fwd__atrex against 64 for the clean kernel"
             in " ".join(r.output.split()))
     g = sass.check(project / "examples" / "specs" / "gemm_mma.toml", project)
