@@ -44,6 +44,34 @@ struct Cur {
   __device__ __forceinline__ void finish() {}
 };
 
+// Saturating global path: the owner's slot pointer is kept as the low word of its address (the
+// host keeps the buffer inside one 4 GiB window, so the high word is constant) and saturates at the
+// owner's last slot, a sink that is never decoded; lanes that own nothing point at the sink from the
+// start. So every lane stores, unpredicated: a timer read, one VIADDMNMX and one store, no compare.
+// PACK: 4-byte events, the site id in the timer's low 5 bits (no time there at a 32 ns tick), as
+// IKeT does.
+template <bool PACK>
+struct Sat {
+  static constexpr uint32_t kB = PACK ? 4u : 8u;
+  uint64_t p;     // one slot past the next one: its low word saturates at `end`, one past the sink
+  uint32_t end;
+  __device__ Sat(uint32_t cap) {
+    const uint64_t base = reinterpret_cast<uint64_t>(g_buf) + (uint64_t)warp_global() * cap * kB;
+    end = static_cast<uint32_t>(base) + cap * kB;
+    p = (threadIdx.x & 31u) == 0u ? base : ((base >> 32) << 32 | (end - kB));
+  }
+  __device__ __forceinline__ void rec(uint32_t site) {
+    const uint32_t t = timer_lo();
+    asm("{\n\t.reg .b32 l, h;\n\tmov.b64 {l, h}, %0;\n\tadd.u32 l, l, %2;\n\tmin.u32 l, l, %1;\n\t"
+        "mov.b64 %0, {l, h};\n\t}" : "+l"(p) : "r"(end), "n"(kB));
+    if (PACK)
+      asm volatile("st.global.u32 [%0+-4], %1;" ::"l"(p), "r"(t | site) : "memory");
+    else
+      asm volatile("st.global.v2.u32 [%0+-8], {%1, %2};" ::"l"(p), "r"(t), "r"(site | 0x80000000u) : "memory");
+  }
+  __device__ __forceinline__ void finish() {}
+};
+
 // Resident shared ring: the warp's events stay in shared memory until exit. Every lane stores the
 // same event to the warp's next slot (no predicate); the slot pointer saturates at an overflow slot
 // past the ring (one VIADDMNMX), so the hot path has no compare and no branch. At exit the warp
@@ -200,8 +228,10 @@ int main() {
   std::printf("{\"sms\": %d, \"unit\": \"overhead vs clean, per round\", \"rounds\": [", sms);
   for (int round = 0; round < 3; ++round) {
     const float f0 = fma(fma_loop<None>), c0 = copy(copy_loop<None>), r0 = red(reduce_loop<None, 4>);
-    const float f[] = {fma(fma_loop<Cur>), fma(fma_loop<Res<64>>), fma(fma_loop<Reg>), fma(fma_loop<Floor>)};
-    const float c[] = {copy(copy_loop<Cur>), copy(copy_loop<Res<128>>), copy(copy_loop<Reg>), copy(copy_loop<Floor>)};
+    const float f[] = {fma(fma_loop<Cur>), fma(fma_loop<Res<64>>), fma(fma_loop<Reg>), fma(fma_loop<Floor>),
+                       fma(fma_loop<Sat<false>>), fma(fma_loop<Sat<true>>)};
+    const float c[] = {copy(copy_loop<Cur>), copy(copy_loop<Res<128>>), copy(copy_loop<Reg>), copy(copy_loop<Floor>),
+                       copy(copy_loop<Sat<false>>), copy(copy_loop<Sat<true>>)};
     const float r[] = {red(reduce_loop<Cur, 4>), red(reduce_loop<Res<80>, 4>), red(reduce_loop<Reg, 4>),
                        red(reduce_loop<Floor, 4>), red(reduce_loop<None, 16>), red(reduce_loop<Cur, 16>),
                        red(reduce_loop<Res<80>, 16>), red(reduce_loop<Cur, 4, true>),
@@ -211,10 +241,12 @@ int main() {
     auto pc = [](float x, float b) { return 100.0 * (x / b - 1.0); };
     std::printf("%s{\"clean_ms\": {\"fma\": %.4f, \"copy\": %.4f, \"reduce\": %.4f}, \"clean_drift\": [%.2f, %.2f, %.2f], ",
                 round ? ", " : "", F, C, Rr, pc(f1, f0), pc(c1, c0), pc(r1, r0));
-    std::printf("\"fma\": {\"cur\": %.2f, \"resident\": %.2f, \"regring\": %.2f, \"floor\": %.2f}, ", pc(f[0], F),
-                pc(f[1], F), pc(f[2], F), pc(f[3], F));
-    std::printf("\"copy\": {\"cur\": %.2f, \"resident\": %.2f, \"regring\": %.2f, \"floor\": %.2f}, ", pc(c[0], C),
-                pc(c[1], C), pc(c[2], C), pc(c[3], C));
+    std::printf("\"fma\": {\"cur\": %.2f, \"resident\": %.2f, \"regring\": %.2f, \"floor\": %.2f, "
+                "\"saturating\": %.2f, \"saturating_packed\": %.2f}, ", pc(f[0], F), pc(f[1], F), pc(f[2], F),
+                pc(f[3], F), pc(f[4], F), pc(f[5], F));
+    std::printf("\"copy\": {\"cur\": %.2f, \"resident\": %.2f, \"regring\": %.2f, \"floor\": %.2f, "
+                "\"saturating\": %.2f, \"saturating_packed\": %.2f}, ", pc(c[0], C), pc(c[1], C), pc(c[2], C),
+                pc(c[3], C), pc(c[4], C), pc(c[5], C));
     std::printf("\"reduce\": {\"cur4\": %.2f, \"resident4\": %.2f, \"regring4\": %.2f, \"floor4\": %.2f, "
                 "\"none16\": %.2f, \"cur16\": %.2f, \"resident16\": %.2f, \"cur4_late\": %.2f, "
                 "\"resident4_late\": %.2f}}",
