@@ -185,12 +185,10 @@ struct Slot {
 };
 
 // Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
-// owner (counted atomically: a second claim is visible to decode) and stamps its header (`stamp`;
-// without it only locates the owner's slots). Not inlined, so its header reads, divisions and
+// owner (counted atomically: a second claim is visible to decode) and stamps its header. Not inlined, so its header reads, divisions and
 // address arithmetic stay out of the kernel's own schedule (instrumented reduce_sumsq: 40 registers
 // instead of 42).
-static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps,
-                                          bool stamp = true, uint32_t start_slot = 0u) {
+static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps) {
   Slot o{0u, 0u, false};
   unsigned char* buf = atrex_tl_buffer;
   const LaunchHeader* h = &atrex_tl_header;
@@ -214,31 +212,19 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
   const uint32_t owner = d.owner_base + cta_rank * owners_per_cta(d, n_threads) + local;
   o.off = static_cast<uint32_t>(h->events_offset) + owner * h->capacity * kEventBytes;
   o.end = o.off + h->capacity * kEventBytes;
-  if ((staged && lane != 0u) || !stamp) return o;
+  if (staged && lane != 0u) return o;
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
-  uint32_t t0_lo, t0_hi, clk0, sm;
-  if (start_slot != 0u) {  // a resident ring's owner: its start time was kept in the ring at entry
-    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(start_slot) : "memory");
-#if ATREX_TL_WIDE
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(start_slot + 8u) : "memory");
-#else
-    clk0 = 0u;
-#endif
-  } else {
-    uint64_t t0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    t0_lo = static_cast<uint32_t>(t0);
-    t0_hi = static_cast<uint32_t>(t0 >> 32);
-    clk0 = clock_lo();
-  }
+  uint64_t t0;
+  uint32_t sm;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
   atomicAdd(&oh->claims, 1u);
   oh->smid = sm;
   oh->cta = cta;
   oh->thread = tid;
-  oh->t0_lo = t0_lo;
-  oh->t0_hi = t0_hi;
-  oh->clk0 = clk0;
+  oh->t0_lo = static_cast<uint32_t>(t0);
+  oh->t0_hi = static_cast<uint32_t>(t0 >> 32);
+  oh->clk0 = clock_lo();
   return o;
 }
 
@@ -306,19 +292,44 @@ __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
 #endif
 }
 
-// Copies a resident ring out at exit and publishes its owner (claimed just before): `lanes` lanes of the warp (32, or the
-// owner's lane alone when the warp is not converged there) take slots lane, lane + lanes, ...; `off`
-// is the owner's first slot in the buffer, `a` its next ring slot and `last` its overflow slot. A ring
-// whose overflow slot was written overflowed; it knows no more than that one event was lost.
+// A resident owner's exit, in one out-of-line call: `lanes` lanes of the warp (32, or the owner's
+// lane alone when the warp is not converged there) copy the ring out, taking slots lane, lane +
+// lanes, ...; the owner's lane (lane 0) claims and publishes the owner, writing its whole header at
+// once. `local` is the owner's index within its group (from the group's literals), `a` the ring's
+// next slot and `last` its overflow slot, followed by its start slot. A ring whose overflow slot was
+// written overflowed; it knows no more than that one event was lost. Exit is where a resident
+// recorder's cost lies (docs/perturbation.md): one call, the header read from the constant copy,
+// no division.
 template <uint32_t K>
-static __device__ __noinline__ void resident_close(uint32_t off, uint32_t a, uint32_t last, uint32_t lane,
-                                                   uint32_t lanes) {
+static __device__ __noinline__ void resident_close(uint32_t group, uint32_t local, uint32_t a, uint32_t last,
+                                                   uint32_t lane, uint32_t lanes) {
+  const LaunchHeader* h = &atrex_tl_header;
+  const uint32_t owner = h->groups[group].owner_base + local;
   const uint32_t first = last - K * kEventBytes, n = (a - first) / kEventBytes;
+  const uint32_t off = static_cast<uint32_t>(h->events_offset) + owner * (K * kEventBytes);
   for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);
   if (lane != 0u) return;
-  uint32_t tag;
+  uint32_t tag, t0_lo, t0_hi, clk0 = 0u, sm;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(last + kEventBytes - 4u) : "memory");
-  publish(off + n * kEventBytes, off + K * kEventBytes, tag != 0u);
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(last + kEventBytes) : "memory");
+#if ATREX_TL_WIDE
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(last + kEventBytes + 8u) : "memory");
+#endif
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  uint64_t t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + owner;
+  atomicAdd(&oh->claims, 1u);
+  oh->attempted = n + (tag != 0u ? 1u : 0u);
+  oh->smid = sm;
+  oh->cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  oh->thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  oh->t0_lo = t0_lo;
+  oh->t0_hi = t0_hi;
+  oh->clk0 = clk0;
+  oh->t1_lo = static_cast<uint32_t>(t1);
+  oh->t1_hi = static_cast<uint32_t>(t1 >> 32);
+  oh->flags = tag != 0u ? 1u : 0u;
 }
 
 // K = 0: events go straight to global memory (predicated store per event).
@@ -327,21 +338,26 @@ static __device__ __noinline__ void resident_close(uint32_t off, uint32_t a, uin
 // memory together (coalesced), checking capacity once per slot there instead of per event. Each
 // lane later reads back only slots it wrote itself, so this needs the whole warp at every site
 // and at exit (warp-uniform control flow); it is offered for warp-level roles only.
-// R (resident, K = the capacity, W = the group's rings): events stay in the warp's shared-memory ring
+// R (resident, K = the capacity, W = the group's rings, ROLE, STRIDE, LIMIT and MASK the group's
+// role, CTA density and warp mask as literals): events stay in the warp's shared-memory ring
 // until exit. The owner's lane stores each event to its next slot; the slot pointer saturates at
 // the overflow slot (one min, no compare, no branch); the other lanes store to the sink. At entry
 // the owner is found from the group's literals (no memory access: nothing delays the kernel's
 // first loads) and its start time kept in the ring; at exit the owner is claimed, the warp copies
 // the ring out and the owner is published (resident_close). No warp-uniform control flow is
 // needed: only the owner's lane counts.
-template <uint32_t K, uint32_t W, uint32_t G, bool R = false>
+template <uint32_t K, uint32_t W, uint32_t G, bool R = false, uint32_t ROLE = kLane0, uint32_t STRIDE = 1u,
+          uint32_t LIMIT = 0u, uint32_t MASK = 0xffffffffu>
 class BasicRecorder {
   static_assert(R || K <= 32u, "a staging ring holds at most 32 events: one per lane when it is copied out");
 
  public:
   // Constructed once per group at kernel entry. `pred` is the explicit predicate (kPredicate).
   __device__ __forceinline__ explicit BasicRecorder(uint32_t group, bool pred = true) : off_(0u), end_(0u) {
-    static_assert(!R, "a resident recorder takes its group's literals");
+    if (R) {
+      resident_open();
+      return;
+    }
     const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
     if (K != 0u) {
       a_ = StageRing<K, W, G>::of_warp(warp);
@@ -352,31 +368,6 @@ class BasicRecorder {
     off_ = o.off;
     end_ = o.end;
     active_ = o.active;
-  }
-
-  // Resident rings: `d` is the group's role, density and warp mask as literals, so finding the owner
-  // costs a few integer instructions and no memory access.
-  __device__ __forceinline__ BasicRecorder(uint32_t, GroupDesc d) : off_(0u), end_(0u) {
-    static_assert(R, "the group's literals are for resident rings");
-    a_ = ring_end_ = ResidentRing<K, W, G>::sink();
-    if (atrex_tl_buffer == nullptr || !cta_selected(d.cta_stride, d.cta_limit)) return;
-    const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), warp = tid >> 5;
-    const uint32_t m = d.warp_mask & role_warp_mask(d.role, (blockDim.x * blockDim.y * blockDim.z + 31u) / 32u);
-    if (((m >> warp) & 1u) == 0u) return;
-    active_ = true;
-    const uint32_t rank = popc32(m & ((1u << warp) - 1u));
-    // the owner's lane; warps past the rings (the host refuses such launches) record nothing
-    if ((tid & 31u) != 0u || rank >= W) return;
-    a_ = ResidentRing<K, W, G>::of_rank(rank);
-    ring_end_ = a_ + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
-    uint64_t t0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes - 4u), "r"(0u) : "memory");
-    asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(ring_end_ + kEventBytes), "r"(static_cast<uint32_t>(t0)),
-                 "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
-#if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes + 8u), "r"(clock_lo()) : "memory");
-#endif
   }
 
   // The hot path for dense sites. Global: a timer read, one compare, the address (the buffer's
@@ -450,14 +441,12 @@ class BasicRecorder {
     if (R) {
       const uint32_t sink = ResidentRing<K, W, G>::sink(), mask = __activemask();
       if (mask == 0xffffffffu) {  // the whole warp here: it copies the owner lane's ring out together
-        const uint32_t lane = lane_id(), a = __shfl_sync(mask, a_, 0), last = __shfl_sync(mask, ring_end_, 0);
+        const uint32_t a = __shfl_sync(mask, a_, 0), last = __shfl_sync(mask, ring_end_, 0);
         if (last == sink) return;
-        const uint32_t off = __shfl_sync(mask, lane == 0u ? claim(G, true, false, false, true, last + kEventBytes).off
-                                                          : 0u, 0);
         __syncwarp(mask);  // the owner lane's ring stores are visible to the lanes copying them
-        resident_close<K>(off, a, last, lane, 32u);
+        resident_close<K>(G, local_owner(), a, last, lane_id(), 32u);
       } else if (ring_end_ != sink) {
-        resident_close<K>(claim(G, true, false, false, true, ring_end_ + kEventBytes).off, a_, ring_end_, 0u, 1u);
+        resident_close<K>(G, local_owner(), a_, ring_end_, 0u, 1u);
       }
       return;
     }
@@ -471,6 +460,46 @@ class BasicRecorder {
   }
 
  private:
+  // The eligible warps of this CTA for a resident group (role and warp mask), and this warp's rank
+  // among them: its ring, and its owner's index within the CTA.
+  __device__ __forceinline__ static uint32_t resident_warps() {
+    return MASK & role_warp_mask(ROLE, (blockDim.x * blockDim.y * blockDim.z + 31u) / 32u);
+  }
+  __device__ __forceinline__ static uint32_t warp_rank() {
+    const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
+    return popc32(resident_warps() & ((1u << warp) - 1u));
+  }
+
+  // Resident entry: the owner is found from the group's literals (a few integer instructions, no
+  // memory access, so nothing delays the kernel's first loads) and its start time kept in the ring.
+  __device__ __forceinline__ void resident_open() {
+    a_ = ring_end_ = ResidentRing<K, W, G>::sink();
+    if (atrex_tl_buffer == nullptr || !cta_selected(STRIDE, LIMIT)) return;
+    const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    if (((resident_warps() >> (tid >> 5)) & 1u) == 0u) return;
+    active_ = true;
+    const uint32_t rank = warp_rank();
+    // the owner's lane; warps past the rings (the host refuses such launches) record nothing
+    if ((tid & 31u) != 0u || rank >= W) return;
+    a_ = ResidentRing<K, W, G>::of_rank(rank);
+    ring_end_ = a_ + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
+    uint64_t t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes - 4u), "r"(0u) : "memory");
+    asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(ring_end_ + kEventBytes), "r"(static_cast<uint32_t>(t0)),
+                 "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
+#if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes + 8u), "r"(clock_lo()) : "memory");
+#endif
+  }
+
+  // The owner's index within its group: selected CTA rank x owners per CTA + warp rank (STRIDE a
+  // literal, so no division instruction sequence).
+  __device__ __forceinline__ static uint32_t local_owner() {
+    const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    return cta / STRIDE * popc32(resident_warps()) + warp_rank();
+  }
+
   // Staged: copy the ring's first `count` (<= K <= 32) events to global memory, lane j taking
   // slot j, which it stored itself; off_ advances past the events handed over (kept or not).
   __device__ __forceinline__ void drain(uint32_t count) {

@@ -144,9 +144,9 @@ def test_resident_rings_apply_compile_and_revert(project):
     assert [g.role for g in m.groups] == ["lane0", "cta"]
     assert m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8, True)
     src = project / m.source.path
-    assert ("atrex::BasicRecorder<80u, 8u, 0u, true> __atrex_r0(0u, atrex::GroupDesc{atrex::kLane0, 8u, 0u, "
-            "0xffffffffu, 0u, 0u});") in src.read_text()
-    assert "atrex::BasicRecorder<80u, 1u, 1u, true> __atrex_r1(1u, atrex::GroupDesc{atrex::kCta, 8u," in src.read_text()
+    assert ("atrex::BasicRecorder<80u, 8u, 0u, true, atrex::kLane0, 8u, 0u, 0xffffffffu> __atrex_r0(0u);"
+            in src.read_text())
+    assert "atrex::BasicRecorder<80u, 1u, 1u, true, atrex::kCta, 8u, 0u, 0xffffffffu> __atrex_r1(1u);" in src.read_text()
     proc = nvcc_compile(src, project / "inst.o")
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr
@@ -178,8 +178,7 @@ def test_resident_probe_sass(tmp_path):
     """A resident probe is a timer read, one shared store and one saturating add: no global store, no
     compare-and-branch, no atomic, no local memory."""
     import test_sass
-    kernel = test_sass.KERNEL.replace("atrex::Recorder r(0u);", "atrex::BasicRecorder<64u, 8u, 0u, true> r(0u, "
-                                      "atrex::GroupDesc{atrex::kLane0, 1u, 0u, 0xffffffffu, 0u, 0u});")
+    kernel = test_sass.KERNEL.replace("atrex::Recorder r(0u);", "atrex::BasicRecorder<64u, 8u, 0u, true> r(0u);")
     net, ops = test_sass.probe_delta(tmp_path, kernel)
     assert any(o.startswith("STS") for o in ops) and "VIADDMNMX" in {o.split(".")[0] for o in ops}, ops
     assert not [o for o in ops if o.startswith(("STG", "BRA", "ISETP", "ATOM", "RED", "LDL", "STL"))], ops
@@ -187,7 +186,7 @@ def test_resident_probe_sass(tmp_path):
 
 
 def test_resident_capture_has_the_global_captures_structure(project):
-    """Captured on the H200 (run 47): the same owners, events and events per site and owner as the
+    """Captured on the H200 (run 54): the same owners, events and events per site and owner as the
     global-path capture of the same spec, and the source it ran is what staged_copy + apply write."""
     fix = FIX / "reduce_sumsq_resident"
     res_m, glob_m = load_manifest(fix / "manifest.json"), load_manifest(FIX / "reduce_sumsq" / "manifest.json")

@@ -564,15 +564,13 @@ def _recorders(plan: Plan, mined: set[str]) -> list[tuple[str, str]]:
     for g in plan.groups:
         pred = f", static_cast<bool>({g.predicate})" if g.predicate else ""
         c = plan.spec.capture
-        if c.staging_resident:  # its owner found from literals at entry; claimed and published at exit
-            kind = f"atrex::BasicRecorder<{c.staging_events}u, {resident_rings(g, c.staging_warps)}u, {g.id}u, true>"
-            args = (f"{g.id}u, atrex::GroupDesc{{atrex::{g.role.cpp}, {g.cta_stride}u, {g.cta_limit}u, "
-                    f"0x{g.warp_mask:08x}u, 0u, 0u}}")
+        if c.staging_resident:  # the group's literals: its owner is found at entry, claimed and published at exit
+            kind = (f"atrex::BasicRecorder<{c.staging_events}u, {resident_rings(g, c.staging_warps)}u, {g.id}u, true, "
+                    f"atrex::{g.role.cpp}, {g.cta_stride}u, {g.cta_limit}u, 0x{g.warp_mask:08x}u>")
         else:
             kind = (f"atrex::BasicRecorder<{c.staging_events}u, {c.staging_warps}u, {g.id}u>" if c.staging_events
                     else "atrex::Recorder")
-            args = f"{g.id}u{pred}"
-        items.append((f"{kind} __atrex_r{g.id}({args});", f"recorder, owner group {g.id} ({g.role})"))
+        items.append((f"{kind} __atrex_r{g.id}({g.id}u{pred});", f"recorder, owner group {g.id} ({g.role})"))
     for i, s in enumerate(plan.spec.sites):
         if s.every > 1 and s.name not in mined:
             items.append((f"unsigned __atrex_n{i} = 0u;", f"hit counter for site {s.name} (every {s.every})"))
