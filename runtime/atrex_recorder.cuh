@@ -479,8 +479,9 @@ class BasicRecorder {
     if (((resident_warps() >> (tid >> 5)) & 1u) == 0u) return;
     active_ = true;
     const uint32_t rank = warp_rank();
-    // the owner's lane; warps past the rings (the host refuses such launches) record nothing
-    if ((tid & 31u) != 0u || rank >= W) return;
+    // the owner's lane; warps past the rings (the host refuses such launches) record nothing (`rank + 1
+    // > W`: nvcc warns that `rank >= W` is pointless where the other recorders instantiate this, W = 0)
+    if ((tid & 31u) != 0u || rank + 1u > W) return;
     a_ = ResidentRing<K, W, G>::of_rank(rank);
     ring_end_ = a_ + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
     uint64_t t0;

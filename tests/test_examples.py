@@ -33,6 +33,7 @@ def test_apply_compile_revert(project, spec_path):
     for unit in units:
         proc = nvcc_compile(unit, project / "inst.o")
         assert proc.returncode == 0, proc.stderr
+        assert "atrex_recorder.cuh" not in proc.stderr, proc.stderr  # the recorder compiles without a warning
     out = snapshot.revert(spec)
     assert out["reverted"] is True
     assert sha(src) == clean_sha
