@@ -185,6 +185,32 @@ def test_resident_probe_sass(tmp_path):
     assert net <= 4, ops
 
 
+@pytest.mark.parametrize("resident", [True, False], ids=["resident", "global"])
+def test_resident_entry_reads_and_calls_nothing_before_the_loop(project, resident):
+    """A resident recorder finds its owner from the group's literals: from the copy's first
+    instruction to its first global load (the recording side's loop), nothing but kernel parameters
+    and the buffer pointer is read, nothing is called and nothing is written outside shared memory.
+    The global path's `claim()` call there is the contrast (and the teeth)."""
+    from atrex_inject import sass
+
+    spec = project / "examples" / "specs" / "reduce_sumsq.toml"
+    spec = staged_copy(spec, None, 8) if resident else spec
+    m = snapshot.apply(spec).manifest
+    cubin = project / "inst.cubin"
+    proc = nvcc_compile(project / m.source.path, cubin, ["-cubin"])
+    assert proc.returncode == 0, proc.stderr
+    insns = sass.function(sass.disassemble(cubin), "reduce_sumsq__atrex")
+    entry = insns[:next(i for i, (_, op, _) in enumerate(insns) if op.startswith("LDG"))]
+    calls = [w for _, op, w in entry if op.startswith(("CALL", "STG", "RED", "ATOM", "LDL", "STL"))]
+    constants = [w for _, _, w in entry if "c[0x3]" in w and "c[0x3][0x0]" not in w]
+    if resident:
+        assert not calls and not constants, (calls, constants)
+        assert any(op.startswith("STS") for _, op, _ in entry)  # the start time, kept in the ring
+    else:
+        assert any(w.startswith("CALL") for w in calls), entry
+    snapshot.revert(spec)
+
+
 def test_resident_capture_has_the_global_captures_structure(project):
     """Captured on the H200 (run 54): the same owners, events and events per site and owner as the
     global-path capture of the same spec, and the source it ran is what staged_copy + apply write."""
