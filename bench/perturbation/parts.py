@@ -44,7 +44,7 @@ def part_spec(spec: Path, part: str) -> Path:
     dropped sites), under its own name (its own workspace and manifest)."""
     head, *sites = spec.read_text().split("[[site]]")
     sites[-1] = sites[-1].split("[expect]")[0]
-    head = re.sub(r"(?m)^intervals\s*=.*$", "intervals = []", head)
+    head = re.sub(r"(?ms)^intervals\s*=\s*\[.*?\]", "intervals = []", head)  # the array may span lines
     head = re.sub(r'(?m)^name\s*=\s*"([^"]+)"', rf'name = "\1_{part}"', head, count=1)
     kept = [s for s in sites if PARTS[part](s)]
     out = spec.with_name(f"{spec.stem}_{part}.toml")

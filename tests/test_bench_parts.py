@@ -1,0 +1,34 @@
+"""bench/perturbation/parts.py cuts an example's spec into parts (the GPU measures each): the cut
+must give specs that load, with exactly the part's sites, for both examples it serves and for
+resident rings too."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from atrex_inject.spec import load_spec, staged_copy
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench" / "perturbation"))
+import parts  # noqa: E402
+
+SITES = {
+    "reduce_sumsq": {"full": ["start", "iter_begin", "iter_end", "stream_done", "tail_done", "publish", "finish"],
+                     "entry": ["start"], "loop": ["iter_begin", "iter_end"],
+                     "noloop": ["start", "stream_done", "tail_done", "publish", "finish"]},
+    "layernorm": {"full": ["row_start", "stats_group", "stats_group_end", "stats_done", "reduced", "row_end"],
+                  "entry": ["row_start"], "loop": ["stats_group", "stats_group_end"],
+                  "noloop": ["row_start", "stats_done", "reduced", "row_end"]},
+}
+
+
+@pytest.mark.parametrize("example", sorted(SITES))
+@pytest.mark.parametrize("part", list(parts.PARTS))
+def test_part_specs_load_with_the_parts_sites(project, example, part):
+    spec = project / "examples" / "specs" / f"{example}.toml"
+    cut = parts.part_spec(spec, part)
+    s = load_spec(cut, project)
+    assert [x.name for x in s.sites] == SITES[example][part]
+    assert s.name == f"{load_spec(spec, project).name}_{part}" and not s.intervals
+    assert load_spec(staged_copy(cut, None, 8), project).capture.staging_resident
