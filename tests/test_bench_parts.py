@@ -3,15 +3,17 @@ must give specs that load, with exactly the part's sites, for both examples it s
 resident rings too."""
 from __future__ import annotations
 
-import sys
+import importlib.util
 
 import pytest
 
 from atrex_inject.spec import load_spec, staged_copy
 from conftest import REPO
 
-sys.path.insert(0, str(REPO / "bench" / "perturbation"))
-import parts  # noqa: E402
+# loaded from its file, not through sys.path: bench/perturbation/iket.py would shadow the iket package
+_spec = importlib.util.spec_from_file_location("atrex_bench_parts", REPO / "bench" / "perturbation" / "parts.py")
+parts = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(parts)
 
 SITES = {
     "reduce_sumsq": {"full": ["start", "iter_begin", "iter_end", "stream_done", "tail_done", "publish", "finish"],

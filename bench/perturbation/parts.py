@@ -16,6 +16,7 @@ spend. Runs 46-53 of bench/RESULTS.md were taken this way (with hand-edited vari
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import shutil
@@ -24,11 +25,20 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run  # noqa: E402  (bench/perturbation/run.py: the measured arm, its capture's validation)
+from atrex_inject import snapshot
+from atrex_inject.spec import staged_copy
 
-from atrex_inject import snapshot  # noqa: E402
-from atrex_inject.spec import staged_copy  # noqa: E402
+
+def _load_run():
+    """bench/perturbation/run.py (the measured arm, its capture's validation), loaded from its file:
+    putting this folder on sys.path would shadow the `iket` package with its iket.py."""
+    spec = importlib.util.spec_from_file_location("atrex_bench_perturbation_run", Path(__file__).with_name("run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+run = _load_run()
 
 LOOP_POSITIONS = ("loop-begin", "loop-end")
 PARTS = {
