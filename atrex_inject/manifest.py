@@ -89,6 +89,12 @@ class Group:
     warp_mask: int
     predicate: str | None = None
 
+    @classmethod
+    def of_key(cls, id: int, key: tuple) -> "Group":
+        """The group of the sites whose `Site.group_key` is `key` (role word, stride, limit, mask, predicate)."""
+        role, stride, limit, mask, pred = key
+        return cls(id, Role(role), stride, limit, mask, pred)
+
 
 @dataclass(frozen=True)
 class Anchor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .layout import Role, staging_bytes
+from .layout import staging_bytes
 from .manifest import Group, Staging
 from .spec import ProbeSpec, Site
 
@@ -50,6 +50,5 @@ def make_plan(spec: ProbeSpec) -> Plan:
         if s.group_key not in keys:
             keys.append(s.group_key)
         site_group.append(keys.index(s.group_key))
-    groups = tuple(Group(i, Role(role), stride, limit, mask, pred) for i, (role, stride, limit, mask, pred)
-                   in enumerate(keys))
+    groups = tuple(Group.of_key(i, k) for i, k in enumerate(keys))
     return Plan(spec, groups, tuple(site_group))

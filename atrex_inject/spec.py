@@ -328,7 +328,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     if capture.staging_events:
         wide = capture.clock or any(s.payload for s in sites)
         need = staging_bytes(capture.staging_events, capture.staging_warps, 16 if wide else 8,
-                             [Group(i, Role(k[0]), *k[1:]) for i, k in enumerate(groups)], capture.staging_resident)
+                             [Group.of_key(i, k) for i, k in enumerate(groups)], capture.staging_resident)
         if need > MAX_STATIC_SHARED:
             rings = (f"one ring per warp that can own it (at most {capture.staging_warps}) x {capture.staging_events} "
                      "+ 2 slots (the capacity, an overflow slot and the start time) + 1 sink slot"

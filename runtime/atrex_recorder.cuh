@@ -149,10 +149,16 @@ namespace atrex {
 // Is a capture buffer bound to this launch (probes on)?
 __device__ __forceinline__ bool bound() { return atrex_tl_buffer != nullptr; }
 
+// The linear index of this CTA in the grid and of this thread in its CTA (as the header counts them).
+__device__ __forceinline__ uint32_t linear_cta() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
+__device__ __forceinline__ uint32_t linear_thread() {
+  return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
 // Does an owner group with this CTA density (spec `ctas`) select this CTA? The rewriter passes the
 // density as literals, so the test is a few integer instructions and no memory access.
 __device__ __forceinline__ bool cta_selected(uint32_t stride, uint32_t limit) {
-  const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const uint32_t cta = linear_cta();
   return cta % stride == 0u && (limit == 0u || cta / stride < limit);
 }
 
@@ -184,6 +190,32 @@ struct Slot {
   bool active;        // its CTA and warp are selected (every lane of a recording warp)
 };
 
+// The owner header's first half: the claim (counted atomically: a second claim is visible to
+// decode), who made it and when it started.
+__device__ __forceinline__ void stamp_start(OwnerHeader* oh, uint32_t cta, uint32_t tid, uint32_t t0_lo,
+                                            uint32_t t0_hi, uint32_t clk0) {
+  uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  atomicAdd(&oh->claims, 1u);
+  oh->smid = sm;
+  oh->cta = cta;
+  oh->thread = tid;
+  oh->t0_lo = t0_lo;
+  oh->t0_hi = t0_hi;
+  oh->clk0 = clk0;
+}
+
+// Its second half, at the owner's exit: the attempt count and the end time, read now (after every
+// event of the owner: validation refuses a later event, one appended from another launch).
+__device__ __forceinline__ void stamp_end(OwnerHeader* oh, uint32_t attempted, bool lower_bound) {
+  uint64_t t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  oh->attempted = attempted;
+  oh->flags = lower_bound ? 1u : 0u;
+  oh->t1_lo = static_cast<uint32_t>(t1);
+  oh->t1_hi = static_cast<uint32_t>(t1 >> 32);
+}
+
 // Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
 // owner (counted atomically: a second claim is visible to decode) and stamps its header. Not inlined, so its header reads, divisions and
 // address arithmetic stay out of the kernel's own schedule (instrumented reduce_sumsq: 40 registers
@@ -194,9 +226,9 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
   const LaunchHeader* h = &atrex_tl_header;
   const GroupDesc d = h->groups[group];
   if (staged && (too_many_warps || thread_level(d.role))) return o;  // the host refuses these launches
-  const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const uint32_t tid = linear_thread();
   const uint32_t warp = tid >> 5, lane = tid & 31u;
-  const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const uint32_t cta = linear_cta();
   if (cta % d.cta_stride != 0u) return o;
   const uint32_t cta_rank = cta / d.cta_stride;
   if (d.cta_limit != 0u && cta_rank >= d.cta_limit) return o;
@@ -215,36 +247,22 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
   if (staged && lane != 0u) return o;
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
   uint64_t t0;
-  uint32_t sm;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  atomicAdd(&oh->claims, 1u);
-  oh->smid = sm;
-  oh->cta = cta;
-  oh->thread = tid;
-  oh->t0_lo = static_cast<uint32_t>(t0);
-  oh->t0_hi = static_cast<uint32_t>(t0 >> 32);
-  oh->clk0 = clock_lo();
+  stamp_start(oh, cta, tid, static_cast<uint32_t>(t0), static_cast<uint32_t>(t0 >> 32), clock_lo());
   return o;
 }
 
 // Publishes an owner's attempt count and end time at kernel exit, from its slot range [first, end)
-// and next slot `off`; one-off work, kept out of line like claim(). The end time bounds the owner's
-// events: validation refuses an event later than it (events appended from another launch). The slot range it needs stays live through
+// and next slot `off`; one-off work, kept out of line like claim(). The slot range it needs stays live through
 // the kernel: on layernorm that alone takes the instrumented kernel from 32 to 46 registers
 // (docs/perturbation.md).
-static __device__ __noinline__ void publish(uint32_t off, uint32_t end, bool lower_bound = false) {
+static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
   const LaunchHeader* h = &atrex_tl_header;
   const uint32_t per_owner = h->capacity * kEventBytes;
   const uint32_t first = end - per_owner;
   const uint32_t owner = (first - static_cast<uint32_t>(h->events_offset)) / per_owner;
-  OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + h->owners_offset) + owner;
-  uint64_t t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  oh->attempted = (off - first) / kEventBytes + (lower_bound ? 1u : 0u);
-  oh->flags = lower_bound ? 1u : 0u;
-  oh->t1_lo = static_cast<uint32_t>(t1);
-  oh->t1_hi = static_cast<uint32_t>(t1 >> 32);
+  stamp_end(reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + h->owners_offset) + owner, (off - first) / kEventBytes,
+            false);
 }
 
 // Shared-memory staging rings of one owner group: W + 1 rings of K slots, one per warp of the CTA
@@ -278,6 +296,17 @@ struct ResidentRing {
   __device__ __forceinline__ static uint32_t sink() { return base() + R * (K + 2u) * kEventBytes; }
 };
 
+// Stores one event into a staging ring's slot (shared address `slot`), resident or staged.
+__device__ __forceinline__ void put_shared(uint32_t slot, uint32_t t, uint32_t payload, uint32_t site) {
+#if ATREX_TL_WIDE
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(slot), "r"(t), "r"(clock_lo()), "r"(payload),
+               "r"(site | kTagValid));
+#else
+  asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(slot), "r"(t), "r"(site | kTagValid));
+  (void)payload;
+#endif
+}
+
 // Copies one event from a staging ring (shared address `ring_slot`) to the buffer at byte offset `off`.
 __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
 #if ATREX_TL_WIDE
@@ -309,27 +338,15 @@ static __device__ __noinline__ void resident_close(uint32_t group, uint32_t loca
   const uint32_t off = static_cast<uint32_t>(h->events_offset) + owner * (K * kEventBytes);
   for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);
   if (lane != 0u) return;
-  uint32_t tag, t0_lo, t0_hi, clk0 = 0u, sm;
+  uint32_t tag, t0_lo, t0_hi, clk0 = 0u;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(last + kEventBytes - 4u) : "memory");
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(last + kEventBytes) : "memory");
 #if ATREX_TL_WIDE
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(last + kEventBytes + 8u) : "memory");
 #endif
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-  uint64_t t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + owner;
-  atomicAdd(&oh->claims, 1u);
-  oh->attempted = n + (tag != 0u ? 1u : 0u);
-  oh->smid = sm;
-  oh->cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  oh->thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  oh->t0_lo = t0_lo;
-  oh->t0_hi = t0_hi;
-  oh->clk0 = clk0;
-  oh->t1_lo = static_cast<uint32_t>(t1);
-  oh->t1_hi = static_cast<uint32_t>(t1 >> 32);
-  oh->flags = tag != 0u ? 1u : 0u;
+  stamp_start(oh, linear_cta(), linear_thread(), t0_lo, t0_hi, clk0);
+  stamp_end(oh, n + (tag != 0u ? 1u : 0u), tag != 0u);
 }
 
 // K = 0: events go straight to global memory (predicated store per event).
@@ -358,7 +375,7 @@ class BasicRecorder {
       resident_open();
       return;
     }
-    const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
+    const uint32_t warp = linear_thread() >> 5;
     if (K != 0u) {
       a_ = StageRing<K, W, G>::of_warp(warp);
       ring_end_ = a_ + K * kEventBytes;
@@ -377,25 +394,15 @@ class BasicRecorder {
   __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
     const uint32_t t = globaltimer_lo();
     if (R) {
-#if ATREX_TL_WIDE
-      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a_), "r"(t), "r"(clock_lo()), "r"(payload),
-                   "r"(site | kTagValid));
-#else
-      asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(a_), "r"(t), "r"(site | kTagValid));
-      (void)payload;
-#endif
+      put_shared(a_, t, payload, site);
       a_ = min(a_ + kEventBytes, ring_end_);
       return;
     }
     if (K != 0u) {
 #if ATREX_TL_WIDE
       payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
-      asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a_), "r"(t), "r"(clock_lo()), "r"(payload),
-                   "r"(site | kTagValid));
-#else
-      asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(a_), "r"(t), "r"(site | kTagValid));
-      (void)payload;
 #endif
+      put_shared(a_, t, payload, site);
       a_ += kEventBytes;
       if (a_ == ring_end_) drain(K);
       return;
@@ -466,7 +473,7 @@ class BasicRecorder {
     return MASK & role_warp_mask(ROLE, (blockDim.x * blockDim.y * blockDim.z + 31u) / 32u);
   }
   __device__ __forceinline__ static uint32_t warp_rank() {
-    const uint32_t warp = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5;
+    const uint32_t warp = linear_thread() >> 5;
     return popc32(resident_warps() & ((1u << warp) - 1u));
   }
 
@@ -475,7 +482,7 @@ class BasicRecorder {
   __device__ __forceinline__ void resident_open() {
     a_ = ring_end_ = ResidentRing<K, W, G>::sink();
     if (atrex_tl_buffer == nullptr || !cta_selected(STRIDE, LIMIT)) return;
-    const uint32_t tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    const uint32_t tid = linear_thread();
     if (((resident_warps() >> (tid >> 5)) & 1u) == 0u) return;
     active_ = true;
     const uint32_t rank = warp_rank();
@@ -497,8 +504,7 @@ class BasicRecorder {
   // The owner's index within its group: selected CTA rank x owners per CTA + warp rank (STRIDE a
   // literal, so no division instruction sequence).
   __device__ __forceinline__ static uint32_t local_owner() {
-    const uint32_t cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    return cta / STRIDE * popc32(resident_warps()) + warp_rank();
+    return linear_cta() / STRIDE * popc32(resident_warps()) + warp_rank();
   }
 
   // Staged: copy the ring's first `count` (<= K <= 32) events to global memory, lane j taking
