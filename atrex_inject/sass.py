@@ -144,22 +144,69 @@ def describe(l: Loop) -> str:
     return f"loop 0x{l.start:04x}-0x{l.end:04x} ({len(l.ops)} instructions: {', '.join(parts)}{flight})"
 
 
-def compare_loops(clean: list[Loop], one_copy: list[Loop], copy: list[Loop]) -> tuple[list[dict], list[dict]]:
-    """(missing, fewer): the copy must hold every loop of the clean kernel, with the same memory and
-    tensor instructions per trip and as many global loads in flight (its clean side), and, among
-    its other loops, one with the instructions of each loop of the one-copy rewrite (its recording
-    side; loads in flight there depend on where the recorder's state lives, so they are compared
-    with the clean loop's instead: `fewer` lists the recording side's copies of a clean loop that
-    keep fewer of its loads in flight, which recording CTAs then run slower)."""
+def _timed(insns: list[Insn]) -> set[int]:
+    """Addresses of the instructions that can reach a `%globaltimer` read, or be reached from one,
+    following branches (not calls: a callee's code is reached only through its CALL). In a
+    versioned copy that is the recording side (and the guard before it); the clean side reaches no
+    timer read and none reaches it, wherever ptxas lays the two out."""
+    at = {a: i for i, (a, _, _) in enumerate(insns)}
+    succ: list[list[int]] = []
+    for i, (_, op, whole) in enumerate(insns):
+        predicated = whole.startswith("@")
+        nxt = [i + 1] if i + 1 < len(insns) else []
+        if op.startswith("BRA>"):
+            target = at.get(int(op[4:]))
+            succ.append(([target] if target is not None else []) + (nxt if predicated else []))
+        elif op.startswith(("EXIT", "RET", "BRA")) and not predicated:
+            succ.append([])
+        else:
+            succ.append(nxt)
+    pred: list[list[int]] = [[] for _ in insns]
+    for i, ss in enumerate(succ):
+        for j in ss:
+            pred[j].append(i)
+    timers = [i for i, (_, _, whole) in enumerate(insns) if "SR_GLOBALTIMER" in whole]
+
+    def reach(edges: list[list[int]]) -> set[int]:
+        seen, todo = set(timers), list(timers)
+        while todo:
+            for j in edges[todo.pop()]:
+                if j not in seen:
+                    seen.add(j)
+                    todo.append(j)
+        return seen
+
+    return {insns[i][0] for i in reach(succ) | reach(pred)}
+
+
+def sides(insns: list[Insn]) -> tuple[list[Loop], list[Loop]]:
+    """(clean side, recording side): the copy's loops split by whether a timer read is reachable
+    from or to them (_timed). A copy that is not versioned has no clean side."""
+    timed = _timed(insns)
+    clean, recording = [], []
+    for l in loops(insns):
+        (recording if any(l.start <= a <= l.end for a in timed) else clean).append(l)
+    return clean, recording
+
+
+def compare_loops(clean: list[Loop], one_copy: list[Loop], copy: tuple[list[Loop], list[Loop]]
+                  ) -> tuple[list[dict], list[dict]]:
+    """(missing, fewer): the copy's clean side must hold every loop of the clean kernel, with the
+    same memory and tensor instructions per trip and as many global loads in flight, and its
+    recording side one loop with the instructions of each loop of the one-copy rewrite (loads in
+    flight there depend on where the recorder's state lives, so they are compared with the clean
+    loop's instead: `fewer` lists the recording side's copies of a clean loop that keep fewer of
+    its loads in flight, which recording CTAs then run slower). `copy` is (clean side, recording
+    side), from sides()."""
     def key(l: Loop) -> tuple:
         return l.signature, l.in_flight
 
-    have = Counter(key(l) for l in copy if any(l.signature))
+    have = Counter(key(l) for l in copy[0] if any(l.signature))
     want = Counter(key(l) for l in clean if any(l.signature))
     missing = [{"loop": dict(zip(FAMILIES, s)), "in_flight": f, "missing": n - have[(s, f)],
                 "copy_in_flight": sorted(f2 for s2, f2 in have.elements() if s2 == s)}
                for (s, f), n in want.items() if have[(s, f)] < n]
-    rest = have - want  # the recording side's loops
+    rest = Counter(key(l) for l in copy[1] if any(l.signature))  # the recording side's loops
     by_sig = Counter(s for s, _ in rest.elements())
     for s, n in Counter(l.signature for l in one_copy if any(l.signature)).items():
         if by_sig[s] < n:
@@ -284,8 +331,8 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     funcs = {"clean": built["clean"].kernel(kernel), "off": built["instrumented"].kernel(kernel),
              "copy": built["instrumented"].kernel(clone), "one_copy": built["one_copy"].kernel(clone)}
     off_identical = [i[2] for i in funcs["off"][0]] == [i[2] for i in funcs["clean"][0]]
-    found = {k: loops(f) for k, (f, _) in funcs.items()}
-    short, fewer = compare_loops(found["clean"], found["one_copy"], found["copy"])
+    found = {k: loops(funcs[k][0]) for k in ("clean", "one_copy")}
+    short, fewer = compare_loops(found["clean"], found["one_copy"], sides(funcs["copy"][0]))
     regs = {k: r for k, (_, r) in funcs.items()}
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone,
             "versioned": inst.backend_data["perturbation"]["versioned"], "off_identical": off_identical,
