@@ -3,7 +3,7 @@
 // For CUDA engineers reading instrumented code: the rewriter copies the target kernel K to K__atrex,
 // puts the probes in the copy, and launches the copy only while recording (docs/perturbation.md).
 // In the copy, one atrex::Recorder per owner group is constructed at entry; each probe is one
-// Recorder::rec(site) call, and each exit path calls finish(). Nothing here allocates, blocks, or
+// Recorder::rec(site) call, and each exit path calls atrex::finish(r0, r1, ...). Nothing here allocates, blocks, or
 // uses atomics on the hot path; the host side (atrex_capture.cuh) owns the buffer.
 //
 // The buffer of one launch (format v2; docs/format.md; decoded by atrex_inject/decode.py, with its
@@ -191,29 +191,26 @@ struct Slot {
 };
 
 // The owner header's first half: the claim (counted atomically: a second claim is visible to
-// decode), who made it and when it started.
+// decode), who made it and when it started. Owner headers are 16-byte aligned (512 + 48 * owner), so
+// {smid, cta} is one 8-byte store and {thread, t0, clk0} one 16-byte store.
 __device__ __forceinline__ void stamp_start(OwnerHeader* oh, uint32_t cta, uint32_t tid, uint32_t t0_lo,
                                             uint32_t t0_hi, uint32_t clk0) {
   uint32_t sm;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
   atomicAdd(&oh->claims, 1u);
-  oh->smid = sm;
-  oh->cta = cta;
-  oh->thread = tid;
-  oh->t0_lo = t0_lo;
-  oh->t0_hi = t0_hi;
-  oh->clk0 = clk0;
+  *reinterpret_cast<uint2*>(&oh->smid) = make_uint2(sm, cta);
+  *reinterpret_cast<uint4*>(&oh->thread) = make_uint4(tid, t0_lo, t0_hi, clk0);
 }
 
 // Its second half, at the owner's exit: the attempt count and the end time, read now (after every
-// event of the owner: validation refuses a later event, one appended from another launch).
+// event of the owner: validation refuses a later event, one appended from another launch);
+// {t1, flags, pad} is one 16-byte store.
 __device__ __forceinline__ void stamp_end(OwnerHeader* oh, uint32_t attempted, bool lower_bound) {
   uint64_t t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
   oh->attempted = attempted;
-  oh->flags = lower_bound ? 1u : 0u;
-  oh->t1_lo = static_cast<uint32_t>(t1);
-  oh->t1_hi = static_cast<uint32_t>(t1 >> 32);
+  *reinterpret_cast<uint4*>(&oh->t1_lo) =
+      make_uint4(static_cast<uint32_t>(t1), static_cast<uint32_t>(t1 >> 32), lower_bound ? 1u : 0u, 0u);
 }
 
 // Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
@@ -321,20 +318,25 @@ __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
 #endif
 }
 
-// A resident owner's exit, in one out-of-line call: `lanes` lanes of the warp (32, or the owner's
-// lane alone when the warp is not converged there) copy the ring out, taking slots lane, lane +
-// lanes, ...; the owner's lane (lane 0) claims and publishes the owner, writing its whole header at
-// once. `local` is the owner's index within its group (from the group's literals), `a` the ring's
-// next slot and `last` its overflow slot, followed by its start slot. A ring whose overflow slot was
-// written overflowed; it knows no more than that one event was lost. Exit is where a resident
-// recorder's cost lies (docs/perturbation.md): one call, the header read from the constant copy,
-// no division.
+// One resident owner's share of its warp's exit: its group, its index within the group (from the
+// group's literals), its ring's next slot `a` and overflow slot `last` (followed by its start slot);
+// last = 0: the warp owns no ring of this group (a ring's overflow slot is never at address 0).
+struct ResidentExit {
+  uint32_t group, local, a, last;
+};
+template <uint32_t>
+using ExitOf = ResidentExit;
+
+// Copies one resident owner's ring out and claims and publishes the owner: `lanes` lanes of the warp
+// (32, or the owner's lane alone when the warp is not converged there) take slots lane, lane +
+// lanes, ...; the owner's lane (lane 0) writes the whole header. A ring whose overflow slot was
+// written overflowed; it knows no more than that one event was lost.
 template <uint32_t K>
-static __device__ __noinline__ void resident_close(uint32_t group, uint32_t local, uint32_t a, uint32_t last,
-                                                   uint32_t lane, uint32_t lanes) {
+__device__ __forceinline__ void close_owner(const ResidentExit& e, uint32_t lane, uint32_t lanes) {
+  if (e.last == 0u) return;
   const LaunchHeader* h = &atrex_tl_header;
-  const uint32_t owner = h->groups[group].owner_base + local;
-  const uint32_t first = last - K * kEventBytes, n = (a - first) / kEventBytes;
+  const uint32_t owner = h->groups[e.group].owner_base + e.local;
+  const uint32_t last = e.last, first = last - K * kEventBytes, n = (e.a - first) / kEventBytes;
   const uint32_t off = static_cast<uint32_t>(h->events_offset) + owner * (K * kEventBytes);
   for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);
   if (lane != 0u) return;
@@ -347,6 +349,17 @@ static __device__ __noinline__ void resident_close(uint32_t group, uint32_t loca
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + owner;
   stamp_start(oh, linear_cta(), linear_thread(), t0_lo, t0_hi, clk0);
   stamp_end(oh, n + (tag != 0u ? 1u : 0u), tag != 0u);
+}
+
+// A warp's resident exit, every owner group's at once, in one out-of-line call (capacities Ks, one
+// ResidentExit each). Exit is where a resident recorder's cost lies (docs/perturbation.md): the
+// recording CTAs are the grid's stragglers, so each call made one after the other at exit shows in
+// the kernel's time (reduce_sumsq, H200: a close per group, +2.7 to +2.9%; one call for both, +2.4 to +2.6%).
+template <uint32_t... Ks>
+static __device__ __noinline__ void resident_close(uint32_t lane, uint32_t lanes, ExitOf<Ks>... e) {
+  if (lanes == 32u) __syncwarp();  // the owner lane's ring stores are visible to the lanes that copy them
+  const int each[] = {(close_owner<Ks>(e, lane, lanes), 0)...};
+  (void)each;
 }
 
 // K = 0: events go straight to global memory (predicated store per event).
@@ -444,19 +457,9 @@ class BasicRecorder {
   // after copying a staged ring's remaining events out. The owner's index and first slot are
   // recomputed from the slot range and the header here, once, rather than kept in registers for
   // the whole kernel: registers decide occupancy and how many loads the compiler keeps in flight.
+  // Resident recorders finish together instead (atrex::finish below).
   __device__ __forceinline__ void finish() {
-    if (R) {
-      const uint32_t sink = ResidentRing<K, W, G>::sink(), mask = __activemask();
-      if (mask == 0xffffffffu) {  // the whole warp here: it copies the owner lane's ring out together
-        const uint32_t a = __shfl_sync(mask, a_, 0), last = __shfl_sync(mask, ring_end_, 0);
-        if (last == sink) return;
-        __syncwarp(mask);  // the owner lane's ring stores are visible to the lanes copying them
-        resident_close<K>(G, local_owner(), a, last, lane_id(), 32u);
-      } else if (ring_end_ != sink) {
-        resident_close<K>(G, local_owner(), a_, ring_end_, 0u, 1u);
-      }
-      return;
-    }
+    static_assert(!R, "resident recorders finish together: atrex::finish(r0, r1, ...)");
     if (K != 0u) drain((a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
     if (end_ == 0u) return;
     if (K != 0u) {
@@ -464,6 +467,18 @@ class BasicRecorder {
       if (lane_id() != 0u) return;  // staged: every lane drains, lane 0 publishes
     }
     publish(off_, end_);
+  }
+
+ public:
+  static constexpr bool kResident = R;
+  static constexpr uint32_t kCapacity = K;
+
+  // Resident: this group's share of the warp's exit. A converged warp copies its owner lane's ring
+  // out together, so every lane takes the owner lane's ring.
+  __device__ __forceinline__ ResidentExit exit_of(uint32_t mask) const {
+    const bool all = mask == 0xffffffffu;
+    const uint32_t a = all ? __shfl_sync(mask, a_, 0) : a_, last = all ? __shfl_sync(mask, ring_end_, 0) : ring_end_;
+    return ResidentExit{G, local_owner(), a, last == ResidentRing<K, W, G>::sink() ? 0u : last};
   }
 
  private:
@@ -527,6 +542,37 @@ class BasicRecorder {
 
 // The default recorder: no staging.
 using Recorder = BasicRecorder<0u, 0u, 0u>;
+
+__host__ __device__ constexpr bool all_resident() { return true; }
+template <class... B>
+__host__ __device__ constexpr bool all_resident(bool r, B... rest) { return r && all_resident(rest...); }
+__host__ __device__ constexpr bool any_resident() { return false; }
+template <class... B>
+__host__ __device__ constexpr bool any_resident(bool r, B... rest) { return r || any_resident(rest...); }
+template <bool>
+struct Resident {};
+
+template <class... Rs>
+__device__ __forceinline__ void finish_each(Resident<false>, Rs&... rs) {  // global or staged: each on its own
+  const int each[] = {(rs.finish(), 0)...};
+  (void)each;
+}
+
+template <class... Rs>
+__device__ __forceinline__ void finish_each(Resident<true>, Rs&... rs) {
+  const uint32_t mask = __activemask();
+  const bool all = mask == 0xffffffffu;  // the whole warp here: it copies the owner lane's rings out together
+  resident_close<Rs::kCapacity...>(all ? lane_id() : 0u, all ? 32u : 1u, rs.exit_of(mask)...);
+}
+
+// Every exit path calls this once with the kernel's recorders: each publishes its attempt count;
+// resident recorders copy their rings out and publish in one out-of-line call per warp.
+template <class R0, class... Rs>
+__device__ __forceinline__ void finish(R0& r0, Rs&... rs) {
+  static_assert(all_resident(R0::kResident, Rs::kResident...) || !any_resident(R0::kResident, Rs::kResident...),
+                "a kernel's recorders are all resident or none");
+  finish_each(Resident<R0::kResident>(), r0, rs...);
+}
 
 }  // namespace atrex
 

@@ -25,7 +25,7 @@ __global__ void k(float* x, int n) {
   PROBE
   a = a * 0.5f + 1.0f;
   x[threadIdx.x] = a;
-  r.finish();
+  atrex::finish(r);
 }
 """
 

@@ -211,8 +211,31 @@ def test_resident_entry_reads_and_calls_nothing_before_the_loop(project, residen
     snapshot.revert(spec)
 
 
+def test_resident_exit_is_one_call_per_exit_path(project):
+    """A warp's resident recorders (reduce_sumsq: a lane0 group and a cta group) finish together:
+    each of the copy's two exit paths makes one call that claims (the integer REDG) and copies out,
+    where one call per group cost about +0.3% more on the H200 (bench/RESULTS.md, runs 55c-55d)."""
+    from atrex_inject import sass
+
+    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    m = snapshot.apply(spec).manifest
+    text = (project / m.source.path).read_text()
+    assert text.count("atrex::finish(__atrex_r0, __atrex_r1);") == 2 and ".finish();  // atrex: publish" not in text
+    cubin = project / "inst.cubin"
+    proc = nvcc_compile(project / m.source.path, cubin, ["-cubin"])
+    assert proc.returncode == 0, proc.stderr
+    insns = sass.function(sass.disassemble(cubin), "reduce_sumsq__atrex")
+    targets = sorted({int(w.split()[-2], 16) for _, op, w in insns if op.startswith("CALL")})
+    ends = targets[1:] + [insns[-1][0] + 1]
+    closing = {t for t, e in zip(targets, ends)
+               if any(t <= a < e and op.startswith("REDG.E.ADD.STRONG") for a, op, _ in insns)}
+    calls = [w for _, op, w in insns if op.startswith("CALL") and int(w.split()[-2], 16) in closing]
+    assert len(closing) == 1 and len(calls) == 2, calls
+    snapshot.revert(spec)
+
+
 def test_resident_capture_has_the_global_captures_structure(project):
-    """Captured on the H200 (run 54): the same owners, events and events per site and owner as the
+    """Captured on the H200 (run 56): the same owners, events and events per site and owner as the
     global-path capture of the same spec, and the source it ran is what staged_copy + apply write."""
     fix = FIX / "reduce_sumsq_resident"
     res_m, glob_m = load_manifest(fix / "manifest.json"), load_manifest(FIX / "reduce_sumsq" / "manifest.json")

@@ -386,7 +386,8 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
             edits.after(stmt, code, label)
         else:
             _loop_site(edits, stmt, pos, code, label)
-    exit_items += [(f"__atrex_r{g.id}.finish();", f"publish event count, owner group {g.id}") for g in plan.groups]
+    recorders = ", ".join(f"__atrex_r{g.id}" for g in plan.groups)
+    exit_items.append((f"atrex::finish({recorders});", "publish event counts, every owner group"))
     if not versioned:
         edits.block_begin(kernel.body, entry_items)
     for s in kernel.body.walk():
