@@ -17,7 +17,7 @@ from atrex_inject.manifest import load as load_manifest
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200"
 EXAMPLES = ("gemm_mma", "reduce_sumsq", "layernorm", "pycapture")
-KEEP_FROM = "## cutedsl/"  # PROVENANCE.md sections from here on describe fixtures this script does not write
+KEEP_FROM = "## cutedsl/"  # PROVENANCE.md sections from here on (reduce_sumsq_resident/ too) are not written here
 SPLIT = "## rowscale_split/"  # ... except this one, written here (the last section)
 
 
@@ -62,7 +62,7 @@ def main(tar: Path, label: str) -> None:
     old = (FIX / "PROVENANCE.md").read_text() if (FIX / "PROVENANCE.md").exists() else ""
     kept = (old[old.index(KEEP_FROM):] if KEEP_FROM in old else "").split(SPLIT)[0]
     lines = ["# H200 captures used as test fixtures", "",
-             f"Real captures from `bash scripts/gpu-suite.sh` ({label}) on the lent GPU host, copied by",
+             f"Real captures from `LARGE=0 bash scripts/gpu-suite.sh` ({label}) on the lent GPU host, copied by",
              "`python scripts/update_fixtures.py`:", "",
              f"- date: {rows[0][2]['time_utc']} (UTC)",
              f"- device: {d['name']}, UUID {d['uuid']}, {d['sm_count']} SMs, compute capability {d.get('cc')}",

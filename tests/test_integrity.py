@@ -417,10 +417,11 @@ def test_consistent_evidence_is_decision_grade(tmp_path):
 
 
 def test_measurement_of_another_instrumented_build(tmp_path):
-    """The capture of gemm_mma graded with the staged build's (real, same run) measurement."""
+    """The capture of gemm_mma graded with the staged build's (real, same run) measurement: another
+    instrumented source, and another binary than the one the capture's run record names."""
     meas = json.loads((FIX / "gemm_mma_staged" / "measure.json").read_text())
     g = grade(GOOD_REPORT, GEMM_M, meas, OK, _record(tmp_path))
-    assert g["grade"] == "diagnostic" and _fields(g) == ["instrumented source"]
+    assert g["grade"] == "diagnostic" and _fields(g) == ["instrumented source", "binary"]
 
 
 def test_measurement_of_another_workload_and_device(tmp_path):
