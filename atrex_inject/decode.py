@@ -93,15 +93,14 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
                            hint=("capture again: rebuild the program against this version's recorder header "
                                  "(atrex-inject include-dir) and run it with ATREX_TIMELINE_OUT set" if old else
                                  "decode with the atrex-inject version that wrote it"), check="truncation")
-    owner_bytes = OWNER_BYTES
     if size != int(h["total_bytes"]):
         raise CaptureError(f"truncated: {size} bytes, the header says {int(h['total_bytes'])}", path=where,
                            check="truncation")
     n_groups = int(h["n_groups"])
     ev_bytes = int(h["event_bytes"])
-    sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in (8, 16) and int(h["owner_bytes"]) == owner_bytes
+    sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in (8, 16) and int(h["owner_bytes"]) == OWNER_BYTES
                 and int(h["owners_offset"]) == HEADER_BYTES
-                and int(h["events_offset"]) == HEADER_BYTES + owner_bytes * int(h["n_owners"])
+                and int(h["events_offset"]) == HEADER_BYTES + OWNER_BYTES * int(h["n_owners"])
                 and int(h["total_bytes"]) == int(h["events_offset"]) + int(h["n_owners"]) * int(h["capacity"]) * ev_bytes
                 and int(h["groups"]["n_owners"][:n_groups].sum()) == int(h["n_owners"]))
     if not sizes_ok:

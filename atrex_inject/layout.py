@@ -150,7 +150,6 @@ def staging_bytes(events: int, warps: int, event_bytes: int, groups: Sequence[Ow
 def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event_bytes: int, clock: bool,
                  source_id: str, launch_seq: int) -> np.ndarray:
     """The 512-byte launch header the host writes before a launch (what fill_header does in C++)."""
-    owner_bytes = OWNER_BYTES
     h = np.zeros(1, dtype=HEADER_DTYPE)
     base = 0
     for i, (g, n) in enumerate(zip(groups, group_owners(groups, grid, block))):
@@ -162,7 +161,7 @@ def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event
     flags = (1 if clock else 0) | (2 if event_bytes == 16 else 0)  # bit0: clock recorded, bit1: 16-byte events
     h["capacity"], h["n_groups"], h["n_owners"], h["flags"] = capacity, len(groups), base, flags
     h["owners_offset"] = HEADER_BYTES
-    h["events_offset"] = HEADER_BYTES + owner_bytes * base
-    h["total_bytes"] = HEADER_BYTES + owner_bytes * base + base * capacity * event_bytes
-    h["owner_bytes"], h["event_bytes"] = owner_bytes, event_bytes
+    h["events_offset"] = HEADER_BYTES + OWNER_BYTES * base
+    h["total_bytes"] = HEADER_BYTES + OWNER_BYTES * base + base * capacity * event_bytes
+    h["owner_bytes"], h["event_bytes"] = OWNER_BYTES, event_bytes
     return h

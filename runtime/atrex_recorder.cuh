@@ -214,9 +214,9 @@ __device__ __forceinline__ void stamp_end(OwnerHeader* oh, uint32_t attempted, b
 }
 
 // Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
-// owner (counted atomically: a second claim is visible to decode) and stamps its header. Not inlined, so its header reads, divisions and
-// address arithmetic stay out of the kernel's own schedule (instrumented reduce_sumsq: 40 registers
-// instead of 42).
+// owner (counted atomically: a second claim is visible to decode) and stamps its header. Not
+// inlined, so its header reads, divisions and address arithmetic stay out of the kernel's own
+// schedule (instrumented reduce_sumsq: 40 registers instead of 42).
 static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged, bool too_many_warps) {
   Slot o{0u, 0u, false};
   unsigned char* buf = atrex_tl_buffer;
@@ -469,7 +469,6 @@ class BasicRecorder {
     publish(off_, end_);
   }
 
- public:
   static constexpr bool kResident = R;
   static constexpr uint32_t kCapacity = K;
 
@@ -543,12 +542,9 @@ class BasicRecorder {
 // The default recorder: no staging.
 using Recorder = BasicRecorder<0u, 0u, 0u>;
 
-__host__ __device__ constexpr bool all_resident() { return true; }
+__host__ __device__ constexpr bool all_of() { return true; }
 template <class... B>
-__host__ __device__ constexpr bool all_resident(bool r, B... rest) { return r && all_resident(rest...); }
-__host__ __device__ constexpr bool any_resident() { return false; }
-template <class... B>
-__host__ __device__ constexpr bool any_resident(bool r, B... rest) { return r || any_resident(rest...); }
+__host__ __device__ constexpr bool all_of(bool b, B... rest) { return b && all_of(rest...); }
 template <bool>
 struct Resident {};
 
@@ -569,8 +565,7 @@ __device__ __forceinline__ void finish_each(Resident<true>, Rs&... rs) {
 // resident recorders copy their rings out and publish in one out-of-line call per warp.
 template <class R0, class... Rs>
 __device__ __forceinline__ void finish(R0& r0, Rs&... rs) {
-  static_assert(all_resident(R0::kResident, Rs::kResident...) || !any_resident(R0::kResident, Rs::kResident...),
-                "a kernel's recorders are all resident or none");
+  static_assert(all_of((Rs::kResident == R0::kResident)...), "a kernel's recorders are all resident or none");
   finish_each(Resident<R0::kResident>(), r0, rs...);
 }
 
