@@ -1,0 +1,249 @@
+"""Designs the rewriter does not emit, measured on the whole kernel (run on the GPU host): each
+variant is an example's instrumented source (or the recorder runtime) transformed by hand, here in
+code, and measured against the clean build with `atrex-inject measure` (8+8 fresh processes), as
+bench/perturbation/parts.py measures the spec's parts. bench/RESULTS.md (session 9) has the runs.
+
+    spec          the example's spec as the rewriter instruments it (the reference, same call)
+    outlined      the copy's clean body moved to a static __noinline__ function, the copy bounded at
+                  the clean kernel's registers (__launch_bounds__ minimum CTAs per SM)
+    outlined_one  the same with one recording CTA: what the out-of-line clean side costs alone
+    defer         the strip-mined loop-end event's time read where it is, its store after the next
+                  group's loads (and after the loop for the last group)
+    local         the resident recorder's state (next slot, overflow slot, owner) in the thread's
+                  local memory, read and written at each probe instead of kept in registers
+
+Each name takes a suffix: `-resident` (staging = { warps = 8, resident = true }) and `@PART`
+(a part of bench/perturbation/parts.py: entry, loop, noloop; default full).
+
+    python3 bench/perturbation/variants.py --example reduce_sumsq \\
+        --variants spec-resident@entry,local-resident@entry [--samples 8] [--json OUT.json]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from atrex_inject import snapshot
+from atrex_inject.spec import staged_copy
+
+
+def _load_parts():
+    """bench/perturbation/parts.py, loaded from its file (this folder's iket.py would shadow `iket`)."""
+    spec = importlib.util.spec_from_file_location("atrex_bench_perturbation_parts", Path(__file__).with_name("parts.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+parts = _load_parts()
+run = parts.run
+
+
+def _close(text: str, i: int) -> int:
+    """Offset of the `)` closing the `(` at i."""
+    depth = 0
+    for j in range(i, len(text)):
+        depth += text[j] == "("
+        depth -= text[j] == ")"
+        if depth == 0:
+            return j
+    raise ValueError(f"unbalanced parenthesis at offset {i}")
+
+
+def _replace_once(text: str, old: str, new: str) -> str:
+    if text.count(old) != 1:
+        raise ValueError(f"expected one {old!r}, found {text.count(old)}")
+    return text.replace(old, new)
+
+
+def outlined(text: str, kernel: str, registers: int) -> str:
+    """The copy's clean body as `static __device__ __noinline__ void K__atrex_clean(params)` (the
+    kernel's body verbatim, its __shared__ declarations with it), the copy's `__launch_bounds__(T)`
+    given the minimum CTAs per SM that bounds it at `registers`."""
+    clone = kernel + "__atrex"
+    m = next(m for m in re.finditer(rf"\b{clone}\s*\(", text) if text[_close(text, m.end() - 1) + 1:].lstrip()[:1] == "{")
+    params = text[m.end():_close(text, m.end() - 1)]
+    names = [re.findall(r"\w+", p)[-1] for p in params.split(",")]
+    open_ = text.index("{", _close(text, m.end() - 1))
+    guard = text.index("  if (atrex::bound()", open_)
+    else_ = "  } else {  // atrex: the clean body, verbatim\n"
+    e0 = text.index(else_, guard)
+    e1 = text.index("  }  // atrex: end of the clean body", e0)
+    body = text[open_ + 1:guard] + text[e0 + len(else_):e1]  # the common prefix and the clean body
+    fn = f"static __device__ __noinline__ void {clone}_clean({params}) {{{body}}}\n"
+    text = text[:e0] + f"  }} else {{\n    {clone}_clean({', '.join(names)});\n" + text[e1:]
+    lb = text.index("__launch_bounds__(", text.rfind("__global__", 0, m.start()))
+    paren = lb + len("__launch_bounds__")
+    t = text[paren + 1:_close(text, paren)]
+    text = text[:lb] + f"__launch_bounds__({t}, 65536 / (({registers}) * ({t})))" + text[_close(text, paren) + 1:]
+    note = f"// atrex: {clone}, the instrumented copy"
+    return _replace_once(text, note, fn + note)
+
+
+def one_recording_cta(text: str) -> str:
+    """The copy's guard with a CTA limit of 1: only CTA 0 records."""
+    return re.sub(r"atrex::cta_selected\((\d+)u, 0u\)", r"atrex::cta_selected(\1u, 1u)", text)
+
+
+def deferred_end(text: str) -> str:
+    """The strip-mined loop's end site: its time read at the group's end, its event stored after
+    the next group's loads (the begin probes' place), and after the loop for the last group."""
+    begin = re.search(r"(__atrex_r\d+)\.rec\((\d+)u\); /\* atrex: site \w+ \(id \d+, loop-begin\) \*/", text)
+    end = re.search(r"(__atrex_r\d+)\.rec\((\d+)u\); /\* atrex: site \w+ \(id \d+, loop-end\) \*/ \}", text)
+    if not begin or not end:
+        raise ValueError("no strip-mined loop with a loop-begin and a loop-end site")
+    r, site = end.group(1), end.group(2)
+    store = f"if (__atrex_pend) {r}.rec_at({site}u, __atrex_tend);"
+    out = text[:end.start()] + "__atrex_tend = atrex::globaltimer_lo(); __atrex_pend = true; }\n  " + store + text[end.end():]
+    out = out[:begin.start()] + store + " " + out[begin.start():]
+    loop = out.rindex("for (; (", 0, begin.start())
+    return out[:loop] + "uint32_t __atrex_tend = 0u; bool __atrex_pend = false;\n  " + out[loop:]
+
+
+# The recorder runtime's hot path with rec_at: `defer` stores an event whose time was read earlier.
+REC_AT = (
+    "  __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {\n"
+    "    const uint32_t t = globaltimer_lo();\n",
+    "  __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) { rec_at(site, globaltimer_lo(), payload); }\n"
+    "  __device__ __forceinline__ void rec_at(uint32_t site, uint32_t t, uint32_t payload = 0u) {\n")
+
+# The resident recorder's state in local memory (`local`): kept at construction, read and written
+# by each probe and at exit. The opaque index stops NVVM from promoting the array to registers.
+LOCAL = [
+    ("      resident_open();\n      return;\n",
+     "      resident_open();\n      keep(0, a_); keep(1, ring_end_);\n"
+     "      keep(2, ring_end_ == ResidentRing<K, W, G>::sink() ? 0xffffffffu : local_owner());\n      return;\n"),
+    ("      put_shared(a_, t, payload, site);\n      a_ = min(a_ + kEventBytes, ring_end_);\n",
+     "      const uint32_t a = kept(0), last = kept(1);\n      put_shared(a, t, payload, site);\n"
+     "      keep(0, min(a + kEventBytes, last));\n"),
+    ("    const uint32_t a = all ? __shfl_sync(mask, a_, 0) : a_, last = all ? __shfl_sync(mask, ring_end_, 0) : ring_end_;\n"
+     "    return ResidentExit{G, local_owner(), a, last == ResidentRing<K, W, G>::sink() ? 0u : last};\n",
+     "    const uint32_t a0 = kept(0), l0 = kept(1), o0 = kept(2);\n"
+     "    const uint32_t a = all ? __shfl_sync(mask, a0, 0) : a0, last = all ? __shfl_sync(mask, l0, 0) : l0;\n"
+     "    const uint32_t o = all ? __shfl_sync(mask, o0, 0) : o0;\n"
+     "    return ResidentExit{G, o, a, o == 0xffffffffu ? 0u : last};\n"),
+    ("  uint32_t a_ = 0u, ring_end_ = 0u;",
+     "  uint32_t kept_[3];\n"
+     "  __device__ __forceinline__ static uint32_t opaque(uint32_t i) {\n"
+     "    uint32_t r;\n    asm volatile(\"mov.u32 %0, %1;\" : \"=r\"(r) : \"r\"(i));\n    return r;\n  }\n"
+     "  __device__ __forceinline__ void keep(uint32_t i, uint32_t v) { kept_[opaque(i)] = v; }\n"
+     "  __device__ __forceinline__ uint32_t kept(uint32_t i) const { return kept_[opaque(i)]; }\n"
+     "  uint32_t a_ = 0u, ring_end_ = 0u;"),
+]
+
+
+def runtime_variant(folder: Path, local: bool) -> Path:
+    """A copy of the recorder runtime in `folder` with rec_at, and with `local`, the resident
+    state in local memory."""
+    src = snapshot.runtime_header().parent
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in src.glob("*.cuh"):
+        shutil.copy(f, folder / f.name)
+    rec = folder / "atrex_recorder.cuh"
+    text = _replace_once(rec.read_text(), *REC_AT)
+    for old, new in LOCAL if local else []:
+        text = _replace_once(text, old, new)
+    rec.write_text(text)
+    return folder
+
+
+KERNELS = {"reduce_sumsq": "reduce_sumsq", "layernorm": "layernorm_fwd", "gemm_mma": "gemm_mma"}
+
+
+def transform(name: str, text: str, kernel: str, registers: int) -> str:
+    """The instrumented text of variant `name` (its base name, without suffixes)."""
+    if name in ("outlined", "outlined_one"):
+        text = outlined(text, kernel, registers)
+        return one_recording_cta(text) if name == "outlined_one" else text
+    if name == "defer":
+        return deferred_end(text)
+    if name in ("spec", "local"):
+        return text
+    raise ValueError(f"unknown variant {name!r}")
+
+
+def parse(variant: str) -> tuple[str, bool, str]:
+    """`name[-resident][@part]` -> (name, resident, part)."""
+    name, _, part = variant.partition("@")
+    resident = name.endswith("-resident")
+    return name.removesuffix("-resident"), resident, part or "full"
+
+
+def clean_registers(log: str, kernel: str) -> int:
+    """The clean kernel's registers from a ptxas -v log."""
+    current = None
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        current = m.group(1) if m else current
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current and kernel in current and "__atrex" not in current:
+            return int(m.group(1))
+    raise ValueError(f"no register count for {kernel} in the ptxas log")
+
+
+def build(work: Path, example: str, variants: list[str]) -> tuple[dict[str, Path], dict[str, int]]:
+    """The clean build and each variant's, with the manifest its capture is validated against."""
+    src = work / "examples" / "cuda" / f"{example}.cu"
+    bins = {"clean": work / f"{example}.clean"}
+    log = subprocess.run([*run.NVCC, "-Xptxas", "-v", f"-I{src.parent}", "-o", bins["clean"], src],
+                         check=True, capture_output=True, text=True).stderr
+    kernel = KERNELS[example]
+    regs = {"clean": clean_registers(log, kernel)}
+    for v in variants:
+        name, resident, part = parse(v)
+        spec = work / "examples" / "specs" / f"{example}.toml"
+        s = parts.part_spec(spec, part) if part != "full" else spec
+        s = staged_copy(s, None, 8) if resident else s
+        res = snapshot.apply(s, root=work)
+        text = src.read_text()
+        snapshot.revert(s, root=work)
+        (work / f"manifest-{example}-{v}.json").write_text(res.manifest.dumps())
+        inst = work / f"{example}.{v}.cu"
+        inst.write_text(transform(name, text, kernel, regs["clean"]))
+        include = (runtime_variant(work / f"runtime-{name}", local=name == "local") if name in ("defer", "local")
+                   else snapshot.runtime_header().parent)
+        bins[v] = work / f"{example}.{v}"
+        log = subprocess.run([*run.NVCC, "-Xptxas", "-v", f"-I{include}", f"-I{src.parent}", "-o", bins[v], inst],
+                             check=True, capture_output=True, text=True).stderr
+        regs[v] = int(re.findall(r"Used (\d+) registers", log)[0])  # the copy is compiled first
+    return bins, regs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--example", default="reduce_sumsq", choices=sorted(KERNELS))
+    ap.add_argument("--variants", default="spec,defer")
+    ap.add_argument("--samples", type=int, default=8, help="fresh processes per variant and side (multiple of 4)")
+    ap.add_argument("--json", type=Path)
+    a = ap.parse_args()
+    variants = [v for v in a.variants.split(",") if v]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        shutil.copytree(run.REPO / "examples", work / "examples")
+        (work / ".git").mkdir()
+        bins, regs = build(work, a.example, variants)
+        print(f"{a.example}: overhead against the clean build (95% CI), {a.samples}+{a.samples} processes; "
+              f"registers: clean {regs['clean']}", flush=True)
+        for v in variants:
+            r = run.arm(work, a.example, bins, v, a.samples)
+            r["registers"] = regs[v]
+            rows.append(r)
+            cap = r.get("capture", {})
+            print(f"  {v:<26}{run._pct(r['overhead']):>9} {run._ci(r['ci95']):>20}  {regs[v]} registers, capture "
+                  f"{cap.get('verdict', '-')}" + ("" if r["valid"] else f"  REJECTED: {r['reasons']}"), flush=True)
+    if a.json:
+        a.json.write_text(json.dumps({"example": a.example, "device": run._device(), "registers": regs, "rows": rows},
+                                     indent=2) + "\n")
+    return 0 if all(r["valid"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
