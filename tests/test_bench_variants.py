@@ -4,6 +4,7 @@ real sm_90a builds, so that the reasons docs/perturbation.md gives for leaving t
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 
 import pytest
@@ -76,3 +77,19 @@ def test_deferred_end_keeps_the_event_order(project):
     assert loop.rindex(store) > loop.index("__atrex_pend = true; }")
     with pytest.raises(ValueError, match="no strip-mined loop"):
         variants.deferred_end(text.replace("loop-end", "loop-exit"))
+
+
+def test_hybrid_holds_the_slot_pointer_in_the_strip_mined_loop_only(project):
+    """`hybrid` (runs 67-68): the entry's and the strip-mined loop's probes use the slot pointer in
+    registers, loaded before the loop; every other probe reads it from local memory."""
+    from atrex_inject import snapshot
+    from atrex_inject.spec import staged_copy
+
+    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    snapshot.apply(spec, root=project)
+    out = variants.held_probes((project / "examples" / "cuda" / "reduce_sumsq.cu").read_text())
+    held = sorted(int(x) for x in re.findall(r"\.rec_held\((\d+)u\)", out))
+    assert held == [0, 1, 2]  # start (entry), iter_begin, iter_end
+    assert out.count("__atrex_r0.hold();  // atrex: strip-mined by") == 1
+    assert out.index("__atrex_r0.hold();") < out.index("__atrex_r0.rec_held(1u);")
+    assert ".rec(3u);" in out and ".rec(6u);" in out  # stream_done, finish: parked

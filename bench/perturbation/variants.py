@@ -11,6 +11,8 @@ bench/perturbation/parts.py measures the spec's parts. bench/RESULTS.md (session
                   group's loads (and after the loop for the last group)
     local         the resident recorder's state (next slot, overflow slot, owner) in the thread's
                   local memory, read and written at each probe instead of kept in registers
+    hybrid        the same, but the entry's and the strip-mined loop's probes keep the slot pointer
+                  in registers (loaded before the loop, written back to local memory at each event)
 
 Each name takes a suffix: `-resident` (staging = { warps = 8, resident = true }) and `@PART`
 (a part of bench/perturbation/parts.py: entry, loop, noloop; default full).
@@ -139,16 +141,36 @@ LOCAL = [
 ]
 
 
-def runtime_variant(folder: Path, local: bool) -> Path:
+# `hybrid`: besides LOCAL, probes that keep the slot pointer in registers (rec_held), loaded before a
+# strip-mined loop (hold) and written back to local memory at each event.
+HOLD = ("  // Density-limited sites: warps that do not record skip the whole probe through one",
+        "  __device__ __forceinline__ void hold() {\n    if (R) {\n      a_ = kept(0u);\n      ring_end_ = kept(1u);\n    }\n  }\n"
+        "  __device__ __forceinline__ void rec_held(uint32_t site, uint32_t payload = 0u) {\n"
+        "    if (!R) return rec(site, payload);\n    put_shared(a_, globaltimer_lo(), payload, site);\n"
+        "    a_ = min(a_ + kEventBytes, ring_end_);\n    keep(0u, a_);\n  }\n\n"
+        "  // Density-limited sites: warps that do not record skip the whole probe through one")
+
+
+def held_probes(text: str) -> str:
+    """`hybrid`'s instrumented text: the entry's and the strip-mined loops' probes as rec_held, each
+    strip-mined loop's recorders held before it."""
+    text = re.sub(r"(__atrex_r\d+)\.rec\((\d+u)\);(\s*// atrex: site \w+ \(id \d+, entry\))", r"\1.rec_held(\2);\3", text)
+    loop = re.compile(r"(__atrex_r\d+)\.rec\((\d+u)\);( /\* atrex: site \w+ \(id \d+, loop-(?:begin|end)\) \*/)")
+    held = sorted({m.group(1) for m in loop.finditer(text)})
+    text = loop.sub(r"\1.rec_held(\2);\3", text)
+    return text.replace("  // atrex: strip-mined by", "".join(f" {r}.hold();" for r in held) + "  // atrex: strip-mined by")
+
+
+def runtime_variant(folder: Path, local: bool, hold: bool = False) -> Path:
     """A copy of the recorder runtime in `folder` with rec_at, and with `local`, the resident
-    state in local memory."""
+    state in local memory (`hold`: and rec_held, hold for `hybrid`)."""
     src = snapshot.runtime_header().parent
     folder.mkdir(parents=True, exist_ok=True)
     for f in src.glob("*.cuh"):
         shutil.copy(f, folder / f.name)
     rec = folder / "atrex_recorder.cuh"
     text = _replace_once(rec.read_text(), *REC_AT)
-    for old, new in LOCAL if local else []:
+    for old, new in (LOCAL if local else []) + ([HOLD] if hold else []):
         text = _replace_once(text, old, new)
     rec.write_text(text)
     return folder
@@ -166,6 +188,8 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return deferred_end(text)
     if name in ("spec", "local"):
         return text
+    if name == "hybrid":
+        return held_probes(text)
     raise ValueError(f"unknown variant {name!r}")
 
 
@@ -207,8 +231,8 @@ def build(work: Path, example: str, variants: list[str]) -> tuple[dict[str, Path
         (work / f"manifest-{example}-{v}.json").write_text(res.manifest.dumps())
         inst = work / f"{example}.{v}.cu"
         inst.write_text(transform(name, text, kernel, regs["clean"]))
-        include = (runtime_variant(work / f"runtime-{name}", local=name == "local") if name in ("defer", "local")
-                   else snapshot.runtime_header().parent)
+        include = (runtime_variant(work / f"runtime-{name}", local=name in ("local", "hybrid"), hold=name == "hybrid")
+                   if name in ("defer", "local", "hybrid") else snapshot.runtime_header().parent)
         bins[v] = work / f"{example}.{v}"
         log = subprocess.run([*run.NVCC, "-Xptxas", "-v", f"-I{include}", f"-I{src.parent}", "-o", bins[v], inst],
                              check=True, capture_output=True, text=True).stderr
