@@ -44,21 +44,23 @@ def test_outlined_clean_body_keeps_the_schedule_but_spills_in_its_loop(project):
     assert normalize and any(o.startswith("LDL") for l in normalize for o in l.ops)
 
 
-def test_local_state_keeps_the_clean_loop_in_recording_ctas(project):
+@pytest.mark.parametrize("state", ["local", "warpid"])
+def test_state_outside_registers_keeps_the_clean_loop_in_recording_ctas(project, state):
     """reduce_sumsq, resident rings, the entry site alone: with the recorder's state in registers,
     live across the clean loop, the recording side keeps 2 of its 4 loads in flight (+14% on the
-    H200); in local memory, read at each probe, it keeps 4 (+2.3%, run 66). Inside the strip-mined
-    loop the same reads cost +8.4% (the full spec, against +2.4%): each probe reads the thread's
-    stack there."""
-    bins, regs = variants.build(project, "reduce_sumsq", ["spec-resident@entry", "local-resident@entry"])
+    H200, runs 66 and 69); in local memory (`local`, +2.3%, run 66) or in a shared table indexed by
+    %warpid (`warpid`, +1.1%, run 69), read at each probe, it keeps 4, at the clean kernel's
+    registers. Inside the strip-mined loop the same reads cost the full spec +8.4% and +3.4%."""
+    variant = f"{state}-resident@entry"
+    bins, regs = variants.build(project, "reduce_sumsq", ["spec-resident@entry", variant])
 
     def recording_flight(b):
         _, recording = sass.sides(_copy(sass.disassemble(b)))
         return sorted(l.in_flight for l in recording if l.count("LDG") == 4)
 
     assert recording_flight(bins["spec-resident@entry"]) == [2]
-    assert recording_flight(bins["local-resident@entry"]) == [4]
-    assert regs["local-resident@entry"] == regs["clean"]
+    assert recording_flight(bins[variant]) == [4]
+    assert regs[variant] == regs["clean"]
 
 
 def test_deferred_end_keeps_the_event_order(project):
@@ -93,3 +95,4 @@ def test_hybrid_holds_the_slot_pointer_in_the_strip_mined_loop_only(project):
     assert out.count("__atrex_r0.hold();  // atrex: strip-mined by") == 1
     assert out.index("__atrex_r0.hold();") < out.index("__atrex_r0.rec_held(1u);")
     assert ".rec(3u);" in out and ".rec(6u);" in out  # stream_done, finish: parked
+

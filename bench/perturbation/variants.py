@@ -13,6 +13,9 @@ bench/perturbation/parts.py measures the spec's parts. bench/RESULTS.md (session
                   local memory, read and written at each probe instead of kept in registers
     hybrid        the same, but the entry's and the strip-mined loop's probes keep the slot pointer
                   in registers (loaded before the loop, written back to local memory at each event)
+    warpid        the resident recorder's state in a shared-memory table indexed by %warpid (the
+                  warp's slot on the SM), read and written at each probe (a preemption that moves
+                  the warp would misfile its events: a prototype, with no check of that)
 
 Each name takes a suffix: `-resident` (staging = { warps = 8, resident = true }) and `@PART`
 (a part of bench/perturbation/parts.py: entry, loop, noloop; default full).
@@ -161,16 +164,52 @@ def held_probes(text: str) -> str:
     return text.replace("  // atrex: strip-mined by", "".join(f" {r}.hold();" for r in held) + "  // atrex: strip-mined by")
 
 
-def runtime_variant(folder: Path, local: bool, hold: bool = False) -> Path:
-    """A copy of the recorder runtime in `folder` with rec_at, and with `local`, the resident
-    state in local memory (`hold`: and rec_held, hold for `hybrid`)."""
+# `warpid`: the resident state in a per-CTA shared table of the SM's 64 warp slots, written by the
+# warp's lane 0 at entry; each probe reads its entry (%warpid afresh), the owner's lane stores.
+WARPID = [
+    ("  __device__ __forceinline__ static uint32_t sink() { return base() + R * (K + 2u) * kEventBytes; }\n};\n",
+     "  __device__ __forceinline__ static uint32_t sink() { return base() + R * (K + 2u) * kEventBytes; }\n"
+     "  __device__ __forceinline__ static uint32_t table() {\n"
+     "    __shared__ __align__(16) uint4 tab[64];\n"
+     "    return static_cast<uint32_t>(__cvta_generic_to_shared(tab));\n  }\n};\n"
+     "__device__ __forceinline__ uint32_t warp_slot() {\n"
+     "  uint32_t w;\n  asm volatile(\"mov.u32 %0, %%warpid;\" : \"=r\"(w));\n  return w;\n}\n"
+     "__device__ __forceinline__ uint32_t lane_now() {\n"
+     "  uint32_t l;\n  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n"),
+    ("      resident_open();\n      return;\n",
+     "      resident_open();\n      if ((linear_thread() & 31u) == 0u) {\n"
+     "        const uint32_t e = ResidentRing<K, W, G>::table() + warp_slot() * 16u;\n"
+     "        const uint32_t owner = ring_end_ == ResidentRing<K, W, G>::sink() ? 0xffffffffu : local_owner();\n"
+     "        asm volatile(\"st.shared.v4.u32 [%0], {%1, %2, %3, %4};\" ::\"r\"(e), \"r\"(a_), \"r\"(ring_end_), "
+     "\"r\"(owner), \"r\"(0u) : \"memory\");\n      }\n      return;\n"),
+    ("      put_shared(a_, t, payload, site);\n      a_ = min(a_ + kEventBytes, ring_end_);\n",
+     "      const uint32_t e = ResidentRing<K, W, G>::table() + warp_slot() * 16u;\n      uint32_t a, last;\n"
+     "      asm volatile(\"ld.shared.v2.u32 {%0, %1}, [%2];\" : \"=r\"(a), \"=r\"(last) : \"r\"(e) : \"memory\");\n"
+     "      if (lane_now() == 0u) {\n        put_shared(a, t, payload, site);\n"
+     "        asm volatile(\"st.shared.u32 [%0], %1;\" ::\"r\"(e), \"r\"(min(a + kEventBytes, last)) : \"memory\");\n"
+     "      }\n"),
+    ("    const uint32_t a = all ? __shfl_sync(mask, a_, 0) : a_, last = all ? __shfl_sync(mask, ring_end_, 0) : ring_end_;\n"
+     "    return ResidentExit{G, local_owner(), a, last == ResidentRing<K, W, G>::sink() ? 0u : last};\n",
+     "    (void)all;\n    const uint32_t e = ResidentRing<K, W, G>::table() + warp_slot() * 16u;\n"
+     "    uint32_t a, last, owner, pad;\n"
+     "    asm volatile(\"ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\" : \"=r\"(a), \"=r\"(last), \"=r\"(owner), \"=r\"(pad) "
+     ": \"r\"(e) : \"memory\");\n"
+     "    return ResidentExit{G, owner, a, owner == 0xffffffffu ? 0u : last};\n"),
+]
+
+# each variant's edits of the recorder runtime (all of them add rec_at)
+RUNTIME = {"defer": [REC_AT], "local": [REC_AT, *LOCAL], "hybrid": [REC_AT, *LOCAL, HOLD], "warpid": [REC_AT, *WARPID]}
+
+
+def runtime_variant(folder: Path, edits: list[tuple[str, str]]) -> Path:
+    """A copy of the recorder runtime in `folder`, edited (each old text replaced once)."""
     src = snapshot.runtime_header().parent
     folder.mkdir(parents=True, exist_ok=True)
     for f in src.glob("*.cuh"):
         shutil.copy(f, folder / f.name)
     rec = folder / "atrex_recorder.cuh"
-    text = _replace_once(rec.read_text(), *REC_AT)
-    for old, new in (LOCAL if local else []) + ([HOLD] if hold else []):
+    text = rec.read_text()
+    for old, new in edits:
         text = _replace_once(text, old, new)
     rec.write_text(text)
     return folder
@@ -186,7 +225,7 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return one_recording_cta(text) if name == "outlined_one" else text
     if name == "defer":
         return deferred_end(text)
-    if name in ("spec", "local"):
+    if name in ("spec", "local", "warpid"):
         return text
     if name == "hybrid":
         return held_probes(text)
@@ -231,8 +270,8 @@ def build(work: Path, example: str, variants: list[str]) -> tuple[dict[str, Path
         (work / f"manifest-{example}-{v}.json").write_text(res.manifest.dumps())
         inst = work / f"{example}.{v}.cu"
         inst.write_text(transform(name, text, kernel, regs["clean"]))
-        include = (runtime_variant(work / f"runtime-{name}", local=name in ("local", "hybrid"), hold=name == "hybrid")
-                   if name in ("defer", "local", "hybrid") else snapshot.runtime_header().parent)
+        include = (runtime_variant(work / f"runtime-{name}", RUNTIME[name]) if name in RUNTIME
+                   else snapshot.runtime_header().parent)
         bins[v] = work / f"{example}.{v}"
         log = subprocess.run([*run.NVCC, "-Xptxas", "-v", f"-I{include}", f"-I{src.parent}", "-o", bins[v], inst],
                              check=True, capture_output=True, text=True).stderr
