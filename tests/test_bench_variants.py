@@ -95,4 +95,3 @@ def test_hybrid_holds_the_slot_pointer_in_the_strip_mined_loop_only(project):
     assert out.count("__atrex_r0.hold();  // atrex: strip-mined by") == 1
     assert out.index("__atrex_r0.hold();") < out.index("__atrex_r0.rec_held(1u);")
     assert ".rec(3u);" in out and ".rec(6u);" in out  # stream_done, finish: parked
-
