@@ -16,6 +16,9 @@ bench/perturbation/parts.py measures the spec's parts. bench/RESULTS.md (session
     warpid        the resident recorder's state in a shared-memory table indexed by %warpid (the
                   warp's slot on the SM), read and written at each probe (a preemption that moves
                   the warp would misfile its events: a prototype, with no check of that)
+    warpid_hybrid the same outside strip-mined loops; inside them (and at entry) the slot pointer in
+                  registers, loaded before the loop, written back to the table at each event (built
+                  in session 9, not yet measured)
 
 Each name takes a suffix: `-resident` (staging = { warps = 8, resident = true }) and `@PART`
 (a part of bench/perturbation/parts.py: entry, loop, noloop; default full).
@@ -197,8 +200,22 @@ WARPID = [
      "    return ResidentExit{G, owner, a, owner == 0xffffffffu ? 0u : last};\n"),
 ]
 
+# `warpid_hybrid`: besides WARPID, rec_held and hold with the table as the place the pointer is kept.
+HOLD_TABLE = (HOLD[0],
+              "  __device__ __forceinline__ void hold() {\n    if (R) {\n"
+              "      const uint32_t e = ResidentRing<K, W, G>::table() + warp_slot() * 16u;\n"
+              "      asm volatile(\"ld.shared.v2.u32 {%0, %1}, [%2];\" : \"=r\"(a_), \"=r\"(ring_end_) : \"r\"(e) : \"memory\");\n"
+              "    }\n  }\n"
+              "  __device__ __forceinline__ void rec_held(uint32_t site, uint32_t payload = 0u) {\n"
+              "    if (!R) return rec(site, payload);\n    const uint32_t t = globaltimer_lo();\n"
+              "    if (lane_now() == 0u) {\n      put_shared(a_, t, payload, site);\n"
+              "      a_ = min(a_ + kEventBytes, ring_end_);\n"
+              "      asm volatile(\"st.shared.u32 [%0], %1;\" ::\"r\"(ResidentRing<K, W, G>::table() + warp_slot() * 16u), "
+              "\"r\"(a_) : \"memory\");\n    }\n  }\n\n" + HOLD[0])
+
 # each variant's edits of the recorder runtime (all of them add rec_at)
-RUNTIME = {"defer": [REC_AT], "local": [REC_AT, *LOCAL], "hybrid": [REC_AT, *LOCAL, HOLD], "warpid": [REC_AT, *WARPID]}
+RUNTIME = {"defer": [REC_AT], "local": [REC_AT, *LOCAL], "hybrid": [REC_AT, *LOCAL, HOLD], "warpid": [REC_AT, *WARPID],
+           "warpid_hybrid": [REC_AT, *WARPID, HOLD_TABLE]}
 
 
 def runtime_variant(folder: Path, edits: list[tuple[str, str]]) -> Path:
@@ -227,7 +244,7 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return deferred_end(text)
     if name in ("spec", "local", "warpid"):
         return text
-    if name == "hybrid":
+    if name in ("hybrid", "warpid_hybrid"):
         return held_probes(text)
     raise ValueError(f"unknown variant {name!r}")
 
