@@ -19,8 +19,10 @@ from pathlib import Path
 
 from .errors import AtrexError
 
-# Opcode families whose count per trip says how much work a loop keeps in flight.
-FAMILIES = ("LDG", "LDGSTS", "STG", "LDS", "STS", "HMMA", "LDSM", "UTMALDG", "HGMMA")
+# Opcode families whose count per trip says how much work a loop keeps in flight, and the local
+# loads and stores of spilled registers: a clean side that keeps a loop's loads in flight by
+# spilling (the out-of-line clean body of bench/perturbation/variants.py) is not the clean loop.
+FAMILIES = ("LDG", "LDGSTS", "STG", "LDS", "STS", "HMMA", "LDSM", "UTMALDG", "HGMMA", "LDL", "STL")
 _INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _TARGET = re.compile(r"^\s*(?:`\()?0x([0-9a-f]+)")
 _FUNC = re.compile(r"Function : (\S+)")
