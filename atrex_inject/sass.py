@@ -220,7 +220,7 @@ def compare_loops(clean: list[Loop], one_copy: list[Loop], copy: tuple[list[Loop
     return missing, fewer
 
 
-def _registers(ptxas_log: str) -> dict[str, int]:
+def ptxas_registers(ptxas_log: str) -> dict[str, int]:
     """Registers ptxas reported per function (mangled name), from its -Xptxas -v log."""
     current, out = None, {}
     for line in ptxas_log.splitlines():
@@ -259,7 +259,7 @@ def _build(src: Path, include: Path, flags: list[str]) -> Build:
     if p.returncode != 0:
         raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src),
                          hint="pass the flags your build uses with --nvcc-flag")
-    return Build(disassemble(cubin), _registers(p.stderr))
+    return Build(disassemble(cubin), ptxas_registers(p.stderr))
 
 
 def _clean_text(spec) -> str:

@@ -38,7 +38,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from atrex_inject import snapshot
+from atrex_inject import sass, snapshot
 from atrex_inject.spec import staged_copy
 
 
@@ -256,16 +256,10 @@ def parse(variant: str) -> tuple[str, bool, str]:
     return name.removesuffix("-resident"), resident, part or "full"
 
 
-def clean_registers(log: str, kernel: str) -> int:
-    """The clean kernel's registers from a ptxas -v log."""
-    current = None
-    for line in log.splitlines():
-        m = re.search(r"Compiling entry function '([^']+)'", line)
-        current = m.group(1) if m else current
-        m = re.search(r"Used (\d+) registers", line)
-        if m and current and kernel in current and "__atrex" not in current:
-            return int(m.group(1))
-    raise ValueError(f"no register count for {kernel} in the ptxas log")
+def registers(log: str, kernel: str) -> int:
+    """Registers of `kernel` (a plain name; K__atrex for the copy) from a ptxas -v log."""
+    mangled = f"{len(kernel)}{kernel}"  # _Z<length><name><parameters>
+    return next(n for f, n in sass.ptxas_registers(log).items() if f.startswith(f"_Z{mangled}"))
 
 
 def build(work: Path, example: str, variants: list[str]) -> tuple[dict[str, Path], dict[str, int]]:
@@ -275,7 +269,7 @@ def build(work: Path, example: str, variants: list[str]) -> tuple[dict[str, Path
     log = subprocess.run([*run.NVCC, "-Xptxas", "-v", f"-I{src.parent}", "-o", bins["clean"], src],
                          check=True, capture_output=True, text=True).stderr
     kernel = KERNELS[example]
-    regs = {"clean": clean_registers(log, kernel)}
+    regs = {"clean": registers(log, kernel)}
     for v in variants:
         name, resident, part = parse(v)
         spec = work / "examples" / "specs" / f"{example}.toml"
@@ -292,7 +286,7 @@ def build(work: Path, example: str, variants: list[str]) -> tuple[dict[str, Path
         bins[v] = work / f"{example}.{v}"
         log = subprocess.run([*run.NVCC, "-Xptxas", "-v", f"-I{include}", f"-I{src.parent}", "-o", bins[v], inst],
                              check=True, capture_output=True, text=True).stderr
-        regs[v] = int(re.findall(r"Used (\d+) registers", log)[0])  # the copy is compiled first
+        regs[v] = registers(log, kernel + "__atrex")
     return bins, regs
 
 
