@@ -245,7 +245,10 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
               # owner that never reached its exit
               "t0": _full_time(own, "t0"), "t1": _full_time(own, "t1"),
               # a resident ring counts no further than capacity + 1: its attempted count is a lower bound
-              "lower_bound": (own["flags"] & 1).astype(bool)}
+              "lower_bound": (own["flags"] & 1).astype(bool),
+              # a resident owner whose warp changed SM warp slot (%warpid) during the launch: its events
+              # may have gone to another warp's ring, so it copied none out
+              "moved": (own["flags"] & 2).astype(bool)}
     gx, gy = int(grid[0]), int(grid[1])
     owners.update(col_group=gid.astype(np.int16), col_cta_x=(owners["cta"] % gx).astype(np.int32),
                   col_cta_y=(owners["cta"] // gx % gy).astype(np.int32),

@@ -129,6 +129,9 @@ def owner_slots(g: OwnerGroup, block, cta: np.ndarray, warp: np.ndarray) -> tupl
     return np.where(ok, cta_rank * per_cta + rank[warp], 0), ok
 
 
+WARP_SLOTS = 64  # a resident group's table entries: one per SM warp slot, %warpid < 64 (kWarpSlots)
+
+
 def resident_rings(g: OwnerGroup, warps: int) -> int:
     """Resident rings a group keeps per CTA: one per warp that can own its recorder in a block of
     `warps` warps (every warp for lane0, each warpgroup's first, the CTA's first)."""
@@ -140,10 +143,11 @@ def staging_bytes(events: int, warps: int, event_bytes: int, groups: Sequence[Ow
     """Static shared memory the staging rings take per CTA (`[capture] staging`): each group keeps
     warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`; resident, each
     group keeps one ring per warp that can own it (resident_rings) of `events` (the capacity) + 2
-    slots (an overflow slot, and the owner's start time) and one sink slot that lanes which own no
-    ring store to (runtime/atrex_recorder.cuh, ResidentRing)."""
+    slots (an overflow slot, and the owner's start time), one sink slot for warps that own no ring,
+    and a table of WARP_SLOTS 8-byte entries, where each warp's next slot is kept between probes
+    (runtime/atrex_recorder.cuh, ResidentRing)."""
     if resident:
-        return sum((resident_rings(g, warps) * (events + 2) + 1) * event_bytes for g in groups)
+        return sum((resident_rings(g, warps) * (events + 2) + 1) * event_bytes + WARP_SLOTS * 8 for g in groups)
     return (warps + 1) * events * event_bytes * len(groups)
 
 

@@ -331,11 +331,12 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
                              [Group.of_key(i, k) for i, k in enumerate(groups)], capture.staging_resident)
         if need > MAX_STATIC_SHARED:
             rings = (f"one ring per warp that can own it (at most {capture.staging_warps}) x {capture.staging_events} "
-                     "+ 2 slots (the capacity, an overflow slot and the start time) + 1 sink slot"
+                     "+ 2 slots (the capacity, an overflow slot and the start time) + 1 sink slot, "
+                     "and a 512-byte table of the warps' next slots"
                      if capture.staging_resident else
                      f"{capture.staging_warps} + 1 rings x {capture.staging_events} events")
             raise err(f"capture.staging needs {need} bytes of static shared memory per CTA ({len(groups)} owner "
-                      f"groups x {rings} x {16 if wide else 8} bytes); a CTA declares at most {MAX_STATIC_SHARED}",
+                      f"groups x {rings}, {16 if wide else 8}-byte slots); a CTA declares at most {MAX_STATIC_SHARED}",
                       "capture", "staging",
                       hint=("lower capacity or warps, or let sites share owner groups" if capture.staging_resident
                             else "lower staging events or warps, or let sites share owner groups"))

@@ -33,7 +33,8 @@ NEXT_STEP = {
     "overflow": "raise [capture] capacity in the spec (or thin the sites with every/ctas), re-apply, rebuild, recapture",
     "truncation": "recapture: the file was cut or altered, or an exit path of the kernel skipped the recorder's finish",
     "geometry": "recapture with the current build: the header does not describe this launch under this manifest",
-    "owner_identity": "recapture; if it repeats, the kernel ran with another geometry than its launch header says",
+    "owner_identity": "recapture; if it repeats, the kernel ran with another geometry than its launch header says "
+                      "(or, for a moved warp, with compute preemption: another context or a debugger on the GPU)",
     "duplicate_ownership": "each owner's recorder must be constructed once per launch: check the instrumented kernel",
     "site_identity": "decode with the manifest of the build that ran (atrex-inject apply writes it)",
     "time_order": "recapture into an empty folder: one writer's times never go back, so the buffer mixes launches "
@@ -216,6 +217,10 @@ def _check_launch(launch: Launch, m: Manifest, checks: dict[str, Check]) -> None
                      for i in bad[:FIRST])
     checks["owner_identity"].fail(bad.size, f"{name}: {bad.size} owners written by another CTA or thread than their "
                                             f"slot's: {seen}")
+    moved = np.flatnonzero(claimed & o["moved"])
+    checks["owner_identity"].fail(moved.size, f"{name}: {moved.size} resident owners' warps changed SM warp slot "
+                                              "during the launch (a preempted CTA restored elsewhere), so their "
+                                              f"events may be another warp's: {_owners_str(launch, moved)}")
     dup = np.flatnonzero(o["claims"] > 1)
     checks["duplicate_ownership"].fail(dup.size, f"{name}: {dup.size} owners claimed more than once: " + ", ".join(
         f"{_owner(launch, i)} {int(o['claims'][i])} times" for i in dup[:FIRST]))

@@ -86,10 +86,12 @@ struct OwnerHeader {
   uint32_t t0_lo, t0_hi;  // full %globaltimer at construction: decode unwraps event times against it
   uint32_t clk0;
   uint32_t t1_lo, t1_hi;  // full %globaltimer at exit (with attempted): no event of the owner is later
-  uint32_t flags;         // bit 0: `attempted` is a lower bound (a resident ring counts to capacity + 1)
+  uint32_t flags;         // kOwnerLowerBound, kOwnerMoved
   uint32_t pad;           // zero; keeps the events that follow the owner table 16-byte aligned
 };
 static_assert(sizeof(OwnerHeader) == 48, "owner header is 48 bytes");
+constexpr uint32_t kOwnerLowerBound = 1u;  // `attempted` is a lower bound (a resident ring counts to capacity + 1)
+constexpr uint32_t kOwnerMoved = 2u;       // a resident owner's warp changed SM warp slot: its events are unknown
 
 __host__ __device__ inline uint32_t popc32(uint32_t v) {
 #ifdef __CUDA_ARCH__
@@ -174,6 +176,20 @@ __device__ __forceinline__ uint32_t lane_id() {
   return l;
 }
 
+// The warp's slot on its SM and the lane, read afresh at each use (`asm volatile`): ptxas keeps
+// a %tid or %laneid read from kernel entry live to its last use, and one live register across a
+// clean loop is enough to change the registers ptxas gives the whole copy (docs/perturbation.md).
+__device__ __forceinline__ uint32_t warp_slot() {
+  uint32_t w;
+  asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+  return w;
+}
+__device__ __forceinline__ uint32_t lane_now() {
+  uint32_t l;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+  return l;
+}
+
 __device__ __forceinline__ uint32_t clock_lo() {
 #if ATREX_TL_CLOCK
   uint32_t c;
@@ -205,12 +221,12 @@ __device__ __forceinline__ void stamp_start(OwnerHeader* oh, uint32_t cta, uint3
 // Its second half, at the owner's exit: the attempt count and the end time, read now (after every
 // event of the owner: validation refuses a later event, one appended from another launch);
 // {t1, flags, pad} is one 16-byte store.
-__device__ __forceinline__ void stamp_end(OwnerHeader* oh, uint32_t attempted, bool lower_bound) {
+__device__ __forceinline__ void stamp_end(OwnerHeader* oh, uint32_t attempted, bool lower_bound, bool moved = false) {
   uint64_t t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
   oh->attempted = attempted;
-  *reinterpret_cast<uint4*>(&oh->t1_lo) =
-      make_uint4(static_cast<uint32_t>(t1), static_cast<uint32_t>(t1 >> 32), lower_bound ? 1u : 0u, 0u);
+  *reinterpret_cast<uint4*>(&oh->t1_lo) = make_uint4(static_cast<uint32_t>(t1), static_cast<uint32_t>(t1 >> 32),
+                                                     (lower_bound ? kOwnerLowerBound : 0u) | (moved ? kOwnerMoved : 0u), 0u);
 }
 
 // Resolves the calling thread's owner in group `group` and, if it is the owner's writer, claims the
@@ -282,15 +298,27 @@ struct StageRing<0u, W, G> {  // no staging
 // Resident rings of one owner group ([capture] staging = { resident = true }): R rings, one per warp
 // that can own the group's recorder (its rank among them), each of K slots (the capacity), an
 // overflow slot and a start slot (the owner's start time, kept here from entry to exit), plus one
-// sink slot that lanes owning no ring store to.
+// sink slot for warps that own no ring.
+// Where each warp is in its ring lives in shared memory too, not in registers: a table with one
+// entry per SM warp slot (%warpid), {next slot, overflow slot} as byte offsets from base(). A
+// register kept from entry to exit is live across every loop of the kernel, and ptxas then
+// schedules the copy's clean side for more registers than the clean kernel has (layernorm: 32 to
+// 46). %warpid can change when a preempted CTA is restored; the exit checks the entry still names
+// the warp's own ring, and a probe clamps the slot it stores to into the rings, whatever the entry.
+constexpr uint32_t kWarpSlots = 64;  // %warpid < %nwarpid <= 64 (sm_90)
 template <uint32_t K, uint32_t R, uint32_t G>
 struct ResidentRing {
   __device__ __forceinline__ static uint32_t base() {
     __shared__ __align__(16) unsigned char ring[(R * (K + 2u) + 1u) * kEventBytes];
     return static_cast<uint32_t>(__cvta_generic_to_shared(ring));
   }
-  __device__ __forceinline__ static uint32_t of_rank(uint32_t rank) { return base() + rank * (K + 2u) * kEventBytes; }
-  __device__ __forceinline__ static uint32_t sink() { return base() + R * (K + 2u) * kEventBytes; }
+  static constexpr uint32_t kRingBytes = (K + 2u) * kEventBytes;
+  static constexpr uint32_t kSink = R * kRingBytes;  // the sink slot, as an offset from base()
+  // This warp's table entry (shared address), by its slot on the SM.
+  __device__ __forceinline__ static uint32_t entry() {
+    __shared__ __align__(8) uint2 table[kWarpSlots];
+    return static_cast<uint32_t>(__cvta_generic_to_shared(table)) + (warp_slot() & (kWarpSlots - 1u)) * 8u;
+  }
 };
 
 // Stores one event into a staging ring's slot (shared address `slot`), resident or staged.
@@ -319,24 +347,24 @@ __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
 }
 
 // One resident owner's share of its warp's exit: its group, its index within the group (from the
-// group's literals), its ring's next slot `a` and overflow slot `last` (followed by its start slot);
-// last = 0: the warp owns no ring of this group (a ring's overflow slot is never at address 0).
+// group's literals), its ring's next slot `a` and overflow slot `last` (followed by its start
+// slot), shared addresses; `moved`: the warp's table entry no longer names its ring (a preemption
+// moved the warp to another SM warp slot), so its events may have gone to another warp's ring.
 struct ResidentExit {
   uint32_t group, local, a, last;
+  bool moved;
 };
-template <uint32_t>
-using ExitOf = ResidentExit;
 
 // Copies one resident owner's ring out and claims and publishes the owner: `lanes` lanes of the warp
 // (32, or the owner's lane alone when the warp is not converged there) take slots lane, lane +
 // lanes, ...; the owner's lane (lane 0) writes the whole header. A ring whose overflow slot was
-// written overflowed; it knows no more than that one event was lost.
+// written overflowed; it knows no more than that one event was lost. A moved owner copies no
+// event and says so in its header (flags bit 1): decode refuses the capture.
 template <uint32_t K>
 __device__ __forceinline__ void close_owner(const ResidentExit& e, uint32_t lane, uint32_t lanes) {
-  if (e.last == 0u) return;
   const LaunchHeader* h = &atrex_tl_header;
   const uint32_t owner = h->groups[e.group].owner_base + e.local;
-  const uint32_t last = e.last, first = last - K * kEventBytes, n = (e.a - first) / kEventBytes;
+  const uint32_t last = e.last, first = last - K * kEventBytes, n = e.moved ? 0u : (e.a - first) / kEventBytes;
   const uint32_t off = static_cast<uint32_t>(h->events_offset) + owner * (K * kEventBytes);
   for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);
   if (lane != 0u) return;
@@ -348,17 +376,19 @@ __device__ __forceinline__ void close_owner(const ResidentExit& e, uint32_t lane
 #endif
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + owner;
   stamp_start(oh, linear_cta(), linear_thread(), t0_lo, t0_hi, clk0);
-  stamp_end(oh, n + (tag != 0u ? 1u : 0u), tag != 0u);
+  stamp_end(oh, n + (tag != 0u && !e.moved ? 1u : 0u), tag != 0u, e.moved);
 }
 
-// A warp's resident exit, every owner group's at once, in one out-of-line call (capacities Ks, one
-// ResidentExit each). Exit is where a resident recorder's cost lies (docs/perturbation.md): the
-// recording CTAs are the grid's stragglers, so each call made one after the other at exit shows in
-// the kernel's time (reduce_sumsq, H200: a close per group, +2.7 to +2.9%; one call for both, +2.4 to +2.6%).
-template <uint32_t... Ks>
-static __device__ __noinline__ void resident_close(uint32_t lane, uint32_t lanes, ExitOf<Ks>... e) {
-  if (lanes == 32u) __syncwarp();  // the owner lane's ring stores are visible to the lanes that copy them
-  const int each[] = {(close_owner<Ks>(e, lane, lanes), 0)...};
+// A warp's resident exit, every owner group's at once, in one out-of-line call (the recorders'
+// types Rs). Exit is where a resident recorder's cost lies (docs/perturbation.md): the recording
+// CTAs are the grid's stragglers, so each call made one after the other at exit shows in the
+// kernel's time (reduce_sumsq, H200: a close per group, +2.7 to +2.9%; one call for both, +2.4 to
+// +2.6%). Everything it needs is read here (the table, %tid, %ctaid), none of it kept from entry.
+template <class... Rs>
+static __device__ __noinline__ void resident_close(bool all) {
+  const uint32_t lane = all ? lane_id() : 0u, lanes = all ? 32u : 1u;
+  if (all) __syncwarp();  // the owner lane's ring stores are visible to the lanes that copy them
+  const int each[] = {(Rs::close(lane, lanes), 0)...};
   (void)each;
 }
 
@@ -406,9 +436,15 @@ class BasicRecorder {
   // pointer bump and a warp-uniform branch taken once per K events.
   __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
     const uint32_t t = globaltimer_lo();
-    if (R) {
-      put_shared(a_, t, payload, site);
-      a_ = min(a_ + kEventBytes, ring_end_);
+    if (R) {  // the owner is its warp's lane 0; the slot saturates at the overflow slot (no compare)
+      if (lane_now() == 0u) {
+        using Ring = ResidentRing<K, W, G>;
+        const uint32_t e = Ring::entry();
+        uint32_t a, last;
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(last) : "r"(e) : "memory");
+        put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site);
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(e), "r"(min(a + kEventBytes, last)) : "memory");
+      }
       return;
     }
     if (K != 0u) {
@@ -438,16 +474,35 @@ class BasicRecorder {
     off_ += kEventBytes;
   }
 
+  // Resident, in each trip of a strip-mined loop (a group of `every` iterations): the rewriter
+  // holds the warp's table entry in registers at the trip's start, its probes store with rec_held,
+  // and it releases the next slot back to the table at the trip's end. Within the trip every lane
+  // stores the same event to the same slot (no lane test, no branch); across trips nothing stays
+  // in registers, so the loop keeps the clean kernel's register budget (reduce_sumsq, layernorm:
+  // 32). The offsets stay relative to base() in registers: holding absolute shared addresses
+  // instead took the copy to 36 and 44 registers (sm_90a, nvcc 13.0).
+  __device__ __forceinline__ void hold() {
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a_), "=r"(ring_end_) : "r"(ResidentRing<K, W, G>::entry()) : "memory");
+  }
+  __device__ __forceinline__ void rec_held(uint32_t site, uint32_t payload = 0u) {
+    using Ring = ResidentRing<K, W, G>;
+    put_shared(Ring::base() + min(a_, Ring::kSink), globaltimer_lo(), payload, site);
+    a_ = min(a_ + kEventBytes, ring_end_);
+  }
+  __device__ __forceinline__ void release() {
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ResidentRing<K, W, G>::entry()), "r"(a_) : "memory");
+  }
+
   // Density-limited sites: warps that do not record skip the whole probe through one
   // warp-uniform branch instead of paying for a masked-off store.
   __device__ __forceinline__ void rec_active(uint32_t site, uint32_t payload = 0u) {
-    if (active_) rec(site, payload);
+    if (R || active_) rec(site, payload);  // resident: a warp that owns no ring stores to the sink
   }
 
   // Sampled sites (every Nth hit, counted per thread in `hits`): the hit counter is touched only
   // in recording warps, so the rest pay one branch.
   __device__ __forceinline__ void rec_every(uint32_t& hits, uint32_t every, uint32_t site, uint32_t payload = 0u) {
-    if (active_) {
+    if (R || active_) {
       if (hits == 0u) rec(site, payload);
       hits = hits + 1u == every ? 0u : hits + 1u;
     }
@@ -472,12 +527,21 @@ class BasicRecorder {
   static constexpr bool kResident = R;
   static constexpr uint32_t kCapacity = K;
 
-  // Resident: this group's share of the warp's exit. A converged warp copies its owner lane's ring
-  // out together, so every lane takes the owner lane's ring.
-  __device__ __forceinline__ ResidentExit exit_of(uint32_t mask) const {
-    const bool all = mask == 0xffffffffu;
-    const uint32_t a = all ? __shfl_sync(mask, a_, 0) : a_, last = all ? __shfl_sync(mask, ring_end_, 0) : ring_end_;
-    return ResidentExit{G, local_owner(), a, last == ResidentRing<K, W, G>::sink() ? 0u : last};
+  // Resident: this group's share of the warp's exit (in resident_close, out of line). Whether the
+  // warp owns a ring, and which, is found again from %tid and %ctaid; where its owner lane got to,
+  // from the table (every lane reads the same entry).
+  __device__ __forceinline__ static void close(uint32_t lane, uint32_t lanes) {
+    using Ring = ResidentRing<K, W, G>;
+    uint32_t a, last;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(last) : "r"(Ring::entry()) : "memory");
+    const uint32_t tid = linear_thread();
+    if (atrex_tl_buffer == nullptr || !cta_selected(STRIDE, LIMIT) || ((resident_warps() >> (tid >> 5)) & 1u) == 0u)
+      return;
+    const uint32_t rank = warp_rank();
+    if (rank + 1u > W) return;
+    const uint32_t own = rank * Ring::kRingBytes + K * kEventBytes;  // this ring's overflow slot
+    close_owner<K>(ResidentExit{G, local_owner(), Ring::base() + min(a, own), Ring::base() + own, last != own},
+                   lane, lanes);
   }
 
  private:
@@ -492,27 +556,30 @@ class BasicRecorder {
   }
 
   // Resident entry: the owner is found from the group's literals (a few integer instructions, no
-  // memory access, so nothing delays the kernel's first loads) and its start time kept in the ring.
+  // memory access, so nothing delays the kernel's first loads), its start time kept in the ring,
+  // and every warp's lane 0 writes the warp's table entry: its ring, or the sink.
   __device__ __forceinline__ void resident_open() {
-    a_ = ring_end_ = ResidentRing<K, W, G>::sink();
-    if (atrex_tl_buffer == nullptr || !cta_selected(STRIDE, LIMIT)) return;
+    using Ring = ResidentRing<K, W, G>;
     const uint32_t tid = linear_thread();
-    if (((resident_warps() >> (tid >> 5)) & 1u) == 0u) return;
-    active_ = true;
-    const uint32_t rank = warp_rank();
-    // the owner's lane; warps past the rings (the host refuses such launches) record nothing (`rank + 1
-    // > W`: nvcc warns that `rank >= W` is pointless where the other recorders instantiate this, W = 0)
-    if ((tid & 31u) != 0u || rank + 1u > W) return;
-    a_ = ResidentRing<K, W, G>::of_rank(rank);
-    ring_end_ = a_ + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
-    uint64_t t0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes - 4u), "r"(0u) : "memory");
-    asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(ring_end_ + kEventBytes), "r"(static_cast<uint32_t>(t0)),
-                 "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
+    if ((tid & 31u) != 0u) return;
+    uint32_t a = Ring::kSink, last = Ring::kSink;
+    // warps past the rings (the host refuses such launches) record nothing (`rank + 1 > W`: nvcc
+    // warns that `rank >= W` is pointless where the other recorders instantiate this, W = 0)
+    if (atrex_tl_buffer != nullptr && cta_selected(STRIDE, LIMIT) && ((resident_warps() >> (tid >> 5)) & 1u) != 0u &&
+        warp_rank() + 1u <= W) {
+      a = warp_rank() * Ring::kRingBytes;
+      last = a + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
+      const uint32_t over = Ring::base() + last;
+      uint64_t t0;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(over + kEventBytes - 4u), "r"(0u) : "memory");
+      asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(over + kEventBytes), "r"(static_cast<uint32_t>(t0)),
+                   "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
 #if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ring_end_ + kEventBytes + 8u), "r"(clock_lo()) : "memory");
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(over + kEventBytes + 8u), "r"(clock_lo()) : "memory");
 #endif
+    }
+    asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(Ring::entry()), "r"(a), "r"(last) : "memory");
   }
 
   // The owner's index within its group: selected CTA rank x owners per CTA + warp rank (STRIDE a
@@ -555,10 +622,9 @@ __device__ __forceinline__ void finish_each(Resident<false>, Rs&... rs) {  // gl
 }
 
 template <class... Rs>
-__device__ __forceinline__ void finish_each(Resident<true>, Rs&... rs) {
-  const uint32_t mask = __activemask();
-  const bool all = mask == 0xffffffffu;  // the whole warp here: it copies the owner lane's rings out together
-  resident_close<Rs::kCapacity...>(all ? lane_id() : 0u, all ? 32u : 1u, rs.exit_of(mask)...);
+__device__ __forceinline__ void finish_each(Resident<true>, Rs&...) {
+  // the whole warp here: it copies the owner lane's rings out together
+  resident_close<Rs...>(__activemask() == 0xffffffffu);
 }
 
 // Every exit path calls this once with the kernel's recorders: each publishes its attempt count;

@@ -48,11 +48,12 @@ def _sass(tmp: Path, probe: str, kernel: str = KERNEL) -> list[str]:
     return [m.group(1) for m in re.finditer(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", out.stdout)]
 
 
-def probe_delta(tmp: Path, kernel: str = KERNEL) -> tuple[int, list[str]]:
-    """Marginal SASS of one probe: two probes minus one (the first also pays one-off setup).
-    Returns (net instruction count without NOP padding, the instructions the second probe adds)."""
-    one = collections.Counter(o for o in _sass(tmp, "r.rec(3u); a = a * 0.75f + 0.25f;", kernel) if o != "NOP")
-    two = collections.Counter(o for o in _sass(tmp, "r.rec(3u); a = a * 0.75f + 0.25f; r.rec(4u);", kernel)
+def probe_delta(tmp: Path, kernel: str = KERNEL, call: str = "rec") -> tuple[int, list[str]]:
+    """Marginal SASS of one probe (the recorder method `call`): two probes minus one (the first also
+    pays one-off setup). Returns (net instruction count without NOP padding, the instructions the
+    second probe adds)."""
+    one = collections.Counter(o for o in _sass(tmp, f"r.{call}(3u); a = a * 0.75f + 0.25f;", kernel) if o != "NOP")
+    two = collections.Counter(o for o in _sass(tmp, f"r.{call}(3u); a = a * 0.75f + 0.25f; r.{call}(4u);", kernel)
                               if o != "NOP")
     return sum(two.values()) - sum(one.values()), sorted((two - one).elements())
 

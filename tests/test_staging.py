@@ -142,7 +142,7 @@ def test_resident_rings_apply_compile_and_revert(project):
     spec = _spec_with(project, ("[capture]\n", RESIDENT))
     m = snapshot.apply(spec).manifest
     assert [g.role for g in m.groups] == ["lane0", "cta"]
-    assert m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8, True)
+    assert m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8 + 2 * 64 * 8, True)  # + 2 tables
     src = project / m.source.path
     assert ("atrex::BasicRecorder<80u, 8u, 0u, true, atrex::kLane0, 8u, 0u, 0xffffffffu> __atrex_r0(0u);"
             in src.read_text())
@@ -166,7 +166,7 @@ def test_resident_rings_over_static_shared_memory_are_refused(project):
     """Capacity 1024 (the probe-cost FMA loop's events per warp) in resident rings: 8 rings of 1026
     slots for the lane0 group and 1 for the cta group, more than the 48 KiB a CTA may declare."""
     spec = _spec_with(project, ("[capture]\n", RESIDENT), ("capacity = 80 ", "capacity = 1024 "))
-    need = ((8 * 1026 + 1) + (1 * 1026 + 1)) * 8
+    need = ((8 * 1026 + 1) + (1 * 1026 + 1)) * 8 + 2 * 64 * 8
     with pytest.raises(SpecError, match=re.escape(f"needs {need} bytes of static shared memory per CTA (2 owner "
                                                   "groups x one ring per warp that can own it (at most 8) x 1024 + 2 "
                                                   "slots")) as e:
@@ -175,14 +175,20 @@ def test_resident_rings_over_static_shared_memory_are_refused(project):
 
 
 def test_resident_probe_sass(tmp_path):
-    """A resident probe is a timer read, one shared store and one saturating add: no global store, no
-    compare-and-branch, no atomic, no local memory."""
+    """A resident probe keeps nothing in registers: on lane 0 (`%laneid` read afresh) it loads the
+    warp's table entry (`%warpid`), stores the event and the next slot to shared memory; no global
+    store, no atomic, no local memory. In a strip-mined trip (hold .. rec_held .. release) the
+    probe is a timer read, one shared store and one saturating add, with no branch."""
     import test_sass
     kernel = test_sass.KERNEL.replace("atrex::Recorder r(0u);", "atrex::BasicRecorder<64u, 8u, 0u, true> r(0u);")
     net, ops = test_sass.probe_delta(tmp_path, kernel)
+    assert ops.count("LDS.64") == 1 and ops.count("STS") == 1 and ops.count("STS.64") == 1 and "BSSY" in ops, ops
+    assert not [o for o in ops if o.startswith(("STG", "ATOM", "RED", "LDL", "STL"))], ops
+    held = kernel.replace("PROBE", "r.hold(); PROBE").replace("atrex::finish(r);", "r.release(); atrex::finish(r);")
+    net, ops = test_sass.probe_delta(tmp_path, held, "rec_held")
     assert any(o.startswith("STS") for o in ops) and "VIADDMNMX" in {o.split(".")[0] for o in ops}, ops
-    assert not [o for o in ops if o.startswith(("STG", "BRA", "ISETP", "ATOM", "RED", "LDL", "STL"))], ops
-    assert net <= 4, ops
+    assert not [o for o in ops if o.startswith(("STG", "BRA", "ISETP", "LDS", "ATOM", "RED", "LDL", "STL"))], ops
+    assert net <= 5, ops
 
 
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "global"])

@@ -114,6 +114,19 @@ def test_owner_identity(tmp_path):
     assert failing(s.save().validate()) == {"owner_identity": 1}
 
 
+def test_owner_identity_moved_warp(tmp_path):
+    """A resident owner whose warp changed SM warp slot sets flags bit 1 and copies no event out:
+    refused as owner_identity, naming the owner."""
+    s = Synthetic(tmp_path)
+    o = s.owner_of_group(CTA_GROUP, 2)
+    s.owners["flags"][o], s.owners["attempted"][o] = 2, 0
+    s.events[o] = 0
+    r = s.save().validate()
+    assert failing(r) == {"owner_identity": 1}
+    detail = next(c for c in r["checks"] if c["name"] == "owner_identity")["details"][0]
+    assert "1 resident owners' warps changed SM warp slot during the launch" in detail
+
+
 def test_duplicate_ownership(tmp_path):
     s = Synthetic(tmp_path)
     s.owners["claims"][s.owner_of_group(0, 5)] = 2

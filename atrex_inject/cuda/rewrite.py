@@ -8,7 +8,7 @@ inside the same branch or loop.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import AnchorError, SpecError
@@ -191,14 +191,17 @@ class _Replacement:
     inclusive: bool
 
 
-def _site_code(plan: Plan, site: Site, branch_free: bool = False) -> str:
+def _site_code(plan: Plan, site: Site, branch_free: bool = False, held: bool = False) -> str:
     """The probe statement. `branch_free`: the site runs only in recording CTAs (versioned body) or
     once per strip-mined group, so it stores unconditionally (non-writers have capacity 0: the
     store is predicated off) instead of testing `active` or a hit counter, which splits the
-    compiler's basic blocks and stops it from overlapping the code around the probe."""
+    compiler's basic blocks and stops it from overlapping the code around the probe. `held`: a
+    resident recorder's site in a strip-mined trip, which holds the warp's slot (_strip_mine)."""
     sid = plan.spec.site_id(site.name)
     rv = f"__atrex_r{plan.group_of(site).id}"
     payload = f", static_cast<unsigned>({site.payload})" if site.payload else ""
+    if held:
+        return f"{rv}.rec_held({sid}u{payload});"
     if branch_free:
         return f"{rv}.rec({sid}u{payload});"
     if site.every > 1:
@@ -250,6 +253,7 @@ class _StripMine:
     sites: list[Site]
     begin: list[tuple[str, str]]  # loop-begin probes: at the start of each group
     end: list[tuple[str, str]]  # loop-end probes: at the end of each group
+    held: list[int] = field(default_factory=list)  # resident recorders (group ids) held for each group
 
 
 def _anchored_in(stmt: Stmt, site: Site, loop: Stmt) -> bool:
@@ -362,7 +366,10 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     placements = []
     entry_items, exit_items = _recorders(plan, set(mined)), []
     for site in spec.sites:
-        code = _site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1))
+        held = site.name in mined and plan.spec.capture.staging_resident
+        code = _site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1), held=held)
+        if held and plan.group_of(site).id not in mined[site.name].held:
+            mined[site.name].held.append(plan.group_of(site).id)
         label, pos = _label(plan, site), site.position
         if site.anchor.kind == "entry":
             entry_items.append((code, label))
@@ -520,7 +527,9 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
     this is what puts the group's loads in flight together, as in its own unrolling of the clean loop.
     The loop-begin probes then come after those loads: placed before them, ptxas issued the first load,
     then the probe's store (waiting for its timer read), then the others, and the probe's registers
-    were the next load's destination, so the group's loads waited for the timer (reduce_sumsq's SASS)."""
+    were the next load's destination, so the group's loads waited for the timer (reduce_sumsq's SASS).
+    A resident recorder is held at the top of each group and released at its end: its slot is in
+    registers for the group's probes and in the shared table between groups (atrex_recorder.cuh)."""
     cl, n, text, nl = sm.loop, sm.every, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
@@ -539,6 +548,8 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
     def gen() -> str:
         clean = text[body.start:body.end]
         sep = f" {cl.incr};{nl}{ind}  "
+        hold = "".join(f" __atrex_r{g}.hold();" for g in sorted(sm.held))
+        release = "".join(f" __atrex_r{g}.release();" for g in sorted(sm.held))
         begin = f" {edits.inline(sm.begin)}" if sm.begin else ""
         end = f" {edits.inline(sm.end)}" if sm.end else ""
         init = f" {cl.init};" if cl.init else ""
@@ -553,8 +564,8 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
             loads, begin = f"{loads}{nl}{ind} {begin}", ""
         return (f"{pad}{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: "
                 f"one probed iteration per group of {n}{nl}{ind}{text[loop.lead:loop.start]}"
-                f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{begin}"
-                f"{loads}{nl}{ind}  {sep.join(copy(k, k == 0) for k in range(n))}{end} }}{nl}"
+                f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{hold}{begin}"
+                f"{loads}{nl}{ind}  {sep.join(copy(k, k == 0) for k in range(n))}{end}{release} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {clean}  /* atrex: the last iterations, clean */ }}")
 
     edits.replace(loop.lead, loop.end, gen, inclusive=False)

@@ -1,7 +1,9 @@
 """Designs the rewriter does not emit, measured on the whole kernel (run on the GPU host): each
 variant is an example's instrumented source (or the recorder runtime) transformed by hand, here in
 code, and measured against the clean build with `atrex-inject measure` (8+8 fresh processes), as
-bench/perturbation/parts.py measures the spec's parts. bench/RESULTS.md (session 9) has the runs.
+bench/perturbation/parts.py measures the spec's parts. bench/RESULTS.md has the runs (sessions 9
+and 10; the state-placement designs measured in session 9 were edits of the recorder before its
+resident state moved to the shared table, and are gone with it).
 
     spec          the example's spec as the rewriter instruments it (the reference, same call)
     outlined      the copy's clean body moved to a static __noinline__ function, the copy bounded at
@@ -9,22 +11,14 @@ bench/perturbation/parts.py measures the spec's parts. bench/RESULTS.md (session
     outlined_one  the same with one recording CTA: what the out-of-line clean side costs alone
     defer         the strip-mined loop-end event's time read where it is, its store after the next
                   group's loads (and after the loop for the last group)
-    local         the resident recorder's state (next slot, overflow slot, owner) in the thread's
-                  local memory, read and written at each probe instead of kept in registers
-    hybrid        the same, but the entry's and the strip-mined loop's probes keep the slot pointer
-                  in registers (loaded before the loop, written back to local memory at each event)
-    warpid        the resident recorder's state in a shared-memory table indexed by %warpid (the
-                  warp's slot on the SM), read and written at each probe (a preemption that moves
-                  the warp would misfile its events: a prototype, with no check of that)
-    warpid_hybrid the same outside strip-mined loops; inside them (and at entry) the slot pointer in
-                  registers, loaded before the loop, written back to the table at each event (built
-                  in session 9, not yet measured)
+    held          resident: each strip-mined loop's recorders held in registers across the whole
+                  loop (hold before it, release after it) instead of within each trip
 
 Each name takes a suffix: `-resident` (staging = { warps = 8, resident = true }) and `@PART`
 (a part of bench/perturbation/parts.py: entry, loop, noloop; default full).
 
-    python3 bench/perturbation/variants.py --example reduce_sumsq \\
-        --variants spec-resident@entry,local-resident@entry [--samples 8] [--json OUT.json]
+    python3 bench/perturbation/variants.py --example layernorm \\
+        --variants spec-resident,held-resident [--samples 8] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -122,100 +116,21 @@ REC_AT = (
     "  __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) { rec_at(site, globaltimer_lo(), payload); }\n"
     "  __device__ __forceinline__ void rec_at(uint32_t site, uint32_t t, uint32_t payload = 0u) {\n")
 
-# The resident recorder's state in local memory (`local`): kept at construction, read and written
-# by each probe and at exit. The opaque index stops NVVM from promoting the array to registers.
-LOCAL = [
-    ("      resident_open();\n      return;\n",
-     "      resident_open();\n      keep(0, a_); keep(1, ring_end_);\n"
-     "      keep(2, ring_end_ == ResidentRing<K, W, G>::sink() ? 0xffffffffu : local_owner());\n      return;\n"),
-    ("      put_shared(a_, t, payload, site);\n      a_ = min(a_ + kEventBytes, ring_end_);\n",
-     "      const uint32_t a = kept(0), last = kept(1);\n      put_shared(a, t, payload, site);\n"
-     "      keep(0, min(a + kEventBytes, last));\n"),
-    ("    const uint32_t a = all ? __shfl_sync(mask, a_, 0) : a_, last = all ? __shfl_sync(mask, ring_end_, 0) : ring_end_;\n"
-     "    return ResidentExit{G, local_owner(), a, last == ResidentRing<K, W, G>::sink() ? 0u : last};\n",
-     "    const uint32_t a0 = kept(0), l0 = kept(1), o0 = kept(2);\n"
-     "    const uint32_t a = all ? __shfl_sync(mask, a0, 0) : a0, last = all ? __shfl_sync(mask, l0, 0) : l0;\n"
-     "    const uint32_t o = all ? __shfl_sync(mask, o0, 0) : o0;\n"
-     "    return ResidentExit{G, o, a, o == 0xffffffffu ? 0u : last};\n"),
-    ("  uint32_t a_ = 0u, ring_end_ = 0u;",
-     "  uint32_t kept_[3];\n"
-     "  __device__ __forceinline__ static uint32_t opaque(uint32_t i) {\n"
-     "    uint32_t r;\n    asm volatile(\"mov.u32 %0, %1;\" : \"=r\"(r) : \"r\"(i));\n    return r;\n  }\n"
-     "  __device__ __forceinline__ void keep(uint32_t i, uint32_t v) { kept_[opaque(i)] = v; }\n"
-     "  __device__ __forceinline__ uint32_t kept(uint32_t i) const { return kept_[opaque(i)]; }\n"
-     "  uint32_t a_ = 0u, ring_end_ = 0u;"),
-]
+def held_loops(text: str) -> str:
+    """`held`: each strip-mined loop's resident recorders held once before the loop and released
+    after it, where the rewriter holds and releases them in every trip (group of iterations)."""
+    trip = re.findall(r" (__atrex_r\d+)\.hold\(\);", text)
+    if not trip:
+        raise ValueError("no held recorder: the variant needs a resident spec with a strip-mined loop")
+    held = sorted(set(trip))
+    text = re.sub(r" __atrex_r\d+\.(?:hold|release)\(\);", "", text)
+    text = text.replace("  // atrex: strip-mined by", "".join(f" {r}.hold();" for r in held) + "  // atrex: strip-mined by")
+    return text.replace("/* atrex: the last iterations, clean */ }",
+                        "/* atrex: the last iterations, clean */" + "".join(f" {r}.release();" for r in held) + " }")
 
 
-# `hybrid`: besides LOCAL, probes that keep the slot pointer in registers (rec_held), loaded before a
-# strip-mined loop (hold) and written back to local memory at each event.
-HOLD = ("  // Density-limited sites: warps that do not record skip the whole probe through one",
-        "  __device__ __forceinline__ void hold() {\n    if (R) {\n      a_ = kept(0u);\n      ring_end_ = kept(1u);\n    }\n  }\n"
-        "  __device__ __forceinline__ void rec_held(uint32_t site, uint32_t payload = 0u) {\n"
-        "    if (!R) return rec(site, payload);\n    put_shared(a_, globaltimer_lo(), payload, site);\n"
-        "    a_ = min(a_ + kEventBytes, ring_end_);\n    keep(0u, a_);\n  }\n\n"
-        "  // Density-limited sites: warps that do not record skip the whole probe through one")
-
-
-def held_probes(text: str) -> str:
-    """`hybrid`'s instrumented text: the entry's and the strip-mined loops' probes as rec_held, each
-    strip-mined loop's recorders held before it."""
-    text = re.sub(r"(__atrex_r\d+)\.rec\((\d+u)\);(\s*// atrex: site \w+ \(id \d+, entry\))", r"\1.rec_held(\2);\3", text)
-    loop = re.compile(r"(__atrex_r\d+)\.rec\((\d+u)\);( /\* atrex: site \w+ \(id \d+, loop-(?:begin|end)\) \*/)")
-    held = sorted({m.group(1) for m in loop.finditer(text)})
-    text = loop.sub(r"\1.rec_held(\2);\3", text)
-    return text.replace("  // atrex: strip-mined by", "".join(f" {r}.hold();" for r in held) + "  // atrex: strip-mined by")
-
-
-# `warpid`: the resident state in a per-CTA shared table of the SM's 64 warp slots, written by the
-# warp's lane 0 at entry; each probe reads its entry (%warpid afresh), the owner's lane stores.
-WARPID = [
-    ("  __device__ __forceinline__ static uint32_t sink() { return base() + R * (K + 2u) * kEventBytes; }\n};\n",
-     "  __device__ __forceinline__ static uint32_t sink() { return base() + R * (K + 2u) * kEventBytes; }\n"
-     "  __device__ __forceinline__ static uint32_t table() {\n"
-     "    __shared__ __align__(16) uint4 tab[64];\n"
-     "    return static_cast<uint32_t>(__cvta_generic_to_shared(tab));\n  }\n};\n"
-     "__device__ __forceinline__ uint32_t warp_slot() {\n"
-     "  uint32_t w;\n  asm volatile(\"mov.u32 %0, %%warpid;\" : \"=r\"(w));\n  return w;\n}\n"
-     "__device__ __forceinline__ uint32_t lane_now() {\n"
-     "  uint32_t l;\n  asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));\n  return l;\n}\n"),
-    ("      resident_open();\n      return;\n",
-     "      resident_open();\n      if ((linear_thread() & 31u) == 0u) {\n"
-     "        const uint32_t e = ResidentRing<K, W, G>::table() + warp_slot() * 16u;\n"
-     "        const uint32_t owner = ring_end_ == ResidentRing<K, W, G>::sink() ? 0xffffffffu : local_owner();\n"
-     "        asm volatile(\"st.shared.v4.u32 [%0], {%1, %2, %3, %4};\" ::\"r\"(e), \"r\"(a_), \"r\"(ring_end_), "
-     "\"r\"(owner), \"r\"(0u) : \"memory\");\n      }\n      return;\n"),
-    ("      put_shared(a_, t, payload, site);\n      a_ = min(a_ + kEventBytes, ring_end_);\n",
-     "      const uint32_t e = ResidentRing<K, W, G>::table() + warp_slot() * 16u;\n      uint32_t a, last;\n"
-     "      asm volatile(\"ld.shared.v2.u32 {%0, %1}, [%2];\" : \"=r\"(a), \"=r\"(last) : \"r\"(e) : \"memory\");\n"
-     "      if (lane_now() == 0u) {\n        put_shared(a, t, payload, site);\n"
-     "        asm volatile(\"st.shared.u32 [%0], %1;\" ::\"r\"(e), \"r\"(min(a + kEventBytes, last)) : \"memory\");\n"
-     "      }\n"),
-    ("    const uint32_t a = all ? __shfl_sync(mask, a_, 0) : a_, last = all ? __shfl_sync(mask, ring_end_, 0) : ring_end_;\n"
-     "    return ResidentExit{G, local_owner(), a, last == ResidentRing<K, W, G>::sink() ? 0u : last};\n",
-     "    (void)all;\n    const uint32_t e = ResidentRing<K, W, G>::table() + warp_slot() * 16u;\n"
-     "    uint32_t a, last, owner, pad;\n"
-     "    asm volatile(\"ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\" : \"=r\"(a), \"=r\"(last), \"=r\"(owner), \"=r\"(pad) "
-     ": \"r\"(e) : \"memory\");\n"
-     "    return ResidentExit{G, owner, a, owner == 0xffffffffu ? 0u : last};\n"),
-]
-
-# `warpid_hybrid`: besides WARPID, rec_held and hold with the table as the place the pointer is kept.
-HOLD_TABLE = (HOLD[0],
-              "  __device__ __forceinline__ void hold() {\n    if (R) {\n"
-              "      const uint32_t e = ResidentRing<K, W, G>::table() + warp_slot() * 16u;\n"
-              "      asm volatile(\"ld.shared.v2.u32 {%0, %1}, [%2];\" : \"=r\"(a_), \"=r\"(ring_end_) : \"r\"(e) : \"memory\");\n"
-              "    }\n  }\n"
-              "  __device__ __forceinline__ void rec_held(uint32_t site, uint32_t payload = 0u) {\n"
-              "    if (!R) return rec(site, payload);\n    const uint32_t t = globaltimer_lo();\n"
-              "    if (lane_now() == 0u) {\n      put_shared(a_, t, payload, site);\n"
-              "      a_ = min(a_ + kEventBytes, ring_end_);\n"
-              "      asm volatile(\"st.shared.u32 [%0], %1;\" ::\"r\"(ResidentRing<K, W, G>::table() + warp_slot() * 16u), "
-              "\"r\"(a_) : \"memory\");\n    }\n  }\n\n" + HOLD[0])
-
-# each variant's edits of the recorder runtime (all of them add rec_at)
-RUNTIME = {"defer": [REC_AT], "local": [REC_AT, *LOCAL], "hybrid": [REC_AT, *LOCAL, HOLD], "warpid": [REC_AT, *WARPID],
-           "warpid_hybrid": [REC_AT, *WARPID, HOLD_TABLE]}
+# each variant's edits of the recorder runtime
+RUNTIME = {"defer": [REC_AT]}
 
 
 def runtime_variant(folder: Path, edits: list[tuple[str, str]]) -> Path:
@@ -242,10 +157,10 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return one_recording_cta(text) if name == "outlined_one" else text
     if name == "defer":
         return deferred_end(text)
-    if name in ("spec", "local", "warpid"):
+    if name == "spec":
         return text
-    if name in ("hybrid", "warpid_hybrid"):
-        return held_probes(text)
+    if name == "held":
+        return held_loops(text)
     raise ValueError(f"unknown variant {name!r}")
 
 
