@@ -245,7 +245,7 @@ def test_resident_capture_has_the_global_captures_structure(project):
     global-path capture of the same spec, and the source it ran is what staged_copy + apply write."""
     fix = FIX / "reduce_sumsq_resident"
     res_m, glob_m = load_manifest(fix / "manifest.json"), load_manifest(FIX / "reduce_sumsq" / "manifest.json")
-    assert res_m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8, True)
+    assert res_m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8 + 2 * 64 * 8, True)
     r = validate_capture(fix, res_m)
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
     (s,), (g,) = decode_dir(fix, res_m), decode_dir(FIX / "reduce_sumsq", glob_m)
