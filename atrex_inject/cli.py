@@ -139,8 +139,9 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
             out.print("  body versioned: CTAs that record nothing, and all when probes are off, run the clean copy"
                       if p["versioned"] else f"  body NOT versioned: {p['not_versioned_because']}", markup=False)
             for sm in p["strip_mined"]:
-                out.print(f"  loop at line {sm['line']} strip-mined by {sm['every']} for {', '.join(sm['sites'])}",
-                          markup=False)
+                how = (f"strip-mined by {sm['every']}" if sm["every"] > 1
+                       else "holds its warp's ring slot across the loop")
+                out.print(f"  loop at line {sm['line']} {how} for {', '.join(sm['sites'])}", markup=False)
         _render_launches(r)
         for w in r["warnings"]:
             out.print(f"warning: {w}", markup=False)

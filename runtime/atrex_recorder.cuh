@@ -492,6 +492,14 @@ class BasicRecorder {
   __device__ __forceinline__ void release() {
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(ResidentRing<K, W, G>::entry()), "r"(a_) : "memory");
   }
+  // Held across a whole loop instead (a loop whose sites record every iteration): an iteration's
+  // probe then costs what a trip's does, with no table access in the loop (bench/probe_cost's copy
+  // loop). Lanes that left the loop earlier took fewer slots, and every lane stores the entry, so
+  // the warp writes back the furthest slot any of its lanes reached.
+  __device__ __forceinline__ void release_loop() {
+    const uint32_t a = __reduce_max_sync(__activemask(), a_);
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ResidentRing<K, W, G>::entry()), "r"(a) : "memory");
+  }
 
   // Density-limited sites: warps that do not record skip the whole probe through one
   // warp-uniform branch instead of paying for a masked-off store.

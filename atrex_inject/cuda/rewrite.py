@@ -277,16 +277,23 @@ def _enclosing_loop(stmt: Stmt, site: Site) -> Stmt | None:
 
 def _plan_strip_mining(spec: ProbeSpec, anchored: dict[str, Stmt], text: str) -> tuple[dict[Stmt, _StripMine],
                                                                                        list[dict]]:
-    """Which loops holding sampled sites are strip-mined, and why the others are not."""
+    """Which loops holding sampled sites are strip-mined, and why the others are not. With resident
+    rings a loop whose sites are all dense is "strip-mined by 1" too: its warp's slot is held across
+    the loop instead of being looked up in the table at each probe (a lane test and the table's
+    load and store at every event); where such a loop cannot be, its probes look the slot up, and
+    nothing is reported."""
+    resident = spec.capture.staging_resident
     by_loop: dict[Stmt, list[Site]] = {}
     for site in spec.sites:
         stmt = anchored.get(site.name)
-        if site.every > 1 and stmt is not None:
+        if (site.every > 1 or resident) and stmt is not None:
             loop = _enclosing_loop(stmt, site)
             if loop is not None:
                 by_loop.setdefault(loop, []).append(site)
     chosen, refused = {}, []
     for loop, sites in by_loop.items():
+        if any(s.every > 1 for s in sites):  # a sampled loop's dense sites refuse it as before
+            sites = [s for s in sites if s.every > 1]
         everies = sorted({s.every for s in sites})
         others = [s.name for s in spec.sites if s.name in anchored and s not in sites
                   and _anchored_in(anchored[s.name], s, loop)]
@@ -302,7 +309,8 @@ def _plan_strip_mining(spec: ProbeSpec, anchored: dict[str, Stmt], text: str) ->
         else:
             chosen[loop] = _StripMine(form, everies[0], sites, [], [])
             continue
-        refused.append({"sites": [s.name for s in sites], "reason": why})
+        if everies != [1]:
+            refused.append({"sites": [s.name for s in sites], "reason": why})
     return chosen, refused
 
 
@@ -529,7 +537,10 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
     then the probe's store (waiting for its timer read), then the others, and the probe's registers
     were the next load's destination, so the group's loads waited for the timer (reduce_sumsq's SASS).
     A resident recorder is held at the top of each group and released at its end: its slot is in
-    registers for the group's probes and in the shared table between groups (atrex_recorder.cuh)."""
+    registers for the group's probes and in the shared table between groups (atrex_recorder.cuh).
+    N = 1 (resident, dense sites): the loop keeps its form, and the recorder is held before it and
+    released after it, so an iteration's probe does not wait for the table: the lookup chain (the
+    warp slot, the entry's load) delayed each iteration's load in a copy loop with one load in flight."""
     cl, n, text, nl = sm.loop, sm.every, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
@@ -549,7 +560,7 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
         clean = text[body.start:body.end]
         sep = f" {cl.incr};{nl}{ind}  "
         hold = "".join(f" __atrex_r{g}.hold();" for g in sorted(sm.held))
-        release = "".join(f" __atrex_r{g}.release();" for g in sorted(sm.held))
+        release = "".join(f" __atrex_r{g}.release{'_loop' if n == 1 else ''}();" for g in sorted(sm.held))
         begin = f" {edits.inline(sm.begin)}" if sm.begin else ""
         end = f" {edits.inline(sm.end)}" if sm.end else ""
         init = f" {cl.init};" if cl.init else ""
@@ -558,11 +569,17 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
             idx = ", ".join(f"__atrex_i{k} = ({cl.var}) + {k} * ({cl.step})" for k in range(1, n))
             vals = " ".join(f"{lead.type} __atrex_v{k}_{j} = {expr.format(i=cl.var if k == 0 else f'__atrex_i{k}')};"
                             for k in range(n) for j, (_, expr) in enumerate(lead.decls))
-            loads = f"{nl}{ind}  const auto {idx};  // atrex: the group's loads, issued together{nl}{ind}  {vals}"
+            idx = f"const auto {idx};  " if idx else ""
+            loads = f"{nl}{ind}  {idx}// atrex: the group's loads, issued together{nl}{ind}  {vals}"
         pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""  # a #pragma lead at column 0
         if loads and begin:  # the begin probes after the loads: their timer read and store overlap the loads' flight
             loads, begin = f"{loads}{nl}{ind} {begin}", ""
-        return (f"{pad}{{{init}  // atrex: strip-mined by {n} for site(s) {', '.join(s.name for s in sm.sites)}: "
+        names = ", ".join(s.name for s in sm.sites)
+        if n == 1:  # dense sites, resident: no group, no remainder; the slot is held across the loop
+            return (f"{pad}{{{init}{hold}  // atrex: the warp's ring slot held across the loop for site(s) {names}"
+                    f"{nl}{ind}{text[loop.lead:loop.start]}for (; {cl.cond}; {cl.incr}) {{{begin}{loads}{nl}"
+                    f"{ind}  {copy(0, True)}{end} }}{release} }}")
+        return (f"{pad}{{{init}  // atrex: strip-mined by {n} for site(s) {names}: "
                 f"one probed iteration per group of {n}{nl}{ind}{text[loop.lead:loop.start]}"
                 f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{hold}{begin}"
                 f"{loads}{nl}{ind}  {sep.join(copy(k, k == 0) for k in range(n))}{end}{release} }}{nl}"
