@@ -214,18 +214,23 @@ position = "loop-begin"
 """
 
 
-@pytest.mark.parametrize("canonical", [True, False], ids=["canonical", "with-break"])
-def test_a_dense_resident_loop_holds_its_slot_across_the_loop(tmp_path, canonical):
+@pytest.mark.parametrize("case", ["canonical", "with-break", "in-branch"])
+def test_a_dense_resident_loop_holds_its_slot_across_the_loop(tmp_path, case):
     """A resident loop site recording every iteration (bench/probe_cost's copy loop): in a canonical
     loop the warp's slot is held across the loop, so the recording loop has no lane test (no BSSY)
     and no table load; the table probe that a loop with a `break` keeps instead loads and stores
-    the entry under a lane test at every probe (copy loop, H200: +4.08% in run 72)."""
+    the entry under a lane test at every probe (copy loop, H200: +4.08% in run 72), and so does a
+    site under an `if` of the body, which lane 0 may skip while other lanes run it."""
     from atrex_inject import sass
 
     (tmp_path / ".git").mkdir()
-    kernel = COPY if canonical else COPY.replace("out[i] = in[i];", "out[i] = in[i];\n    if (i == 7) break;")
+    canonical = case == "canonical"
+    kernel = {"canonical": COPY, "with-break": COPY.replace("out[i] = in[i];", "out[i] = in[i];\n    if (i == 7) break;"),
+              "in-branch": COPY.replace("out[i] = in[i];", "if (i & 1) {\n      out[i] = in[i];\n    }")}[case]
     (tmp_path / "k.cu").write_text(kernel)
-    (tmp_path / "s.toml").write_text(COPY_SPEC)
+    site = ('anchor = { stmt = "out[i] = in[i]" }\nposition = "before"\n' if case == "in-branch"
+            else 'anchor = { loop = "for (long i" }\nposition = "loop-begin"\n')
+    (tmp_path / "s.toml").write_text(COPY_SPEC.replace('anchor = { loop = "for (long i" }\nposition = "loop-begin"\n', site))
     m = snapshot.apply(tmp_path / "s.toml").manifest
     text = (tmp_path / "k.cu").read_text()
     assert ("__atrex_r0.hold();  // atrex: the warp's ring slot held across the loop for site(s) iter" in text

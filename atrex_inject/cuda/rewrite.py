@@ -314,6 +314,35 @@ def _plan_strip_mining(spec: ProbeSpec, anchored: dict[str, Stmt], text: str) ->
     return chosen, refused
 
 
+def _straight(stmt: Stmt, site: Site, loop: Stmt) -> bool:
+    """Does this site's probe run in every iteration of `loop` that its warp's lanes run, with no
+    `if`, `switch` or loop of the body between them?"""
+    if stmt is loop:
+        return site.position in ("loop-begin", "loop-end")
+    p = stmt.parent
+    while p is not None and p is not loop.body:
+        if p.kind != Kind.BLOCK:
+            return False
+        p = p.parent
+    return p is not None
+
+
+def _not_held(plan: Plan, strip: dict[Stmt, _StripMine], anchored: dict[str, Stmt]) -> set[str]:
+    """The sites of resident groups that are not held in their strip-mined loop. A held probe has no
+    lane test: every lane that runs it stores the event to its warp's next slot, so a probe that
+    lane 0 skips while other lanes of its warp run it (under an `if` or a `switch` of the body)
+    would record, for lane 0's owner, what lane 0 did not run. Such a group's probes in that loop
+    look the slot up in the table on lane 0 instead. (A loop that only some lanes of a warp enter
+    at all cannot be seen here: docs/spec.md.)"""
+    out: set[str] = set()
+    if not plan.spec.capture.staging_resident:
+        return out
+    for sm in strip.values():
+        crooked = {plan.group_of(s).id for s in sm.sites if not _straight(anchored[s.name], s, sm.loop.stmt)}
+        out |= {s.name for s in sm.sites if plan.group_of(s).id in crooked}
+    return out
+
+
 def _declares_static_shared(s: Stmt) -> bool:
     words = [t.value for t in s.own]
     return s.kind == Kind.SIMPLE and "__shared__" in words and "extern" not in words
@@ -369,12 +398,14 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     split = _kernel_split(src, kernel, anchored) if version_body else "not asked for"
     versioned = isinstance(split, int)
     strip, refused = _plan_strip_mining(spec, anchored, text)
+    unheld = _not_held(plan, strip, anchored)
+    strip = {loop: sm for loop, sm in strip.items() if sm.every > 1 or any(s.name not in unheld for s in sm.sites)}
     mined = {s.name: sm for sm in strip.values() for s in sm.sites}
     edits = _Edits(src)
     placements = []
     entry_items, exit_items = _recorders(plan, set(mined)), []
     for site in spec.sites:
-        held = site.name in mined and plan.spec.capture.staging_resident
+        held = site.name in mined and plan.spec.capture.staging_resident and site.name not in unheld
         code = _site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1), held=held)
         if held and plan.group_of(site).id not in mined[site.name].held:
             mined[site.name].held.append(plan.group_of(site).id)
