@@ -13,6 +13,10 @@ resident state moved to the shared table, and are gone with it).
                   group's loads (and after the loop for the last group)
     held          resident: each strip-mined loop's recorders held in registers across the whole
                   loop (hold before it, release after it) instead of within each trip
+    exit_none     resident: the warp's exit call does nothing (no copy-out, no claim, no header;
+                  the capture is rejected): what the exit costs, by difference with `spec`
+    exit_header   resident: the exit claims and writes the owner headers but copies no event
+    exit_copy     resident: the exit copies the rings out but claims and writes no header
 
 Each name takes a suffix: `-resident` (staging = { warps = 8, resident = true }) and `@PART`
 (a part of bench/perturbation/parts.py: entry, loop, noloop; default full).
@@ -129,8 +133,13 @@ def held_loops(text: str) -> str:
                         "/* atrex: the last iterations, clean */" + "".join(f" {r}.release();" for r in held) + " }")
 
 
+# The resident exit taken apart (the captures of these variants are incomplete and rejected).
+_CLOSE_CALL = ("  resident_close<Rs...>(__activemask() == 0xffffffffu);\n", "")
+_COPY_LOOP = ("  for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);\n", "")
+_HEADER = ("  if (lane != 0u) return;\n  uint32_t tag, t0_lo, t0_hi, clk0 = 0u;\n", "  return;\n  uint32_t tag, t0_lo, t0_hi, clk0 = 0u;\n")
+
 # each variant's edits of the recorder runtime
-RUNTIME = {"defer": [REC_AT]}
+RUNTIME = {"defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER]}
 
 
 def runtime_variant(folder: Path, edits: list[tuple[str, str]]) -> Path:
@@ -157,7 +166,7 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return one_recording_cta(text) if name == "outlined_one" else text
     if name == "defer":
         return deferred_end(text)
-    if name == "spec":
+    if name in ("spec", "exit_none", "exit_header", "exit_copy"):
         return text
     if name == "held":
         return held_loops(text)
