@@ -1,5 +1,5 @@
 """bench/perturbation/variants.py builds designs the rewriter does not emit; the H200 measured them
-(bench/RESULTS.md, sessions 9 and 10) and none was adopted. What each does to the SASS is checked here, on
+(bench/RESULTS.md, sessions 9 to 11) and none was adopted. What each does to the SASS is checked here, on
 real sm_90a builds, so that the reasons docs/perturbation.md gives for leaving them out stay true."""
 from __future__ import annotations
 
@@ -77,3 +77,16 @@ def test_holding_across_the_whole_loop_raises_layernorm_registers(project):
         clean_side, _ = sass.sides(_copy(sass.disassemble(bins[name])))
         missing, _ = sass.compare_loops(clean, [], (clean_side, []))
         assert (not missing) is ok, (name, missing)
+
+
+@pytest.mark.parametrize("name", ["exit_none", "exit_header", "exit_copy"])
+def test_exit_variants_leave_out_their_part_of_the_resident_exit(tmp_path, name):
+    """The exit variants (run 76) each edit the recorder's exit once; what they leave out is gone
+    from the edited runtime and nothing else is."""
+    folder = variants.runtime_variant(tmp_path / name, variants.RUNTIME[name])
+    text = (folder / "atrex_recorder.cuh").read_text()
+    clean = (REPO / "runtime" / "atrex_recorder.cuh").read_text()
+    gone = {"exit_none": "resident_close<Rs...>(__activemask()", "exit_header": "k += lanes) copy_out(",
+            "exit_copy": "  if (lane != 0u) return;\n  uint32_t tag"}[name]
+    assert gone in clean and gone not in text
+    assert len(clean.splitlines()) - len(text.splitlines()) == (0 if name == "exit_copy" else 1)
