@@ -81,7 +81,7 @@ def test_holding_across_the_whole_loop_raises_layernorm_registers(project):
 
 @pytest.mark.parametrize("name", ["exit_none", "exit_header", "exit_copy"])
 def test_exit_variants_leave_out_their_part_of_the_resident_exit(tmp_path, name):
-    """The exit variants (run 76) each edit the recorder's exit once; what they leave out is gone
+    """The exit variants of run 76 each edit the recorder's exit once; what they leave out is gone
     from the edited runtime and nothing else is."""
     folder = variants.runtime_variant(tmp_path / name, variants.RUNTIME[name])
     text = (folder / "atrex_recorder.cuh").read_text()
@@ -90,3 +90,28 @@ def test_exit_variants_leave_out_their_part_of_the_resident_exit(tmp_path, name)
             "exit_copy": "  if (lane != 0u) return;\n  uint32_t tag"}[name]
     assert gone in clean and gone not in text
     assert len(clean.splitlines()) - len(text.splitlines()) == (0 if name == "exit_copy" else 1)
+
+
+@pytest.mark.parametrize("name", ["exit_call", "exit_store", "exit_red", "exit_bulk", "exit_warm"])
+def test_exit_variants_that_return_early_make_only_their_one_write(tmp_path, name):
+    """Runs 77-80's variants: the exit returns after finding the owners, having made only the one
+    kind of global write the variant names (SASS of reduce_sumsq's copy, resident; the kernel's own
+    float atomicAdd aside)."""
+    import subprocess
+
+    from atrex_inject import snapshot
+    from atrex_inject.spec import staged_copy
+
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    (tmp_path / ".git").mkdir()
+    spec = staged_copy(tmp_path / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    snapshot.apply(spec, root=tmp_path)
+    folder = variants.runtime_variant(tmp_path / name, variants.RUNTIME[name])
+    src = tmp_path / "examples" / "cuda" / "reduce_sumsq.cu"
+    proc = subprocess.run([*variants.run.NVCC, f"-I{folder}", f"-I{src.parent}", "-cubin", "-o", tmp_path / "k.cubin", src],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    ops = [op for _, op, _ in sass.function(sass.disassemble(tmp_path / "k.cubin"), "reduce_sumsq__atrex")]
+    writes = {o.split(".")[0] for o in ops if o.startswith(("STG", "REDG", "UBLKCP", "ATOMG")) and ".F32" not in o}
+    assert writes == {"exit_call": set(), "exit_store": {"STG"}, "exit_red": {"REDG"}, "exit_bulk": {"UBLKCP"},
+                      "exit_warm": {"STG"}}[name], (writes, ops)

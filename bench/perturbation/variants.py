@@ -17,6 +17,13 @@ resident state moved to the shared table, and are gone with it).
                   the capture is rejected): what the exit costs, by difference with `spec`
     exit_header   resident: the exit claims and writes the owner headers but copies no event
     exit_copy     resident: the exit copies the rings out but claims and writes no header
+    exit_call     resident: the exit call finds each owner's ring and returns: no global memory access
+    exit_store    resident: the same plus one 4-byte global store per owner
+    exit_red      resident: the same with a 4-byte reduction (`red.global.add`) instead of the store
+    exit_bulk     resident: the same with a 16-byte bulk copy from shared memory (`cp.async.bulk`,
+                  the TMA unit) instead of the store, waited for until it has read shared memory
+    exit_warm     resident: exit_store, and at entry each warp's lane 0 loads a word of the same
+                  page of the buffer (its result unused): is the exit's cost a cold translation?
 
 Each name takes a suffix: `-resident` (staging = { warps = 8, resident = true }) and `@PART`
 (a part of bench/perturbation/parts.py: entry, loop, noloop; default full).
@@ -138,8 +145,29 @@ _CLOSE_CALL = ("  resident_close<Rs...>(__activemask() == 0xffffffffu);\n", "")
 _COPY_LOOP = ("  for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);\n", "")
 _HEADER = ("  if (lane != 0u) return;\n  uint32_t tag, t0_lo, t0_hi, clk0 = 0u;\n", "  return;\n  uint32_t tag, t0_lo, t0_hi, clk0 = 0u;\n")
 
+_OWNER = "  const LaunchHeader* h = &atrex_tl_header;\n  const uint32_t owner = h->groups[e.group].owner_base + e.local;\n"
+_NOTHING = (_OWNER, '  asm volatile("" ::"r"(e.a), "r"(e.last), "r"(e.local), "r"(lane + lanes));\n  return;\n' + _OWNER)
+_ONE_STORE = (_OWNER, "  if (lane == 0u) *reinterpret_cast<uint32_t*>(atrex_tl_buffer + sizeof(LaunchHeader) + 4u * (e.group * 64u + e.local % 64u)) = e.a;\n"
+              "  return;\n" + _OWNER)
+
+_ONE_RED = (_OWNER, "  if (lane == 0u) atomicAdd(reinterpret_cast<uint32_t*>(atrex_tl_buffer + sizeof(LaunchHeader) + 4u * (e.group * 64u + e.local % 64u)), e.a);\n"
+            "  return;\n" + _OWNER)
+
+_ONE_BULK = (_OWNER, "  if (lane == 0u) {\n"
+             '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n'
+             '    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 16;" ::"l"(atrex_tl_buffer + sizeof(LaunchHeader) + 16u * (e.group * 64u + e.local % 64u)), "r"(e.last) : "memory");\n'
+             '    asm volatile("cp.async.bulk.commit_group;" ::: "memory");\n'
+             '    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");\n'
+             "  }\n  return;\n" + _OWNER)
+
+_WARM = ("    if ((tid & 31u) != 0u) return;\n",
+         "    if ((tid & 31u) != 0u) return;\n"
+         '    { uint32_t d; asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(d) : "l"(atrex_tl_buffer + sizeof(LaunchHeader))); }\n')
+
 # each variant's edits of the recorder runtime
-RUNTIME = {"defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER]}
+RUNTIME = {"defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER],
+           "exit_call": [_NOTHING], "exit_store": [_ONE_STORE], "exit_red": [_ONE_RED],
+           "exit_bulk": [_ONE_BULK], "exit_warm": [_ONE_STORE, _WARM]}
 
 
 def runtime_variant(folder: Path, edits: list[tuple[str, str]]) -> Path:
@@ -166,7 +194,7 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return one_recording_cta(text) if name == "outlined_one" else text
     if name == "defer":
         return deferred_end(text)
-    if name in ("spec", "exit_none", "exit_header", "exit_copy"):
+    if name in ("spec", *(n for n in RUNTIME if n.startswith("exit_"))):
         return text
     if name == "held":
         return held_loops(text)
