@@ -115,3 +115,19 @@ def test_exit_variants_that_return_early_make_only_their_one_write(tmp_path, nam
     writes = {o.split(".")[0] for o in ops if o.startswith(("STG", "REDG", "UBLKCP", "ATOMG")) and ".F32" not in o}
     assert writes == {"exit_call": set(), "exit_store": {"STG"}, "exit_red": {"REDG"}, "exit_bulk": {"UBLKCP"},
                       "exit_warm": {"STG"}}[name], (writes, ops)
+
+
+def test_early_exit_moves_every_finish_after_the_strip_mined_loop(project):
+    """`exit_early` (run 81): the copy's exits keep no `atrex::finish`, and one follows the first
+    `after` probe behind the strip-mined loop (reduce_sumsq resident: its stream_done site)."""
+    from atrex_inject import snapshot
+    from atrex_inject.spec import staged_copy
+
+    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    m = snapshot.apply(spec).manifest
+    text = (project / m.source.path).read_text()
+    out = variants.early_exit(text)
+    assert text.count("atrex::finish(__atrex_r0, __atrex_r1);") == 2 and out.count("atrex::finish(") == 1
+    assert "__atrex_r0.rec(3u); atrex::finish(__atrex_r0, __atrex_r1);  // atrex: site stream_done" in out
+    with pytest.raises(ValueError, match="no atrex::finish call"):
+        variants.early_exit(out.replace("atrex::finish(__atrex_r0, __atrex_r1);", ""))

@@ -24,6 +24,9 @@ resident state moved to the shared table, and are gone with it).
                   the TMA unit) instead of the store, waited for until it has read shared memory
     exit_warm     resident: exit_store, and at entry each warp's lane 0 loads a word of the same
                   page of the buffer (its result unused): is the exit's cost a cold translation?
+    exit_early    the exit's copy-out and publication made right after the first strip-mined loop's
+                  first `after` probe instead of at the kernel's exits (the events after it are
+                  lost; the capture is rejected): does the same exit cost less before the tail?
 
 Each name takes a suffix: `-resident` (staging = { warps = 8, resident = true }) and `@PART`
 (a part of bench/perturbation/parts.py: entry, loop, noloop; default full).
@@ -140,6 +143,19 @@ def held_loops(text: str) -> str:
                         "/* atrex: the last iterations, clean */" + "".join(f" {r}.release();" for r in held) + " }")
 
 
+def early_exit(text: str) -> str:
+    """`exit_early`: every `atrex::finish(...)` of the copy removed and one made right after the
+    first `after` probe that follows the strip-mined loop."""
+    calls = re.findall(r"atrex::finish\([^)]*\);", text)
+    if not calls:
+        raise ValueError("no atrex::finish call")
+    out = text.replace(calls[0], "")
+    m = re.search(r"/\* atrex: the last iterations, clean \*/ \}\n\s*(__atrex_r\d+\.rec\(\d+u\);)(?=  // atrex: site \w+ \(id \d+, after\))", out)
+    if not m:
+        raise ValueError("no `after` probe right after a strip-mined loop")
+    return out[:m.end(1)] + " " + calls[0] + out[m.end(1):]
+
+
 # The resident exit taken apart (the captures of these variants are incomplete and rejected).
 _CLOSE_CALL = ("  resident_close<Rs...>(__activemask() == 0xffffffffu);\n", "")
 _COPY_LOOP = ("  for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);\n", "")
@@ -194,6 +210,8 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return one_recording_cta(text) if name == "outlined_one" else text
     if name == "defer":
         return deferred_end(text)
+    if name == "exit_early":
+        return early_exit(text)
     if name in ("spec", *(n for n in RUNTIME if n.startswith("exit_"))):
         return text
     if name == "held":
