@@ -131,3 +131,18 @@ def test_early_exit_moves_every_finish_after_the_strip_mined_loop(project):
     assert "__atrex_r0.rec(3u); atrex::finish(__atrex_r0, __atrex_r1);  // atrex: site stream_done" in out
     with pytest.raises(ValueError, match="no atrex::finish call"):
         variants.early_exit(out.replace("atrex::finish(__atrex_r0, __atrex_r1);", ""))
+
+
+def test_norecord_keeps_the_recording_side_and_its_shared_memory(project):
+    """`norecord` (run 82): the guard is false at run time only, so the copy keeps its recording side
+    and the resident rings' static shared memory, and every CTA runs the clean side."""
+    from atrex_inject import snapshot
+    from atrex_inject.spec import staged_copy
+
+    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    m = snapshot.apply(spec).manifest
+    text = (project / m.source.path).read_text()
+    out = variants.no_recording_cta(text)
+    assert out.count("gridDim.x == 0u") == 1 and "atrex::cta_selected(8u, 0u)" in out
+    with pytest.raises(ValueError, match="no versioned body"):
+        variants.no_recording_cta(out.replace("if (atrex::bound() && gridDim.x == 0u && (", "if (("))

@@ -24,6 +24,8 @@ resident state moved to the shared table, and are gone with it).
                   the TMA unit) instead of the store, waited for until it has read shared memory
     exit_warm     resident: exit_store, and at entry each warp's lane 0 loads a word of the same
                   page of the buffer (its result unused): is the exit's cost a cold translation?
+    norecord      no CTA records (the copy's guard is false): what launching the copy costs, its static
+                  shared memory (resident rings) included, with every CTA on its clean side
     exit_early    the exit's copy-out and publication made right after the first strip-mined loop's
                   first `after` probe instead of at the kernel's exits (the events after it are
                   lost; the capture is rejected): does the same exit cost less before the tail?
@@ -101,6 +103,15 @@ def outlined(text: str, kernel: str, registers: int) -> str:
     text = text[:lb] + f"__launch_bounds__({t}, 65536 / (({registers}) * ({t})))" + text[_close(text, paren) + 1:]
     note = f"// atrex: {clone}, the instrumented copy"
     return _replace_once(text, note, fn + note)
+
+
+def no_recording_cta(text: str) -> str:
+    """The copy's guard made false at run time (gridDim.x == 0, which ptxas cannot fold, so the
+    recording side and its static shared memory stay): every CTA runs the copy's clean side."""
+    out = text.replace("if (atrex::bound() && (", "if (atrex::bound() && gridDim.x == 0u && (", 1)
+    if out == text:
+        raise ValueError("no versioned body")
+    return out
 
 
 def one_recording_cta(text: str) -> str:
@@ -212,6 +223,8 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return deferred_end(text)
     if name == "exit_early":
         return early_exit(text)
+    if name == "norecord":
+        return no_recording_cta(text)
     if name in ("spec", *(n for n in RUNTIME if n.startswith("exit_"))):
         return text
     if name == "held":
