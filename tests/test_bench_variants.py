@@ -146,3 +146,20 @@ def test_norecord_keeps_the_recording_side_and_its_shared_memory(project):
     assert out.count("gridDim.x == 0u") == 1 and "atrex::cta_selected(8u, 0u)" in out
     with pytest.raises(ValueError, match="no versioned body"):
         variants.no_recording_cta(out.replace("if (atrex::bound() && gridDim.x == 0u && (", "if (("))
+
+
+def test_late_release_restores_the_trip_end_write_back(project):
+    """`late` (run 83's reference): the trip's write-back after its begin probe, as the rewriter
+    emits it, moved back to the trip's end, as session 10 wrote it."""
+    from atrex_inject import snapshot
+    from atrex_inject.spec import staged_copy
+
+    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    m = snapshot.apply(spec).manifest
+    text = (project / m.source.path).read_text()
+    assert "/* atrex: site iter_begin (id 1, loop-begin) */ __atrex_r0.release(1u);" in text
+    out = variants.late_release(text)
+    assert "release(1u)" not in out
+    assert "__atrex_r0.rec_held(2u); /* atrex: site iter_end (id 2, loop-end) */ __atrex_r0.release(); }" in out
+    with pytest.raises(ValueError, match="no trip that releases"):
+        variants.late_release(out)

@@ -253,7 +253,8 @@ class _StripMine:
     sites: list[Site]
     begin: list[tuple[str, str]]  # loop-begin probes: at the start of each group
     end: list[tuple[str, str]]  # loop-end probes: at the end of each group
-    held: list[int] = field(default_factory=list)  # resident recorders (group ids) held for each group
+    # resident recorders held for each group: group id -> the positions of its sites in this loop
+    held: dict[int, list[str]] = field(default_factory=dict)
 
 
 def _anchored_in(stmt: Stmt, site: Site, loop: Stmt) -> bool:
@@ -407,8 +408,8 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     for site in spec.sites:
         held = site.name in mined and plan.spec.capture.staging_resident and site.name not in unheld
         code = _site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1), held=held)
-        if held and plan.group_of(site).id not in mined[site.name].held:
-            mined[site.name].held.append(plan.group_of(site).id)
+        if held:
+            mined[site.name].held.setdefault(plan.group_of(site).id, []).append(site.position)
         label, pos = _label(plan, site), site.position
         if site.anchor.kind == "entry":
             entry_items.append((code, label))
@@ -568,7 +569,9 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
     then the probe's store (waiting for its timer read), then the others, and the probe's registers
     were the next load's destination, so the group's loads waited for the timer (reduce_sumsq's SASS).
     A resident recorder is held at the top of each group and released at its end: its slot is in
-    registers for the group's probes and in the shared table between groups (atrex_recorder.cuh).
+    registers for the group's probes and in the shared table between groups (atrex_recorder.cuh);
+    when its probes in the group are its loop-begin and loop-end ones, it is released right after
+    the begin probes instead, with the loop-end probes' slots taken.
     N = 1 (resident, dense sites): the loop keeps its form, and the recorder is held before it and
     released after it, so an iteration's probe does not wait for the table: the lookup chain (the
     warp slot, the entry's load) delayed each iteration's load in a copy loop with one load in flight."""
@@ -590,9 +593,15 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
     def gen() -> str:
         clean = text[body.start:body.end]
         sep = f" {cl.incr};{nl}{ind}  "
+        # a group whose probes in a trip are its loop-begin and loop-end ones writes its table entry
+        # back right after the begin probes, its loop-end probes' slots taken, not at the trip's end
+        ends = {g: ps.count("loop-end") for g, ps in sm.held.items()
+                if n > 1 and set(ps) <= {"loop-begin", "loop-end"}}
         hold = "".join(f" __atrex_r{g}.hold();" for g in sorted(sm.held))
-        release = "".join(f" __atrex_r{g}.release{'_loop' if n == 1 else ''}();" for g in sorted(sm.held))
-        begin = f" {edits.inline(sm.begin)}" if sm.begin else ""
+        early = "".join(f" __atrex_r{g}.release({k}u);" for g, k in sorted(ends.items()))
+        release = "".join(f" __atrex_r{g}.release{'_loop' if n == 1 else ''}();" for g in sorted(sm.held)
+                          if g not in ends)
+        begin = (f" {edits.inline(sm.begin)}" if sm.begin else "") + early
         end = f" {edits.inline(sm.end)}" if sm.end else ""
         init = f" {cl.init};" if cl.init else ""
         loads = ""

@@ -24,6 +24,8 @@ resident state moved to the shared table, and are gone with it).
                   the TMA unit) instead of the store, waited for until it has read shared memory
     exit_warm     resident: exit_store, and at entry each warp's lane 0 loads a word of the same
                   page of the buffer (its result unused): is the exit's cost a cold translation?
+    late          resident: a strip-mined trip's table entry written back at the trip's end
+                  (`release()`, session 10), not right after its loop-begin probes (run 83)
     norecord      no CTA records (the copy's guard is false): what launching the copy costs, its static
                   shared memory (resident rings) included, with every CTA on its clean side
     exit_early    the exit's copy-out and publication made right after the first strip-mined loop's
@@ -105,6 +107,15 @@ def outlined(text: str, kernel: str, registers: int) -> str:
     return _replace_once(text, note, fn + note)
 
 
+def late_release(text: str) -> str:
+    """`late`: each trip's `release(n)` after its loop-begin probes moved to the trip's end as
+    `release()`, where the rewriter wrote it before run 83."""
+    out, n = re.subn(r" (__atrex_r\d+)\.release\(\d+u\);(.*?loop-end\) \*/)", r"\2 \1.release();", text, flags=re.S)
+    if not n:
+        raise ValueError("no trip that releases after its begin probes")
+    return out
+
+
 def no_recording_cta(text: str) -> str:
     """The copy's guard made false at run time (gridDim.x == 0, which ptxas cannot fold, so the
     recording side and its static shared memory stay): every CTA runs the copy's clean side."""
@@ -148,7 +159,7 @@ def held_loops(text: str) -> str:
     if not trip:
         raise ValueError("no held recorder: the variant needs a resident spec with a strip-mined loop")
     held = sorted(set(trip))
-    text = re.sub(r" __atrex_r\d+\.(?:hold|release)\(\);", "", text)
+    text = re.sub(r" __atrex_r\d+\.(?:hold|release)\((?:\d+u)?\);", "", text)
     text = text.replace("  // atrex: strip-mined by", "".join(f" {r}.hold();" for r in held) + "  // atrex: strip-mined by")
     return text.replace("/* atrex: the last iterations, clean */ }",
                         "/* atrex: the last iterations, clean */" + "".join(f" {r}.release();" for r in held) + " }")
@@ -225,6 +236,8 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return early_exit(text)
     if name == "norecord":
         return no_recording_cta(text)
+    if name == "late":
+        return late_release(text)
     if name in ("spec", *(n for n in RUNTIME if n.startswith("exit_"))):
         return text
     if name == "held":
