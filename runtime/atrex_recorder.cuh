@@ -319,6 +319,13 @@ struct ResidentRing {
     __shared__ __align__(8) uint2 table[kWarpSlots];
     return static_cast<uint32_t>(__cvta_generic_to_shared(table)) + (warp_slot() & (kWarpSlots - 1u)) * 8u;
   }
+  // The entry at `e`: {next slot, overflow slot}; and its next slot written back.
+  __device__ __forceinline__ static void load(uint32_t e, uint32_t& next, uint32_t& last) {
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(next), "=r"(last) : "r"(e) : "memory");
+  }
+  __device__ __forceinline__ static void store(uint32_t e, uint32_t next) {
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(e), "r"(next) : "memory");
+  }
 };
 
 // Stores one event into a staging ring's slot (shared address `slot`), resident or staged.
@@ -441,9 +448,9 @@ class BasicRecorder {
         using Ring = ResidentRing<K, W, G>;
         const uint32_t e = Ring::entry();
         uint32_t a, last;
-        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(last) : "r"(e) : "memory");
+        Ring::load(e, a, last);
         put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site);
-        asm volatile("st.shared.u32 [%0], %1;" ::"r"(e), "r"(min(a + kEventBytes, last)) : "memory");
+        Ring::store(e, min(a + kEventBytes, last));
       }
       return;
     }
@@ -476,14 +483,12 @@ class BasicRecorder {
 
   // Resident, in each trip of a strip-mined loop (a group of `every` iterations): the rewriter
   // holds the warp's table entry in registers at the trip's start, its probes store with rec_held,
-  // and it releases the next slot back to the table at the trip's end. Within the trip every lane
+  // and it releases the next slot back to the table (release, below). Within the trip every lane
   // stores the same event to the same slot (no lane test, no branch); across trips nothing stays
   // in registers, so the loop keeps the clean kernel's register budget (reduce_sumsq, layernorm:
   // 32). The offsets stay relative to base() in registers: holding absolute shared addresses
   // instead took the copy to 36 and 44 registers (sm_90a, nvcc 13.0).
-  __device__ __forceinline__ void hold() {
-    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a_), "=r"(ring_end_) : "r"(ResidentRing<K, W, G>::entry()) : "memory");
-  }
+  __device__ __forceinline__ void hold() { ResidentRing<K, W, G>::load(ResidentRing<K, W, G>::entry(), a_, ring_end_); }
   __device__ __forceinline__ void rec_held(uint32_t site, uint32_t payload = 0u) {
     using Ring = ResidentRing<K, W, G>;
     put_shared(Ring::base() + min(a_, Ring::kSink), globaltimer_lo(), payload, site);
@@ -497,7 +502,7 @@ class BasicRecorder {
   // back at the trip's start instead (with the hold), layernorm's copy took 44 registers.
   __device__ __forceinline__ void release(uint32_t ahead = 0u) {
     const uint32_t a = ahead == 0u ? a_ : min(a_ + ahead * kEventBytes, ring_end_);
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ResidentRing<K, W, G>::entry()), "r"(a) : "memory");
+    ResidentRing<K, W, G>::store(ResidentRing<K, W, G>::entry(), a);
   }
   // Held across a whole loop instead (a loop whose sites record every iteration): an iteration's
   // probe then costs what a trip's does, with no table access in the loop (bench/probe_cost's copy
@@ -505,7 +510,7 @@ class BasicRecorder {
   // the warp writes back the furthest slot any of its lanes reached.
   __device__ __forceinline__ void release_loop() {
     const uint32_t a = __reduce_max_sync(__activemask(), a_);
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(ResidentRing<K, W, G>::entry()), "r"(a) : "memory");
+    ResidentRing<K, W, G>::store(ResidentRing<K, W, G>::entry(), a);
   }
 
   // Density-limited sites: warps that do not record skip the whole probe through one
@@ -548,7 +553,7 @@ class BasicRecorder {
   __device__ __forceinline__ static void close(uint32_t lane, uint32_t lanes) {
     using Ring = ResidentRing<K, W, G>;
     uint32_t a, last;
-    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(a), "=r"(last) : "r"(Ring::entry()) : "memory");
+    Ring::load(Ring::entry(), a, last);
     const uint32_t tid = linear_thread();
     if (atrex_tl_buffer == nullptr || !cta_selected(STRIDE, LIMIT) || ((resident_warps() >> (tid >> 5)) & 1u) == 0u)
       return;
