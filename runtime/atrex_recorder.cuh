@@ -123,9 +123,10 @@ __host__ __device__ inline uint32_t ctas_selected(const GroupDesc& d, uint32_t n
 
 }  // namespace atrex
 
-// The launch's buffer, bound by the host before each launch; null = probes off. In constant memory:
-// every CTA of the instrumented copy reads it first thing to choose between its instrumented and
-// clean body, and a constant-cache hit costs a few cycles where a global load costs hundreds.
+// The launch's buffer, bound by the host before each launch; null = probes off (the launch then
+// runs the clean kernel, not the copy). In constant memory: the recorders read it where they write
+// (a constant-cache hit costs a few cycles where a global load costs hundreds), and the copy's
+// guard does not read it, so a CTA that does not record never waits for its cold first load.
 // extern "C" keeps the symbol name plain for cuModuleGetGlobal (Python capture). Under separate
 // compilation (-rdc) each translation unit gets its own (internal) symbol, bound by the capture
 // sessions of that unit, so two instrumented units link. One symbol per unit means one recording
@@ -147,9 +148,6 @@ __constant__ atrex::LaunchHeader atrex_tl_header;
 #endif
 
 namespace atrex {
-
-// Is a capture buffer bound to this launch (probes on)?
-__device__ __forceinline__ bool bound() { return atrex_tl_buffer != nullptr; }
 
 // The linear index of this CTA in the grid and of this thread in its CTA (as the header counts them).
 __device__ __forceinline__ uint32_t linear_cta() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
@@ -323,18 +321,21 @@ struct ResidentRing {
   __device__ __forceinline__ static void load(uint32_t e, uint32_t& next, uint32_t& last) {
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(next), "=r"(last) : "r"(e) : "memory");
   }
-  __device__ __forceinline__ static void store(uint32_t e, uint32_t next) {
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(e), "r"(next) : "memory");
+  __device__ __forceinline__ static void store(uint32_t e, uint32_t next, uint32_t on = 1u) {
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p st.shared.u32 [%0], %1;\n\t}" ::"r"(e), "r"(next),
+                 "r"(on) : "memory");
   }
 };
 
-// Stores one event into a staging ring's slot (shared address `slot`), resident or staged.
-__device__ __forceinline__ void put_shared(uint32_t slot, uint32_t t, uint32_t payload, uint32_t site) {
+// Stores one event into a staging ring's slot (shared address `slot`), resident or staged; `on`:
+// whether this lane stores (a predicate, not a branch).
+__device__ __forceinline__ void put_shared(uint32_t slot, uint32_t t, uint32_t payload, uint32_t site, uint32_t on = 1u) {
 #if ATREX_TL_WIDE
-  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(slot), "r"(t), "r"(clock_lo()), "r"(payload),
-               "r"(site | kTagValid));
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n\t}"
+               ::"r"(slot), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | kTagValid), "r"(on));
 #else
-  asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(slot), "r"(t), "r"(site | kTagValid));
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p st.shared.v2.u32 [%0], {%1, %2};\n\t}" ::"r"(slot),
+               "r"(t), "r"(site | kTagValid), "r"(on));
   (void)payload;
 #endif
 }
@@ -444,14 +445,12 @@ class BasicRecorder {
   __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
     const uint32_t t = globaltimer_lo();
     if (R) {  // the owner is its warp's lane 0; the slot saturates at the overflow slot (no compare)
-      if (lane_now() == 0u) {
-        using Ring = ResidentRing<K, W, G>;
-        const uint32_t e = Ring::entry();
-        uint32_t a, last;
-        Ring::load(e, a, last);
-        put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site);
-        Ring::store(e, min(a + kEventBytes, last));
-      }
+      using Ring = ResidentRing<K, W, G>;
+      const uint32_t e = Ring::entry(), owner = lane_now() == 0u;  // every lane loads the entry; lane 0 stores
+      uint32_t a, last;
+      Ring::load(e, a, last);
+      put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site, owner);
+      Ring::store(e, min(a + kEventBytes, last), owner);
       return;
     }
     if (K != 0u) {
@@ -576,30 +575,34 @@ class BasicRecorder {
   }
 
   // Resident entry: the owner is found from the group's literals (a few integer instructions, no
-  // memory access, so nothing delays the kernel's first loads), its start time kept in the ring,
-  // and every warp's lane 0 writes the warp's table entry: its ring, or the sink.
+  // memory access, not even the buffer pointer's: nothing delays the kernel's first loads; with no
+  // buffer bound the rings fill all the same and the exit writes nothing), its start time kept in
+  // the ring, and every warp's lane 0 writes the warp's table entry: its ring, or the sink. Straight
+  // code, the stores predicated on the lane: a branch per group here, and around each table probe,
+  // held back reduce_sumsq's recording CTAs (H200 run 89: +3.5% with them, +2.4% without).
   __device__ __forceinline__ void resident_open() {
     using Ring = ResidentRing<K, W, G>;
     const uint32_t tid = linear_thread();
-    if ((tid & 31u) != 0u) return;
-    uint32_t a = Ring::kSink, last = Ring::kSink;
+    const bool lane0 = (tid & 31u) == 0u;
     // warps past the rings (the host refuses such launches) record nothing (`rank + 1 > W`: nvcc
     // warns that `rank >= W` is pointless where the other recorders instantiate this, W = 0)
-    if (atrex_tl_buffer != nullptr && cta_selected(STRIDE, LIMIT) && ((resident_warps() >> (tid >> 5)) & 1u) != 0u &&
-        warp_rank() + 1u <= W) {
-      a = warp_rank() * Ring::kRingBytes;
-      last = a + K * kEventBytes;  // the overflow slot; its tag stays 0 unless an event lands there
-      const uint32_t over = Ring::base() + last;
-      uint64_t t0;
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(over + kEventBytes - 4u), "r"(0u) : "memory");
-      asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(over + kEventBytes), "r"(static_cast<uint32_t>(t0)),
-                   "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
+    const bool owns = cta_selected(STRIDE, LIMIT) && ((resident_warps() >> (tid >> 5)) & 1u) != 0u &&
+                      warp_rank() + 1u <= W;
+    const uint32_t a = owns ? warp_rank() * Ring::kRingBytes : Ring::kSink;
+    const uint32_t last = owns ? a + K * kEventBytes : Ring::kSink;  // the overflow slot; its tag stays 0 unless an event lands there
+    const uint32_t over = Ring::base() + last;
+    uint64_t t0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    const uint32_t w = lane0 && owns;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p st.shared.u32 [%1], 0;\n\t"
+                 "@p st.shared.v2.u32 [%2], {%3, %4};\n\t}" ::"r"(w), "r"(over + kEventBytes - 4u), "r"(over + kEventBytes),
+                 "r"(static_cast<uint32_t>(t0)), "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
 #if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(over + kEventBytes + 8u), "r"(clock_lo()) : "memory");
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p st.shared.u32 [%1], %2;\n\t}" ::"r"(w),
+                 "r"(over + kEventBytes + 8u), "r"(clock_lo()) : "memory");
 #endif
-    }
-    asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(Ring::entry()), "r"(a), "r"(last) : "memory");
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p st.shared.v2.u32 [%1], {%2, %3};\n\t}" ::"r"(
+                 static_cast<uint32_t>(lane0)), "r"(Ring::entry()), "r"(a), "r"(last) : "memory");
   }
 
   // The owner's index within its group: selected CTA rank x owners per CTA + warp rank (STRIDE a

@@ -375,10 +375,16 @@ def _kernel_split(src: SourceFile, kernel: Kernel, anchored: dict[str, Stmt]) ->
 
 
 def _guard(plan: Plan) -> str:
-    """The CTA-uniform test for "this CTA records": a buffer is bound and some owner group selects
-    this CTA. Every thread of a CTA takes the same side, so barriers stay matched."""
+    """The CTA-uniform test for "this CTA records": some owner group selects this CTA. Every thread
+    of a CTA takes the same side, so barriers stay matched. The copy runs only while a buffer is
+    bound (the launch picks it), so the guard does not test the buffer: that test loaded
+    `atrex_tl_buffer` from constant memory before every CTA's first branch, cold at the kernel's
+    start (reduce_sumsq, copy launched with no CTA recording: +0.54% with it, H200 run 90). The
+    leading `gridDim.x != 0u` is always true and costs a compare of a value the selection loads
+    anyway; it keeps the branch's shape, without which ptxas gives layernorm's resident copy 44
+    registers instead of the clean kernel's 32 (docs/perturbation.md §2)."""
     sel = list(dict.fromkeys((g.cta_stride, g.cta_limit) for g in plan.groups))
-    return "atrex::bound() && (" + " || ".join(f"atrex::cta_selected({a}u, {b}u)" for a, b in sel) + ")"
+    return "gridDim.x != 0u && (" + " || ".join(f"atrex::cta_selected({a}u, {b}u)" for a, b in sel) + ")"
 
 
 def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | None = None,
@@ -533,7 +539,7 @@ def _clone_kernel(edits: _Edits, kernel: Kernel, declarations) -> None:
 
 def _version_body(edits: _Edits, kernel: Kernel, first: int, guard: str, entry_items) -> None:
     """Two copies of the body after its common prefix: the instrumented one for recording CTAs, the
-    clean text verbatim for the others (and for every CTA when probes are off)."""
+    clean text verbatim for the others (probes off launch the clean kernel itself)."""
     body, src = kernel.body, edits.src
     kids = body.children
     prev_end = kids[first - 1].end if first > 0 else body.start + 1
@@ -542,7 +548,7 @@ def _version_body(edits: _Edits, kernel: Kernel, first: int, guard: str, entry_i
     a = src.lines.line_end(prev_end) + 1 if nice else prev_end
     b = src.lines.line_start(close) if nice else close
     ind = edits.indent(kids[first].start) if edits.starts_line(kids[first].start) else edits.indent(body.start) + "  "
-    why = "recording CTAs run the instrumented body; the others, and every CTA when probes are off, the clean copy"
+    why = "recording CTAs run the instrumented body; the others the clean copy (probes off: the clean kernel)"
     holder: list[_Replacement] = []
 
     def gen() -> str:

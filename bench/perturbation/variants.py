@@ -92,7 +92,7 @@ def outlined(text: str, kernel: str, registers: int) -> str:
     params = text[m.end():_close(text, m.end() - 1)]
     names = [re.findall(r"\w+", p)[-1] for p in params.split(",")]
     open_ = text.index("{", _close(text, m.end() - 1))
-    guard = text.index("  if (atrex::bound()", open_)
+    guard = text.index("  if (gridDim.x != 0u && (", open_)
     else_ = "  } else {  // atrex: the clean body, verbatim\n"
     e0 = text.index(else_, guard)
     e1 = text.index("  }  // atrex: end of the clean body", e0)
@@ -119,7 +119,7 @@ def late_release(text: str) -> str:
 def no_recording_cta(text: str) -> str:
     """The copy's guard made false at run time (gridDim.x == 0, which ptxas cannot fold, so the
     recording side and its static shared memory stay): every CTA runs the copy's clean side."""
-    out = text.replace("if (atrex::bound() && (", "if (atrex::bound() && gridDim.x == 0u && (", 1)
+    out = text.replace("if (gridDim.x != 0u && (", "if (gridDim.x == 0u && (", 1)
     if out == text:
         raise ValueError("no versioned body")
     return out
@@ -198,9 +198,9 @@ _ONE_BULK = (_OWNER, "  if (lane == 0u) {\n"
              '    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");\n'
              "  }\n  return;\n" + _OWNER)
 
-_WARM = ("    if ((tid & 31u) != 0u) return;\n",
-         "    if ((tid & 31u) != 0u) return;\n"
-         '    { uint32_t d; asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(d) : "l"(atrex_tl_buffer + sizeof(LaunchHeader))); }\n')
+_WARM = ("    const bool lane0 = (tid & 31u) == 0u;\n",
+         "    const bool lane0 = (tid & 31u) == 0u;\n"
+         '    if (lane0) { uint32_t d; asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(d) : "l"(atrex_tl_buffer + sizeof(LaunchHeader))); }\n')
 
 # each variant's edits of the recorder runtime
 RUNTIME = {"defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER],
@@ -222,7 +222,7 @@ def runtime_variant(folder: Path, edits: list[tuple[str, str]]) -> Path:
     return folder
 
 
-KERNELS = {"reduce_sumsq": "reduce_sumsq", "layernorm": "layernorm_fwd", "gemm_mma": "gemm_mma"}
+KERNELS = {"reduce_sumsq": "reduce_sumsq", "layernorm": "layernorm_fwd", "gemm_mma": "gemm_bf16"}
 
 
 def transform(name: str, text: str, kernel: str, registers: int) -> str:
