@@ -18,6 +18,12 @@ writes the JSON that the README's cost table comes from:
 
     python3 bench/perturbation/run.py [--samples 8] [--examples gemm_mma,reduce_sumsq,layernorm]
         [--arms off,spec,resident,all] [--iket iket.json] [--cutedsl DIR] [--json OUT.json]
+        [--runtime LABEL=DIR ...]
+
+`--runtime LABEL=DIR` also builds each recording arm against the recorder headers in DIR (another
+revision's runtime/, e.g. `git archive main runtime | tar -x -C rt-main`, an untracked folder that
+travels to the GPU host) and measures it right after the arm as `ARM:LABEL`, in the same call:
+two recorders compared side by side, each against the clean build.
 """
 from __future__ import annotations
 
@@ -92,7 +98,10 @@ def main() -> int:
     ap.add_argument("--cutedsl", type=Path, help="folder with the CuTe DSL GEMM's measure-off.json and "
                                                  "measure-spec.json to fold in (bench/perturbation/cutedsl_gemm)")
     ap.add_argument("--json", type=Path, default=REPO / "bench" / "perturbation" / "results-h200.json")
+    ap.add_argument("--runtime", action="append", default=[], metavar="LABEL=DIR",
+                    help="also measure each recording arm built against the recorder headers in DIR, as ARM:LABEL")
     a = ap.parse_args()
+    runtimes = dict(parse_runtime(r) for r in a.runtime)
     examples = [e for e in a.examples.split(",") if e]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -100,9 +109,10 @@ def main() -> int:
         shutil.copytree(REPO / "examples", work / "examples")
         (work / ".git").mkdir()
         with ThreadPoolExecutor(len(examples)) as pool:
-            built = dict(zip(examples, pool.map(lambda e: build_with_manifests(work, e), examples)))
+            built = dict(zip(examples, pool.map(lambda e: build_with_manifests(work, e, runtimes), examples)))
         for ex in examples:
-            for name in (n for n in a.arms.split(",") if n in ARMS and (n == "off" or n in built[ex])):
+            chosen = [n for n in a.arms.split(",") if n in ARMS and (n == "off" or n in built[ex])]
+            for name in (v for n in chosen for v in (n, *(f"{n}:{r}" for r in runtimes if n != "off"))):
                 t0 = time.time()
                 rows.append(arm(work, ex, built[ex], name, a.samples))
                 r = rows[-1]
@@ -125,8 +135,18 @@ def main() -> int:
 APPLY = threading.Lock()
 
 
-def build_with_manifests(work: Path, example: str) -> dict[str, Path]:
-    """build(), keeping each instrumented build's manifest for its capture's validation."""
+def parse_runtime(arg: str) -> tuple[str, Path]:
+    """`LABEL=DIR` of --runtime: a folder holding atrex_recorder.cuh (another revision's runtime/)."""
+    label, sep, folder = arg.partition("=")
+    if not sep or not re.fullmatch(r"\w+", label) or not (Path(folder) / "atrex_recorder.cuh").is_file():
+        raise SystemExit(f"--runtime {arg!r}: expected LABEL=DIR, LABEL a word and DIR a folder with atrex_recorder.cuh")
+    return label, Path(folder).resolve()
+
+
+def build_with_manifests(work: Path, example: str, runtimes: dict[str, Path] | None = None) -> dict[str, Path]:
+    """build(), keeping each instrumented build's manifest for its capture's validation; with
+    `runtimes` (label -> recorder header folder) each instrumented source is also built against
+    those headers, as `NAME:LABEL`."""
     src = work / "examples" / "cuda" / f"{example}.cu"
     inc = snapshot.runtime_header().parent
     bins = {"clean": work / f"{example}.clean"}
@@ -141,9 +161,10 @@ def build_with_manifests(work: Path, example: str) -> dict[str, Path]:
             res = snapshot.apply(s, root=work)
             shutil.copy(src, inst)
             snapshot.revert(s, root=work)
-        (work / f"manifest-{example}-{name}.json").write_text(res.manifest.dumps())
-        bins[name] = work / f"{example}.{name}"
-        subprocess.run([*NVCC, f"-I{inc}", f"-I{src.parent}", "-o", bins[name], inst], check=True)
+        for key, headers in ((name, inc), *((f"{name}:{r}", d) for r, d in (runtimes or {}).items())):
+            (work / f"manifest-{example}-{key}.json").write_text(res.manifest.dumps())
+            bins[key] = work / f"{example}.{key.replace(':', '@')}"
+            subprocess.run([*NVCC, f"-I{headers}", f"-I{src.parent}", "-o", bins[key], inst], check=True)
     return bins
 
 
@@ -204,6 +225,11 @@ def print_table(result: dict) -> None:
             r = by.get((k, name))
             cells.append("-" if r is None else f"{_pct(r['overhead'])} {_ci(r['ci95'])}")
         print(f"{k:<14}" + "".join(f"{c:>24}" for c in cells))
+        for label in dict.fromkeys(r["arm"].partition(":")[2] for r in result["rows"] if r["kernel"] == k):
+            if label:  # the same arms built against another recorder (--runtime)
+                cells = ["-" if (k, f"{n}:{label}") not in by else
+                         f"{_pct(by[(k, f'{n}:{label}')]['overhead'])} {_ci(by[(k, f'{n}:{label}')]['ci95'])}" for n in ARMS]
+                print(f"{'  :' + label:<14}" + "".join(f"{c:>24}" for c in cells))
     for p in result["per_event"]:
         print(f"per event, {p['loop']} loop: " + ", ".join(f"{k} {_pct(v)}" for k, v in p.items()
                                                          if k not in ("loop", "iket_detail")))

@@ -1,0 +1,57 @@
+"""bench/perturbation/run.py --runtime LABEL=DIR: each recording arm is also built against another
+recorder's headers, so two recorders are measured in one GPU call (the build is checked here; the
+measurement needs the GPU)."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+_spec = importlib.util.spec_from_file_location("atrex_bench_run", REPO / "bench" / "perturbation" / "run.py")
+run = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(run)
+
+
+def test_runtime_argument_names_a_folder_with_the_recorder(tmp_path):
+    assert run.parse_runtime(f"main={REPO / 'runtime'}") == ("main", (REPO / "runtime").resolve())
+    for bad in ("main", f"=={REPO / 'runtime'}", f"a b={REPO / 'runtime'}", f"main={tmp_path}"):
+        with pytest.raises(SystemExit, match="expected LABEL=DIR"):
+            run.parse_runtime(bad)
+
+
+def test_each_recording_arm_is_also_built_against_the_other_headers(tmp_path):
+    """The other headers are what `NAME:LABEL` compiles (a header that refuses to compile fails that
+    build, after the arm's own build with this tree's headers succeeded) and nothing else."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    (tmp_path / ".git").mkdir()
+    other = tmp_path / "rt-other"
+    shutil.copytree(REPO / "runtime", other)
+    rec = other / "atrex_recorder.cuh"
+    rec.write_text(rec.read_text() + '\n#error "rt-other headers"\n')
+    with pytest.raises(subprocess.CalledProcessError) as e:
+        run.build_with_manifests(tmp_path, "reduce_sumsq", {"other": other})
+    assert f"-I{other}" in e.value.cmd and str(e.value.cmd[-1]).endswith("reduce_sumsq.spec.cu")
+    assert (tmp_path / "reduce_sumsq.spec").is_file() and (tmp_path / "manifest-reduce_sumsq-spec:other.json").is_file()
+
+
+def test_the_other_builds_are_named_by_arm_and_label(tmp_path):
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    (tmp_path / ".git").mkdir()
+    bins = run.build_with_manifests(tmp_path, "reduce_sumsq", {"main": REPO / "runtime"})
+    assert sorted(bins) == ["all", "all:main", "clean", "resident", "resident:main", "spec", "spec:main"]
+    assert all(b.is_file() for b in bins.values()) and bins["resident:main"].name == "reduce_sumsq.resident@main"
+    assert ((tmp_path / "manifest-reduce_sumsq-resident:main.json").read_text()
+            == (tmp_path / "manifest-reduce_sumsq-resident.json").read_text())
+
+
+def test_the_table_gives_the_other_recorder_its_own_line(capsys):
+    row = lambda arm, o: {"kernel": "reduce_sumsq", "arm": arm, "overhead": o, "ci95": [o - 0.001, o + 0.001]}  # noqa: E731
+    run.print_table({"device": "d", "date": "x", "per_event": [],
+                     "rows": [row("off", 0.0), row("resident", 0.0238), row("resident:main", 0.0346)]})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].startswith("reduce_sumsq") and "+2.38%" in lines[-2] and "+3.46%" not in lines[-2]
+    assert lines[-1].startswith("  :main") and "+3.46%" in lines[-1] and lines[-1].count("-") >= 3
