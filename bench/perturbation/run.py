@@ -21,9 +21,10 @@ writes the JSON that the README's cost table comes from:
         [--runtime LABEL=DIR ...]
 
 `--runtime LABEL=DIR` also builds each recording arm against the recorder headers in DIR (another
-revision's runtime/, e.g. `git archive main runtime | tar -x -C rt-main`, an untracked folder that
-travels to the GPU host) and measures it right after the arm as `ARM:LABEL`, in the same call:
-two recorders compared side by side, each against the clean build.
+revision's runtime/: `mkdir rt-main && git archive main runtime | tar -x -C rt-main`, then
+`--runtime main=rt-main/runtime`; an untracked folder travels to the GPU host) and measures it
+right after the arm as `ARM:LABEL`, in the same call: two recorders compared side by side, each
+against the clean build.
 """
 from __future__ import annotations
 
