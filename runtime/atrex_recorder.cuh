@@ -276,6 +276,10 @@ static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
             false);
 }
 
+// An inline-asm block whose `@p` instructions run on the lanes where operand `on` (an operand index)
+// is nonzero: a predicate, not a branch (resident probes and entry: no BSSY/BSYNC, docs/perturbation.md §5).
+#define ATREX_ON(on, body) "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %" #on ", 0;\n\t" body "\n\t}"
+
 // Shared-memory staging rings of one owner group: W + 1 rings of K slots, one per warp of the CTA
 // plus a sink for warps past W (they record nothing). One static array per group.
 template <uint32_t K, uint32_t W, uint32_t G>
@@ -322,8 +326,7 @@ struct ResidentRing {
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(next), "=r"(last) : "r"(e) : "memory");
   }
   __device__ __forceinline__ static void store(uint32_t e, uint32_t next, uint32_t on = 1u) {
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p st.shared.u32 [%0], %1;\n\t}" ::"r"(e), "r"(next),
-                 "r"(on) : "memory");
+    asm volatile(ATREX_ON(2, "@p st.shared.u32 [%0], %1;") ::"r"(e), "r"(next), "r"(on) : "memory");
   }
 };
 
@@ -331,11 +334,11 @@ struct ResidentRing {
 // whether this lane stores (a predicate, not a branch).
 __device__ __forceinline__ void put_shared(uint32_t slot, uint32_t t, uint32_t payload, uint32_t site, uint32_t on = 1u) {
 #if ATREX_TL_WIDE
-  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %5, 0;\n\t@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n\t}"
+  asm volatile(ATREX_ON(5, "@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};")
                ::"r"(slot), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | kTagValid), "r"(on));
 #else
-  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %3, 0;\n\t@p st.shared.v2.u32 [%0], {%1, %2};\n\t}" ::"r"(slot),
-               "r"(t), "r"(site | kTagValid), "r"(on));
+  asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(t), "r"(site | kTagValid),
+               "r"(on));
   (void)payload;
 #endif
 }
@@ -594,15 +597,15 @@ class BasicRecorder {
     uint64_t t0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     const uint32_t w = lane0 && owns;
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p st.shared.u32 [%1], 0;\n\t"
-                 "@p st.shared.v2.u32 [%2], {%3, %4};\n\t}" ::"r"(w), "r"(over + kEventBytes - 4u), "r"(over + kEventBytes),
-                 "r"(static_cast<uint32_t>(t0)), "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
+    asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], 0;\n\t@p st.shared.v2.u32 [%2], {%3, %4};") ::"r"(w),
+                 "r"(over + kEventBytes - 4u), "r"(over + kEventBytes), "r"(static_cast<uint32_t>(t0)),
+                 "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
 #if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p st.shared.u32 [%1], %2;\n\t}" ::"r"(w),
-                 "r"(over + kEventBytes + 8u), "r"(clock_lo()) : "memory");
+    asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], %2;") ::"r"(w), "r"(over + kEventBytes + 8u), "r"(clock_lo())
+                 : "memory");
 #endif
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t@p st.shared.v2.u32 [%1], {%2, %3};\n\t}" ::"r"(
-                 static_cast<uint32_t>(lane0)), "r"(Ring::entry()), "r"(a), "r"(last) : "memory");
+    asm volatile(ATREX_ON(0, "@p st.shared.v2.u32 [%1], {%2, %3};") ::"r"(static_cast<uint32_t>(lane0)),
+                 "r"(Ring::entry()), "r"(a), "r"(last) : "memory");
   }
 
   // The owner's index within its group: selected CTA rank x owners per CTA + warp rank (STRIDE a
