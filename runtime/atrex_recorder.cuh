@@ -357,50 +357,70 @@ __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
 #endif
 }
 
-// One resident owner's share of its warp's exit: its group, its index within the group (from the
-// group's literals), its ring's next slot `a` and overflow slot `last` (followed by its start
-// slot), shared addresses; `moved`: the warp's table entry no longer names its ring (a preemption
-// moved the warp to another SM warp slot), so its events may have gone to another warp's ring.
+// What one resident owner's exit needs, read for every owner group of the warp before anything is
+// written (resident_close): its ring's first slot, event count and overflow slot (its tag, then the
+// start time, read when the header is written), the owner's index and the byte offset of its first
+// event in the buffer. `valid`: the warp owns a ring
+// of the group and a buffer is bound; `moved`: the warp's table entry no longer names its ring (a
+// preemption moved the warp to another SM warp slot), so its events may have gone to another warp's
+// ring: it copies none and says so in its header (flags bit 1), which decode refuses.
 struct ResidentExit {
-  uint32_t group, local, a, last;
-  bool moved;
+  uint32_t first, n, last, owner, off;
+  bool valid, moved;
 };
 
-// Copies one resident owner's ring out and claims and publishes the owner: `lanes` lanes of the warp
-// (32, or the owner's lane alone when the warp is not converged there) take slots lane, lane +
-// lanes, ...; the owner's lane (lane 0) writes the whole header. A ring whose overflow slot was
-// written overflowed; it knows no more than that one event was lost. A moved owner copies no
-// event and says so in its header (flags bit 1): decode refuses the capture.
+// Reads one owner's exit: `a` its ring's next slot and `last` its overflow slot (shared addresses).
 template <uint32_t K>
-__device__ __forceinline__ void close_owner(const ResidentExit& e, uint32_t lane, uint32_t lanes) {
+__device__ __forceinline__ ResidentExit resident_exit(uint32_t group, uint32_t local, uint32_t a, uint32_t last, bool moved,
+                                                      bool valid) {
+  ResidentExit e;
   const LaunchHeader* h = &atrex_tl_header;
-  const uint32_t owner = h->groups[e.group].owner_base + e.local;
-  const uint32_t last = e.last, first = last - K * kEventBytes, n = e.moved ? 0u : (e.a - first) / kEventBytes;
-  const uint32_t off = static_cast<uint32_t>(h->events_offset) + owner * (K * kEventBytes);
-  for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);
-  if (lane != 0u) return;
+  e.valid = valid;
+  e.moved = moved;
+  e.first = last - K * kEventBytes;
+  e.n = valid && !moved ? (a - e.first) / kEventBytes : 0u;
+  e.owner = h->groups[group].owner_base + local;
+  e.off = static_cast<uint32_t>(h->events_offset) + e.owner * (K * kEventBytes);
+  e.last = last;
+  return e;
+}
+
+// Claims and publishes one owner (its owner lane): the whole header. A ring whose overflow slot was
+// written overflowed; it knows no more than that one event was lost.
+__device__ __forceinline__ void publish_owner(const ResidentExit& e, uint32_t cta, uint32_t tid) {
+  if (!e.valid) return;
   uint32_t tag, t0_lo, t0_hi, clk0 = 0u;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(last + kEventBytes - 4u) : "memory");
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(last + kEventBytes) : "memory");
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(e.last + kEventBytes - 4u));
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(e.last + kEventBytes));
 #if ATREX_TL_WIDE
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(last + kEventBytes + 8u) : "memory");
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(e.last + kEventBytes + 8u));
 #endif
-  OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + owner;
-  stamp_start(oh, linear_cta(), linear_thread(), t0_lo, t0_hi, clk0);
-  stamp_end(oh, n + (tag != 0u && !e.moved ? 1u : 0u), tag != 0u, e.moved);
+  OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + e.owner;
+  stamp_start(oh, cta, tid, t0_lo, t0_hi, clk0);
+  stamp_end(oh, e.n + (tag != 0u && !e.moved ? 1u : 0u), tag != 0u, e.moved);
 }
 
 // A warp's resident exit, every owner group's at once, in one out-of-line call (the recorders'
 // types Rs). Exit is where a resident recorder's cost lies (docs/perturbation.md): the recording
-// CTAs are the grid's stragglers, so each call made one after the other at exit shows in the
-// kernel's time (reduce_sumsq, H200: a close per group, +2.7 to +2.9%; one call for both, +2.4 to
-// +2.6%). Everything it needs is read here (the table, %tid, %ctaid), none of it kept from entry.
+// CTAs are the grid's stragglers, so what the last warp runs at exit shows in the kernel's time
+// (reduce_sumsq, H200: a close per group, +2.7 to +2.9%; one call for both, +2.4 to +2.6%). So it
+// runs in phases over all the warp's groups: first every group's table entry, owner, header words
+// and ring words are read (their latencies overlap, where one group's close after the other's
+// chained them: about 0.4 us per group in the run 92 capture, from the exit probe to the end-time
+// read), then `lanes` lanes of the warp (32, or the owner's lane alone when the warp is not
+// converged here) copy the rings out, taking slots lane, lane + lanes, ..., then the owner's lane
+// writes each header. Everything it needs is read here (the table, %tid, %ctaid), none of it kept
+// from entry.
 template <class... Rs>
 static __device__ __noinline__ void resident_close(bool all) {
   const uint32_t lane = all ? lane_id() : 0u, lanes = all ? 32u : 1u;
   if (all) __syncwarp();  // the owner lane's ring stores are visible to the lanes that copy them
-  const int each[] = {(Rs::close(lane, lanes), 0)...};
-  (void)each;
+  const ResidentExit exits[] = {Rs::owner_exit()...};
+  for (const ResidentExit& e : exits)
+    for (uint32_t k = lane; k < e.n; k += lanes) copy_out(e.first + k * kEventBytes, e.off + k * kEventBytes);
+  if (lane != 0u) return;
+  const uint32_t cta = linear_cta(), tid = linear_thread();
+  for (const ResidentExit& e : exits) publish_owner(e, cta, tid);
 }
 
 // K = 0: events go straight to global memory (predicated store per event).
@@ -552,18 +572,15 @@ class BasicRecorder {
   // Resident: this group's share of the warp's exit (in resident_close, out of line). Whether the
   // warp owns a ring, and which, is found again from %tid and %ctaid; where its owner lane got to,
   // from the table (every lane reads the same entry).
-  __device__ __forceinline__ static void close(uint32_t lane, uint32_t lanes) {
+  __device__ __forceinline__ static ResidentExit owner_exit() {
     using Ring = ResidentRing<K, W, G>;
     uint32_t a, last;
     Ring::load(Ring::entry(), a, last);
-    const uint32_t tid = linear_thread();
-    if (atrex_tl_buffer == nullptr || !cta_selected(STRIDE, LIMIT) || ((resident_warps() >> (tid >> 5)) & 1u) == 0u)
-      return;
-    const uint32_t rank = warp_rank();
-    if (rank + 1u > W) return;
-    const uint32_t own = rank * Ring::kRingBytes + K * kEventBytes;  // this ring's overflow slot
-    close_owner<K>(ResidentExit{G, local_owner(), Ring::base() + min(a, own), Ring::base() + own, last != own},
-                   lane, lanes);
+    const uint32_t tid = linear_thread(), rank = warp_rank();
+    const bool valid = atrex_tl_buffer != nullptr && cta_selected(STRIDE, LIMIT) &&
+                       ((resident_warps() >> (tid >> 5)) & 1u) != 0u && rank + 1u <= W;
+    const uint32_t own = (valid ? rank : 0u) * Ring::kRingBytes + K * kEventBytes;  // this ring's overflow slot
+    return resident_exit<K>(G, local_owner(), Ring::base() + min(a, own), Ring::base() + own, last != own, valid);
   }
 
  private:

@@ -178,25 +178,30 @@ def early_exit(text: str) -> str:
     return out[:m.end(1)] + " " + calls[0] + out[m.end(1):]
 
 
-# The resident exit taken apart (the captures of these variants are incomplete and rejected).
+# The resident exit taken apart (the captures of these variants are incomplete and rejected). Runs
+# 76-82 edited the exit of their time (one group closed after the other); these edit the phased
+# exit (every group's reads, then the copies, then the headers).
 _CLOSE_CALL = ("  resident_close<Rs...>(__activemask() == 0xffffffffu);\n", "")
-_COPY_LOOP = ("  for (uint32_t k = lane; k < n; k += lanes) copy_out(first + k * kEventBytes, off + k * kEventBytes);\n", "")
-_HEADER = ("  if (lane != 0u) return;\n  uint32_t tag, t0_lo, t0_hi, clk0 = 0u;\n", "  return;\n  uint32_t tag, t0_lo, t0_hi, clk0 = 0u;\n")
+_COPY_LOOP = ("    for (uint32_t k = lane; k < e.n; k += lanes) copy_out(e.first + k * kEventBytes, e.off + k * kEventBytes);\n",
+              "    (void)e;\n")
+_HEADER = ("  for (const ResidentExit& e : exits) publish_owner(e, cta, tid);\n", "  (void)cta, (void)tid;\n")
 
-_OWNER = "  const LaunchHeader* h = &atrex_tl_header;\n  const uint32_t owner = h->groups[e.group].owner_base + e.local;\n"
-_NOTHING = (_OWNER, '  asm volatile("" ::"r"(e.a), "r"(e.last), "r"(e.local), "r"(lane + lanes));\n  return;\n' + _OWNER)
-_ONE_STORE = (_OWNER, "  if (lane == 0u) *reinterpret_cast<uint32_t*>(atrex_tl_buffer + sizeof(LaunchHeader) + 4u * (e.group * 64u + e.local % 64u)) = e.a;\n"
-              "  return;\n" + _OWNER)
-
-_ONE_RED = (_OWNER, "  if (lane == 0u) atomicAdd(reinterpret_cast<uint32_t*>(atrex_tl_buffer + sizeof(LaunchHeader) + 4u * (e.group * 64u + e.local % 64u)), e.a);\n"
-            "  return;\n" + _OWNER)
-
-_ONE_BULK = (_OWNER, "  if (lane == 0u) {\n"
-             '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n'
-             '    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 16;" ::"l"(atrex_tl_buffer + sizeof(LaunchHeader) + 16u * (e.group * 64u + e.local % 64u)), "r"(e.last) : "memory");\n'
-             '    asm volatile("cp.async.bulk.commit_group;" ::: "memory");\n'
-             '    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");\n'
-             "  }\n  return;\n" + _OWNER)
+_OWNER = "  const ResidentExit exits[] = {Rs::owner_exit()...};\n"
+_NOTHING = (_OWNER, _OWNER + '  for (const ResidentExit& e : exits) asm volatile("" ::"r"(e.n), "r"(e.first), "r"(e.owner), "r"(e.off));\n'
+            "  return;\n")
+_ONE_STORE = (_OWNER, _OWNER + "  for (const ResidentExit& e : exits)\n"
+              "    if (lane == 0u && e.valid) *reinterpret_cast<uint32_t*>(atrex_tl_buffer + sizeof(LaunchHeader) + 4u * (e.owner % 1024u)) = e.n;\n"
+              "  return;\n")
+_ONE_RED = (_OWNER, _OWNER + "  for (const ResidentExit& e : exits)\n"
+            "    if (lane == 0u && e.valid) atomicAdd(reinterpret_cast<uint32_t*>(atrex_tl_buffer + sizeof(LaunchHeader) + 4u * (e.owner % 1024u)), e.n);\n"
+            "  return;\n")
+_ONE_BULK = (_OWNER, _OWNER + "  for (const ResidentExit& e : exits)\n"
+             "    if (lane == 0u && e.valid) {\n"
+             '      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");\n'
+             '      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 16;" ::"l"(atrex_tl_buffer + sizeof(LaunchHeader) + 16u * (e.owner % 1024u)), "r"(e.last) : "memory");\n'
+             '      asm volatile("cp.async.bulk.commit_group;" ::: "memory");\n'
+             '      asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");\n'
+             "    }\n  return;\n")
 
 _WARM = ("    const bool lane0 = (tid & 31u) == 0u;\n",
          "    const bool lane0 = (tid & 31u) == 0u;\n"
