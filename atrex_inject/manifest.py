@@ -148,6 +148,7 @@ class StripMined:
     line: int
     every: int
     sites: tuple[str, ...]
+    trip: int = 0  # staged rings: iterations per trip (the ring copied out at each trip's start); 0 = none
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,8 @@ class Manifest:
             p = self.perturbation
             out["perturbation"] = {
                 "clone": p.clone, "versioned": p.versioned, "not_versioned_because": p.not_versioned_because,
-                "strip_mined": [{"line": s.line, "every": s.every, "sites": list(s.sites)} for s in p.strip_mined],
+                "strip_mined": [{"line": s.line, "every": s.every, "sites": list(s.sites),
+                                 **({"trip": s.trip} if s.trip else {})} for s in p.strip_mined],
                 "not_strip_mined": [{"sites": list(s.sites), "reason": s.reason} for s in p.not_strip_mined]}
         if self.iket is not None:
             out["iket"] = {"names": list(self.iket.names),
@@ -486,7 +488,7 @@ def _perturbation(p: _Obj | None) -> Perturbation | None:
     return Perturbation(
         clone=p.get("clone", (str, NULL), None), versioned=p.get("versioned", bool),
         not_versioned_because=p.get("not_versioned_because", (str, NULL)),
-        strip_mined=tuple(StripMined(s.get("line", int), s.get("every", int), s.strings("sites"))
+        strip_mined=tuple(StripMined(s.get("line", int), s.get("every", int), s.strings("sites"), s.get("trip", int, 0))
                           for s in p.items("strip_mined")),
         not_strip_mined=tuple(NotStripMined(s.strings("sites"), s.get("reason", str))
                               for s in p.items("not_strip_mined")))

@@ -466,6 +466,11 @@ class BasicRecorder {
   // empty slot range. Staged: a timer read, one shared store by every lane (no predicate), a
   // pointer bump and a warp-uniform branch taken once per K events.
   __device__ __forceinline__ void rec(uint32_t site, uint32_t payload = 0u) {
+    if (K != 0u && !R) {  // staged: the held probe's store, and the drain when the ring is full
+      rec_held(site, payload);
+      if (a_ == ring_end_) drain(K);
+      return;
+    }
     const uint32_t t = globaltimer_lo();
     if (R) {  // the owner is its warp's lane 0; the slot saturates at the overflow slot (no compare)
       using Ring = ResidentRing<K, W, G>;
@@ -474,15 +479,6 @@ class BasicRecorder {
       Ring::load(e, a, last);
       put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site, owner);
       Ring::store(e, min(a + kEventBytes, last), owner);
-      return;
-    }
-    if (K != 0u) {
-#if ATREX_TL_WIDE
-      payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
-#endif
-      put_shared(a_, t, payload, site);
-      a_ += kEventBytes;
-      if (a_ == ring_end_) drain(K);
       return;
     }
 #if ATREX_TL_WIDE
@@ -510,11 +506,28 @@ class BasicRecorder {
   // in registers, so the loop keeps the clean kernel's register budget (reduce_sumsq, layernorm:
   // 32). The offsets stay relative to base() in registers: holding absolute shared addresses
   // instead took the copy to 36 and 44 registers (sm_90a, nvcc 13.0).
+  // Staged, in each trip of a loop recorded in trips (the rewriter's staged trips): the trip
+  // starts with the ring flushed (flush, below), and it holds no more events than the ring has
+  // slots (the rewriter sizes it), so a held probe is a timer read, every lane's store of the same
+  // event to the same slot and a pointer bump: no compare, no branch, no drain inside the trip.
   __device__ __forceinline__ void hold() { ResidentRing<K, W, G>::load(ResidentRing<K, W, G>::entry(), a_, ring_end_); }
   __device__ __forceinline__ void rec_held(uint32_t site, uint32_t payload = 0u) {
+    if (!R) {
+#if ATREX_TL_WIDE
+      payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
+#endif
+      put_shared(a_, globaltimer_lo(), payload, site);
+      a_ += kEventBytes;
+      return;
+    }
     using Ring = ResidentRing<K, W, G>;
     put_shared(Ring::base() + min(a_, Ring::kSink), globaltimer_lo(), payload, site);
     a_ = min(a_ + kEventBytes, ring_end_);
+  }
+  // Staged: copies the ring's events out now, the whole warp together, and empties it.
+  __device__ __forceinline__ void flush() {
+    static_assert(!R, "flush is the staged rings' (resident rings are copied out at exit)");
+    drain((a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
   }
   // release(ahead): written back `ahead` slots on, so that a trip whose probes are its loop-begin
   // and loop-end ones writes its entry back right after the begin probes, while its loads are in
@@ -557,7 +570,7 @@ class BasicRecorder {
   // Resident recorders finish together instead (atrex::finish below).
   __device__ __forceinline__ void finish() {
     static_assert(!R, "resident recorders finish together: atrex::finish(r0, r1, ...)");
-    if (K != 0u) drain((a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
+    if (K != 0u) flush();
     if (end_ == 0u) return;
     if (K != 0u) {
       __syncwarp(__activemask());  // every lane's events were timed before lane 0 reads the end time

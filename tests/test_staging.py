@@ -252,6 +252,53 @@ def test_a_dense_resident_loop_holds_its_slot_across_the_loop(tmp_path, case):
     assert (tmp_path / "k.cu").read_text() == kernel
 
 
+STAGED_COPY_SPEC = COPY_SPEC.replace("staging = { warps = 8, resident = true }", "staging = { events = 32, warps = 8 }")
+
+
+@pytest.mark.parametrize("case", ["canonical", "begin-and-end", "with-break", "in-branch"])
+def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
+    """A staged loop site recording every iteration is recorded in trips: each trip starts with the
+    warp's ring copied out, holds no more events than the ring has slots (32 iterations for one
+    site, 16 for a loop-begin and a loop-end site), and its probes store without checking the ring:
+    a timer read and a shared store an iteration, no convergence region (the checked probe's
+    compare and branch made ptxas wrap each iteration in one: bench/probe_cost's FMA loop). The
+    iterations after the last trip use the checked probe. A loop that cannot be recorded in trips
+    (a `break`, a site in the body) keeps the checked probe at every iteration."""
+    from atrex_inject import sass
+
+    (tmp_path / ".git").mkdir()
+    kernel = {"with-break": COPY.replace("out[i] = in[i];", "out[i] = in[i];\n    if (i == 7) break;"),
+              "in-branch": COPY.replace("out[i] = in[i];", "if (i & 1) {\n      out[i] = in[i];\n    }")}.get(case, COPY)
+    loop_site = 'anchor = { loop = "for (long i" }\nposition = "loop-begin"\n'
+    site = {"in-branch": 'anchor = { stmt = "out[i] = in[i]" }\nposition = "before"\n',
+            "begin-and-end": loop_site + '\n[[site]]\nname = "end"\nanchor = { loop = "for (long i" }\nposition = "loop-end"\n'
+            }.get(case, loop_site)
+    (tmp_path / "k.cu").write_text(kernel)
+    (tmp_path / "s.toml").write_text(STAGED_COPY_SPEC.replace(loop_site, site))
+    m = snapshot.apply(tmp_path / "s.toml").manifest
+    text = (tmp_path / "k.cu").read_text()
+    trip = {"canonical": 32, "begin-and-end": 16}.get(case, 0)
+    sites = ["iter", "end"] if case == "begin-and-end" else ["iter"]
+    assert m.to_json()["perturbation"]["strip_mined"] == ([{"line": 3, "every": 1, "sites": sites, "trip": trip}]
+                                                          if trip else [])
+    assert (f"recorded in trips of {trip} iterations" in text and "__atrex_r0.flush();" in text
+            and f"__atrex_k < {trip}u" in text and "__atrex_r0.rec_held(0u);" in text) == bool(trip)
+    assert text.count("__atrex_r0.rec(0u);") == 1  # the remainder's (trips) or every iteration's probe
+    proc = nvcc_compile(tmp_path / "k.cu", tmp_path / "k.cubin", ["-cubin"])
+    assert proc.returncode == 0, proc.stderr
+    insns = sass.function(sass.disassemble(tmp_path / "k.cubin"), "copy__atrex")
+    loop = max((l for l in sass.sides(insns)[1] if l.count("LDG")), key=lambda l: l.count("LDG"))
+    body = [op for a, op, _ in insns if loop.start <= a <= loop.end]
+    timers = [w for a, _, w in insns if loop.start <= a <= loop.end and "SR_GLOBALTIMER" in w]
+    if trip:  # the trip's loop: every iteration's timer read(s), its stores, no convergence region
+        assert len(timers) == body.count("LDG.E.128.CONSTANT") * len(sites), body
+        assert "BSSY" not in body and any(o.startswith("STS") for o in body), body
+    else:  # the checked probe: the ring's test and its drain in every iteration
+        assert "BSSY" in body, body
+    snapshot.revert(tmp_path / "s.toml")
+    assert (tmp_path / "k.cu").read_text() == kernel
+
+
 @pytest.mark.parametrize("resident", [True, False], ids=["resident", "global"])
 def test_resident_entry_reads_and_calls_nothing_before_the_loop(project, resident):
     """A resident recorder finds its owner from the group's literals: from the copy's first

@@ -255,6 +255,12 @@ class _StripMine:
     end: list[tuple[str, str]]  # loop-end probes: at the end of each group
     # resident recorders held for each group: group id -> the positions of its sites in this loop
     held: dict[int, list[str]] = field(default_factory=dict)
+    # staged rings, dense sites: iterations per trip (each trip starts with its groups' rings
+    # flushed and holds no more events than a ring has slots); 0 = not recorded in trips
+    trip: int = 0
+    # the trip's probes in their checked form, for the iterations after the last trip
+    checked_begin: list[tuple[str, str]] = field(default_factory=list)
+    checked_end: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _anchored_in(stmt: Stmt, site: Site, loop: Stmt) -> bool:
@@ -276,18 +282,21 @@ def _enclosing_loop(stmt: Stmt, site: Site) -> Stmt | None:
     return p
 
 
-def _plan_strip_mining(spec: ProbeSpec, anchored: dict[str, Stmt], text: str) -> tuple[dict[Stmt, _StripMine],
-                                                                                       list[dict]]:
+def _plan_strip_mining(plan: Plan, anchored: dict[str, Stmt], text: str) -> tuple[dict[Stmt, _StripMine],
+                                                                                   list[dict]]:
     """Which loops holding sampled sites are strip-mined, and why the others are not. With resident
     rings a loop whose sites are all dense is "strip-mined by 1" too: its warp's slot is held across
     the loop instead of being looked up in the table at each probe (a lane test and the table's
-    load and store at every event); where such a loop cannot be, its probes look the slot up, and
-    nothing is reported."""
+    load and store at every event). With staged rings such a loop is recorded in trips (_trip):
+    its probes store without checking whether the ring is full. Where such a loop cannot be, its
+    probes stay as they are, and nothing is reported."""
+    spec = plan.spec
     resident = spec.capture.staging_resident
+    staged = bool(spec.capture.staging_events) and not resident
     by_loop: dict[Stmt, list[Site]] = {}
     for site in spec.sites:
         stmt = anchored.get(site.name)
-        if (site.every > 1 or resident) and stmt is not None:
+        if (site.every > 1 or resident or staged) and stmt is not None:
             loop = _enclosing_loop(stmt, site)
             if loop is not None:
                 by_loop.setdefault(loop, []).append(site)
@@ -307,12 +316,31 @@ def _plan_strip_mining(spec: ProbeSpec, anchored: dict[str, Stmt], text: str) ->
             why = form
         elif loop.body.kind != Kind.BLOCK:
             why = "its body is not a braced block"
+        elif staged and everies == [1]:
+            trip = _trip(plan, sites, loop, anchored)
+            if trip:
+                chosen[loop] = _StripMine(form, 1, sites, [], [], trip=trip)
+            continue
         else:
             chosen[loop] = _StripMine(form, everies[0], sites, [], [])
             continue
         if everies != [1]:
             refused.append({"sites": [s.name for s in sites], "reason": why})
     return chosen, refused
+
+
+def _trip(plan: Plan, sites: list[Site], loop: Stmt, anchored: dict[str, Stmt]) -> int:
+    """Iterations per trip of a loop whose dense sites record to staged rings (0: not recorded in
+    trips): as many as the fullest group's ring holds at its sites' events per iteration. Only
+    loop-begin and loop-end sites qualify: each runs once per iteration (a canonical loop has no
+    continue or break), and the trip's remainder repeats them with the ring checked at each event."""
+    if any(anchored[s.name] is not loop or s.position not in ("loop-begin", "loop-end") for s in sites):
+        return 0
+    per_iteration: dict[int, int] = {}
+    for s in sites:
+        per_iteration[plan.group_of(s).id] = per_iteration.get(plan.group_of(s).id, 0) + 1
+    trip = plan.spec.capture.staging_events // max(per_iteration.values())
+    return trip if trip > 1 else 0
 
 
 def _straight(stmt: Stmt, site: Site, loop: Stmt) -> bool:
@@ -404,7 +432,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
                 if site.anchor.kind not in ("entry", "exit")}
     split = _kernel_split(src, kernel, anchored) if version_body else "not asked for"
     versioned = isinstance(split, int)
-    strip, refused = _plan_strip_mining(spec, anchored, text)
+    strip, refused = _plan_strip_mining(plan, anchored, text)
     unheld = _not_held(plan, strip, anchored)
     strip = {loop: sm for loop, sm in strip.items() if sm.every > 1 or any(s.name not in unheld for s in sm.sites)}
     mined = {s.name: sm for sm in strip.values() for s in sm.sites}
@@ -412,7 +440,8 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     placements = []
     entry_items, exit_items = _recorders(plan, set(mined)), []
     for site in spec.sites:
-        held = site.name in mined and plan.spec.capture.staging_resident and site.name not in unheld
+        sm = mined.get(site.name)
+        held = sm is not None and (sm.trip > 0 or plan.spec.capture.staging_resident) and site.name not in unheld
         code = _site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1), held=held)
         if held:
             mined[site.name].held.setdefault(plan.group_of(site).id, []).append(site.position)
@@ -427,9 +456,11 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
             continue
         stmt = anchored[site.name]
         placements.append(SitePlacement(site, spec.site_id(site.name), src.lines.line(stmt.start)))
-        sm = mined.get(site.name)
         if sm is not None and stmt is sm.loop.stmt and pos in ("loop-begin", "loop-end"):
             (sm.begin if pos == "loop-begin" else sm.end).append((code, label))
+            if sm.trip:
+                (sm.checked_begin if pos == "loop-begin" else sm.checked_end).append(
+                    (_site_code(plan, site, branch_free=True), label))
         elif pos == "before":
             edits.before(stmt, code, label)
         elif pos == "after":
@@ -451,7 +482,10 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     if last is None or last.kind != Kind.RETURN:
         edits.block_end(kernel.body, exit_items)
     for sm in strip.values():
-        _strip_mine(edits, sm, set(anchored.values()))
+        if sm.trip:
+            _trips(edits, sm, plan)
+        else:
+            _strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         _version_body(edits, kernel, split, _guard(plan), entry_items)
     _clone_kernel(edits, kernel, [d for d in src.declarations
@@ -477,7 +511,8 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     perturbation = {"clone": kernel.qualname + CLONE_SUFFIX, "versioned": versioned,
                     "not_versioned_because": None if versioned else split,
                     "strip_mined": [{"line": src.lines.line(sm.loop.stmt.start), "every": sm.every,
-                                     "sites": [s.name for s in sm.sites]} for sm in strip.values()],
+                                     "sites": [s.name for s in sm.sites], **({"trip": sm.trip} if sm.trip else {})}
+                                    for sm in strip.values()],
                     "not_strip_mined": refused}
     others = {}
     for f in files[1:]:
@@ -630,6 +665,42 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
                 f"for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {n - 1} * ({cl.step}); {cl.incr}) {{{hold}{begin}"
                 f"{loads}{nl}{ind}  {sep.join(copy(k, k == 0) for k in range(n))}{end}{release} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {clean}  /* atrex: the last iterations, clean */ }}")
+
+    edits.replace(loop.lead, loop.end, gen, inclusive=False)
+
+
+def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
+    """for (INIT; i < E; INCR) {BODY}  ->  { INIT; for (; i < E && E - i > (T-1)*S; ) { flush;
+    for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes INCR; } } for (; i < E; INCR)
+    { checked begin probes {BODY} checked end probes } }: a loop whose dense sites record to staged
+    rings, in trips of T iterations. Each trip starts by copying its groups' rings out (the whole
+    warp, coalesced), so its T iterations' events fit and its probes store with no ring check: a
+    timer read, a shared store and a pointer bump, where the checked probe's compare and branch
+    made ptxas wrap every iteration in a convergence region (bench/probe_cost's FMA loop: 9 SASS
+    instructions an event, against the global path's 7). The last iterations, fewer than T, use
+    the checked probes, which drain a full ring themselves. A `#pragma` before the loop goes to
+    the trip's loop, whose iterations are the loop's."""
+    cl, t, text, nl = sm.loop, sm.trip, edits.src.text, edits.nl
+    loop, body = cl.stmt, cl.stmt.body
+    ind = edits.indent(loop.start)
+    cmp = ">" if cl.op == "<" else ">="
+    groups = sorted({plan.group_of(s).id for s in sm.sites})
+
+    def gen() -> str:
+        flush = "".join(f" __atrex_r{g}.flush();" for g in groups)
+        held_begin, held_end, checked_begin, checked_end = (
+            f" {edits.inline(items)}" if items else "" for items in (sm.begin, sm.end, sm.checked_begin, sm.checked_end))
+        init = f" {cl.init};" if cl.init else ""
+        names = ", ".join(s.name for s in sm.sites)
+        pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""
+        body_text = edits.span(body.start, body.end - 1) + "}"
+        return (f"{pad}{{{init}  // atrex: site(s) {names} recorded in trips of {t} iterations, the warp's staging "
+                f"ring copied out once per trip{nl}"
+                f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}); ) {{{flush}{nl}"
+                f"{ind}  {text[loop.lead:loop.start]}for (unsigned __atrex_k = 0u; __atrex_k < {t}u; ++__atrex_k) "
+                f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }} }}{nl}"
+                f"{ind}for (; {cl.cond}; {cl.incr}) {{{checked_begin} {text[body.start:body.end]}{checked_end} }}"
+                f"  /* atrex: the last iterations, their probes checked */ }}")
 
     edits.replace(loop.lead, loop.end, gen, inclusive=False)
 
