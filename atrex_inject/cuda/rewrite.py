@@ -670,16 +670,17 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
 
 
 def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
-    """for (INIT; i < E; INCR) {BODY}  ->  { INIT; for (; i < E && E - i > (T-1)*S; ) { flush;
-    for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes INCR; } } for (; i < E; INCR)
-    { checked begin probes {BODY} checked end probes } }: a loop whose dense sites record to staged
-    rings, in trips of T iterations. Each trip starts by copying its groups' rings out (the whole
-    warp, coalesced), so its T iterations' events fit and its probes store with no ring check: a
-    timer read, a shared store and a pointer bump, where the checked probe's compare and branch
-    made ptxas wrap every iteration in a convergence region (bench/probe_cost's FMA loop: 9 SASS
-    instructions an event, against the global path's 7). The last iterations, fewer than T, use
-    the checked probes, which drain a full ring themselves. A `#pragma` before the loop goes to
-    the trip's loop, whose iterations are the loop's."""
+    """for (INIT; i < E; INCR) {BODY}  ->  { INIT; flush; for (; i < E && E - i > (T-1)*S; ) {
+    for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes INCR; } flush; }
+    for (; i < E; INCR) { checked begin probes {BODY} checked end probes } }: a loop whose dense
+    sites record to staged rings, in trips of T iterations. The rings are copied out (the whole
+    warp, coalesced) before the first trip and after each, so a trip starts with empty rings and
+    its T iterations' events fit: its probes store with no ring check, a timer read, a shared
+    store and a pointer bump, where the checked probe's compare and branch made ptxas wrap every
+    iteration in a convergence region (bench/probe_cost's FMA loop: 9 SASS instructions an event,
+    against the global path's 7). The last iterations, fewer than T, use the checked probes, which
+    need a ring with room (they store, then drain a full ring): the flush after each trip leaves
+    them one. A `#pragma` before the loop goes to the trip's loop, whose iterations are the loop's."""
     cl, t, text, nl = sm.loop, sm.trip, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
@@ -694,11 +695,11 @@ def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
         names = ", ".join(s.name for s in sm.sites)
         pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""
         body_text = edits.span(body.start, body.end - 1) + "}"
-        return (f"{pad}{{{init}  // atrex: site(s) {names} recorded in trips of {t} iterations, the warp's staging "
-                f"ring copied out once per trip{nl}"
-                f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}); ) {{{flush}{nl}"
+        return (f"{pad}{{{init}{flush}  // atrex: site(s) {names} recorded in trips of {t} iterations, the warp's "
+                f"staging ring copied out before and after each{nl}"
+                f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}); ) {{{nl}"
                 f"{ind}  {text[loop.lead:loop.start]}for (unsigned __atrex_k = 0u; __atrex_k < {t}u; ++__atrex_k) "
-                f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }} }}{nl}"
+                f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }}{flush} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {{{checked_begin} {text[body.start:body.end]}{checked_end} }}"
                 f"  /* atrex: the last iterations, their probes checked */ }}")
 
