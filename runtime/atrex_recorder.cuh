@@ -524,10 +524,13 @@ class BasicRecorder {
     put_shared(Ring::base() + min(a_, Ring::kSink), globaltimer_lo(), payload, site);
     a_ = min(a_ + kEventBytes, ring_end_);
   }
-  // Staged: copies the ring's events out now, the whole warp together, and empties it.
-  __device__ __forceinline__ void flush() {
+  // Staged: copies the ring's events out now, the whole warp together, and empties it. `n`: how many
+  // it holds, where the caller knows (a trip's events): counted from the ring's pointer after a
+  // trip's loop instead, the count became one more induction variable in that loop, two more
+  // instructions an event (bench/probe_cost's FMA loop, H200 run 97: +7.98% against +5.50%).
+  __device__ __forceinline__ void flush(uint32_t n = ~0u) {
     static_assert(!R, "flush is the staged rings' (resident rings are copied out at exit)");
-    drain((a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
+    drain(n != ~0u ? n : (a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
   }
   // release(ahead): written back `ahead` slots on, so that a trip whose probes are its loop-begin
   // and loop-end ones writes its entry back right after the begin probes, while its loads are in

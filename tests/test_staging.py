@@ -286,7 +286,7 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     if trip:  # the rings are flushed before the first trip and after each, so the checked probes of
         # the last iterations start with room in the ring (they store, then drain a full ring)
         assert "__atrex_r0.flush();" in text[:text.index("recorded in trips")].rsplit("\n", 1)[-1]
-        assert re.search(r"__atrex_r0\.flush\(\); \}\s*for \(; i < n; [^{]*\{ __atrex_r0\.rec\(0u\);", text)
+        assert re.search(r"__atrex_r0\.flush\(32u\); \}\s*for \(; i < n; [^{]*\{ __atrex_r0\.rec\(0u\);", text)
     assert text.count("__atrex_r0.rec(0u);") == 1  # the remainder's (trips) or every iteration's probe
     proc = nvcc_compile(tmp_path / "k.cu", tmp_path / "k.cubin", ["-cubin"])
     assert proc.returncode == 0, proc.stderr

@@ -258,6 +258,7 @@ class _StripMine:
     # staged rings, dense sites: iterations per trip (each trip starts with its groups' rings
     # flushed and holds no more events than a ring has slots); 0 = not recorded in trips
     trip: int = 0
+    per_iteration: dict[int, int] = field(default_factory=dict)  # trips: group id -> its sites' events an iteration
     # the trip's probes in their checked form, for the iterations after the last trip
     checked_begin: list[tuple[str, str]] = field(default_factory=list)
     checked_end: list[tuple[str, str]] = field(default_factory=list)
@@ -317,9 +318,9 @@ def _plan_strip_mining(plan: Plan, anchored: dict[str, Stmt], text: str) -> tupl
         elif loop.body.kind != Kind.BLOCK:
             why = "its body is not a braced block"
         elif staged and everies == [1]:
-            trip = _trip(plan, sites, loop, anchored)
+            trip, per_iteration = _trip(plan, sites, loop, anchored)
             if trip:
-                chosen[loop] = _StripMine(form, 1, sites, [], [], trip=trip)
+                chosen[loop] = _StripMine(form, 1, sites, [], [], trip=trip, per_iteration=per_iteration)
             continue
         else:
             chosen[loop] = _StripMine(form, everies[0], sites, [], [])
@@ -329,18 +330,19 @@ def _plan_strip_mining(plan: Plan, anchored: dict[str, Stmt], text: str) -> tupl
     return chosen, refused
 
 
-def _trip(plan: Plan, sites: list[Site], loop: Stmt, anchored: dict[str, Stmt]) -> int:
+def _trip(plan: Plan, sites: list[Site], loop: Stmt, anchored: dict[str, Stmt]) -> tuple[int, dict[int, int]]:
     """Iterations per trip of a loop whose dense sites record to staged rings (0: not recorded in
-    trips): as many as the fullest group's ring holds at its sites' events per iteration. Only
-    loop-begin and loop-end sites qualify: each runs once per iteration (a canonical loop has no
-    continue or break), and the trip's remainder repeats them with the ring checked at each event."""
+    trips), as many as the fullest group's ring holds at its sites' events per iteration, and each
+    group's events per iteration. Only loop-begin and loop-end sites qualify: each runs once per
+    iteration (a canonical loop has no continue or break), so a trip stores a known number of
+    events, and the trip's remainder repeats them with the ring checked at each event."""
     if any(anchored[s.name] is not loop or s.position not in ("loop-begin", "loop-end") for s in sites):
-        return 0
+        return 0, {}
     per_iteration: dict[int, int] = {}
     for s in sites:
         per_iteration[plan.group_of(s).id] = per_iteration.get(plan.group_of(s).id, 0) + 1
     trip = plan.spec.capture.staging_events // max(per_iteration.values())
-    return trip if trip > 1 else 0
+    return (trip, per_iteration) if trip > 1 else (0, {})
 
 
 def _straight(stmt: Stmt, site: Site, loop: Stmt) -> bool:
@@ -671,7 +673,7 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
 
 def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
     """for (INIT; i < E; INCR) {BODY}  ->  { INIT; flush; for (; i < E && E - i > (T-1)*S; ) {
-    for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes INCR; } flush; }
+    for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes INCR; } flush(T x P); }
     for (; i < E; INCR) { checked begin probes {BODY} checked end probes } }: a loop whose dense
     sites record to staged rings, in trips of T iterations. The rings are copied out (the whole
     warp, coalesced) before the first trip and after each, so a trip starts with empty rings and
@@ -680,15 +682,16 @@ def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
     iteration in a convergence region (bench/probe_cost's FMA loop: 9 SASS instructions an event,
     against the global path's 7). The last iterations, fewer than T, use the checked probes, which
     need a ring with room (they store, then drain a full ring): the flush after each trip leaves
-    them one. A `#pragma` before the loop goes to the trip's loop, whose iterations are the loop's."""
+    them one. That flush is told its count, T x P (P: the group's sites per iteration). A `#pragma`
+    before the loop goes to the trip's loop, whose iterations are the loop's."""
     cl, t, text, nl = sm.loop, sm.trip, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
     cmp = ">" if cl.op == "<" else ">="
-    groups = sorted({plan.group_of(s).id for s in sm.sites})
 
     def gen() -> str:
-        flush = "".join(f" __atrex_r{g}.flush();" for g in groups)
+        flush = "".join(f" __atrex_r{g}.flush();" for g in sorted(sm.per_iteration))
+        flush_trip = "".join(f" __atrex_r{g}.flush({t * n}u);" for g, n in sorted(sm.per_iteration.items()))
         held_begin, held_end, checked_begin, checked_end = (
             f" {edits.inline(items)}" if items else "" for items in (sm.begin, sm.end, sm.checked_begin, sm.checked_end))
         init = f" {cl.init};" if cl.init else ""
@@ -699,7 +702,7 @@ def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
                 f"staging ring copied out before and after each{nl}"
                 f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}); ) {{{nl}"
                 f"{ind}  {text[loop.lead:loop.start]}for (unsigned __atrex_k = 0u; __atrex_k < {t}u; ++__atrex_k) "
-                f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }}{flush} }}{nl}"
+                f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }}{flush_trip} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {{{checked_begin} {text[body.start:body.end]}{checked_end} }}"
                 f"  /* atrex: the last iterations, their probes checked */ }}")
 
