@@ -51,7 +51,9 @@ def test_the_other_builds_are_named_by_arm_and_label(tmp_path):
 def test_the_table_gives_the_other_recorder_its_own_line(capsys):
     row = lambda arm, o: {"kernel": "reduce_sumsq", "arm": arm, "overhead": o, "ci95": [o - 0.001, o + 0.001]}  # noqa: E731
     run.print_table({"device": "d", "date": "x", "per_event": [],
-                     "rows": [row("off", 0.0), row("resident", 0.0238), row("resident:main", 0.0346)]})
+                     "rows": [row("off", 0.0), row("spec", -0.1437), row("resident", 0.0238),
+                              row("resident:main", 0.0346)]})
     lines = capsys.readouterr().out.splitlines()
     assert lines[-2].startswith("reduce_sumsq") and "+2.38%" in lines[-2] and "+3.46%" not in lines[-2]
+    assert "-14.37% [-14.47, -14.27]" in lines[-2] and "]-" not in lines[-2]  # the widest cell apart from its neighbour
     assert lines[-1].startswith("  :main") and "+3.46%" in lines[-1] and lines[-1].count("-") >= 3

@@ -218,14 +218,14 @@ def _ci(ci) -> str:
 
 def print_table(result: dict) -> None:
     print(f"\nperturbation, {result['device']}, {result['date']} (overhead vs clean, 95% CI)")
-    print(f"{'kernel':<14}{'off':>24}{'spec density':>24}{'spec, resident':>24}{'every CTA':>24}")
+    print(f"{'kernel':<14}" + "".join(f" {h:>25}" for h in ("off", "spec density", "spec, resident", "every CTA")))
     by = {(r["kernel"], r["arm"]): r for r in result["rows"]}
     cell = lambda r: "-" if r is None else f"{_pct(r['overhead'])} {_ci(r['ci95'])}"  # noqa: E731
     for k in dict.fromkeys(r["kernel"] for r in result["rows"]):
-        print(f"{k:<14}" + "".join(f"{cell(by.get((k, n))):>24}" for n in ARMS))
+        print(f"{k:<14}" + "".join(f" {cell(by.get((k, n))):>25}" for n in ARMS))
         for label in dict.fromkeys(r["arm"].partition(":")[2] for r in result["rows"] if r["kernel"] == k):
             if label:  # the same arms built against another recorder (--runtime)
-                print(f"{'  :' + label:<14}" + "".join(f"{cell(by.get((k, f'{n}:{label}'))):>24}" for n in ARMS))
+                print(f"{'  :' + label:<14}" + "".join(f" {cell(by.get((k, f'{n}:{label}'))):>25}" for n in ARMS))
     for p in result["per_event"]:
         print(f"per event, {p['loop']} loop: " + ", ".join(f"{k} {_pct(v)}" for k, v in p.items()
                                                          if k not in ("loop", "iket_detail")))
