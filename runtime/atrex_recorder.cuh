@@ -471,18 +471,32 @@ class BasicRecorder {
       if (a_ == ring_end_) drain(K);
       return;
     }
-    if (!R) {  // global: stored while the next slot is in the owner's range
-      put_global(off_, site, payload);
+    const uint32_t t = globaltimer_lo();
+    if (R) {  // the owner is its warp's lane 0; the slot saturates at the overflow slot (no compare)
+      using Ring = ResidentRing<K, W, G>;
+      const uint32_t e = Ring::entry(), owner = lane_now() == 0u;  // every lane loads the entry; lane 0 stores
+      uint32_t a, last;
+      Ring::load(e, a, last);
+      put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site, owner);
+      Ring::store(e, min(a + kEventBytes, last), owner);
       return;
     }
-    const uint32_t t = globaltimer_lo();
-    // resident: the owner is its warp's lane 0; the slot saturates at the overflow slot (no compare)
-    using Ring = ResidentRing<K, W, G>;
-    const uint32_t e = Ring::entry(), owner = lane_now() == 0u;  // every lane loads the entry; lane 0 stores
-    uint32_t a, last;
-    Ring::load(e, a, last);
-    put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site, owner);
-    Ring::store(e, min(a + kEventBytes, last), owner);
+#if ATREX_TL_WIDE
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.lt.u32 p, %1, %2;\n\t"
+        "@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(clock_lo()), "r"(payload),
+        "r"(site | kTagValid));
+#else
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.lt.u32 p, %1, %2;\n\t"
+        "@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(site | kTagValid));
+    (void)payload;
+#endif
+    off_ += kEventBytes;
   }
 
   // Resident, in each trip of a strip-mined loop (a group of `every` iterations): the rewriter
@@ -492,19 +506,12 @@ class BasicRecorder {
   // in registers, so the loop keeps the clean kernel's register budget (reduce_sumsq, layernorm:
   // 32). The offsets stay relative to base() in registers: holding absolute shared addresses
   // instead took the copy to 36 and 44 registers (sm_90a, nvcc 13.0).
-  // Global or staged, in each trip of a loop recorded in trips (the rewriter's _trips, below), whose
-  // events fit where they go: the owner's range (trip_fits) or the staging ring (flushed before
-  // the trip). A held probe has no capacity or ring check: global, a timer read and a store
-  // predicated on the thread being a writer (loop-invariant), an address and an increment;
-  // staged, a timer read, every lane's store of the same event to the same slot and a pointer bump.
+  // Staged, in each trip of a loop recorded in trips (the rewriter's staged trips): the trip
+  // starts with the ring flushed (flush, below), and it holds no more events than the ring has
+  // slots (the rewriter sizes it), so a held probe is a timer read, every lane's store of the same
+  // event to the same slot and a pointer bump: no compare, no branch, no drain inside the trip.
   __device__ __forceinline__ void hold() { ResidentRing<K, W, G>::load(ResidentRing<K, W, G>::entry(), a_, ring_end_); }
   __device__ __forceinline__ void rec_held(uint32_t site, uint32_t payload = 0u) {
-    if (K == 0u) {  // a writer's range holds the trip (trip_fits): the store is predicated on being one
-      const uint32_t t = globaltimer_lo();
-      asm volatile(ATREX_ON(0, "@p st.global.v2.u32 [%1], {%2, %3};") ::"r"(end_), "l"(p_), "r"(t), "r"(site | kTagValid));
-      p_ += kEventBytes;
-      return;
-    }
     if (!R) {
 #if ATREX_TL_WIDE
       payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
@@ -517,25 +524,6 @@ class BasicRecorder {
     put_shared(Ring::base() + min(a_, Ring::kSink), globaltimer_lo(), payload, site);
     a_ = min(a_ + kEventBytes, ring_end_);
   }
-  // A loop recorded in trips of n events an owner: trips_begin() before the first trip, trip_fits(n)
-  // before each (the trip's loop runs while it holds), trip_end(n) after each. Staged, the ring is
-  // copied out before the first trip and after each, and a trip always fits (the rewriter sizes it
-  // to the ring). Global, a trip fits while the owner's range has room for its n events; a thread
-  // that writes nothing always fits, so the warp stays together until its writer's range is short.
-  __device__ __forceinline__ void trips_begin() {
-    if (K != 0u) flush();
-  }
-  __device__ __forceinline__ bool trip_fits(uint32_t n) {
-    if (K != 0u) return true;
-    p_ = atrex_tl_buffer + off_;  // the trip's first slot: its probes store through p_
-    // bitwise, not short-circuit: a branch here made ptxas wrap the trip's loop in a convergence region
-    return (end_ == 0u) | ((off_ <= end_) & (end_ - off_ >= n * kEventBytes));
-  }
-  __device__ __forceinline__ void trip_end(uint32_t n) {
-    if (K != 0u) flush(n);
-    else off_ += n * kEventBytes;
-  }
-
   // Staged: copies the ring's events out now, the whole warp together, and empties it. `n`: how many
   // it holds, where the caller knows (a trip's events): counted from the ring's pointer after a
   // trip's loop instead, the count became one more induction variable in that loop, two more
@@ -659,29 +647,6 @@ class BasicRecorder {
     return linear_cta() / STRIDE * popc32(resident_warps()) + warp_rank();
   }
 
-  // Global: one event to the buffer at off_ (the buffer's base a constant-bank operand), stored where
-  // lo < end_ (a predicate, not a branch): lo = off_ checks the owner's range at each event, lo = 0
-  // only that the thread is a writer (non-writers have an empty range); off_ counts the attempt.
-  __device__ __forceinline__ void put_global(uint32_t lo, uint32_t site, uint32_t payload) {
-    const uint32_t t = globaltimer_lo();
-#if ATREX_TL_WIDE
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "setp.lt.u32 p, %1, %2;\n\t"
-        "@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
-        ::"l"(atrex_tl_buffer + off_), "r"(lo), "r"(end_), "r"(t), "r"(clock_lo()), "r"(payload),
-        "r"(site | kTagValid));
-#else
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "setp.lt.u32 p, %1, %2;\n\t"
-        "@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
-        ::"l"(atrex_tl_buffer + off_), "r"(lo), "r"(end_), "r"(t), "r"(site | kTagValid));
-    (void)payload;
-#endif
-    off_ += kEventBytes;
-  }
-
   // Staged: copy the ring's first `count` (<= K <= 32) events to global memory, lane j taking
   // slot j, which it stored itself; off_ advances past the events handed over (kept or not).
   __device__ __forceinline__ void drain(uint32_t count) {
@@ -697,8 +662,7 @@ class BasicRecorder {
   // owner index.
   uint32_t off_, end_;
   bool active_ = false;  // this thread's CTA and warp are selected (every lane of a recording warp)
-  uint32_t a_ = 0u, ring_end_ = 0u;
-  unsigned char* p_ = nullptr;  // staged: next slot and end of this warp's ring (shared addresses)
+  uint32_t a_ = 0u, ring_end_ = 0u;  // staged: next slot and end of this warp's ring (shared addresses)
 };
 
 // The default recorder: no staging.

@@ -288,15 +288,16 @@ def _plan_strip_mining(plan: Plan, anchored: dict[str, Stmt], text: str) -> tupl
     """Which loops holding sampled sites are strip-mined, and why the others are not. With resident
     rings a loop whose sites are all dense is "strip-mined by 1" too: its warp's slot is held across
     the loop instead of being looked up in the table at each probe (a lane test and the table's
-    load and store at every event). On the global path and with staged rings such a loop is
-    recorded in trips (_trip, _trips): its probes store without checking the owner's range or the
-    ring. Where such a loop cannot be, its probes stay as they are, and nothing is reported."""
+    load and store at every event). With staged rings such a loop is recorded in trips (_trip):
+    its probes store without checking whether the ring is full. Where such a loop cannot be, its
+    probes stay as they are, and nothing is reported."""
     spec = plan.spec
     resident = spec.capture.staging_resident
+    staged = bool(spec.capture.staging_events) and not resident
     by_loop: dict[Stmt, list[Site]] = {}
     for site in spec.sites:
         stmt = anchored.get(site.name)
-        if stmt is not None:
+        if (site.every > 1 or resident or staged) and stmt is not None:
             loop = _enclosing_loop(stmt, site)
             if loop is not None:
                 by_loop.setdefault(loop, []).append(site)
@@ -316,7 +317,7 @@ def _plan_strip_mining(plan: Plan, anchored: dict[str, Stmt], text: str) -> tupl
             why = form
         elif loop.body.kind != Kind.BLOCK:
             why = "its body is not a braced block"
-        elif everies == [1] and not resident:
+        elif staged and everies == [1]:
             trip, per_iteration = _trip(plan, sites, loop, anchored)
             if trip:
                 chosen[loop] = _StripMine(form, 1, sites, [], [], trip=trip, per_iteration=per_iteration)
@@ -329,21 +330,18 @@ def _plan_strip_mining(plan: Plan, anchored: dict[str, Stmt], text: str) -> tupl
     return chosen, refused
 
 
-TRIP_EVENTS = 32  # events an owner stores in a trip on the global path (staged: the ring's slots)
-
-
 def _trip(plan: Plan, sites: list[Site], loop: Stmt, anchored: dict[str, Stmt]) -> tuple[int, dict[int, int]]:
-    """Iterations per trip of a loop of dense sites on the global path or staged rings (0: not
-    recorded in trips), as many as put TRIP_EVENTS events (staged: the ring's slots) in the
-    fullest group, and each group's events per iteration. Only loop-begin and loop-end sites
-    qualify: each runs once per iteration (a canonical loop has no continue or break), so a trip
-    stores a known number of events, and the trip's remainder repeats them checked."""
+    """Iterations per trip of a loop whose dense sites record to staged rings (0: not recorded in
+    trips), as many as the fullest group's ring holds at its sites' events per iteration, and each
+    group's events per iteration. Only loop-begin and loop-end sites qualify: each runs once per
+    iteration (a canonical loop has no continue or break), so a trip stores a known number of
+    events, and the trip's remainder repeats them with the ring checked at each event."""
     if any(anchored[s.name] is not loop or s.position not in ("loop-begin", "loop-end") for s in sites):
         return 0, {}
     per_iteration: dict[int, int] = {}
     for s in sites:
         per_iteration[plan.group_of(s).id] = per_iteration.get(plan.group_of(s).id, 0) + 1
-    trip = (plan.spec.capture.staging_events or TRIP_EVENTS) // max(per_iteration.values())
+    trip = plan.spec.capture.staging_events // max(per_iteration.values())
     return (trip, per_iteration) if trip > 1 else (0, {})
 
 
@@ -674,45 +672,37 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
 
 
 def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
-    """for (INIT; i < E; INCR) {BODY}  ->  { INIT; r.trips_begin(); for (; i < E && E - i > (T-1)*S
-    && r.trip_fits(T x P); ) { for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes
-    INCR; } r.trip_end(T x P); } for (; i < E; INCR) { checked begin probes {BODY} checked end
-    probes } }: a loop of dense sites recorded in trips of T iterations, P being a group's sites
-    per iteration (each group's recorder r gets its own calls). A trip's events fit where they go,
-    so its probes store with no check: on the global path, the trip runs only while the owner's
-    range has room for it (trip_fits), and a held probe is a timer read, a store predicated on the
-    thread being a writer, the address and an increment, where the checked probe also compares the
-    slot with the range's end at every event (bench/probe_cost's FMA loop: 7 SASS instructions an
-    event); staged, the rings are copied out before the first trip and after each (trips_begin,
-    trip_end), so a trip starts with empty rings sized for it, and a held probe is a timer read,
-    a shared store and a pointer bump, where the checked probe's compare and branch made ptxas wrap
-    every iteration in a convergence region (9 instructions). The last iterations, and those after
-    an owner's range is too short for a trip, use the checked probes (staged: they store, then
-    drain a full ring, so they need a ring with room, which the flush after each trip leaves).
-    trip_end is told its count, T x P: counted from the ring's pointer after the trip's loop, the
-    count became two more induction variables in that loop (H200 run 97: +7.98% against +5.50%).
-    A `#pragma` before the loop goes to the trip's loop, whose iterations are the loop's."""
+    """for (INIT; i < E; INCR) {BODY}  ->  { INIT; flush; for (; i < E && E - i > (T-1)*S; ) {
+    for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes INCR; } flush(T x P); }
+    for (; i < E; INCR) { checked begin probes {BODY} checked end probes } }: a loop whose dense
+    sites record to staged rings, in trips of T iterations. The rings are copied out (the whole
+    warp, coalesced) before the first trip and after each, so a trip starts with empty rings and
+    its T iterations' events fit: its probes store with no ring check, a timer read, a shared
+    store and a pointer bump, where the checked probe's compare and branch made ptxas wrap every
+    iteration in a convergence region (bench/probe_cost's FMA loop: 9 SASS instructions an event,
+    against the global path's 7). The last iterations, fewer than T, use the checked probes, which
+    need a ring with room (they store, then drain a full ring): the flush after each trip leaves
+    them one. That flush is told its count, T x P (P: the group's sites per iteration). A `#pragma`
+    before the loop goes to the trip's loop, whose iterations are the loop's."""
     cl, t, text, nl = sm.loop, sm.trip, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
     cmp = ">" if cl.op == "<" else ">="
 
     def gen() -> str:
-        groups = sorted(sm.per_iteration.items())
-        begin_all = "".join(f" __atrex_r{g}.trips_begin();" for g, _ in groups)
-        fits = "".join(f" && __atrex_r{g}.trip_fits({t * n}u)" for g, n in groups)
-        end_all = "".join(f" __atrex_r{g}.trip_end({t * n}u);" for g, n in groups)
+        flush = "".join(f" __atrex_r{g}.flush();" for g in sorted(sm.per_iteration))
+        flush_trip = "".join(f" __atrex_r{g}.flush({t * n}u);" for g, n in sorted(sm.per_iteration.items()))
         held_begin, held_end, checked_begin, checked_end = (
             f" {edits.inline(items)}" if items else "" for items in (sm.begin, sm.end, sm.checked_begin, sm.checked_end))
         init = f" {cl.init};" if cl.init else ""
         names = ", ".join(s.name for s in sm.sites)
         pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""
         body_text = edits.span(body.start, body.end - 1) + "}"
-        return (f"{pad}{{{init}{begin_all}  // atrex: site(s) {names} recorded in trips of {t} iterations, their "
-                f"probes unchecked{nl}"
-                f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}){fits}; ) {{{nl}"
+        return (f"{pad}{{{init}{flush}  // atrex: site(s) {names} recorded in trips of {t} iterations, the warp's "
+                f"staging ring copied out before and after each{nl}"
+                f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}); ) {{{nl}"
                 f"{ind}  {text[loop.lead:loop.start]}for (unsigned __atrex_k = 0u; __atrex_k < {t}u; ++__atrex_k) "
-                f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }}{end_all} }}{nl}"
+                f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }}{flush_trip} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {{{checked_begin} {text[body.start:body.end]}{checked_end} }}"
                 f"  /* atrex: the last iterations, their probes checked */ }}")
 
