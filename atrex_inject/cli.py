@@ -140,6 +140,7 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
                       if p["versioned"] else f"  body NOT versioned: {p['not_versioned_because']}", markup=False)
             for sm in p["strip_mined"]:
                 how = (f"strip-mined by {sm['every']}" if sm["every"] > 1
+                       else f"recorded in trips of {sm['trip']} iterations (probes unchecked)" if sm.get("trip")
                        else "holds its warp's ring slot across the loop")
                 out.print(f"  loop at line {sm['line']} {how} for {', '.join(sm['sites'])}", markup=False)
         _render_launches(r)

@@ -148,7 +148,7 @@ class StripMined:
     line: int
     every: int
     sites: tuple[str, ...]
-    trip: int = 0  # staged rings: iterations per trip (the ring copied out at each trip's start); 0 = none
+    trip: int = 0  # staged rings: iterations per trip (the ring copied out before the first and after each); 0 = none
 
 
 @dataclass(frozen=True)
