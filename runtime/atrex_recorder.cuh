@@ -331,14 +331,15 @@ struct ResidentRing {
 };
 
 // Stores one event into a staging ring's slot (shared address `slot`), resident or staged; `on`:
-// whether this lane stores (a predicate, not a branch).
-__device__ __forceinline__ void put_shared(uint32_t slot, uint32_t t, uint32_t payload, uint32_t site, uint32_t on = 1u) {
+// whether this lane stores (a predicate, not a branch); `valid`: kTagValid, or the same value loaded
+// where ptxas cannot see it is a constant (BasicRecorder::trips_begin).
+__device__ __forceinline__ void put_shared(uint32_t slot, uint32_t t, uint32_t payload, uint32_t site, uint32_t on = 1u,
+                                           uint32_t valid = kTagValid) {
 #if ATREX_TL_WIDE
   asm volatile(ATREX_ON(5, "@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};")
-               ::"r"(slot), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | kTagValid), "r"(on));
+               ::"r"(slot), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | valid), "r"(on));
 #else
-  asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(t), "r"(site | kTagValid),
-               "r"(on));
+  asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(t), "r"(site | valid), "r"(on));
   (void)payload;
 #endif
 }
@@ -516,7 +517,7 @@ class BasicRecorder {
 #if ATREX_TL_WIDE
       payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
 #endif
-      put_shared(a_, globaltimer_lo(), payload, site);
+      put_shared(a_, globaltimer_lo(), payload, site, 1u, valid_);
       a_ += kEventBytes;
       return;
     }
@@ -524,6 +525,18 @@ class BasicRecorder {
     put_shared(Ring::base() + min(a_, Ring::kSink), globaltimer_lo(), payload, site);
     a_ = min(a_ + kEventBytes, ring_end_);
   }
+  // Staged, before a loop recorded in trips: the ring copied out (flush), and the tag's valid bit read
+  // back from shared memory into a register, where ptxas cannot see that it is a constant: as an
+  // immediate, ptxas moved it into the event's register pair again at every event (one more
+  // instruction an event in bench/probe_cost's FMA and copy loops). It goes in the ring's next
+  // slot, which the trip's first event overwrites and no flush counts.
+  __device__ __forceinline__ void trips_begin() {
+    static_assert(!R && K != 0u, "trips are the staged rings'");
+    flush();
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(a_), "r"(kTagValid) : "memory");
+    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(valid_) : "r"(a_) : "memory");
+  }
+
   // Staged: copies the ring's events out now, the whole warp together, and empties it. `n`: how many
   // it holds, where the caller knows (a trip's events): counted from the ring's pointer after a
   // trip's loop instead, the count became one more induction variable in that loop, two more
@@ -662,7 +675,8 @@ class BasicRecorder {
   // owner index.
   uint32_t off_, end_;
   bool active_ = false;  // this thread's CTA and warp are selected (every lane of a recording warp)
-  uint32_t a_ = 0u, ring_end_ = 0u;  // staged: next slot and end of this warp's ring (shared addresses)
+  uint32_t a_ = 0u, ring_end_ = 0u;
+  uint32_t valid_ = kTagValid;  // staged: kTagValid, loaded opaquely before a loop's trips (trips_begin)  // staged: next slot and end of this warp's ring (shared addresses)
 };
 
 // The default recorder: no staging.

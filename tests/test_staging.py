@@ -285,7 +285,7 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
             and "__atrex_r0.rec_held(0u);" in text) == bool(trip)
     if trip:  # the rings are flushed before the first trip and after each, so the checked probes of
         # the last iterations start with room in the ring (they store, then drain a full ring)
-        assert "__atrex_r0.flush();" in text[:text.index("recorded in trips")].rsplit("\n", 1)[-1]
+        assert "__atrex_r0.trips_begin();" in text[:text.index("recorded in trips")].rsplit("\n", 1)[-1]
         assert re.search(r"__atrex_r0\.flush\(32u\); \}\s*for \(; i < n; [^{]*\{ __atrex_r0\.rec\(0u\);", text)
     assert text.count("__atrex_r0.rec(0u);") == 1  # the remainder's (trips) or every iteration's probe
     proc = nvcc_compile(tmp_path / "k.cu", tmp_path / "k.cubin", ["-cubin"])
@@ -294,9 +294,12 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     loop = max((l for l in sass.sides(insns)[1] if l.count("LDG")), key=lambda l: l.count("LDG"))
     body = [op for a, op, _ in insns if loop.start <= a <= loop.end]
     timers = [w for a, _, w in insns if loop.start <= a <= loop.end and "SR_GLOBALTIMER" in w]
-    if trip:  # the trip's loop: every iteration's timer read(s), its stores, no convergence region
+    if trip:  # the trip's loop: every iteration's timer read(s), its stores, no convergence region,
+        # and the tag's valid bit not moved in as an immediate at each event (trips_begin loads it)
         assert len(timers) == body.count("LDG.E.128.CONSTANT") * len(sites), body
         assert "BSSY" not in body and any(o.startswith("STS") for o in body), body
+        tags = [w for a, _, w in insns if loop.start <= a <= loop.end and re.search(r"-0x80000000|0x8000000[0-9a-f]\b", w)]
+        assert tags == [], tags
     else:  # the checked probe: the ring's test and its drain in every iteration
         assert "BSSY" in body, body
     snapshot.revert(tmp_path / "s.toml")

@@ -672,13 +672,14 @@ def _strip_mine(edits: _Edits, sm: _StripMine, anchored: set) -> None:
 
 
 def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
-    """for (INIT; i < E; INCR) {BODY}  ->  { INIT; flush; for (; i < E && E - i > (T-1)*S; ) {
+    """for (INIT; i < E; INCR) {BODY}  ->  { INIT; trips_begin; for (; i < E && E - i > (T-1)*S; ) {
     for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes INCR; } flush(T x P); }
     for (; i < E; INCR) { checked begin probes {BODY} checked end probes } }: a loop whose dense
     sites record to staged rings, in trips of T iterations. The rings are copied out (the whole
-    warp, coalesced) before the first trip and after each, so a trip starts with empty rings and
-    its T iterations' events fit: its probes store with no ring check, a timer read, a shared
-    store and a pointer bump, where the checked probe's compare and branch made ptxas wrap every
+    warp, coalesced) before the first trip (trips_begin, which also loads the tag's valid bit where
+    ptxas cannot fold it) and after each, so a trip starts with empty rings and its T iterations'
+    events fit: its probes store with no ring check, a timer read, a shared store and a pointer
+    bump, where the checked probe's compare and branch made ptxas wrap every
     iteration in a convergence region (bench/probe_cost's FMA loop: 9 SASS instructions an event,
     against the global path's 7). The last iterations, fewer than T, use the checked probes, which
     need a ring with room (they store, then drain a full ring): the flush after each trip leaves
@@ -690,7 +691,7 @@ def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
     cmp = ">" if cl.op == "<" else ">="
 
     def gen() -> str:
-        flush = "".join(f" __atrex_r{g}.flush();" for g in sorted(sm.per_iteration))
+        begin_all = "".join(f" __atrex_r{g}.trips_begin();" for g in sorted(sm.per_iteration))
         flush_trip = "".join(f" __atrex_r{g}.flush({t * n}u);" for g, n in sorted(sm.per_iteration.items()))
         held_begin, held_end, checked_begin, checked_end = (
             f" {edits.inline(items)}" if items else "" for items in (sm.begin, sm.end, sm.checked_begin, sm.checked_end))
@@ -698,7 +699,7 @@ def _trips(edits: _Edits, sm: _StripMine, plan: Plan) -> None:
         names = ", ".join(s.name for s in sm.sites)
         pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""
         body_text = edits.span(body.start, body.end - 1) + "}"
-        return (f"{pad}{{{init}{flush}  // atrex: site(s) {names} recorded in trips of {t} iterations, the warp's "
+        return (f"{pad}{{{init}{begin_all}  // atrex: site(s) {names} recorded in trips of {t} iterations, the warp's "
                 f"staging ring copied out before and after each{nl}"
                 f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}); ) {{{nl}"
                 f"{ind}  {text[loop.lead:loop.start]}for (unsigned __atrex_k = 0u; __atrex_k < {t}u; ++__atrex_k) "
