@@ -508,7 +508,7 @@ class BasicRecorder {
   // 32). The offsets stay relative to base() in registers: holding absolute shared addresses
   // instead took the copy to 36 and 44 registers (sm_90a, nvcc 13.0).
   // Staged, in each trip of a loop recorded in trips (the rewriter's staged trips): the trip
-  // starts with the ring flushed (flush, below), and it holds no more events than the ring has
+  // starts with the ring flushed (trips_begin, flush, below), and it holds no more events than the ring has
   // slots (the rewriter sizes it), so a held probe is a timer read, every lane's store of the same
   // event to the same slot and a pointer bump: no compare, no branch, no drain inside the trip.
   __device__ __forceinline__ void hold() { ResidentRing<K, W, G>::load(ResidentRing<K, W, G>::entry(), a_, ring_end_); }
@@ -539,7 +539,7 @@ class BasicRecorder {
 
   // Staged: copies the ring's events out now, the whole warp together, and empties it. `n`: how many
   // it holds, where the caller knows (a trip's events): counted from the ring's pointer after a
-  // trip's loop instead, the count became one more induction variable in that loop, two more
+  // trip's loop instead, the count became two more induction variables in that loop, two more
   // instructions an event (bench/probe_cost's FMA loop, H200 run 97: +7.98% against +5.50%).
   __device__ __forceinline__ void flush(uint32_t n = ~0u) {
     static_assert(!R, "flush is the staged rings' (resident rings are copied out at exit)");
@@ -675,8 +675,8 @@ class BasicRecorder {
   // owner index.
   uint32_t off_, end_;
   bool active_ = false;  // this thread's CTA and warp are selected (every lane of a recording warp)
-  uint32_t a_ = 0u, ring_end_ = 0u;
-  uint32_t valid_ = kTagValid;  // staged: kTagValid, loaded opaquely before a loop's trips (trips_begin)  // staged: next slot and end of this warp's ring (shared addresses)
+  uint32_t a_ = 0u, ring_end_ = 0u;  // staged: next slot and end of this warp's ring (shared addresses)
+  uint32_t valid_ = kTagValid;  // staged: kTagValid, loaded opaquely before a loop's trips (trips_begin)
 };
 
 // The default recorder: no staging.

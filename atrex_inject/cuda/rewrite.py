@@ -8,6 +8,7 @@ inside the same branch or loop.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -338,9 +339,7 @@ def _trip(plan: Plan, sites: list[Site], loop: Stmt, anchored: dict[str, Stmt]) 
     events, and the trip's remainder repeats them with the ring checked at each event."""
     if any(anchored[s.name] is not loop or s.position not in ("loop-begin", "loop-end") for s in sites):
         return 0, {}
-    per_iteration: dict[int, int] = {}
-    for s in sites:
-        per_iteration[plan.group_of(s).id] = per_iteration.get(plan.group_of(s).id, 0) + 1
+    per_iteration = dict(Counter(plan.group_of(s).id for s in sites))
     trip = plan.spec.capture.staging_events // max(per_iteration.values())
     return (trip, per_iteration) if trip > 1 else (0, {})
 
@@ -445,7 +444,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
         sm = mined.get(site.name)
         held = sm is not None and (sm.trip > 0 or plan.spec.capture.staging_resident) and site.name not in unheld
         code = _site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1), held=held)
-        if held:
+        if held and not sm.trip:  # resident: the trip's hold and release
             mined[site.name].held.setdefault(plan.group_of(site).id, []).append(site.position)
         label, pos = _label(plan, site), site.position
         if site.anchor.kind == "entry":
