@@ -2,6 +2,8 @@
 # One real capture with resident staging rings, for tests/fixtures/h200/reduce_sumsq_resident/: on the
 # GPU host, from the repository root, with wheels in .whl/ (carry [".whl"]):
 #   bash scripts/gpu-resident.sh            (results under $OUT, default /tmp/atrex-gpu-resident)
+#   CLOCK=1 CAPACITY=81 bash scripts/gpu-resident.sh   (16-byte events with %clock; an odd capacity:
+#                                           the exit's other copy and header paths; not a fixture)
 # The reduce_sumsq spec with `staging = { warps = 8, resident = true }` (atrex_inject.spec.staged_copy)
 # is applied, built, captured with `atrex-inject capture`, validated and reverted byte for byte; the
 # capture, its manifest and the instrumented source go into one archive.
@@ -20,6 +22,9 @@ $T "$work/clean" --warmup 3 --iters 10 | tee "$OUT/clean.txt"
 workload=$(python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$OUT/clean.txt")
 spec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], None, 8))" \
   "$work/examples/specs/reduce_sumsq.toml")
+[ -n "${CLOCK:-}" ] && sed -i 's/^\[capture\]$/[capture]\nclock = true/' "$spec"
+[ -n "${CAPACITY:-}" ] && sed -i "s/^capacity = [0-9]*/capacity = $CAPACITY/" "$spec"
+grep -E "^(capacity|clock|staging)" "$spec"
 $ATREX apply "$spec" --root "$work" || exit 1
 cp "$src" "$OUT/cap/reduce_sumsq_resident.instrumented.cu"
 $NVCC -I"$INC" -Xptxas -v -o "$work/inst" "$src" 2>&1 | grep -E "registers|spill" | tail -2
