@@ -134,6 +134,9 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
             kind = "resident rings (every event kept until exit)" if st.get("resident") else "rings"
             out.print(f"  staging: {kind} of {st['events']} events x {st['warps']} warps per group, "
                       f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA", markup=False)
+        if r.get("event_bytes") == 4:
+            out.print("  events: 4 bytes, packed (the site id in the timer's low 5 bits; decode checks the timer's "
+                      "resolution)", markup=False)
         p = r.get("perturbation")
         if p:  # how the clean code is kept for CTAs that record nothing (docs/perturbation.md)
             out.print("  body versioned: CTAs that record nothing, and all when probes are off, run the clean copy"

@@ -33,8 +33,9 @@ from .errors import CaptureError
 from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
 from .launchfile import TYPE_NAMES as SIDECAR_TYPE_NAMES
-from .layout import (FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES, OWNER_DTYPE, TAG_VALID, Role,
-                     build_header, group_owners, slot_owners)
+from .layout import (EVENT_BYTES, FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES, OWNER_DTYPE,
+                     PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, group_owners, slot_owners,
+                     stamp_resolution_ns)
 from .manifest import Group, Manifest
 
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
@@ -98,7 +99,7 @@ def read_header(raw: bytes, where: str, size: int | None = None) -> np.void:
                            check="truncation")
     n_groups = int(h["n_groups"])
     ev_bytes = int(h["event_bytes"])
-    sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in (8, 16) and int(h["owner_bytes"]) == OWNER_BYTES
+    sizes_ok = (1 <= n_groups <= MAX_GROUPS and ev_bytes in EVENT_BYTES and int(h["owner_bytes"]) == OWNER_BYTES
                 and int(h["owners_offset"]) == HEADER_BYTES
                 and int(h["events_offset"]) == HEADER_BYTES + OWNER_BYTES * int(h["n_owners"])
                 and int(h["total_bytes"]) == int(h["events_offset"]) + int(h["n_owners"]) * int(h["capacity"]) * ev_bytes
@@ -255,9 +256,23 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
                   col_cta_z=(owners["cta"] // (gx * gy)).astype(np.int32),
                   col_warp=(owners["thread"] // 32).astype(np.int16), col_lane=(owners["thread"] % 32).astype(np.int16),
                   col_sm=owners["smid"].astype(np.int16))
+    resolution = stamp_resolution_ns(own)
+    said = meta.get("timer_resolution_ns")
+    if said is not None and said != resolution:
+        raise CaptureError(f"the sidecar says timer_resolution_ns {said}; the owners' stamps in the buffer give "
+                           f"{resolution}", path=str(side_path),
+                           hint="the sidecar was edited or belongs to another buffer; capture again",
+                           check="timer_resolution")
+    if int(h["event_bytes"]) == 4 and 0 < resolution < PACKED_SITES + 1:
+        raise CaptureError(f"packed events keep the site id in the timer's low {PACKED_SITE_BITS} bits, but this "
+                           f"launch's owner stamps are multiples of {resolution} ns only: the timer ticks finer than "
+                           f"{PACKED_SITES + 1} ns here, so its events' site ids and times cannot be told apart",
+                           path=where, hint="capture again without [capture] packed (8-byte events)",
+                           check="timer_resolution")
     # the header's facts override the sidecar's; the sidecar as written stays for validation to compare
     meta = {**meta, "sidecar": meta, "file": path.name, "bytes": size, "version": int(h["version"]),
             "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(), "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
+            "timer_resolution_ns": resolution,
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
     return h, meta, owners, own
 
@@ -274,10 +289,11 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     live = None if full else (np.arange(cap, dtype=np.int64)[None, :] < written[:, None]).ravel()
     # compress whole rows as one 8- or 16-byte scalar each (a bit-exact view): numpy's 1-D boolean
     # compress is ~10x faster than the same selection on a 2-D array
-    row = np.uint64 if words == 2 else np.complex128
+    row = {1: np.uint32, 2: np.uint64, 4: np.complex128}[words]
     rows = ev if full else ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
-    tag = rows[:, words - 1]
-    valid = tag >= TAG_VALID
+    tag = rows[:, words - 1]  # packed (one word): %globaltimer_lo | (site id + 1), never zero
+    valid = tag != 0 if words == 1 else tag >= TAG_VALID
+    t_lo = tag & np.uint32(~PACKED_SITES & U32) if words == 1 else rows[:, 0]
     torn = total - int(np.count_nonzero(valid))
     stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
     t0 = _full_time(own, "t0").view(np.uint64)
@@ -287,17 +303,18 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     if full:
         o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), cap)
         s_idx = np.tile(np.arange(cap, dtype=np.int32), n_owners)
-        t_ns = np.add(t0[:, None], np.subtract(rows[:, 0].reshape(n_owners, cap), own["t0_lo"][:, None]),
+        t_ns = np.add(t0[:, None], np.subtract(t_lo.reshape(n_owners, cap), own["t0_lo"][:, None]),
                       dtype=np.uint64).ravel()
     else:
         o_idx = np.repeat(np.arange(n_owners, dtype=np.int32), written)
         s_idx = np.arange(total, dtype=np.int32) - np.repeat((np.cumsum(written) - written).astype(np.int32), written)
         t_ns = np.repeat(t0, written)
-        np.add(t_ns, np.subtract(rows[:, 0], np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
+        np.add(t_ns, np.subtract(t_lo, np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
     t_ns = t_ns.view(np.int64)
     if torn:
         o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
-    events = {"owner": o_idx, "site": (tag & ~TAG_VALID).view(np.int32), "seq": s_idx, "t_ns": t_ns}
+    site = (tag & np.uint32(PACKED_SITES)).astype(np.int32) - 1 if words == 1 else (tag & ~TAG_VALID).view(np.int32)
+    events = {"owner": o_idx, "site": site, "seq": s_idx, "t_ns": t_ns}
     if words == 4:
         events["cycles"] = rows[:, 1].astype(np.int64)
         events["payload"] = rows[:, 2].copy()

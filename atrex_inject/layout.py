@@ -22,6 +22,12 @@ MAX_GROUPS = 8
 U32 = (1 << 32) - 1  # header, owner and manifest integers are u32
 MAX_BUFFER_BYTES = U32  # the device recorder addresses slots with 32-bit buffer offsets
 TAG_VALID = np.uint32(0x80000000)  # an event's tag: this bit | site id (a zero slot was never written)
+# A packed (4-byte) event is %globaltimer_lo | (site id + 1): the site in the low PACKED_SITE_BITS, which
+# must carry no time (a tick of at least 2**PACKED_SITE_BITS ns); never zero, so zero = never written.
+PACKED_SITE_BITS = 5
+PACKED_SITES = (1 << PACKED_SITE_BITS) - 1  # site ids 0..30
+EVENT_BYTES = (4, 8, 16)  # packed, plain {t, tag}, wide {t, clock, payload, tag}
+FLAG_CLOCK, FLAG_WIDE, FLAG_PACKED = 1, 2, 4  # launch header flags
 
 
 class Role(StrEnum):
@@ -77,6 +83,19 @@ OWNER_DTYPE = np.dtype([("claims", "<u4"), ("attempted", "<u4"), ("smid", "<u4")
                         ("flags", "<u4"), ("pad", "<u4")])  # flags bit 0: attempted is a lower bound
 OWNER_BYTES = OWNER_DTYPE.itemsize
 assert HEADER_DTYPE.itemsize == HEADER_BYTES and OWNER_BYTES == 48
+
+
+def stamp_resolution_ns(own: np.ndarray) -> int:
+    """The largest power of two (ns) that divides every start and end stamp (full %globaltimer) of the
+    claimed owners in an owner table (OWNER_DTYPE rows): the timer's tick, or a multiple of it when few
+    owners recorded; 0 with no stamp. A packed capture needs at least 2**PACKED_SITE_BITS: its events
+    keep the site id in the bits below (the sidecar's timer_resolution_ns; decode recomputes it)."""
+    claimed = own["claims"] > 0
+    stamps = [((own[p + "_hi"].astype(np.uint64) << np.uint64(32)) | own[p + "_lo"].astype(np.uint64))[claimed]
+              for p in ("t0", "t1")]
+    s = np.concatenate(stamps)
+    s = s[s != 0]  # an owner that never reached its exit has no end stamp
+    return int(np.min(s & (~s + np.uint64(1)))) if s.size else 0
 
 
 def selected_warps(g: OwnerGroup, n_threads: int) -> list[int]:
@@ -138,17 +157,18 @@ def resident_rings(g: OwnerGroup, warps: int) -> int:
     return len(selected_warps(g, 32 * warps))
 
 
-def staging_bytes(events: int, warps: int, event_bytes: int, groups: Sequence[OwnerGroup],
+def staging_bytes(events: int, warps: int, slot_bytes: int, groups: Sequence[OwnerGroup],
                   resident: bool = False) -> int:
     """Static shared memory the staging rings take per CTA (`[capture] staging`): each group keeps
     warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`; resident, each
     group keeps one ring per warp that can own it (resident_rings) of `events` (the capacity) + 2
     slots (an overflow slot, and the owner's start time), one sink slot for warps that own no ring,
     and a table of WARP_SLOTS 8-byte entries, where each warp's next slot is kept between probes
-    (runtime/atrex_recorder.cuh, ResidentRing)."""
+    (runtime/atrex_recorder.cuh, ResidentRing). `slot_bytes`: 8, or 16 for wide events (a packed
+    event is packed as it leaves the ring)."""
     if resident:
-        return sum((resident_rings(g, warps) * (events + 2) + 1) * event_bytes + WARP_SLOTS * 8 for g in groups)
-    return (warps + 1) * events * event_bytes * len(groups)
+        return sum((resident_rings(g, warps) * (events + 2) + 1) * slot_bytes + WARP_SLOTS * 8 for g in groups)
+    return (warps + 1) * events * slot_bytes * len(groups)
 
 
 def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event_bytes: int, clock: bool,
@@ -162,7 +182,7 @@ def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event
     h["magic"], h["version"], h["header_bytes"] = MAGIC, FORMAT_VERSION, HEADER_BYTES
     h["source_id"] = np.frombuffer(bytes.fromhex(source_id), dtype=np.uint8)
     h["launch_seq"], h["grid"], h["block"] = launch_seq, list(grid), list(block)
-    flags = (1 if clock else 0) | (2 if event_bytes == 16 else 0)  # bit0: clock recorded, bit1: 16-byte events
+    flags = (FLAG_CLOCK if clock else 0) | (FLAG_WIDE if event_bytes == 16 else 0) | (FLAG_PACKED if event_bytes == 4 else 0)
     h["capacity"], h["n_groups"], h["n_owners"], h["flags"] = capacity, len(groups), base, flags
     h["owners_offset"] = HEADER_BYTES
     h["events_offset"] = HEADER_BYTES + OWNER_BYTES * base

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from . import backend as backends
 from .errors import AtrexError, SnapshotError
-from .layout import MAX_GROUPS, U32, Role
+from .layout import EVENT_BYTES, MAX_GROUPS, U32, Role
 
 FORMAT = "atrex-manifest"
 VERSION = 1
@@ -72,7 +72,7 @@ class Staging:
 @dataclass(frozen=True)
 class CaptureSettings:
     capacity: int  # events per owner
-    event_bytes: int  # 8, or 16 with a payload or the clock
+    event_bytes: int  # 8; 16 with a payload or the clock; 4 packed (spec [capture] packed)
     clock: bool = False
     skip: int = 0  # launches before the first one written
     count: int = 1  # launches written; 0 = all
@@ -417,8 +417,8 @@ def _parse(obj: Any, where: str) -> Manifest:
             anchor=a and Anchor(a.get("kind", str), a.get("pattern", str), a.get("occurrence", (int, NULL), None)),
             payload=s.get("payload", (str, NULL), None), every=s.get("every", int, 1),
             source_line=s.get("source_line", int, 0), instrumented_line=s.get("instrumented_line", int, 0)))
-    if capture.event_bytes not in (8, 16) or capture.capacity < 1 or any(g.cta_stride < 1 for g in groups):
-        raise bad("capture.event_bytes must be 8 or 16, capture.capacity and every group's cta_stride >= 1")
+    if capture.event_bytes not in EVENT_BYTES or capture.capacity < 1 or any(g.cta_stride < 1 for g in groups):
+        raise bad("capture.event_bytes must be 4, 8 or 16, capture.capacity and every group's cta_stride >= 1")
     if not 1 <= len(groups) <= MAX_GROUPS:
         raise bad(f"{len(groups)} owner groups; a launch header holds 1 to {MAX_GROUPS}")
     ids = {s.name: s.id for s in sites}

@@ -21,11 +21,17 @@ class Plan:
 
     @property
     def wide_events(self) -> bool:
-        """16-byte events when any site carries a payload or the clock is recorded; else 8 bytes."""
+        """16-byte events when any site carries a payload or the clock is recorded."""
         return self.spec.capture.clock or any(s.payload for s in self.spec.sites)
 
     @property
     def event_bytes(self) -> int:
+        """An event in the capture buffer: 16 bytes wide, 4 packed (spec [capture] packed), else 8."""
+        return 16 if self.wide_events else 4 if self.spec.capture.packed else 8
+
+    @property
+    def slot_bytes(self) -> int:
+        """A staging ring's slot in shared memory: packed events are packed when copied out, so 8."""
         return 16 if self.wide_events else 8
 
     @property
@@ -36,7 +42,7 @@ class Plan:
         if not c.staging_events:
             return None
         return Staging(c.staging_events, c.staging_warps,
-                       staging_bytes(c.staging_events, c.staging_warps, self.event_bytes, self.groups,
+                       staging_bytes(c.staging_events, c.staging_warps, self.slot_bytes, self.groups,
                                      c.staging_resident), c.staging_resident)
 
     def group_of(self, site: Site) -> Group:

@@ -103,6 +103,7 @@ class ApplyResult:
         return {"applied": True, "workspace": str(self.workspace), "source": m["source"]["path"],
                 "lines_added": added, "lines_removed": removed, "sites": m["sites"],
                 "warnings": m["warnings"], "staging": m["capture"]["staging"],
+                "event_bytes": m["capture"]["event_bytes"],
                 "perturbation": m.get("perturbation"), **launch_report(self.manifest),
                 "manifest": str(self.workspace / mf.FILE_NAME)}
 

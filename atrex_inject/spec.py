@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import backend as backends
 from .errors import SpecError
-from .layout import MAX_GROUPS, ROLE_NAMES, U32, Role, staging_bytes
+from .layout import MAX_GROUPS, PACKED_SITE_BITS, PACKED_SITES, ROLE_NAMES, U32, Role, staging_bytes
 from .manifest import MAX_INTERVALS, Group
 
 SPEC_VERSION = 1
@@ -39,7 +39,7 @@ INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "launchers", "cuda_string",
             "capture", "site", "intervals", "expect"}
 KERNEL_KEYS = {"name", "occurrence"}
-CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging"}
+CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging", "packed"}
 STAGING_KEYS = {"events", "warps", "resident"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
 CTAS_KEYS = {"stride", "limit"}
@@ -100,6 +100,7 @@ class Capture:
     staging_events: int = 0  # events per warp staged in shared memory before a coalesced copy; 0 = off
     staging_warps: int = 0  # warps per CTA the rings are sized for (launches with more are refused)
     staging_resident: bool = False  # the rings hold every event (capacity) until exit: no copy before it
+    packed: bool = False  # 4-byte events in the buffer: the site id in the timer's low bits (docs/format.md)
 
 
 @dataclass(frozen=True)
@@ -302,7 +303,11 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         staging_warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0,
                             lo=1, hi=32, unit=" warps per CTA"),
         staging_resident=resident,
+        packed=typed(cap_t, "packed", bool, "capture", default=False),
     )
+    if capture.packed and be.staging_refused:
+        raise err(f"capture.packed applies to the recorder's own buffers ({be.staging_refused})", "capture", "packed",
+                  hint="drop `packed`")
     if stage_t and be.staging_refused:
         staged = " and ".join(n for n in backends.names() if not backends.get(n).staging_refused)
         raise err(f"capture.staging applies to the {staged} backend ({be.staging_refused})", "capture", "staging")
@@ -315,6 +320,14 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     for i, n in enumerate(names):
         if names.index(n) != i:
             raise err(f"site name {n!r} is used twice", "site", i, "name", hint="site names must be unique")
+    if capture.packed and (capture.clock or any(s.payload for s in sites)):
+        what = "capture.clock" if capture.clock else f"site {next(s.name for s in sites if s.payload)!r}'s payload"
+        raise err(f"capture.packed keeps a 4-byte event (timer and site id) with no room for {what}", "capture",
+                  "packed", hint="drop `packed`, or drop the clock and the payloads")
+    if capture.packed and len(sites) > PACKED_SITES:
+        raise err(f"capture.packed holds site ids 0..{PACKED_SITES - 1} in the timer's low {PACKED_SITE_BITS} bits; "
+                  f"this spec has {len(sites)} sites", "capture", "packed",
+                  hint=f"drop `packed`, or split the question into specs of at most {PACKED_SITES} sites")
     for i, st in enumerate(sites):
         if capture.staging_events and st.role in ("thread", "predicate"):
             raise err(f"site {st.name!r}: role {st.role!r} records per thread; capture.staging stages per warp",
@@ -425,23 +438,27 @@ def _launchers(data: dict, backend: str, source: Path, path: Path, root: Path, w
     return tuple(out)
 
 
-def staged_copy(path: Path, events: int | None, warps: int) -> Path:
+def staged_copy(path: Path, events: int | None, warps: int, packed: bool = False) -> Path:
     """Write `<spec>_staged.toml` next to a spec: the same spec under the name `<name>_staged` with
     `staging = { events, warps }` in its [capture] table (events None: `staging = { warps, resident =
-    true }`, written as `<spec>_resident.toml`), so the global and the staged probe paths can be
-    applied, built and measured side by side (bench/probe_cost, bench/perturbation, scripts/gpu-suite.sh)."""
+    true }`, written as `<spec>_resident.toml`; warps 0: no staging), and with `packed`, `packed = true`
+    too (`_packed` added to both names), so the probe paths can be applied, built and measured side by
+    side (bench/probe_cost, bench/perturbation, scripts/gpu-suite.sh)."""
     path = Path(path).resolve()
     text = path.read_text()
     spec = parse_spec(text, path, find_root(path))
-    if spec.capture.staging_events:
+    if warps and spec.capture.staging_events:
         raise SpecError("the spec already stages events", path=str(path))
+    if packed and spec.capture.packed:
+        raise SpecError("the spec already packs its events", path=str(path))
     if "[capture]\n" not in text:
         text += "\n[capture]\n"
-    kind = "staged" if events else "resident"
+    kind = "_".join(k for k in ("" if not warps else "staged" if events else "resident", "packed" if packed else "") if k)
     name_line = next(line for line in text.splitlines() if line.startswith("name = "))
     text = text.replace(name_line, f'name = "{spec.name}_{kind}"', 1)
-    ring = f"events = {events}" if events else "resident = true"
-    text = text.replace("[capture]\n", f"[capture]\nstaging = {{ {ring}, warps = {warps} }}\n", 1)
+    lines = ([f"staging = {{ {f'events = {events}' if events else 'resident = true'}, warps = {warps} }}"] if warps else []) + (
+        ["packed = true"] if packed else [])
+    text = text.replace("[capture]\n", "[capture]\n" + "".join(f"{line}\n" for line in lines), 1)
     out = path.with_name(f"{path.stem}_{kind}.toml")
     out.write_text(text)
     parse_spec(text, out, find_root(out))  # the copy must be a valid spec

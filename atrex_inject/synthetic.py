@@ -28,7 +28,7 @@ TICK = 32  # %globaltimer's resolution on an H200 (ns)
 GROUP = Group(0, Role.LANE0, 1, 0, 0xFFFFFFFF)
 
 
-def manifest(capacity: int) -> Manifest:
+def manifest(capacity: int, event_bytes: int = 8) -> Manifest:
     """The manifest of a synthetic capture: two lane0 sites, one interval; nothing was applied, so
     its hashes are zeros."""
     names = ("iter_begin", "iter_end")
@@ -37,36 +37,43 @@ def manifest(capacity: int) -> Manifest:
     return Manifest(
         backend="cuda", name="synthetic", question="SYNTHETIC capture (not device data)", kernel=KERNEL,
         source=SourceIdentity("synthetic.cu", "0" * 64, "0" * 64, SOURCE_ID), clean_copy="clean/synthetic.cu",
-        patch=FileRef("instrumented.patch", "0" * 64), capture=CaptureSettings(capacity=capacity, event_bytes=8),
+        patch=FileRef("instrumented.patch", "0" * 64), capture=CaptureSettings(capacity=capacity, event_bytes=event_bytes),
         groups=(GROUP,), sites=sites, intervals=(Interval(f"{names[0]} -> {names[1]}", *names, 0, 1),), expect={},
         applied_utc="1970-01-01T00:00:00Z")
 
 
-def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed: int = 0) -> Manifest:
+def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed: int = 0, packed: bool = False,
+                  tick: int = TICK) -> Manifest:
     """Write `<kernel>-launch0.atrex` + sidecar + manifest.json holding about `events` events
-    (`per_owner` per warp, rounded to whole CTAs of 8 warps); returns the manifest."""
+    (`per_owner` per warp, rounded to whole CTAs of 8 warps), 8-byte or `packed` 4-byte ones, the
+    timer read in steps of `tick` ns; returns the manifest."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cap = max(2, per_owner - per_owner % 2)
     ctas = max(1, round(events / (cap * WARPS)))
     n = ctas * WARPS
     rng = np.random.default_rng(seed)
-    h = build_header([GROUP], (ctas, 1, 1), (WARPS * 32, 1, 1), cap, 8, False, SOURCE_ID, 0)
+    event_bytes = 4 if packed else 8
+    h = build_header([GROUP], (ctas, 1, 1), (WARPS * 32, 1, 1), cap, event_bytes, False, SOURCE_ID, 0)
     own = np.zeros(n, dtype=OWNER_DTYPE)
     o = np.arange(n)
-    start = T0 + (o // WARPS // 132) * 50_000 + rng.integers(0, 2_000, n) // TICK * TICK  # waves of 132 CTAs
+    start = T0 + (o // WARPS // 132) * 50_000 + rng.integers(0, 2_000, n) // tick * tick  # waves of 132 CTAs
     own["claims"], own["attempted"], own["smid"] = 1, cap, o // WARPS % 132
     own["cta"], own["thread"] = o // WARPS, o % WARPS * 32
     own["t0_lo"], own["t0_hi"] = start & 0xFFFFFFFF, start >> 32
     speed = rng.lognormal(0.0, 0.15, n)[:, None]  # per warp
     step = (rng.gamma(8.0, 40.0, (n, cap)) * speed).astype(np.int64) + 32  # ns between events
-    t = start[:, None] + np.cumsum(step, axis=1) // TICK * TICK  # what %globaltimer reads
+    t = start[:, None] + np.cumsum(step, axis=1) // tick * tick  # what %globaltimer reads
     own["t1_lo"], own["t1_hi"] = t[:, -1] & 0xFFFFFFFF, t[:, -1] >> 32  # the owner exits at its last event
-    ev = np.empty((n, cap, 2), dtype="<u4")
-    ev[:, :, 0] = t & 0xFFFFFFFF
-    ev[:, :, 1] = TAG_VALID | (np.arange(cap) % 2)[None, :]
+    site = (np.arange(cap) % 2)[None, :]
+    if packed:  # as the recorder packs them (atrex::packed): the timer's low bits | site id + 1
+        ev = ((t & 0xFFFFFFFF) | (site + 1)).astype("<u4")
+    else:
+        ev = np.empty((n, cap, 2), dtype="<u4")
+        ev[:, :, 0] = t & 0xFFFFFFFF
+        ev[:, :, 1] = TAG_VALID | site
     write_launch(out_dir, KERNEL, 0, h.tobytes() + own.tobytes() + ev.tobytes(), [ctas, 1, 1], [WARPS * 32, 1, 1],
                  SOURCE_ID, "synthetic", {"name": "none (SYNTHETIC capture)", "uuid": "GPU-synthetic"}, RUN_ID)
-    m = manifest(cap)
+    m = manifest(cap, event_bytes)
     (out_dir / "manifest.json").write_text(m.dumps())
     return m

@@ -4,7 +4,7 @@ owner by CTA, warp and thread, site) and the next step.
 
 Checks: overflow, truncation, geometry, owner_identity, duplicate_ownership, site_identity,
 time_order, interval_pairing, deterministic_counts, stale_provenance, cross_launch_mixing,
-numeric_claims. A buffer decode refuses (wrong magic/version, short file, other source) fails the
+timer_resolution, numeric_claims. A buffer decode refuses (wrong magic/version, short file, other source) fails the
 check it belongs to instead of crashing; sidecar fields are read with their types checked.
 docs/validate.md describes each rule.
 """
@@ -28,7 +28,8 @@ from .source_id import source_id_of
 from .summary import QUANTILES, Summarizer
 
 CHECKS = ("overflow", "truncation", "geometry", "owner_identity", "duplicate_ownership", "site_identity", "time_order",
-          "interval_pairing", "deterministic_counts", "stale_provenance", "cross_launch_mixing", "numeric_claims")
+          "interval_pairing", "deterministic_counts", "stale_provenance", "cross_launch_mixing", "timer_resolution",
+          "numeric_claims")
 NEXT_STEP = {
     "overflow": "raise [capture] capacity in the spec (or thin the sites with every/ctas), re-apply, rebuild, recapture",
     "truncation": "recapture: the file was cut or altered, or an exit path of the kernel skipped the recorder's finish",
@@ -43,6 +44,7 @@ NEXT_STEP = {
     "deterministic_counts": "check the spec's [expect] against the kernel's control flow (or remove the expectation)",
     "stale_provenance": "rebuild from the current instrumented source and recapture, or pass the provenance that ran",
     "cross_launch_mixing": "capture each run into its own empty folder",
+    "timer_resolution": "capture without [capture] packed: this timer ticks finer than the site id's bits allow",
     "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
 }
 FIRST = 5

@@ -223,7 +223,9 @@ class Capture {
     bool good = host && ok(cudaStreamSynchronize(p.stream), "synchronize") &&
                 ok(cudaMemcpy(host, p.buf, n, cudaMemcpyDeviceToHost), "read back");
     if (good) good = write_atomic(base + ".atrex", host, n);
-    const std::string side = good ? sidecar(p, base, crc32(static_cast<const unsigned char*>(host), n)) : std::string();
+    const std::string side =
+        good ? sidecar(p, base, crc32(static_cast<const unsigned char*>(host), n), stamp_resolution_ns(p.header, host))
+             : std::string();
     if (good) good = write_atomic(base + ".json", side.c_str(), side.size());
     if (!good) std::fprintf(stderr, "atrex: launch %llu of %s was not captured\n",
                             static_cast<unsigned long long>(p.seq), p.kernel);
@@ -316,7 +318,22 @@ class Capture {
     return id;
   }
 
-  static std::string sidecar(const Pending& p, const std::string& base, uint32_t crc) {
+  // The largest power of two (ns) dividing every claimed owner's start and end stamp (%globaltimer):
+  // the timer's tick, or a multiple of it when few owners recorded; 0 with no stamp. The sidecar says it
+  // (timer_resolution_ns); decode recomputes it and refuses a packed capture under 32 ns (layout.py).
+  static uint64_t stamp_resolution_ns(const LaunchHeader& h, const void* host) {
+    const OwnerHeader* oh = reinterpret_cast<const OwnerHeader*>(static_cast<const unsigned char*>(host) + h.owners_offset);
+    uint64_t low = 0;
+    for (uint32_t i = 0; i < h.n_owners; ++i) {
+      if (!oh[i].claims) continue;
+      const uint64_t s[2] = {(uint64_t(oh[i].t0_hi) << 32) | oh[i].t0_lo, (uint64_t(oh[i].t1_hi) << 32) | oh[i].t1_lo};
+      for (uint64_t v : s)
+        if (v && (!low || (v & (~v + 1u)) < low)) low = v & (~v + 1u);
+    }
+    return low;
+  }
+
+  static std::string sidecar(const Pending& p, const std::string& base, uint32_t crc, uint64_t resolution) {
     int dev = 0, drv = 0, rt = 0;
     cudaGetDevice(&dev);
     cudaDriverGetVersion(&drv);
@@ -339,11 +356,11 @@ class Capture {
                   "\"launch_seq\": %llu, \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"source_id\": \"%s\", "
                   "\"workload\": \"%s\", \"device\": {\"name\": \"%s\", \"uuid\": \"%s\", \"sm_count\": %d, "
                   "\"cc\": \"%d.%d\"}, \"driver_version\": %d, \"runtime_version\": %d, \"time_utc\": \"%s\", "
-                  "\"run_id\": \"%s\", \"bytes\": %llu, \"crc32\": %u}\n",
+                  "\"timer_resolution_ns\": %llu, \"run_id\": \"%s\", \"bytes\": %llu, \"crc32\": %u}\n",
                   kFormatVersion, file.c_str(), p.kernel, static_cast<unsigned long long>(p.seq), p.grid.x, p.grid.y,
                   p.grid.z, p.block.x, p.block.y, p.block.z, p.source_id_hex, json_escape(workload).c_str(),
                   json_escape(prop.name).c_str(), uuid, prop.multiProcessorCount, prop.major, prop.minor, drv, rt, when,
-                  run_id(), static_cast<unsigned long long>(p.header.total_bytes), crc);
+                  static_cast<unsigned long long>(resolution), run_id(), static_cast<unsigned long long>(p.header.total_bytes), crc);
     return buf;
   }
 

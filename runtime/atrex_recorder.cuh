@@ -15,6 +15,7 @@
 //   | magic, version, ids,  | n_owners (48 B      | each slot 8 bytes {t = %globaltimer_lo, tag}     |
 //   | geometry, groups[8]   | each: claims, start,| (16 with ATREX_TL_WIDE: {t, clock, payload, tag});|
 //   | (host-written)        | end, attempted ...) | tag = site id | kTagValid; zero = never written    |
+//   |                       |                     | (4 with ATREX_TL_PACKED: t | (site id + 1))      |
 //   +-----------------------+---------------------+--------------------------------------------------+
 //
 // Owners are numbered group by group (GroupDesc.owner_base): within a group, selected CTAs in
@@ -44,16 +45,30 @@ typedef unsigned long long uint64_t;
 #ifndef ATREX_TL_WIDE
 #define ATREX_TL_WIDE ATREX_TL_CLOCK  // 1: 16-byte events {t, clock, payload, tag}; 0: 8-byte {t, tag}
 #endif
+#ifndef ATREX_TL_PACKED
+#define ATREX_TL_PACKED 0  // 1: 4-byte events in the buffer, %globaltimer_lo | (site id + 1) (spec [capture] packed)
+#endif
+#if ATREX_TL_PACKED && ATREX_TL_WIDE
+#error "atrex: packed events carry no clock and no payload"
+#endif
 
 namespace atrex {
 
 constexpr uint32_t kMaxGroups = 8;
 constexpr uint32_t kTagValid = 0x80000000u;  // set in every written event: zero slots are "never written"
-constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : 8u;
+// An event in the buffer; a staging ring's slot in shared memory (packed events are packed when
+// they are copied out, so a probe stores the same 8-byte slot either way: docs/format.md).
+constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : ATREX_TL_PACKED ? 4u : 8u;
+constexpr uint32_t kSlotBytes = ATREX_TL_WIDE ? 16u : 8u;
+// Packed: the site id + 1 in the timer's low 5 bits, which carry no time at a 32 ns tick (the H200's):
+// at most 31 sites, and never a zero word (zero = never written). Decode refuses a launch whose owner
+// stamps show a finer tick (check timer_resolution).
+constexpr uint32_t kPackedSiteBits = 5;
+__host__ __device__ constexpr uint32_t packed(uint32_t t, uint32_t site) { return t | (site + 1u); }
 #ifndef __CUDACC_RTC__  // launch-header fields only the host writes (unused, so warned about, under NVRTC)
 constexpr uint64_t kMagic = 0x31304C5458525441ull;  // "ATRXTL01" little-endian
 constexpr uint32_t kFormatVersion = 2;  // 2: owner headers carry the owner's end time (48 bytes)
-constexpr uint32_t kFlags = (ATREX_TL_CLOCK ? 1u : 0u) | (ATREX_TL_WIDE ? 2u : 0u);
+constexpr uint32_t kFlags = (ATREX_TL_CLOCK ? 1u : 0u) | (ATREX_TL_WIDE ? 2u : 0u) | (ATREX_TL_PACKED ? 4u : 0u);
 #endif
 
 enum Role : uint32_t { kThread = 0, kLane0 = 1, kWarpgroup = 2, kCta = 3, kPredicate = 4 };
@@ -70,7 +85,7 @@ struct LaunchHeader {
   uint8_t source_id[32];  // sha256 of the instrumented source with this digest zeroed (docs/format.md)
   uint64_t launch_seq;
   uint32_t grid[3], block[3];
-  uint32_t capacity, n_groups, n_owners, flags;  // flags bit0: clock recorded, bit1: 16-byte events
+  uint32_t capacity, n_groups, n_owners, flags;  // flags bit0: clock recorded, bit1: 16-byte events, bit2: 4-byte (packed)
   uint64_t owners_offset, events_offset, total_bytes;
   uint32_t owner_bytes, event_bytes;
   GroupDesc groups[kMaxGroups];
@@ -286,8 +301,8 @@ template <uint32_t K, uint32_t W, uint32_t G>
 struct StageRing {
   // Shared address of this warp's ring.
   __device__ __forceinline__ static uint32_t of_warp(uint32_t warp) {
-    __shared__ __align__(16) unsigned char ring[(W + 1u) * K * kEventBytes];
-    return static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + (warp < W ? warp : W) * K * kEventBytes;
+    __shared__ __align__(16) unsigned char ring[(W + 1u) * K * kSlotBytes];
+    return static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + (warp < W ? warp : W) * K * kSlotBytes;
   }
   __device__ __forceinline__ static bool too_many(uint32_t warp) { return warp >= W; }
 };
@@ -311,10 +326,10 @@ constexpr uint32_t kWarpSlots = 64;  // %warpid < %nwarpid <= 64 (sm_90)
 template <uint32_t K, uint32_t R, uint32_t G>
 struct ResidentRing {
   __device__ __forceinline__ static uint32_t base() {
-    __shared__ __align__(16) unsigned char ring[(R * (K + 2u) + 1u) * kEventBytes];
+    __shared__ __align__(16) unsigned char ring[(R * (K + 2u) + 1u) * kSlotBytes];
     return static_cast<uint32_t>(__cvta_generic_to_shared(ring));
   }
-  static constexpr uint32_t kRingBytes = (K + 2u) * kEventBytes;
+  static constexpr uint32_t kRingBytes = (K + 2u) * kSlotBytes;
   static constexpr uint32_t kSink = R * kRingBytes;  // the sink slot, as an offset from base()
   // This warp's table entry (shared address), by its slot on the SM.
   __device__ __forceinline__ static uint32_t entry() {
@@ -344,9 +359,14 @@ __device__ __forceinline__ void put_shared(uint32_t slot, uint32_t t, uint32_t p
 #endif
 }
 
-// Copies one event from a staging ring (shared address `ring_slot`) to the buffer at byte offset `off`.
+// Copies one event from a staging ring (shared address `ring_slot`) to the buffer at byte offset `off`
+// (packed: the slot's {t, tag} as one word).
 __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
-#if ATREX_TL_WIDE
+#if ATREX_TL_PACKED
+  uint32_t t, tag;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t), "=r"(tag) : "r"(ring_slot) : "memory");
+  *reinterpret_cast<uint32_t*>(atrex_tl_buffer + off) = packed(t, tag & ~kTagValid);
+#elif ATREX_TL_WIDE
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "r"(ring_slot) : "memory");
@@ -378,8 +398,8 @@ __device__ __forceinline__ ResidentExit resident_exit(uint32_t group, uint32_t l
   const LaunchHeader* h = &atrex_tl_header;
   e.valid = valid;
   e.moved = moved;
-  e.first = last - K * kEventBytes;
-  e.n = valid && !moved ? (a - e.first) / kEventBytes : 0u;
+  e.first = last - K * kSlotBytes;
+  e.n = valid && !moved ? (a - e.first) / kSlotBytes : 0u;
   e.owner = h->groups[group].owner_base + local;
   e.off = static_cast<uint32_t>(h->events_offset) + e.owner * (K * kEventBytes);
   e.last = last;
@@ -391,10 +411,10 @@ __device__ __forceinline__ ResidentExit resident_exit(uint32_t group, uint32_t l
 __device__ __forceinline__ void publish_owner(const ResidentExit& e, uint32_t cta, uint32_t tid) {
   if (!e.valid) return;
   uint32_t tag, t0_lo, t0_hi, clk0 = 0u;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(e.last + kEventBytes - 4u));
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(e.last + kEventBytes));
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(e.last + kSlotBytes - 4u));
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(e.last + kSlotBytes));
 #if ATREX_TL_WIDE
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(e.last + kEventBytes + 8u));
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(e.last + kSlotBytes + 8u));
 #endif
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + e.owner;
   stamp_start(oh, cta, tid, t0_lo, t0_hi, clk0);
@@ -418,7 +438,7 @@ static __device__ __noinline__ void resident_close(bool all) {
   if (all) __syncwarp();  // the owner lane's ring stores are visible to the lanes that copy them
   const ResidentExit exits[] = {Rs::owner_exit()...};
   for (const ResidentExit& e : exits)
-    for (uint32_t k = lane; k < e.n; k += lanes) copy_out(e.first + k * kEventBytes, e.off + k * kEventBytes);
+    for (uint32_t k = lane; k < e.n; k += lanes) copy_out(e.first + k * kSlotBytes, e.off + k * kEventBytes);
   if (lane != 0u) return;
   const uint32_t cta = linear_cta(), tid = linear_thread();
   for (const ResidentExit& e : exits) publish_owner(e, cta, tid);
@@ -453,7 +473,7 @@ class BasicRecorder {
     const uint32_t warp = linear_thread() >> 5;
     if (K != 0u) {
       a_ = StageRing<K, W, G>::of_warp(warp);
-      ring_end_ = a_ + K * kEventBytes;
+      ring_end_ = a_ + K * kSlotBytes;
     }
     if (atrex_tl_buffer == nullptr) return;
     const Slot o = claim(group, pred, K != 0u, StageRing<K, W, G>::too_many(warp));
@@ -479,7 +499,7 @@ class BasicRecorder {
       uint32_t a, last;
       Ring::load(e, a, last);
       put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site, owner);
-      Ring::store(e, min(a + kEventBytes, last), owner);
+      Ring::store(e, min(a + kSlotBytes, last), owner);
       return;
     }
 #if ATREX_TL_WIDE
@@ -489,6 +509,13 @@ class BasicRecorder {
         "@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
         ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(clock_lo()), "r"(payload),
         "r"(site | kTagValid));
+#elif ATREX_TL_PACKED
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.lt.u32 p, %1, %2;\n\t"
+        "@p st.global.u32 [%0], %3;\n\t}"
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(packed(t, site)));
+    (void)payload;
 #else
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
@@ -518,12 +545,12 @@ class BasicRecorder {
       payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
 #endif
       put_shared(a_, globaltimer_lo(), payload, site, 1u, valid_);
-      a_ += kEventBytes;
+      a_ += kSlotBytes;
       return;
     }
     using Ring = ResidentRing<K, W, G>;
     put_shared(Ring::base() + min(a_, Ring::kSink), globaltimer_lo(), payload, site);
-    a_ = min(a_ + kEventBytes, ring_end_);
+    a_ = min(a_ + kSlotBytes, ring_end_);
   }
   // Staged, before a loop recorded in trips: the ring copied out (flush), and the tag's valid bit read
   // back from shared memory into a register, where ptxas cannot see that it is a constant: as an
@@ -543,7 +570,7 @@ class BasicRecorder {
   // instructions an event (bench/probe_cost's FMA loop, H200 run 97: +7.98% against +5.50%).
   __device__ __forceinline__ void flush(uint32_t n = ~0u) {
     static_assert(!R, "flush is the staged rings' (resident rings are copied out at exit)");
-    drain(n != ~0u ? n : (a_ - (ring_end_ - K * kEventBytes)) / kEventBytes);
+    drain(n != ~0u ? n : (a_ - (ring_end_ - K * kSlotBytes)) / kSlotBytes);
   }
   // release(ahead): written back `ahead` slots on, so that a trip whose probes are its loop-begin
   // and loop-end ones writes its entry back right after the begin probes, while its loads are in
@@ -552,7 +579,7 @@ class BasicRecorder {
   // run 83: +3.63% against +4.02% written back at the trip's end; layernorm unchanged). Written
   // back at the trip's start instead (with the hold), layernorm's copy took 44 registers.
   __device__ __forceinline__ void release(uint32_t ahead = 0u) {
-    const uint32_t a = ahead == 0u ? a_ : min(a_ + ahead * kEventBytes, ring_end_);
+    const uint32_t a = ahead == 0u ? a_ : min(a_ + ahead * kSlotBytes, ring_end_);
     ResidentRing<K, W, G>::store(ResidentRing<K, W, G>::entry(), a);
   }
   // Held across a whole loop instead (a loop whose sites record every iteration): an iteration's
@@ -608,7 +635,7 @@ class BasicRecorder {
     const uint32_t tid = linear_thread(), rank = warp_rank();
     const bool valid = atrex_tl_buffer != nullptr && cta_selected(STRIDE, LIMIT) &&
                        ((resident_warps() >> (tid >> 5)) & 1u) != 0u && rank + 1u <= W;
-    const uint32_t own = (valid ? rank : 0u) * Ring::kRingBytes + K * kEventBytes;  // this ring's overflow slot
+    const uint32_t own = (valid ? rank : 0u) * Ring::kRingBytes + K * kSlotBytes;  // this ring's overflow slot
     return resident_exit<K>(G, local_owner(), Ring::base() + min(a, own), Ring::base() + own, last != own, valid);
   }
 
@@ -638,16 +665,16 @@ class BasicRecorder {
     const bool owns = cta_selected(STRIDE, LIMIT) && ((resident_warps() >> (tid >> 5)) & 1u) != 0u &&
                       warp_rank() + 1u <= W;
     const uint32_t a = owns ? warp_rank() * Ring::kRingBytes : Ring::kSink;
-    const uint32_t last = owns ? a + K * kEventBytes : Ring::kSink;  // the overflow slot; its tag stays 0 unless an event lands there
+    const uint32_t last = owns ? a + K * kSlotBytes : Ring::kSink;  // the overflow slot; its tag stays 0 unless an event lands there
     const uint32_t over = Ring::base() + last;
     uint64_t t0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     const uint32_t w = lane0 && owns;
     asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], 0;\n\t@p st.shared.v2.u32 [%2], {%3, %4};") ::"r"(w),
-                 "r"(over + kEventBytes - 4u), "r"(over + kEventBytes), "r"(static_cast<uint32_t>(t0)),
+                 "r"(over + kSlotBytes - 4u), "r"(over + kSlotBytes), "r"(static_cast<uint32_t>(t0)),
                  "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
 #if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
-    asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], %2;") ::"r"(w), "r"(over + kEventBytes + 8u), "r"(clock_lo())
+    asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], %2;") ::"r"(w), "r"(over + kSlotBytes + 8u), "r"(clock_lo())
                  : "memory");
 #endif
     asm volatile(ATREX_ON(0, "@p st.shared.v2.u32 [%1], {%2, %3};") ::"r"(static_cast<uint32_t>(lane0)),
@@ -663,8 +690,8 @@ class BasicRecorder {
   // Staged: copy the ring's first `count` (<= K <= 32) events to global memory, lane j taking
   // slot j, which it stored itself; off_ advances past the events handed over (kept or not).
   __device__ __forceinline__ void drain(uint32_t count) {
-    const uint32_t ring = ring_end_ - K * kEventBytes, j = lane_id(), p = off_ + j * kEventBytes;
-    if (j < count && p < end_) copy_out(ring + j * kEventBytes, p);
+    const uint32_t ring = ring_end_ - K * kSlotBytes, j = lane_id(), p = off_ + j * kEventBytes;
+    if (j < count && p < end_) copy_out(ring + j * kSlotBytes, p);
     off_ += count * kEventBytes;
     a_ = ring;
   }

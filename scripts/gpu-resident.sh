@@ -4,6 +4,9 @@
 #   bash scripts/gpu-resident.sh            (results under $OUT, default /tmp/atrex-gpu-resident)
 #   CLOCK=1 CAPACITY=81 bash scripts/gpu-resident.sh   (16-byte events with %clock; an odd capacity:
 #                                           the exit's other copy and header paths; not a fixture)
+#   PACKED=1 [RESIDENT=0] bash scripts/gpu-resident.sh (4-byte events, `packed = true`: the fixtures
+#                                           reduce_sumsq_resident_packed/ and, without the rings,
+#                                           reduce_sumsq_packed/)
 # The reduce_sumsq spec with `staging = { warps = 8, resident = true }` (atrex_inject.spec.staged_copy)
 # is applied, built, captured with `atrex-inject capture`, validated and reverted byte for byte; the
 # capture, its manifest and the instrumented source go into one archive.
@@ -20,22 +23,23 @@ src="$work/examples/cuda/reduce_sumsq.cu"
 $NVCC -o "$work/clean" "$src" || exit 1
 $T "$work/clean" --warmup 3 --iters 10 | tee "$OUT/clean.txt"
 workload=$(python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$OUT/clean.txt")
-spec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], None, 8))" \
-  "$work/examples/specs/reduce_sumsq.toml")
+spec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], None, int(sys.argv[2]), packed=sys.argv[3] == '1'))" \
+  "$work/examples/specs/reduce_sumsq.toml" "$([ "${RESIDENT:-1}" = 1 ] && echo 8 || echo 0)" "${PACKED:-0}")
+name=$(python3 -c "import sys; from atrex_inject.spec import load_spec; print(load_spec(sys.argv[1]).name)" "$spec")
 [ -n "${CLOCK:-}" ] && sed -i 's/^\[capture\]$/[capture]\nclock = true/' "$spec"
 [ -n "${CAPACITY:-}" ] && sed -i "s/^capacity = [0-9]*/capacity = $CAPACITY/" "$spec"
-grep -E "^(capacity|clock|staging)" "$spec"
+grep -E "^(capacity|clock|staging|packed)" "$spec"
 $ATREX apply "$spec" --root "$work" || exit 1
-cp "$src" "$OUT/cap/reduce_sumsq_resident.instrumented.cu"
+cp "$src" "$OUT/cap/$name.instrumented.cu"
 $NVCC -I"$INC" -Xptxas -v -o "$work/inst" "$src" 2>&1 | grep -E "registers|spill" | tail -2
-mkdir -p "$OUT/cap/reduce_sumsq_resident"
-cp "$work/.atrex/reduce_sumsq_resident/manifest.json" "$OUT/cap/reduce_sumsq_resident/"
-$T $ATREX capture --spec "$spec" --root "$work" --out "$OUT/cap/reduce_sumsq_resident" --workload "$workload" \
+mkdir -p "$OUT/cap/$name"
+cp "$work/.atrex/$name/manifest.json" "$OUT/cap/$name/"
+$T $ATREX capture --spec "$spec" --root "$work" --out "$OUT/cap/$name" --workload "$workload" \
   -- "$work/inst" --warmup 3 --iters 10 | tee "$OUT/inst.txt" || fail=1
 $ATREX revert "$spec" --root "$work" || fail=1
 cmp -s "$src" examples/cuda/reduce_sumsq.cu && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
-$ATREX validate "$OUT/cap/reduce_sumsq_resident" --source "$OUT/cap/reduce_sumsq_resident.instrumented.cu" || fail=1
-$ATREX summary "$OUT/cap/reduce_sumsq_resident" | head -6
-tar -C "$OUT" -czf "$OUT/resident.tar.gz" cap device.txt clean.txt inst.txt && rm -rf "$OUT/cap"
+$ATREX validate "$OUT/cap/$name" --source "$OUT/cap/$name.instrumented.cu" || fail=1
+$ATREX summary "$OUT/cap/$name" | head -6
+tar -C "$OUT" -czf "$OUT/$name.tar.gz" cap device.txt clean.txt inst.txt && rm -rf "$OUT/cap"
 echo "== done (fail=$fail)"
 exit $fail

@@ -42,7 +42,8 @@ def test_the_other_builds_are_named_by_arm_and_label(tmp_path):
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     (tmp_path / ".git").mkdir()
     bins = run.build_with_manifests(tmp_path, "reduce_sumsq", {"main": REPO / "runtime"})
-    assert sorted(bins) == ["all", "all:main", "clean", "resident", "resident:main", "spec", "spec:main"]
+    assert sorted(bins) == ["all", "all:main", "clean", "packed", "packed:main", "resident", "resident:main",
+                            "resident_packed", "resident_packed:main", "spec", "spec:main"]
     assert all(b.is_file() for b in bins.values()) and bins["resident:main"].name == "reduce_sumsq.resident@main"
     assert ((tmp_path / "manifest-reduce_sumsq-resident:main.json").read_text()
             == (tmp_path / "manifest-reduce_sumsq-resident.json").read_text())

@@ -227,6 +227,8 @@ def _prefix(plan: Plan, sfx: str, runtime: str | None = None) -> str:
         defines += "#define ATREX_TL_WIDE 1  // atrex: 16-byte events (payload or clock)\n"
     if spec.capture.clock:
         defines += "#define ATREX_TL_CLOCK 1  // atrex: record %clock\n"
+    if spec.capture.packed:
+        defines += "#define ATREX_TL_PACKED 1  // atrex: 4-byte events, the site id in the timer's low 5 bits\n"
     groups = ", ".join(
         f"{{atrex::{g.role.cpp}, {g.cta_stride}u, {g.cta_limit}u, 0x{g.warp_mask:08x}u, 0u, 0u}}"
         for g in plan.groups)

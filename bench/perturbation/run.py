@@ -9,6 +9,8 @@ clean (A) against (B):
   resident  the spec with `staging = { warps = 8, resident = true }` recording (events kept in shared
             memory until exit; reduce_sumsq and layernorm: the GEMM's own shared memory leaves no room)
   all       the every-CTA build recording
+  packed, resident_packed
+            spec and resident with `packed = true` (4-byte events, the site id in the timer's low bits)
 It validates each recording arm's first capture, folds in the per-event loops of
 bench/probe_cost/run.py (atrex, hand-written, floor), the IKeT figures of a CuTe DSL run
 (bench/perturbation/iket.py, merged with --iket) and the CuTe DSL GEMM's rows (--cutedsl: the
@@ -52,7 +54,7 @@ NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
 # example -> (warmup, timed launches per sample)
 EXAMPLES = {"gemm_mma": (10, 200), "reduce_sumsq": (10, 200), "layernorm": (10, 200)}
 RESIDENT = ("reduce_sumsq", "layernorm")  # examples measured with resident staging too (8 warps per CTA)
-ARMS = ("off", "spec", "resident", "all")
+ARMS = ("off", "spec", "resident", "all", "packed", "resident_packed")
 
 
 def every_cta(spec: Path) -> Path:
@@ -117,7 +119,7 @@ def main() -> int:
                 t0 = time.time()
                 rows.append(arm(work, ex, built[ex], name, a.samples))
                 r = rows[-1]
-                print(f"{ex:<14}{name:<6}{_pct(r['overhead']):>9} {_ci(r['ci95']):>20}  "
+                print(f"{ex:<14}{name:<16}{_pct(r['overhead']):>9} {_ci(r['ci95']):>20}  "
                       f"{r['samples']['A']}+{r['samples']['B']} samples, {time.time() - t0:.0f} s"
                       + (f"  capture {r['capture']['verdict']} ({r['capture']['events']} events"
                    f"{', failed: ' + '; '.join(r['capture']['failed']) if r['capture']['failed'] else ''})"
@@ -153,9 +155,9 @@ def build_with_manifests(work: Path, example: str, runtimes: dict[str, Path] | N
     bins = {"clean": work / f"{example}.clean"}
     subprocess.run([*NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
     spec = work / "examples" / "specs" / f"{example}.toml"
-    specs = [("spec", spec), ("all", every_cta(spec))]
+    specs = [("spec", spec), ("all", every_cta(spec)), ("packed", staged_copy(spec, None, 0, packed=True))]
     if example in RESIDENT:
-        specs.append(("resident", staged_copy(spec, None, 8)))
+        specs += [("resident", staged_copy(spec, None, 8)), ("resident_packed", staged_copy(spec, None, 8, packed=True))]
     for name, s in specs:
         inst = work / f"{example}.{name}.cu"
         with APPLY:  # apply/revert hold the project's lock: one at a time, the builds in parallel
@@ -190,8 +192,9 @@ def fold_per_event(probe_cost: Path | None, iket: Path | None) -> list[dict]:
         for r in json.loads(probe_cost.read_text())["rows"]:
             rows[r["loop"]] = {"loop": r["loop"], "atrex": r["atrex_pct"] / 100, "atrex_staged": r["staged_pct"] / 100,
                                "hand_written": r["manual_pct"] / 100, "floor": r["floor_pct"] / 100}
-            if "resident_pct" in r:
-                rows[r["loop"]]["atrex_resident"] = r["resident_pct"] / 100
+            for col in ("resident", "atrex_packed", "staged_packed", "resident_packed"):
+                if f"{col}_pct" in r:
+                    rows[r["loop"]][col if col.startswith("atrex") else f"atrex_{col}"] = r[f"{col}_pct"] / 100
     if iket and iket.exists():
         k = json.loads(iket.read_text())
         rows.setdefault("fma", {"loop": "fma"})["iket"] = k["overhead"]
@@ -218,7 +221,8 @@ def _ci(ci) -> str:
 
 def print_table(result: dict) -> None:
     print(f"\nperturbation, {result['device']}, {result['date']} (overhead vs clean, 95% CI)")
-    print(f"{'kernel':<14}" + "".join(f" {h:>25}" for h in ("off", "spec density", "spec, resident", "every CTA")))
+    print(f"{'kernel':<14}" + "".join(f" {h:>25}" for h in ("off", "spec density", "spec, resident", "every CTA",
+                                                            "spec, packed", "resident, packed")))
     by = {(r["kernel"], r["arm"]): r for r in result["rows"]}
     cell = lambda r: "-" if r is None else f"{_pct(r['overhead'])} {_ci(r['ci95'])}"  # noqa: E731
     for k in dict.fromkeys(r["kernel"] for r in result["rows"]):

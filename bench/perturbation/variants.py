@@ -19,6 +19,8 @@ resident state moved to the shared table, and are gone with it).
     exit_copy     resident: the exit copies the rings out but claims and writes no header
     exit_call     resident: the exit call finds each owner's ring and returns: no global memory access
     exit_store    resident: the same plus one 4-byte global store per owner
+    exit_sector   resident: the same with one whole 32-byte sector per owner (two lanes' 16-byte
+                  stores): does a partial-sector write cost a fill from DRAM that a whole one does not?
     exit_red      resident: the same with a 4-byte reduction (`red.global.add`) instead of the store
     exit_bulk     resident: the same with a 16-byte bulk copy from shared memory (`cp.async.bulk`,
                   the TMA unit) instead of the store, waited for until it has read shared memory
@@ -28,6 +30,14 @@ resident state moved to the shared table, and are gone with it).
                   (`release()`, session 10), not right after its loop-begin probes (run 83)
     norecord      no CTA records (the copy's guard is false): what launching the copy costs, its static
                   shared memory (resident rings) included, with every CTA on its clean side
+    warm_trip     resident: each strip-mined trip's hold also prefetches (prefetch.global.L2) the
+                  owner's first event slot and header in the buffer, so the constant lines, the address
+                  translation and the L2 lines the exit needs are fresh when it comes (session 15)
+    warm_after    resident: the same prefetches made once, right after the strip-mined loop
+    warm_base     resident: warm_trip with the group's first owner's addresses (the same constant
+                  lines and, in one page, the same translation; no %ctaid or %tid in the loop)
+    warm_asm      resident: warm_base written as one asm block (its constant loads cannot be kept for
+                  the exit)
     exit_early    the exit's copy-out and publication made right after the first strip-mined loop's
                   first `after` probe instead of at the kernel's exits (the events after it are
                   lost; the capture is rejected): does the same exit cost less before the tail?
@@ -182,7 +192,7 @@ def early_exit(text: str) -> str:
 # 76-82 edited the exit of their time (one group closed after the other); these edit the phased
 # exit (every group's reads, then the copies, then the headers).
 _CLOSE_CALL = ("  resident_close<Rs...>(__activemask() == 0xffffffffu);\n", "")
-_COPY_LOOP = ("    for (uint32_t k = lane; k < e.n; k += lanes) copy_out(e.first + k * kEventBytes, e.off + k * kEventBytes);\n",
+_COPY_LOOP = ("    for (uint32_t k = lane; k < e.n; k += lanes) copy_out(e.first + k * kSlotBytes, e.off + k * kEventBytes);\n",
               "    (void)e;\n")
 _HEADER = ("  for (const ResidentExit& e : exits) publish_owner(e, cta, tid);\n", "  (void)cta, (void)tid;\n")
 
@@ -192,6 +202,9 @@ _NOTHING = (_OWNER, _OWNER + '  for (const ResidentExit& e : exits) asm volatile
 _ONE_STORE = (_OWNER, _OWNER + "  for (const ResidentExit& e : exits)\n"
               "    if (lane == 0u && e.valid) *reinterpret_cast<uint32_t*>(atrex_tl_buffer + sizeof(LaunchHeader) + 4u * (e.owner % 1024u)) = e.n;\n"
               "  return;\n")
+_ONE_SECTOR = (_OWNER, _OWNER + "  for (const ResidentExit& e : exits)\n"
+               "    if (lane < 2u && e.valid) *reinterpret_cast<uint4*>(atrex_tl_buffer + sizeof(LaunchHeader) + 32u * (e.owner % 1024u) + 16u * lane) = make_uint4(e.n, 0u, 0u, 0u);\n"
+               "  return;\n")
 _ONE_RED = (_OWNER, _OWNER + "  for (const ResidentExit& e : exits)\n"
             "    if (lane == 0u && e.valid) atomicAdd(reinterpret_cast<uint32_t*>(atrex_tl_buffer + sizeof(LaunchHeader) + 4u * (e.owner % 1024u)), e.n);\n"
             "  return;\n")
@@ -207,9 +220,49 @@ _WARM = ("    const bool lane0 = (tid & 31u) == 0u;\n",
          "    const bool lane0 = (tid & 31u) == 0u;\n"
          '    if (lane0) { uint32_t d; asm volatile("ld.volatile.global.u32 %0, [%1];" : "=r"(d) : "l"(atrex_tl_buffer + sizeof(LaunchHeader))); }\n')
 
+# warm_trip / warm_after: the owner's exit addresses prefetched (its first event slot and its header)
+_HOLD = "  __device__ __forceinline__ void hold() { ResidentRing<K, W, G>::load(ResidentRing<K, W, G>::entry(), a_, ring_end_); }\n"
+def _warm_fn(owner: str) -> str:
+    """The recorder's warm(): prefetches of the owner's first event slot and header, `owner` its index."""
+    return ("  __device__ __forceinline__ static void warm() {\n"
+            "    const LaunchHeader* h = &atrex_tl_header;\n"
+            f"    const uint32_t owner = {owner};\n"
+            '    asm volatile("prefetch.global.L2 [%0];" ::"l"(atrex_tl_buffer + static_cast<uint32_t>(h->events_offset) + owner * (K * kEventBytes)));\n'
+            '    asm volatile("prefetch.global.L2 [%0];" ::"l"(atrex_tl_buffer + sizeof(LaunchHeader) + owner * 48u));\n'
+            "  }\n")
+
+
+_OWNER_EXACT = "min(h->groups[G].owner_base + local_owner(), h->n_owners - 1u)"
+_OWNER_BASE = "h->groups[G].owner_base"  # the group's first owner: the same constant lines and page, no %ctaid or %tid
+_WARM_TRIP = (_HOLD, _HOLD.replace("ring_end_); }", "ring_end_); warm(); }") + _warm_fn(_OWNER_EXACT))
+_WARM_AFTER = (_HOLD, _HOLD + _warm_fn(_OWNER_EXACT))
+_WARM_TRIP_BASE = (_HOLD, _HOLD.replace("ring_end_); }", "ring_end_); warm(); }") + _warm_fn(_OWNER_BASE))
+# warm_asm: warm_base's loads and prefetches in one asm block, so that the compiler cannot keep its
+# constant loads for the exit (live across the kernel's later loops: layernorm's copy took 46 registers)
+_WARM_ASM = (_HOLD, _HOLD.replace("ring_end_); }", "ring_end_); warm(); }") + (
+    "  __device__ __forceinline__ static void warm() {\n"
+    '    asm volatile("{\\n\\t.reg .u64 b, o;\\n\\t.reg .u32 e;\\n\\t"\n'
+    '                 "ld.const.u64 b, [atrex_tl_buffer];\\n\\tld.const.u32 e, [atrex_tl_header+104];\\n\\t"\n'
+    '                 "cvt.u64.u32 o, e;\\n\\tadd.u64 o, b, o;\\n\\tprefetch.global.L2 [o];\\n\\t"\n'
+    '                 "ld.const.u32 e, [atrex_tl_header+%0];\\n\\tmul.wide.u32 o, e, 48;\\n\\tadd.u64 o, o, b;\\n\\t"\n'
+    '                 "prefetch.global.L2 [o+512];\\n\\t}" ::"n"(128 + 24 * G + 16) : "memory");\n'
+    "  }\n"))
+
+
+def warm_after(text: str) -> str:
+    """`warm_after`: each held recorder's warm() right after its strip-mined loop."""
+    held = sorted(set(re.findall(r" (__atrex_r\d+)\.hold\(\);", text)))
+    if not held:
+        raise ValueError("no held recorder: the variant needs a resident spec with a strip-mined loop")
+    end = "/* atrex: the last iterations, clean */ }"
+    if end not in text:
+        raise ValueError("no strip-mined loop")
+    return text.replace(end, end + "".join(f" {r}.warm();" for r in held))
+
+
 # each variant's edits of the recorder runtime
-RUNTIME = {"defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER],
-           "exit_call": [_NOTHING], "exit_store": [_ONE_STORE], "exit_red": [_ONE_RED],
+RUNTIME = {"warm_trip": [_WARM_TRIP], "warm_after": [_WARM_AFTER], "warm_base": [_WARM_TRIP_BASE], "warm_asm": [_WARM_ASM], "defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER],
+           "exit_call": [_NOTHING], "exit_store": [_ONE_STORE], "exit_sector": [_ONE_SECTOR], "exit_red": [_ONE_RED],
            "exit_bulk": [_ONE_BULK], "exit_warm": [_ONE_STORE, _WARM]}
 
 
@@ -243,10 +296,12 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return no_recording_cta(text)
     if name == "late":
         return late_release(text)
-    if name in ("spec", *(n for n in RUNTIME if n.startswith("exit_"))):
+    if name in ("spec", "warm_trip", "warm_base", "warm_asm", *(n for n in RUNTIME if n.startswith("exit_"))):
         return text
     if name == "held":
         return held_loops(text)
+    if name == "warm_after":
+        return warm_after(text)
     raise ValueError(f"unknown variant {name!r}")
 
 
