@@ -8,6 +8,8 @@
 # 3. bench/perturbation/iket.py: IKeT's per-event cost on the same FMA loop (CuTe DSL);
 # 4. bench/perturbation/run.py: clean vs off / spec / every-CTA for each CUDA example (8+8 processes),
 #    with the CuTe DSL GEMM's rows of bench/perturbation/cutedsl_gemm/ folded in.
+# DESIGNS=0, PER_EVENT=0 (2 and 3) and EXAMPLES=0 (4) leave steps out; PACKED=1 adds the packed builds to
+# 2; PROBE_COST=F and IKET=F fold an earlier call's JSON of 2 and 3 into 4 (the table in two calls).
 set -uo pipefail
 OUT=${OUT:-/tmp/atrex-perturbation}
 mkdir -p "$OUT"
@@ -21,15 +23,22 @@ if [ "${DESIGNS:-1}" = 1 ]; then
   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/designs bench/perturbation/designs.cu \
     && $T /tmp/designs | tee "$OUT/designs.json" || fail=1
 fi
-echo "== probe cost (per event)"
-$T python3 bench/probe_cost/run.py --rounds ${PC_ROUNDS:-2} --reps 21 --json "$OUT/probe_cost.json" || fail=1
-if [ -f .device/cutedsl.tar.xz ]; then
-  echo "== IKeT per event (CuTe DSL FMA loop)"
-  ( eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" \
-    && $T python3 bench/perturbation/iket.py --rounds ${IKET_ROUNDS:-1} --json "$OUT/iket.json" ) || fail=1
+if [ "${PER_EVENT:-1}" = 1 ]; then
+  echo "== probe cost (per event)"
+  $T python3 bench/probe_cost/run.py --rounds ${PC_ROUNDS:-2} --reps 21 $([ "${PACKED:-0}" = 1 ] && echo --packed) \
+    --json "$OUT/probe_cost.json" || fail=1
+  if [ -f .device/cutedsl.tar.xz ]; then
+    echo "== IKeT per event (CuTe DSL FMA loop)"
+    ( eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" \
+      && $T python3 bench/perturbation/iket.py --rounds ${IKET_ROUNDS:-1} --json "$OUT/iket.json" ) || fail=1
+  fi
 fi
-echo "== perturbation of the examples"
-timeout 420 python3 bench/perturbation/run.py --samples ${SAMPLES:-8} --probe-cost "$OUT/probe_cost.json" \
-  --iket "$OUT/iket.json" --cutedsl bench/perturbation/cutedsl_gemm --json "$OUT/results-h200.json" || fail=1
+if [ "${EXAMPLES:-1}" = 1 ]; then
+  echo "== perturbation of the examples"
+  timeout ${EXAMPLES_TIMEOUT:-420} python3 bench/perturbation/run.py --samples ${SAMPLES:-8} \
+    --probe-cost "${PROBE_COST:-$OUT/probe_cost.json}" --iket "${IKET:-$OUT/iket.json}" \
+    --cutedsl bench/perturbation/cutedsl_gemm --arms "${ARMS:-off,spec,resident,all,packed,resident_packed}" \
+    --json "$OUT/results-h200.json" || fail=1
+fi
 echo "== done (fail=$fail)"
 exit $fail

@@ -8,9 +8,10 @@ resident staging (every event kept in shared memory until exit; the FMA loop's 1
 would need 64 KiB of static shared memory per CTA, more than a CTA may declare). Runs them
 interleaved for several rounds in one session, validates the first captured launch of each
 instrumented binary, and prints overhead % and added issue cycles per probe (4 schedulers per
-SM), all relative to the same run's baseline.
+SM), all relative to the same run's baseline. `--packed` adds each instrumented build again with
+`packed = true` (4-byte events: the site id in the timer's low bits), as the `*_packed` columns.
 
-    python bench/probe_cost/run.py [--rounds 3] [--reps 21] [--staging 32] [--json OUT.json]
+    python bench/probe_cost/run.py [--rounds 3] [--reps 21] [--staging 32] [--packed] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from atrex_inject import snapshot
@@ -35,22 +37,27 @@ LOOPS = {"fma": ("fma_loop_ms", "fma_manual_ms", "fma_floor_ms"), "copy": ("copy
 WARPS = 8  # both kernels launch 256-thread blocks
 # (loop, staging kind): as written (global memory), staged rings, resident rings
 VARIANTS = (("fma", ""), ("fma", "staged"), ("copy", ""), ("copy", "staged"), ("copy", "resident"))
+KINDS = ("", "staged", "resident")  # the table's columns: atrex (as written), staged, resident
 
 
-def build(work: Path, staging: int) -> tuple[dict[str, Path], dict[str, dict]]:
+def build(work: Path, staging: int, packed: bool) -> tuple[dict[str, Path], dict[str, dict]]:
+    """The clean binary and each instrumented one: applied, copied and reverted one at a time (apply
+    holds the project's lock), compiled in parallel."""
     bins = {"clean": work / "clean"}
-    manifests = {}
-    subprocess.run([*NVCC, "-o", bins["clean"], work / "probe_cost.cu"], check=True)
-    inc = snapshot.runtime_header().parent
-    for loop, kind in VARIANTS:
-        key = f"{loop}_{kind}" if kind else loop
+    manifests, sources = {}, {"clean": work / "probe_cost.cu"}
+    for (loop, kind), pack in [(v, p) for p in ((False, True) if packed else (False,)) for v in VARIANTS]:
+        key = "_".join(k for k in (loop, kind, "packed" if pack else "") if k)
         spec = work / f"{loop}.toml"
-        if kind:
-            spec = staged_copy(spec, staging if kind == "staged" else None, WARPS)
+        if kind or pack:
+            spec = staged_copy(spec, staging if kind == "staged" else None, WARPS if kind else 0, packed=pack)
         manifests[key] = snapshot.apply(spec, root=work).manifest
-        bins[key] = work / f"inst_{key}"
-        subprocess.run([*NVCC, f"-I{inc}", "-o", bins[key], work / "probe_cost.cu"], check=True)
+        bins[key], sources[key] = work / f"inst_{key}", work / f"inst_{key}.cu"
+        shutil.copy(work / "probe_cost.cu", sources[key])
         snapshot.revert(spec, root=work)
+    inc = snapshot.runtime_header().parent
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda k: subprocess.run([*NVCC, f"-I{inc}", f"-I{work}", "-o", bins[k], sources[k]], check=True),
+                      bins))
     return bins, manifests
 
 
@@ -68,6 +75,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=21)
     ap.add_argument("--staging", type=int, default=32, help="events per warp ring in the staged variants")
+    ap.add_argument("--packed", action="store_true", help="also measure every instrumented build with 4-byte events")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,7 +83,7 @@ def main() -> int:
         for f in ("probe_cost.cu", "timing.cuh", "fma.toml", "copy.toml"):
             shutil.copy(HERE / f, work / f)
         (work / ".git").mkdir()  # marks the project root for the specs' paths
-        bins, manifests = build(work, a.staging)
+        bins, manifests = build(work, a.staging, a.packed)
         samples: dict[str, list[dict]] = {k: [] for k in bins}
         order = list(bins)
         for r in range(a.rounds):
@@ -98,19 +106,22 @@ def main() -> int:
                "manual_cycles_per_probe": cyc(man - base, probes),
                "spread_base_pct": 100 * (max(s[base_f] for s in samples["clean"]) /
                                          min(s[base_f] for s in samples["clean"]) - 1)}
-        for key, col in ((loop, "atrex"), (f"{loop}_staged", "staged"), (f"{loop}_resident", "resident")):
+        for kind, pack in ((k, p) for p in ("", "packed") for k in KINDS):
+            key, col = "_".join(k for k in (loop, kind, pack) if k), "_".join(k for k in (kind or "atrex", pack) if k)
             if key not in samples:
                 continue
             t = med(key, base_f)
             row |= {f"{col}_ms": t, f"{col}_pct": 100 * (t / base - 1), f"{col}_cycles_per_probe": cyc(t - base, probes),
                     f"{col}_capture": checks[key]}
         rows.append(row)
-    print(f"{'loop':<6}{'base ms':>10}{'floor %':>9}{'manual %':>10}{'atrex %':>9}{'staged %':>10}{'resident %':>12}"
-          f"{'man cyc/pr':>11}{'atx cyc/pr':>11}{'stg cyc/pr':>11}{'base spread %':>14}")
+    cols = [c for c in ("atrex", "staged", "resident", "atrex_packed", "staged_packed", "resident_packed")
+            if any(f"{c}_pct" in r for r in rows)]
+    print(f"{'loop':<6}{'base ms':>10}{'floor %':>9}{'manual %':>10}" + "".join(f"{c + ' %':>18}" for c in cols)
+          + f"{'man cyc/pr':>11}{'atx cyc/pr':>11}{'stg cyc/pr':>11}{'base spread %':>14}")
     for r in rows:
-        res = f"{r['resident_pct']:>+12.2f}" if "resident_pct" in r else f"{'-':>12}"
-        print(f"{r['loop']:<6}{r['base_ms']:>10.4f}{r['floor_pct']:>+9.2f}{r['manual_pct']:>+10.2f}{r['atrex_pct']:>+9.2f}"
-              f"{r['staged_pct']:>+10.2f}{res}{r['manual_cycles_per_probe']:>11.2f}{r['atrex_cycles_per_probe']:>11.2f}"
+        print(f"{r['loop']:<6}{r['base_ms']:>10.4f}{r['floor_pct']:>+9.2f}{r['manual_pct']:>+10.2f}"
+              + "".join(f"{r[c + '_pct']:>+18.2f}" if c + "_pct" in r else f"{'-':>18}" for c in cols)
+              + f"{r['manual_cycles_per_probe']:>11.2f}{r['atrex_cycles_per_probe']:>11.2f}"
               f"{r['staged_cycles_per_probe']:>11.2f}{r['spread_base_pct']:>14.2f}")
     for k, c in checks.items():
         print(f"capture {k}: {c['verdict']}, {c['events']} events" + (f", failed: {c['failed']}" if c["failed"] else ""))
