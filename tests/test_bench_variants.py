@@ -92,7 +92,7 @@ def test_exit_variants_leave_out_their_part_of_the_resident_exit(tmp_path, name)
     assert len(clean.splitlines()) - len(text.splitlines()) == (1 if name == "exit_none" else 0)
 
 
-@pytest.mark.parametrize("name", ["exit_call", "exit_store", "exit_red", "exit_bulk", "exit_warm"])
+@pytest.mark.parametrize("name", ["exit_call", "exit_store", "exit_red", "exit_bulk", "exit_warm", "exit_sector"])
 def test_exit_variants_that_return_early_make_only_their_one_write(tmp_path, name):
     """Runs 77-80's variants: the exit returns after finding the owners, having made only the one
     kind of global write the variant names (SASS of reduce_sumsq's copy, resident; the kernel's own
@@ -114,7 +114,7 @@ def test_exit_variants_that_return_early_make_only_their_one_write(tmp_path, nam
     ops = [op for _, op, _ in sass.function(sass.disassemble(tmp_path / "k.cubin"), "reduce_sumsq__atrex")]
     writes = {o.split(".")[0] for o in ops if o.startswith(("STG", "REDG", "UBLKCP", "ATOMG")) and ".F32" not in o}
     assert writes == {"exit_call": set(), "exit_store": {"STG"}, "exit_red": {"REDG"}, "exit_bulk": {"UBLKCP"},
-                      "exit_warm": {"STG"}}[name], (writes, ops)
+                      "exit_warm": {"STG"}, "exit_sector": {"STG"}}[name], (writes, ops)
 
 
 def test_early_exit_moves_every_finish_after_the_strip_mined_loop(project):
@@ -163,3 +163,22 @@ def test_late_release_restores_the_trip_end_write_back(project):
     assert "__atrex_r0.rec_held(2u); /* atrex: site iter_end (id 2, loop-end) */ __atrex_r0.release(); }" in out
     with pytest.raises(ValueError, match="no trip that releases"):
         variants.late_release(out)
+
+
+def test_session_15_trip_variants_build_as_measured(tmp_path):
+    """Runs 107 and 113's variants of reduce_sumsq's resident copy: warm_asm prefetches (CCTL) in the
+    trip loop and keeps the clean kernel's 32 registers; drain calls drain_behind<2> before each trip's
+    begin probe and stores (STG) inside the trip loop. Both keep the loop's four loads ahead of the
+    probes' stores."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    (tmp_path / ".git").mkdir()
+    bins, regs = variants.build(tmp_path, "reduce_sumsq", ["warm_asm-resident", "drain-resident"])
+    assert regs["warm_asm-resident"] == regs["clean"] == 32
+    assert "__atrex_r0.drain_behind<2u>(); __atrex_r0.rec_held(1u);" in (
+        tmp_path / "reduce_sumsq.drain-resident.cu").read_text()
+    for name, op in (("warm_asm-resident", "CCTL"), ("drain-resident", "STG")):
+        insns = sass.function(sass.disassemble(bins[name]), "reduce_sumsq__atrex")
+        # the strip-mined trip: the loop with the four 16-byte loads and the probes' timer reads
+        trip = [l for l in sass.loops(insns) if l.count("LDG") == 4 and "CS2R.32" in l.ops]
+        assert len(trip) == 1, (name, [l.ops for l in sass.loops(insns)])
+        assert any(o.startswith(op) for o in trip[0].ops) and trip[0].in_flight == 4, (name, trip[0])

@@ -38,6 +38,11 @@ resident state moved to the shared table, and are gone with it).
                   lines and, in one page, the same translation; no %ctaid or %tid in the loop)
     warm_asm      resident: warm_base written as one asm block (its constant loads cannot be kept for
                   the exit)
+    drain         resident: each strip-mined trip, once its loads are issued, copies the previous
+                  trip's events out of the ring (one lane an event), and the exit copies only each
+                  ring's last 8 events (the trips drained the rest; the capture is complete where no
+                  more than 8 events follow the last drain, as in reduce_sumsq): does moving the
+                  copy-out into the loads' shadow take it off the straggler's end? (session 15)
     exit_early    the exit's copy-out and publication made right after the first strip-mined loop's
                   first `after` probe instead of at the kernel's exits (the events after it are
                   lost; the capture is rejected): does the same exit cost less before the tail?
@@ -260,8 +265,35 @@ def warm_after(text: str) -> str:
     return text.replace(end, end + "".join(f" {r}.warm();" for r in held))
 
 
+# drain: the previous trip's events copied out in the trip (drain_behind), the exit copying the last 8
+_RELEASE = "  __device__ __forceinline__ void release(uint32_t ahead = 0u) {\n"
+_DRAIN_FN = (_RELEASE, (
+    "  template <uint32_t N>\n"
+    "  __device__ __forceinline__ void drain_behind() {\n"
+    "    using Ring = ResidentRing<K, W, G>;\n"
+    "    const uint32_t lane = lane_now(), first = ring_end_ - K * kSlotBytes, s = a_ - (N - lane) * kSlotBytes;\n"
+    "    const uint32_t owner = atrex_tl_header.groups[G].owner_base + local_owner();\n"
+    "    const uint32_t off = static_cast<uint32_t>(atrex_tl_header.events_offset) + owner * (K * kEventBytes) +\n"
+    "                         (s - first) / kSlotBytes * kEventBytes;\n"
+    "    if (lane < N && a_ >= first + (N - lane) * kSlotBytes && atrex_tl_buffer != nullptr) copy_out(Ring::base() + s, off);\n"
+    "  }\n") + _RELEASE)
+_DRAIN_EXIT = ("    for (uint32_t k = lane; k < e.n; k += lanes) copy_out(e.first + k * kSlotBytes, e.off + k * kEventBytes);\n",
+               "    for (uint32_t k = (e.n > 8u ? e.n - 8u : 0u) + lane; k < e.n; k += lanes) copy_out(e.first + k * kSlotBytes, e.off + k * kEventBytes);\n")
+
+
+def drain_trips(text: str) -> str:
+    """`drain`: each trip's drain_behind<N>() (N: the trip's held probes) right before its first held
+    probe, after the group's loads."""
+    out, n = re.subn(r"(\n\s*)(__atrex_r(\d+))\.rec_held\((\d+)u\); (/\* atrex: site \w+ \(id \d+, loop-begin\) \*/)",
+                     lambda m: f"{m.group(1)}{m.group(2)}.drain_behind<2u>(); {m.group(2)}.rec_held({m.group(4)}u); "
+                               f"{m.group(5)}", text)
+    if not n:
+        raise ValueError("no held loop-begin probe")
+    return out
+
+
 # each variant's edits of the recorder runtime
-RUNTIME = {"warm_trip": [_WARM_TRIP], "warm_after": [_WARM_AFTER], "warm_base": [_WARM_TRIP_BASE], "warm_asm": [_WARM_ASM], "defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER],
+RUNTIME = {"drain": [_DRAIN_FN, _DRAIN_EXIT], "warm_trip": [_WARM_TRIP], "warm_after": [_WARM_AFTER], "warm_base": [_WARM_TRIP_BASE], "warm_asm": [_WARM_ASM], "defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER],
            "exit_call": [_NOTHING], "exit_store": [_ONE_STORE], "exit_sector": [_ONE_SECTOR], "exit_red": [_ONE_RED],
            "exit_bulk": [_ONE_BULK], "exit_warm": [_ONE_STORE, _WARM]}
 
@@ -302,6 +334,8 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return held_loops(text)
     if name == "warm_after":
         return warm_after(text)
+    if name == "drain":
+        return drain_trips(text)
     raise ValueError(f"unknown variant {name!r}")
 
 
