@@ -13,9 +13,9 @@ import re
 import zlib
 from pathlib import Path
 
-from .fsio import write_atomic
 import numpy as np
 
+from .fsio import write_atomic
 from .layout import FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, OWNER_DTYPE, stamp_resolution_ns
 
 SIDECAR_FORMAT = "atrex-timeline-capture"
