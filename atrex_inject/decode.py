@@ -34,8 +34,8 @@ from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
 from .launchfile import TYPE_NAMES as SIDECAR_TYPE_NAMES
 from .layout import (EVENT_BYTES, FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES, OWNER_DTYPE,
-                     PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, group_owners, slot_owners,
-                     stamp_resolution_ns)
+                     PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, full_time, group_owners,
+                     slot_owners, stamp_resolution_ns)
 from .manifest import Group, Manifest
 
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
@@ -152,11 +152,6 @@ def _explain(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
     return out
 
 
-def _full_time(own: np.ndarray, prefix: str) -> np.ndarray:
-    """A full 64-bit %globaltimer stored as two u32 halves in the owner header, in ns."""
-    return ((own[prefix + "_hi"].astype(np.uint64) << np.uint64(32)) | own[prefix + "_lo"].astype(np.uint64)).view(np.int64)
-
-
 def _map(path: Path) -> mmap.mmap | bytes:
     """The file, memory-mapped read-only (an empty file as b"": mmap refuses those)."""
     with open(path, "rb") as f:
@@ -244,7 +239,7 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
               "thread": own["thread"].astype(np.int64), **cat,
               # validation bounds each owner's events by its start and end (time_order); an end of 0 is an
               # owner that never reached its exit
-              "t0": _full_time(own, "t0"), "t1": _full_time(own, "t1"),
+              "t0": full_time(own, "t0"), "t1": full_time(own, "t1"),
               # a resident ring counts no further than capacity + 1: its attempted count is a lower bound
               "lower_bound": (own["flags"] & 1).astype(bool),
               # a resident owner whose warp changed SM warp slot (%warpid) during the launch: its events
@@ -296,7 +291,7 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     t_lo = tag & np.uint32(~PACKED_SITES & U32) if words == 1 else rows[:, 0]
     torn = total - int(np.count_nonzero(valid))
     stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
-    t0 = _full_time(own, "t0").view(np.uint64)
+    t0 = full_time(own, "t0").view(np.uint64)
     # %globaltimer_lo wraps every 4.3 s: unwrap each event against its owner's full start time
     # (uint32 difference, then one add onto the 64-bit start); a full part is an (owners, capacity)
     # grid, so its per-event owner, sequence and start broadcast instead of being repeated

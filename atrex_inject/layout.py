@@ -85,15 +85,18 @@ OWNER_BYTES = OWNER_DTYPE.itemsize
 assert HEADER_DTYPE.itemsize == HEADER_BYTES and OWNER_BYTES == 48
 
 
+def full_time(own: np.ndarray, prefix: str) -> np.ndarray:
+    """A full 64-bit %globaltimer stored as two u32 halves (`t0`, `t1`) in the owner header, in ns."""
+    return ((own[prefix + "_hi"].astype(np.uint64) << np.uint64(32)) | own[prefix + "_lo"].astype(np.uint64)).view(np.int64)
+
+
 def stamp_resolution_ns(own: np.ndarray) -> int:
     """The largest power of two (ns) that divides every start and end stamp (full %globaltimer) of the
     claimed owners in an owner table (OWNER_DTYPE rows): the timer's tick, or a multiple of it when few
     owners recorded; 0 with no stamp. A packed capture needs at least 2**PACKED_SITE_BITS: its events
     keep the site id in the bits below (the sidecar's timer_resolution_ns; decode recomputes it)."""
     claimed = own["claims"] > 0
-    stamps = [((own[p + "_hi"].astype(np.uint64) << np.uint64(32)) | own[p + "_lo"].astype(np.uint64))[claimed]
-              for p in ("t0", "t1")]
-    s = np.concatenate(stamps)
+    s = np.concatenate([full_time(own, p)[claimed].view(np.uint64) for p in ("t0", "t1")])
     s = s[s != 0]  # an owner that never reached its exit has no end stamp
     return int(np.min(s & (~s + np.uint64(1)))) if s.size else 0
 

@@ -37,7 +37,15 @@ LOOPS = {"fma": ("fma_loop_ms", "fma_manual_ms", "fma_floor_ms"), "copy": ("copy
 WARPS = 8  # both kernels launch 256-thread blocks
 # (loop, staging kind): as written (global memory), staged rings, resident rings
 VARIANTS = (("fma", ""), ("fma", "staged"), ("copy", ""), ("copy", "staged"), ("copy", "resident"))
-KINDS = ("", "staged", "resident")  # the table's columns: atrex (as written), staged, resident
+KINDS = ("", "staged", "resident")  # as written (the `atrex` column), staged, resident
+
+
+def _key(loop: str, kind: str, packed: bool) -> str:
+    """A build's name: `copy`, `copy_staged`, `copy_resident_packed`, ..."""
+    return "_".join(k for k in (loop, kind, "packed" if packed else "") if k)
+
+
+COLUMNS = [_key("", kind or "atrex", p) for p in (False, True) for kind in KINDS]  # atrex, ..., resident_packed
 
 
 def build(work: Path, staging: int, packed: bool) -> tuple[dict[str, Path], dict[str, dict]]:
@@ -46,7 +54,7 @@ def build(work: Path, staging: int, packed: bool) -> tuple[dict[str, Path], dict
     bins = {"clean": work / "clean"}
     manifests, sources = {}, {"clean": work / "probe_cost.cu"}
     for (loop, kind), pack in [(v, p) for p in ((False, True) if packed else (False,)) for v in VARIANTS]:
-        key = "_".join(k for k in (loop, kind, "packed" if pack else "") if k)
+        key = _key(loop, kind, pack)
         spec = work / f"{loop}.toml"
         if kind or pack:
             spec = staged_copy(spec, staging if kind == "staged" else None, WARPS if kind else 0, packed=pack)
@@ -106,16 +114,15 @@ def main() -> int:
                "manual_cycles_per_probe": cyc(man - base, probes),
                "spread_base_pct": 100 * (max(s[base_f] for s in samples["clean"]) /
                                          min(s[base_f] for s in samples["clean"]) - 1)}
-        for kind, pack in ((k, p) for p in ("", "packed") for k in KINDS):
-            key, col = "_".join(k for k in (loop, kind, pack) if k), "_".join(k for k in (kind or "atrex", pack) if k)
+        for kind, pack in ((k, p) for p in (False, True) for k in KINDS):
+            key, col = _key(loop, kind, pack), _key("", kind or "atrex", pack)
             if key not in samples:
                 continue
             t = med(key, base_f)
             row |= {f"{col}_ms": t, f"{col}_pct": 100 * (t / base - 1), f"{col}_cycles_per_probe": cyc(t - base, probes),
                     f"{col}_capture": checks[key]}
         rows.append(row)
-    cols = [c for c in ("atrex", "staged", "resident", "atrex_packed", "staged_packed", "resident_packed")
-            if any(f"{c}_pct" in r for r in rows)]
+    cols = [c for c in COLUMNS if any(f"{c}_pct" in r for r in rows)]
     print(f"{'loop':<6}{'base ms':>10}{'floor %':>9}{'manual %':>10}" + "".join(f"{c + ' %':>18}" for c in cols)
           + f"{'man cyc/pr':>11}{'atx cyc/pr':>11}{'stg cyc/pr':>11}{'base spread %':>14}")
     for r in rows:
