@@ -182,3 +182,36 @@ def test_session_15_trip_variants_build_as_measured(tmp_path):
         trip = [l for l in sass.loops(insns) if l.count("LDG") == 4 and "CS2R.32" in l.ops]
         assert len(trip) == 1, (name, [l.ops for l in sass.loops(insns)])
         assert any(o.startswith(op) for o in trip[0].ops) and trip[0].in_flight == 4, (name, trip[0])
+
+
+def test_session_16_exit_variants_build_as_measured(tmp_path):
+    """Runs 114 and 115's variants of reduce_sumsq's resident copy, both at the clean kernel's 32
+    registers: exit_clock reads %clock four times in the exit call and nowhere else; warm_consts loads
+    the exit's four constants (register-indexed, so ptxas cannot move them to their use at exit, as
+    it does a fixed-address constant load) before the kernel's barrier."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    (tmp_path / ".git").mkdir()
+    bins, regs = variants.build(tmp_path, "reduce_sumsq", ["exit_clock-resident", "warm_consts-resident"])
+    assert regs["exit_clock-resident"] == regs["warm_consts-resident"] == regs["clean"] == 32
+    clocked = sass.function(sass.disassemble(bins["exit_clock-resident"]), "reduce_sumsq__atrex")
+    assert sum("SR_CLOCKLO" in text for _, _, text in clocked) == 4
+    warm = sass.function(sass.disassemble(bins["warm_consts-resident"]), "reduce_sumsq__atrex")
+    first_bar = next(i for i, (_, op, _) in enumerate(warm) if op.startswith("BAR"))
+    early = [text for _, op, text in warm[:first_bar] if op == "LDC" and "c[0x3][R" in text]
+    assert len(early) == 4, early
+
+
+def test_exit_phases_reads_a_real_capture(project):
+    """bench/perturbation/exit_phases.py on the committed H200 capture of reduce_sumsq with resident
+    rings (run 109): its owner headers carry no phase clocks (zero), and each owner's time from its last
+    event to its end time is what decode gives."""
+    spec = importlib.util.spec_from_file_location("atrex_bench_exit_phases",
+                                                  REPO / "bench" / "perturbation" / "exit_phases.py")
+    exit_phases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exit_phases)
+    from atrex_inject.manifest import load
+
+    fixture = REPO / "tests" / "fixtures" / "h200" / "reduce_sumsq_resident"
+    rows = exit_phases.phases(fixture / "reduce_sumsq-launch2.atrex", load(fixture / "manifest.json"))
+    got = [(s["group"], s["warp"], s["owners"], s["reads"], s["total_ns"]) for s in exit_phases.summary(rows)]
+    assert got == [(0, "1-7", 462, 0, 480), (0, "0", 66, 0, 416), (1, "0", 66, 0, 768)]

@@ -43,6 +43,11 @@ resident state moved to the shared table, and are gone with it).
                   ring's last 8 events (the trips drained the rest; the capture is complete where no
                   more than 8 events follow the last drain, as in reduce_sumsq): does moving the
                   copy-out into the loads' shadow take it off the straggler's end? (session 15)
+    exit_clock    resident: the exit as committed, its phases timed with %clock into each owner header's
+                  clk0 and pad words (bench/perturbation/exit_phases.py reads them; session 16)
+    warm_consts   resident: right after the strip-mined loop's first `after` probe, the constants the
+                  exit reads loaded into registers that nothing reads until the exit (warm_consts_clock:
+                  with exit_clock's phase clocks)
     exit_early    the exit's copy-out and publication made right after the first strip-mined loop's
                   first `after` probe instead of at the kernel's exits (the events after it are
                   lost; the capture is rejected): does the same exit cost less before the tail?
@@ -193,6 +198,25 @@ def early_exit(text: str) -> str:
     return out[:m.end(1)] + " " + calls[0] + out[m.end(1):]
 
 
+
+_AFTER_LOOP = re.compile(r"/\* atrex: the last iterations, clean \*/ \}\n\s*(__atrex_r\d+\.rec\(\d+u\);)"
+                         r"(?=  // atrex: site \w+ \(id \d+, after\))")
+
+
+def warm_constants(text: str) -> str:
+    """`warm_consts`: right after the first `after` probe that follows the strip-mined loop, the
+    constants the recorders' exit reads (the buffer pointer, the events' offset, each group's first
+    owner) loaded into registers with nothing waiting for them, and stored to a shared scratch word
+    before each exit's `atrex::finish`: does the warp's tail hide the constant cache's misses that
+    exit_clock measured at the exit (run 114: about 500 of its 1070 cycles)?"""
+    calls = re.findall(r"atrex::finish\(([^)]*)\);", text)
+    m = _AFTER_LOOP.search(text)
+    if not calls or not m:
+        raise ValueError("no atrex::finish call, or no `after` probe right after a strip-mined loop")
+    groups = [int(g) for g in re.findall(r"__atrex_r(\d+)", calls[0])][:2]
+    head = text[:m.end(1)] + f" const uint4 __atrex_warm = atrex::warm_exit({', '.join(f'{g}u' for g in groups)});"
+    return head + text[m.end(1):].replace("atrex::finish(", "atrex::sink_exit(__atrex_warm); atrex::finish(")
+
 # The resident exit taken apart (the captures of these variants are incomplete and rejected). Runs
 # 76-82 edited the exit of their time (one group closed after the other); these edit the phased
 # exit (every group's reads, then the copies, then the headers).
@@ -293,9 +317,50 @@ def drain_trips(text: str) -> str:
 
 
 # each variant's edits of the recorder runtime
+# exit_clock: the resident exit's phases timed with %clock (diagnostic; bench/perturbation/exit_phases.py reads
+# them): c0 at the call, c1 once every group's reads (table entry, header constants) have returned, c2 once
+# the copies are issued, c3 once the headers are; the owner header's clk0 (unused without clock events)
+# gets (c1 - c0) | (c2 - c1) << 16 and its pad c3 - c2.
+_PHASE_START = ("  const uint32_t lane = all ? lane_id() : 0u, lanes = all ? 32u : 1u;\n",
+                '  uint32_t c0, c1, c2, c3;\n  asm volatile("mov.u32 %0, %%clock;" : "=r"(c0) :: "memory");\n'
+                "  const uint32_t lane = all ? lane_id() : 0u, lanes = all ? 32u : 1u;\n")
+_PHASE_READ = (_OWNER, _OWNER + "  uint32_t sum = 0u;\n"
+               "  for (const ResidentExit& e : exits) sum += e.first + e.n + e.last + e.owner + e.off + e.valid + e.moved;\n"
+               '  asm volatile("add.u32 %0, %0, 1;" : "+r"(sum) :: "memory");\n'
+               '  asm volatile("mov.u32 %0, %%clock;" : "=r"(c1) : "r"(sum) : "memory");\n')
+_PHASE_COPY = ("  if (lane != 0u) return;\n  const uint32_t cta = linear_cta(), tid = linear_thread();\n",
+               '  asm volatile("mov.u32 %0, %%clock;" : "=r"(c2) :: "memory");\n'
+               "  if (lane != 0u) return;\n  const uint32_t cta = linear_cta(), tid = linear_thread();\n")
+_PHASE_END = ("  for (const ResidentExit& e : exits) publish_owner(e, cta, tid);\n",
+              "  for (const ResidentExit& e : exits) publish_owner(e, cta, tid);\n"
+              '  asm volatile("mov.u32 %0, %%clock;" : "=r"(c3) :: "memory");\n'
+              "  for (const ResidentExit& e : exits)\n"
+              "    if (e.valid) {\n"
+              "      OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + e.owner;\n"
+              "      oh->clk0 = (c1 - c0) | (c2 - c1) << 16;\n      oh->pad = c3 - c2;\n    }\n")
+_PHASES = [_PHASE_START, _PHASE_READ, _PHASE_COPY, _PHASE_END]
+# warm_consts: the constants a resident exit reads, loaded where nothing waits for them (warm_constants)
+_WARM_EXIT = ("template <class... Rs>\nstatic __device__ __noinline__ void resident_close(bool all) {\n",
+              "// the exit's constants loaded now, each into its own register (no arithmetic: nothing waits for them\n"
+              "// here); sink_exit stores them to a shared scratch word at exit, where they have long arrived\n"
+              "// (indexed by %tid.z, 0 in a 1-D block, which ptxas cannot fold as it folds a literal zero: a constant-bank\n"
+              "// load at a fixed address, ptxas rematerializes at its use, after the kernel's barrier)\n"
+              "__device__ __forceinline__ uint4 warm_exit(uint32_t g0, uint32_t g1 = 0u) {\n"
+              "  const uint32_t z = threadIdx.z;\n"
+              "  const unsigned char* const* b = &atrex_tl_buffer;\n"
+              "  return make_uint4(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(b[z])),\n"
+              "                    static_cast<uint32_t>((&atrex_tl_header.events_offset)[z]),\n"
+              "                    atrex_tl_header.groups[g0 + z].owner_base, atrex_tl_header.groups[g1 + z].owner_base);\n}\n"
+              "__device__ __forceinline__ void sink_exit(uint4 v) {\n"
+              "  __shared__ uint4 scratch;\n"
+              '  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(&scratch))),\n'
+              '               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");\n}\n\n'
+              "template <class... Rs>\nstatic __device__ __noinline__ void resident_close(bool all) {\n")
+
 RUNTIME = {"drain": [_DRAIN_FN, _DRAIN_EXIT], "warm_trip": [_WARM_TRIP], "warm_after": [_WARM_AFTER], "warm_base": [_WARM_TRIP_BASE], "warm_asm": [_WARM_ASM], "defer": [REC_AT], "exit_none": [_CLOSE_CALL], "exit_header": [_COPY_LOOP], "exit_copy": [_HEADER],
            "exit_call": [_NOTHING], "exit_store": [_ONE_STORE], "exit_sector": [_ONE_SECTOR], "exit_red": [_ONE_RED],
-           "exit_bulk": [_ONE_BULK], "exit_warm": [_ONE_STORE, _WARM]}
+           "exit_bulk": [_ONE_BULK], "exit_warm": [_ONE_STORE, _WARM], "exit_clock": _PHASES,
+           "warm_consts": [_WARM_EXIT], "warm_consts_clock": [_WARM_EXIT, *_PHASES]}
 
 
 def runtime_variant(folder: Path, edits: list[tuple[str, str]]) -> Path:
@@ -336,6 +401,8 @@ def transform(name: str, text: str, kernel: str, registers: int) -> str:
         return warm_after(text)
     if name == "drain":
         return drain_trips(text)
+    if name in ("warm_consts", "warm_consts_clock"):
+        return warm_constants(text)
     raise ValueError(f"unknown variant {name!r}")
 
 
