@@ -185,6 +185,11 @@ def held_loops(text: str) -> str:
                         "/* atrex: the last iterations, clean */" + "".join(f" {r}.release();" for r in held) + " }")
 
 
+# the first `after` probe right after a strip-mined loop (its `rec` call)
+_AFTER_LOOP = re.compile(r"/\* atrex: the last iterations, clean \*/ \}\n\s*(__atrex_r\d+\.rec\(\d+u\);)"
+                         r"(?=  // atrex: site \w+ \(id \d+, after\))")
+
+
 def early_exit(text: str) -> str:
     """`exit_early`: every `atrex::finish(...)` of the copy removed and one made right after the
     first `after` probe that follows the strip-mined loop."""
@@ -192,23 +197,18 @@ def early_exit(text: str) -> str:
     if not calls:
         raise ValueError("no atrex::finish call")
     out = text.replace(calls[0], "")
-    m = re.search(r"/\* atrex: the last iterations, clean \*/ \}\n\s*(__atrex_r\d+\.rec\(\d+u\);)(?=  // atrex: site \w+ \(id \d+, after\))", out)
+    m = _AFTER_LOOP.search(out)
     if not m:
         raise ValueError("no `after` probe right after a strip-mined loop")
     return out[:m.end(1)] + " " + calls[0] + out[m.end(1):]
-
-
-
-_AFTER_LOOP = re.compile(r"/\* atrex: the last iterations, clean \*/ \}\n\s*(__atrex_r\d+\.rec\(\d+u\);)"
-                         r"(?=  // atrex: site \w+ \(id \d+, after\))")
 
 
 def warm_constants(text: str) -> str:
     """`warm_consts`: right after the first `after` probe that follows the strip-mined loop, the
     constants the recorders' exit reads (the buffer pointer, the events' offset, each group's first
     owner) loaded into registers with nothing waiting for them, and stored to a shared scratch word
-    before each exit's `atrex::finish`: does the warp's tail hide the constant cache's misses that
-    exit_clock measured at the exit (run 114: about 500 of its 1070 cycles)?"""
+    before each exit's `atrex::finish`: are the reads that exit_clock timed at the exit (run 114: about
+    490 of its 1070 cycles) waiting for cold constants? (Run 115: no.)"""
     calls = re.findall(r"atrex::finish\(([^)]*)\);", text)
     m = _AFTER_LOOP.search(text)
     if not calls or not m:
@@ -216,6 +216,7 @@ def warm_constants(text: str) -> str:
     groups = [int(g) for g in re.findall(r"__atrex_r(\d+)", calls[0])][:2]
     head = text[:m.end(1)] + f" const uint4 __atrex_warm = atrex::warm_exit({', '.join(f'{g}u' for g in groups)});"
     return head + text[m.end(1):].replace("atrex::finish(", "atrex::sink_exit(__atrex_warm); atrex::finish(")
+
 
 # The resident exit taken apart (the captures of these variants are incomplete and rejected). Runs
 # 76-82 edited the exit of their time (one group closed after the other); these edit the phased
