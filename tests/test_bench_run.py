@@ -58,3 +58,14 @@ def test_the_table_gives_the_other_recorder_its_own_line(capsys):
     assert lines[-2].startswith("reduce_sumsq") and "+2.38%" in lines[-2] and "+3.46%" not in lines[-2]
     assert "-14.37% [-14.47, -14.27]" in lines[-2] and "]-" not in lines[-2]  # the widest cell apart from its neighbour
     assert lines[-1].startswith("  :main") and "+3.46%" in lines[-1] and lines[-1].count("-") >= 3
+
+
+def test_per_event_figures_fold_into_the_table_as_committed():
+    """Run 109's probe-cost and IKeT files fold into exactly the per-event rows of the committed table
+    (results-h200.json, run 110): every probe-cost column, packed ones included, under its table name."""
+    import json
+
+    bench = REPO / "bench" / "perturbation"
+    got = run.fold_per_event(bench / "results-h200-session15-probe-cost.json", bench / "results-h200-session15-iket.json")
+    assert got == json.loads((bench / "results-h200.json").read_text())["per_event"]
+    assert {"atrex_resident", "atrex_resident_packed"} <= set(got[1]) and got[1]["loop"] == "copy"

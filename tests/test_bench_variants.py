@@ -212,6 +212,6 @@ def test_exit_phases_reads_a_real_capture(project):
     from atrex_inject.manifest import load
 
     fixture = REPO / "tests" / "fixtures" / "h200" / "reduce_sumsq_resident"
-    rows = exit_phases.phases(fixture / "reduce_sumsq-launch2.atrex", load(fixture / "manifest.json"))
-    got = [(s["group"], s["warp"], s["owners"], s["reads"], s["total_ns"]) for s in exit_phases.summary(rows)]
+    p = exit_phases.phases(fixture / "reduce_sumsq-launch2.atrex", load(fixture / "manifest.json"))
+    got = [(s["group"], s["warp"], s["owners"], s["reads"], s["total_ns"]) for s in exit_phases.summary(p)]
     assert got == [(0, "1-7", 462, 0, 480), (0, "0", 66, 0, 416), (1, "0", 66, 0, 768)]

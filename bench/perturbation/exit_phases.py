@@ -21,7 +21,6 @@ import importlib.util
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,8 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from atrex_inject.decode import capture_files, decode_file, read_header
-from atrex_inject.layout import OWNER_DTYPE
+from atrex_inject.decode import capture_files, decode_parts, open_capture
 from atrex_inject.manifest import load as load_manifest
 
 
@@ -47,31 +45,30 @@ variants = _load_variants()
 run = variants.run
 
 
-def phases(capture: Path, manifest) -> list[dict]:
-    """Per owner: group, warp, the three phases in cycles and the exit probe to end time in ns."""
-    raw = capture.read_bytes()
-    h = read_header(raw, str(capture))
-    own = np.frombuffer(raw, OWNER_DTYPE, count=int(h["n_owners"]), offset=int(h["owners_offset"]))
-    launch = decode_file(capture, manifest)
-    last = np.zeros(len(own), dtype=np.int64)
-    np.maximum.at(last, launch.events["owner"], launch.events["t_ns"].astype(np.int64))
-    rows = []
-    for i, o in enumerate(own):
-        if int(o["claims"]) == 0:
-            continue
-        rows.append({"group": int(launch.owners["group"][i]), "warp": int(o["thread"]) // 32,
-                     "reads": int(o["clk0"]) & 0xFFFF, "copies": int(o["clk0"]) >> 16, "headers": int(o["pad"]),
-                     "total_ns": int(launch.owners["t1"][i]) - int(last[i])})
-    return rows
+def phases(capture: Path, manifest) -> dict[str, np.ndarray]:
+    """Per claimed owner: group, warp, the three phases in cycles, and its last event to its end time
+    in ns. The file is opened once: the owner table (with the clocks in clk0 and pad) and the events."""
+    c = open_capture(capture, manifest)
+    events = next(decode_parts(c, manifest)).events
+    last = np.zeros(len(c.own), dtype=np.int64)
+    np.maximum.at(last, events["owner"], events["t_ns"])
+    claimed = c.own["claims"] > 0
+    clk0 = c.own["clk0"][claimed].astype(np.int64)
+    return {"group": c.owners["group"][claimed], "warp": c.own["thread"][claimed].astype(np.int64) // 32,
+            "reads": clk0 & 0xFFFF, "copies": clk0 >> 16, "headers": c.own["pad"][claimed].astype(np.int64),
+            "total_ns": (c.owners["t1"] - last)[claimed]}
 
 
-def summary(rows: list[dict]) -> list[dict]:
+def summary(p: dict[str, np.ndarray]) -> list[dict]:
+    """Medians per owner group, the CTA's warp 0 (its last) apart from warps 1-7."""
     out = []
-    for key in sorted({(r["group"], r["warp"] == 0) for r in rows}):
-        sel = [r for r in rows if (r["group"], r["warp"] == 0) == key]
-        out.append({"group": key[0], "warp": "0" if key[1] else "1-7", "owners": len(sel),
-                    **{f: statistics.median(r[f] for r in sel) for f in ("reads", "copies", "headers", "total_ns")},
-                    "max_total_ns": max(r["total_ns"] for r in sel)})
+    for g in np.unique(p["group"]).tolist():
+        for first in (False, True):
+            sel = (p["group"] == g) & ((p["warp"] == 0) == first)
+            if sel.any():
+                out.append({"group": g, "warp": "0" if first else "1-7", "owners": int(sel.sum()),
+                            **{f: float(np.median(p[f][sel])) for f in ("reads", "copies", "headers", "total_ns")},
+                            "max_total_ns": int(p["total_ns"][sel].max())})
     return out
 
 
@@ -96,8 +93,8 @@ def main() -> int:
             cap.mkdir()
             subprocess.run([str(bins[v]), "--warmup", str(run.EXAMPLES[a.example][0]), "--iters", "3"], check=True,
                            env=dict(os.environ, ATREX_TIMELINE_OUT=str(cap)), capture_output=True)
-            rows = phases(capture_files(cap)[0], load_manifest(work / f"manifest-{a.example}-{v}.json"))
-            result["variants"][v] = {"phases": summary(rows), "owners": rows}
+            result["variants"][v] = {"phases": summary(phases(capture_files(cap)[0], load_manifest(
+                work / f"manifest-{a.example}-{v}.json")))}
         for _ in range(a.rounds if a.samples else 0):
             result["overhead"] += [run.arm(work, a.example, bins, n, a.samples) for n in names]
     print(f"{a.example}, resident exit phases (median cycles; total: exit probe to end time, ns); registers {regs}")

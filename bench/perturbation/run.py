@@ -55,6 +55,7 @@ NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
 EXAMPLES = {"gemm_mma": (10, 200), "reduce_sumsq": (10, 200), "layernorm": (10, 200)}
 RESIDENT = ("reduce_sumsq", "layernorm")  # examples measured with resident staging too (8 warps per CTA)
 ARMS = ("off", "spec", "resident", "all", "packed", "resident_packed")
+PROBE_COST_COLUMNS = ("atrex", "staged", "resident", "atrex_packed", "staged_packed", "resident_packed")  # bench/probe_cost
 
 
 def every_cta(spec: Path) -> Path:
@@ -190,11 +191,10 @@ def fold_per_event(probe_cost: Path | None, iket: Path | None) -> list[dict]:
     rows = {}
     if probe_cost and probe_cost.exists():
         for r in json.loads(probe_cost.read_text())["rows"]:
-            rows[r["loop"]] = {"loop": r["loop"], "atrex": r["atrex_pct"] / 100, "atrex_staged": r["staged_pct"] / 100,
+            # probe_cost's columns (atrex, staged, ..., resident_packed) as atrex, atrex_staged, ...
+            rows[r["loop"]] = {"loop": r["loop"], **{c if c.startswith("atrex") else f"atrex_{c}": r[f"{c}_pct"] / 100
+                                                     for c in PROBE_COST_COLUMNS if f"{c}_pct" in r},
                                "hand_written": r["manual_pct"] / 100, "floor": r["floor_pct"] / 100}
-            for col in ("resident", "atrex_packed", "staged_packed", "resident_packed"):
-                if f"{col}_pct" in r:
-                    rows[r["loop"]][col if col.startswith("atrex") else f"atrex_{col}"] = r[f"{col}_pct"] / 100
     if iket and iket.exists():
         k = json.loads(iket.read_text())
         rows.setdefault("fma", {"loop": "fma"})["iket"] = k["overhead"]
