@@ -227,6 +227,8 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
             out.print(f"  MISSING in {r['copy']}: {m['missing']} loop(s) with {have} per trip{flight}", markup=False)
         out.print("clean loops kept" if not r["missing"] else
                   "a clean loop was lost or rescheduled: see docs/perturbation.md", markup=False)
+        if r["hint"]:
+            out.print(f"next: {r['hint']}", markup=False)
         for f in r["recording_fewer_in_flight"]:
             out.print(f"recording CTAs: their copy of the clean {f['loop']} keeps {f['recording']} loads in flight "
                       f"against {f['in_flight']}: recording CTAs run it slower, and a kernel that waits for its "

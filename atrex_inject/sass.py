@@ -24,7 +24,8 @@ from .errors import AtrexError
 # spilling (the out-of-line clean body of bench/perturbation/variants.py) is not the clean loop.
 FAMILIES = ("LDG", "LDGSTS", "STG", "LDS", "STS", "HMMA", "LDSM", "UTMALDG", "HGMMA", "LDL", "STL")
 _INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
-_TARGET = re.compile(r"^\s*(?:`\()?0x([0-9a-f]+)")
+# a branch's target, after the second predicate ptxas may give it (`@P0 BRA P1, 0x7d0`: taken when both hold)
+_TARGET = re.compile(r"^\s*(?:!?U?P[T0-9]+\s*,\s*)?(?:`\()?0x([0-9a-f]+)")
 _FUNC = re.compile(r"Function : (\S+)")
 
 
@@ -345,4 +346,17 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
                                           "copy": warps_by_registers(regs["copy"])},
             "clean_loops": [describe(l) for l in found["clean"] if any(l.signature)],
             "recording_fewer_in_flight": fewer,
-            "missing": short, "ok": off_identical and not short, "flags": flags}
+            "missing": short, "ok": off_identical and not short, "flags": flags,
+            "hint": _hint(spec, regs) if short else None}
+
+
+def _hint(spec, regs: dict) -> str | None:
+    """What to try when the copy's clean side was rescheduled: on the global path (or with staged
+    rings) the recorder's slot range is live from entry to exit, in registers; resident rings keep
+    it in shared memory (layernorm: 48 registers on the global path, 32 resident)."""
+    if spec.capture.staging_resident or regs["copy"] <= regs["clean"]:
+        return None
+    return (f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']}: its recorder keeps "
+            "each owner's slot range in registers from entry to exit; resident staging rings keep it in shared "
+            "memory (add `staging = { warps = W, resident = true }` to [capture], W the largest block in warps; "
+            "docs/spec.md) and check again")

@@ -431,9 +431,13 @@ __device__ __forceinline__ void publish_owner(const ResidentExit& e, uint32_t ct
 // read), then `lanes` lanes of the warp (32, or the owner's lane alone when the warp is not
 // converged here) copy the rings out, taking slots lane, lane + lanes, ..., then the owner's lane
 // writes each header (H200 run 95: +2.45% and +2.48% against +2.68% and +2.62% group by group).
-// Everything it needs is read here (the table, %tid, %ctaid), none of it kept from entry.
+// Everything it needs is read here (the table, %tid, %ctaid), none of it kept from entry. A warp
+// that reaches an exit in parts (lanes past a bounds check return early) leaves it to the part with
+// the owner's lane, lane 0: the others return at once, so each owner is copied out and claimed
+// once (every lane of a part claimed it, and the capture was refused: examples/specs/saxpy_tail.toml).
 template <class... Rs>
 static __device__ __noinline__ void resident_close(bool all) {
+  if (!all && lane_id() != 0u) return;
   const uint32_t lane = all ? lane_id() : 0u, lanes = all ? 32u : 1u;
   if (all) __syncwarp();  // the owner lane's ring stores are visible to the lanes that copy them
   const ResidentExit exits[] = {Rs::owner_exit()...};

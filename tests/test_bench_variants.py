@@ -27,6 +27,21 @@ def _clean(funcs: dict) -> list:
     return next(v for k, v in funcs.items() if "__atrex" not in k)
 
 
+def _examples(tmp_path):
+    """A copy of the examples in tmp_path, a project root (its .git marker) to build variants in."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    (tmp_path / ".git").mkdir()
+
+
+def _trip_loop(binary):
+    """reduce_sumsq's strip-mined trip in a build's copy: the loop with the four 16-byte loads and
+    the probes' timer reads."""
+    insns = sass.function(sass.disassemble(binary), "reduce_sumsq__atrex")
+    trip = [l for l in sass.loops(insns) if l.count("LDG") == 4 and "CS2R.32" in l.ops]
+    assert len(trip) == 1, [l.ops for l in sass.loops(insns)]
+    return trip[0]
+
+
 def test_outlined_clean_body_keeps_the_schedule_but_spills_in_its_loop(project):
     """layernorm's copy bounded at the clean kernel's 32 registers with its clean body out of line:
     that function keeps every clean loop's loads in flight (ptxas schedules a function for the
@@ -102,8 +117,7 @@ def test_exit_variants_that_return_early_make_only_their_one_write(tmp_path, nam
     from atrex_inject import snapshot
     from atrex_inject.spec import staged_copy
 
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
-    (tmp_path / ".git").mkdir()
+    _examples(tmp_path)
     spec = staged_copy(tmp_path / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
     snapshot.apply(spec, root=tmp_path)
     folder = variants.runtime_variant(tmp_path / name, variants.RUNTIME[name])
@@ -170,18 +184,14 @@ def test_session_15_trip_variants_build_as_measured(tmp_path):
     trip loop and keeps the clean kernel's 32 registers; drain calls drain_behind<2> before each trip's
     begin probe and stores (STG) inside the trip loop. Both keep the loop's four loads ahead of the
     probes' stores."""
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
-    (tmp_path / ".git").mkdir()
+    _examples(tmp_path)
     bins, regs = variants.build(tmp_path, "reduce_sumsq", ["warm_asm-resident", "drain-resident"])
     assert regs["warm_asm-resident"] == regs["clean"] == 32
     assert "__atrex_r0.drain_behind<2u>(); __atrex_r0.rec_held(1u);" in (
         tmp_path / "reduce_sumsq.drain-resident.cu").read_text()
     for name, op in (("warm_asm-resident", "CCTL"), ("drain-resident", "STG")):
-        insns = sass.function(sass.disassemble(bins[name]), "reduce_sumsq__atrex")
-        # the strip-mined trip: the loop with the four 16-byte loads and the probes' timer reads
-        trip = [l for l in sass.loops(insns) if l.count("LDG") == 4 and "CS2R.32" in l.ops]
-        assert len(trip) == 1, (name, [l.ops for l in sass.loops(insns)])
-        assert any(o.startswith(op) for o in trip[0].ops) and trip[0].in_flight == 4, (name, trip[0])
+        trip = _trip_loop(bins[name])
+        assert any(o.startswith(op) for o in trip.ops) and trip.in_flight == 4, (name, trip)
 
 
 def test_session_16_exit_variants_build_as_measured(tmp_path):
@@ -189,8 +199,7 @@ def test_session_16_exit_variants_build_as_measured(tmp_path):
     registers: exit_clock reads %clock four times in the exit call and nowhere else; warm_consts loads
     the exit's four constants (register-indexed, so ptxas cannot move them to their use at exit, as
     it does a fixed-address constant load) before the kernel's barrier."""
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
-    (tmp_path / ".git").mkdir()
+    _examples(tmp_path)
     bins, regs = variants.build(tmp_path, "reduce_sumsq", ["exit_clock-resident", "warm_consts-resident"])
     assert regs["exit_clock-resident"] == regs["warm_consts-resident"] == regs["clean"] == 32
     clocked = sass.function(sass.disassemble(bins["exit_clock-resident"]), "reduce_sumsq__atrex")
@@ -215,3 +224,23 @@ def test_exit_phases_reads_a_real_capture(project):
     p = exit_phases.phases(fixture / "reduce_sumsq-launch2.atrex", load(fixture / "manifest.json"))
     got = [(s["group"], s["warp"], s["owners"], s["reads"], s["total_ns"]) for s in exit_phases.summary(p)]
     assert got == [(0, "1-7", 462, 0, 480), (0, "0", 66, 0, 416), (1, "0", 66, 0, 768)]
+
+
+def test_session_17_trip_variant_takes_the_loop_control_ahead_of_the_end_probe(tmp_path):
+    """Runs 119-120's `trip` variant of reduce_sumsq's resident copy: the strip-mined loop's test is
+    one `&` and is computed before the trip's end probe, so the trip's last timer read is followed
+    only by the end event's store and the branch (3 instructions), where the rewriter's loop runs
+    its increment and both tests there; the copy keeps 32 registers and four loads in flight."""
+    _examples(tmp_path)
+    bins, regs = variants.build(tmp_path, "reduce_sumsq", ["spec-resident", "trip-resident"])
+    assert regs["trip-resident"] == regs["clean"] == 32
+    assert "for (bool __atrex_more = (i < n4) & ((n4) - (i) > 3 * ((long)gridDim.x * kThreads)); __atrex_more; )" in (
+        tmp_path / "reduce_sumsq.trip-resident.cu").read_text()
+    after = {}
+    for name in ("spec-resident", "trip-resident"):
+        trip = _trip_loop(bins[name])
+        assert trip.in_flight == 4, (name, trip)
+        after[name] = len(trip.ops) - 1 - max(i for i, o in enumerate(trip.ops) if o == "CS2R.32")
+    assert after["trip-resident"] == 3 < after["spec-resident"], after
+    with pytest.raises(ValueError, match="no strip-mined loop"):
+        variants.trip_order("for (int i = 0; i < n; ++i) {}")
