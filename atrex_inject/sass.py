@@ -26,6 +26,7 @@ FAMILIES = ("LDG", "LDGSTS", "STG", "LDS", "STS", "HMMA", "LDSM", "UTMALDG", "HG
 _INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 # a branch's target, after the second predicate ptxas may give it (`@P0 BRA P1, 0x7d0`: taken when both hold)
 _TARGET = re.compile(r"^\s*(?:!?U?P[T0-9]+\s*,\s*)?(?:`\()?0x([0-9a-f]+)")
+_SECOND_PREDICATE = re.compile(r"BRA !?U?P\d")  # `BRA P1, 0x...` without a guard: taken when P1 holds
 _FUNC = re.compile(r"Function : (\S+)")
 
 
@@ -95,9 +96,15 @@ def disassemble(cubin: Path) -> dict[str, list[Insn]]:
     out = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise AtrexError(f"cuobjdump failed on {cubin}: {out.stderr.strip()}", path=str(cubin))
+    return parse(out.stdout)
+
+
+def parse(text: str) -> dict[str, list[Insn]]:
+    """cuobjdump -sass text -> function (mangled name) -> its instructions; a branch's opcode is
+    `BRA>target` (its address, decimal)."""
     funcs: dict[str, list[Insn]] = {}
     cur = None
-    for line in out.stdout.splitlines():
+    for line in text.splitlines():
         m = _FUNC.search(line)
         if m:
             cur = funcs.setdefault(m.group(1), [])
@@ -155,7 +162,7 @@ def _timed(insns: list[Insn]) -> set[int]:
     at = {a: i for i, (a, _, _) in enumerate(insns)}
     succ: list[list[int]] = []
     for i, (_, op, whole) in enumerate(insns):
-        predicated = whole.startswith("@")
+        predicated = whole.startswith("@") or _SECOND_PREDICATE.match(whole) is not None
         nxt = [i + 1] if i + 1 < len(insns) else []
         if op.startswith("BRA>"):
             target = at.get(int(op[4:]))
@@ -353,10 +360,14 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
 def _hint(spec, regs: dict) -> str | None:
     """What to try when the copy's clean side was rescheduled: on the global path (or with staged
     rings) the recorder's slot range is live from entry to exit, in registers; resident rings keep
-    it in shared memory (layernorm: 48 registers on the global path, 32 resident)."""
-    if spec.capture.staging_resident or regs["copy"] <= regs["clean"]:
+    it in shared memory (layernorm: 48 registers on the global path, 32 resident). None where
+    resident rings cannot apply (per-thread roles) or registers do not tell."""
+    c = spec.capture
+    if (c.staging_resident or None in (regs["copy"], regs["clean"]) or regs["copy"] <= regs["clean"]
+            or any(s.role in ("thread", "predicate") for s in spec.sites)):
         return None
+    how = ("in [capture] `staging`, replace `events = E` with `resident = true`" if c.staging_events else
+           "add `staging = { warps = W, resident = true }` to [capture], W the largest block in warps")
     return (f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']}: its recorder keeps "
-            "each owner's slot range in registers from entry to exit; resident staging rings keep it in shared "
-            "memory (add `staging = { warps = W, resident = true }` to [capture], W the largest block in warps; "
-            "docs/spec.md) and check again")
+            f"each owner's slot range in registers from entry to exit; resident staging rings keep it in shared "
+            f"memory ({how}; docs/spec.md) and check again")

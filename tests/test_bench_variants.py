@@ -230,7 +230,8 @@ def test_session_17_trip_variant_takes_the_loop_control_ahead_of_the_end_probe(t
     """Runs 119-120's `trip` variant of reduce_sumsq's resident copy: the strip-mined loop's test is
     one `&` and is computed before the trip's end probe, so the trip's last timer read is followed
     only by the end event's store and the branch (3 instructions), where the rewriter's loop runs
-    its increment and both tests there; the copy keeps 32 registers and four loads in flight."""
+    its increment and one of its tests there (10; the other test at the loop's top); the copy keeps
+    32 registers and four loads in flight."""
     _examples(tmp_path)
     bins, regs = variants.build(tmp_path, "reduce_sumsq", ["spec-resident", "trip-resident"])
     assert regs["trip-resident"] == regs["clean"] == 32

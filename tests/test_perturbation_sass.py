@@ -7,6 +7,7 @@ the loops of the single-copy rewrite. So a touched original, a clean side that l
 copy without versioning, fails."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 from atrex_inject import sass
 from atrex_inject.cli import app
 from atrex_inject.cuda import rewrite as rw
-from atrex_inject.spec import staged_copy
+from atrex_inject.spec import Role, load_spec, staged_copy
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -81,6 +82,42 @@ def test_sides_follow_the_flow_not_the_layout():
     clean, recording = sass.sides(insns)
     assert [(l.start, l.end) for l in clean] == [(0x70, 0x80)]
     assert [(l.start, l.end) for l in recording] == [(0x30, 0x40)]
+
+
+def test_branches_with_a_second_predicate_are_branches():
+    """ptxas gives a branch a second predicate (`@P0 BRA P1, 0x10`: taken when both hold; the
+    strip-mined trip of variants.py's `trip` ends with one): its target is read, so it closes a
+    loop, and without a guard it still falls through. A `BRA.DIV` (divergence handling) is not a
+    loop's branch."""
+    body = ["CS2R.32 R4, SR_GLOBALTIMERLO ;",      # 0x00 a timer read
+            "LDG.E R6, desc[UR4][R2.64] ;",        # 0x10 a loop, closed by a two-predicate branch
+            "@P0 BRA P1, 0x10 ;",                  # 0x20
+            "BRA P2, 0x60 ;",                      # 0x30 no guard, a second predicate: falls through
+            "LDG.E R8, desc[UR4][R2.64+0x4] ;",    # 0x40 reached from the timer read by that fall-through
+            "EXIT ;",                              # 0x50
+            "BRA.DIV UR4, 0x10 ;",                 # 0x60
+            "EXIT ;"]
+    text = "\n".join(["        Function : _Z1kPf", *(f"        /*{16 * i:04x}*/  {b}  /* 0x000000000000 */"
+                                                    for i, b in enumerate(body))])
+    insns = sass.parse(text)["_Z1kPf"]
+    assert [op for _, op, _ in insns][2:4] == ["BRA>16", "BRA>96"] and insns[6][1] == "BRA.DIV"
+    assert [(l.start, l.end) for l in sass.loops(insns)] == [(0x10, 0x20)]
+    assert 0x40 in sass._timed(insns)
+
+
+def test_check_sass_hint_names_the_change_that_applies(project):
+    """check-sass's `next:` line (a lost clean loop, more registers in the copy): resident rings,
+    said as the spec needs it; nothing where they do not apply or the registers do not tell."""
+    spec = load_spec(project / "examples" / "specs" / "layernorm.toml")
+    regs = {"clean": 32, "copy": 48}
+    assert "add `staging = { warps = W, resident = true }` to [capture]" in sass._hint(spec, regs)
+    staged = load_spec(staged_copy(project / "examples" / "specs" / "layernorm.toml", 16, 8))
+    assert "replace `events = E` with `resident = true`" in sass._hint(staged, regs)
+    per_thread = dataclasses.replace(spec, sites=(dataclasses.replace(spec.sites[0], role=Role("thread")),
+                                                  *spec.sites[1:]))
+    for s in (load_spec(staged_copy(project / "examples" / "specs" / "layernorm.toml", None, 8)), per_thread):
+        assert sass._hint(s, regs) is None
+    assert sass._hint(spec, {"clean": 32, "copy": None}) is None and sass._hint(spec, {"clean": 32, "copy": 32}) is None
 
 
 @pytest.mark.parametrize("body, in_flight", [

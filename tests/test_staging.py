@@ -398,9 +398,15 @@ def test_resident_exit_reached_in_parts_is_left_to_the_owner_lane(project):
     assert proc.returncode == 0, proc.stderr
     insns = sass.function(sass.disassemble(cubin), "saxpy_tail__atrex")
     ((start, end),) = _closing_calls(insns).items()
-    body = [(op, w) for a, op, w in insns if start <= a < end]
-    first_load = next(i for i, (op, _) in enumerate(body) if op.startswith("LDS"))
-    head = body[:first_load]
-    assert any("SR_LANEID" in w for _, w in head), head
-    assert any(w.startswith("@") and "RET" in w for _, w in head), head
+    body = [w for a, _, w in insns if start <= a < end]
+    head = body[:next(i for i, w in enumerate(body) if w.startswith("LDS"))]  # before the table entry is read
+    (lane,) = [m[1] for w in head if (m := re.match(r"S2R (R\d+), SR_LANEID", w))]
+    tests = {}  # register -> the predicate of its first `!= 0` test
+    for m in (re.match(r"ISETP\.NE\.AND (P\d), PT, (R\d+), RZ, PT", w) for w in head):
+        if m:
+            tests.setdefault(m[2], m[1])
+    lane_p = tests.pop(lane)  # %laneid != 0
+    all_p = next(iter(tests.values()))  # the first other one: the `all` argument (the warp converged) != 0
+    # returns where the warp is not converged (the guard) and the lane is not lane 0 (the condition)
+    assert f"@!{all_p} RET.REL.NODEC {lane_p}, " in " ".join(head), head
     snapshot.revert(spec)

@@ -177,8 +177,8 @@ def trip_order(text: str) -> str:
     branches), and its last increment and next test computed before the trip's end probes instead
     of after them. ptxas moves nothing across a timer read, so what follows the end probe (the
     increment, both tests, the next trip's addresses) ran after the trip's loads had returned, on
-    the way to the next trip's loads (reduce_sumsq: 14 instructions from the trip's last FADD to
-    its branch, 8 with this)."""
+    the way to the next trip's loads (reduce_sumsq: 10 instructions after the trip's last timer
+    read, 3 with this)."""
     out, pos, n = [], 0, 0
     for m in _TRIP_HEAD.finditer(text):
         test = f"({m['cond']}) & ({m['left']} {m['cmp']} {m['k']} * {m['step']})"
