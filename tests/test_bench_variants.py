@@ -27,12 +27,6 @@ def _clean(funcs: dict) -> list:
     return next(v for k, v in funcs.items() if "__atrex" not in k)
 
 
-def _examples(tmp_path):
-    """A copy of the examples in tmp_path, a project root (its .git marker) to build variants in."""
-    shutil.copytree(REPO / "examples", tmp_path / "examples")
-    (tmp_path / ".git").mkdir()
-
-
 def _trip_loop(binary):
     """reduce_sumsq's strip-mined trip in a build's copy: the loop with the four 16-byte loads and
     the probes' timer reads."""
@@ -117,7 +111,7 @@ def test_exit_variants_that_return_early_make_only_their_one_write(tmp_path, nam
     from atrex_inject import snapshot
     from atrex_inject.spec import staged_copy
 
-    _examples(tmp_path)
+    variants.run.workspace(tmp_path)
     spec = staged_copy(tmp_path / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
     snapshot.apply(spec, root=tmp_path)
     folder = variants.runtime_variant(tmp_path / name, variants.RUNTIME[name])
@@ -184,7 +178,7 @@ def test_session_15_trip_variants_build_as_measured(tmp_path):
     trip loop and keeps the clean kernel's 32 registers; drain calls drain_behind<2> before each trip's
     begin probe and stores (STG) inside the trip loop. Both keep the loop's four loads ahead of the
     probes' stores."""
-    _examples(tmp_path)
+    variants.run.workspace(tmp_path)
     bins, regs = variants.build(tmp_path, "reduce_sumsq", ["warm_asm-resident", "drain-resident"])
     assert regs["warm_asm-resident"] == regs["clean"] == 32
     assert "__atrex_r0.drain_behind<2u>(); __atrex_r0.rec_held(1u);" in (
@@ -199,7 +193,7 @@ def test_session_16_exit_variants_build_as_measured(tmp_path):
     registers: exit_clock reads %clock four times in the exit call and nowhere else; warm_consts loads
     the exit's four constants (register-indexed, so ptxas cannot move them to their use at exit, as
     it does a fixed-address constant load) before the kernel's barrier."""
-    _examples(tmp_path)
+    variants.run.workspace(tmp_path)
     bins, regs = variants.build(tmp_path, "reduce_sumsq", ["exit_clock-resident", "warm_consts-resident"])
     assert regs["exit_clock-resident"] == regs["warm_consts-resident"] == regs["clean"] == 32
     clocked = sass.function(sass.disassemble(bins["exit_clock-resident"]), "reduce_sumsq__atrex")
@@ -232,7 +226,7 @@ def test_session_17_trip_variant_takes_the_loop_control_ahead_of_the_end_probe(t
     only by the end event's store and the branch (3 instructions), where the rewriter's loop runs
     its increment and one of its tests there (10; the other test at the loop's top); the copy keeps
     32 registers and four loads in flight."""
-    _examples(tmp_path)
+    variants.run.workspace(tmp_path)
     bins, regs = variants.build(tmp_path, "reduce_sumsq", ["spec-resident", "trip-resident"])
     assert regs["trip-resident"] == regs["clean"] == 32
     assert "for (bool __atrex_more = (i < n4) & ((n4) - (i) > 3 * ((long)gridDim.x * kThreads)); __atrex_more; )" in (

@@ -20,7 +20,6 @@ import argparse
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,9 +82,7 @@ def main() -> int:
     clocked = [f"{v}-resident" for v in a.variants.split(",") if v]
     names = ["spec-resident", *clocked]
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        shutil.copytree(run.REPO / "examples", work / "examples")
-        (work / ".git").mkdir()
+        work = run.workspace(Path(tmp))
         bins, regs = variants.build(work, a.example, names)
         result = {"example": a.example, "device": run._device(), "registers": regs, "variants": {}, "overhead": []}
         for v in clocked:

@@ -94,9 +94,7 @@ def main() -> int:
     a = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        shutil.copytree(run.REPO / "examples", work / "examples")
-        (work / ".git").mkdir()
+        work = run.workspace(Path(tmp))
         bins = build(work, a.example)
         print(f"{a.example}: overhead against the clean build (95% CI), {a.samples}+{a.samples} processes")
         for name in (n for n in bins if n != "clean"):

@@ -31,6 +31,7 @@ against the clean build.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
 import shutil
@@ -55,7 +56,24 @@ NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
 EXAMPLES = {"gemm_mma": (10, 200), "reduce_sumsq": (10, 200), "layernorm": (10, 200)}
 RESIDENT = ("reduce_sumsq", "layernorm")  # examples measured with resident staging too (8 warps per CTA)
 ARMS = ("off", "spec", "resident", "all", "packed", "resident_packed")
-PROBE_COST_COLUMNS = ("atrex", "staged", "resident", "atrex_packed", "staged_packed", "resident_packed")  # bench/probe_cost
+
+
+def _probe_cost_columns() -> list[str]:
+    """bench/probe_cost/run.py's table columns (atrex, staged, ..., resident_packed), from its file."""
+    spec = importlib.util.spec_from_file_location("atrex_bench_probe_cost", REPO / "bench" / "probe_cost" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.COLUMNS
+
+
+PROBE_COST_COLUMNS = _probe_cost_columns()
+
+
+def workspace(work: Path) -> Path:
+    """A copy of the examples in `work`, made a project root (a .git marker) that specs apply in."""
+    shutil.copytree(REPO / "examples", work / "examples")
+    (work / ".git").mkdir()
+    return work
 
 
 def every_cta(spec: Path) -> Path:
@@ -109,9 +127,7 @@ def main() -> int:
     examples = [e for e in a.examples.split(",") if e]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        shutil.copytree(REPO / "examples", work / "examples")
-        (work / ".git").mkdir()
+        work = workspace(Path(tmp))
         with ThreadPoolExecutor(len(examples)) as pool:
             built = dict(zip(examples, pool.map(lambda e: build_with_manifests(work, e, runtimes), examples)))
         for ex in examples:

@@ -89,14 +89,16 @@ run = parts.run
 
 
 def _close(text: str, i: int) -> int:
-    """Offset of the `)` closing the `(` at i."""
+    """Offset of the bracket closing the `(` or `{` at i."""
+    left = text[i]
+    right = {"(": ")", "{": "}"}[left]
     depth = 0
     for j in range(i, len(text)):
-        depth += text[j] == "("
-        depth -= text[j] == ")"
+        depth += text[j] == left
+        depth -= text[j] == right
         if depth == 0:
             return j
-    raise ValueError(f"unbalanced parenthesis at offset {i}")
+    raise ValueError(f"unbalanced {left!r} at offset {i}")
 
 
 def _replace_once(text: str, old: str, new: str) -> str:
@@ -182,11 +184,7 @@ def trip_order(text: str) -> str:
     out, pos, n = [], 0, 0
     for m in _TRIP_HEAD.finditer(text):
         test = f"({m['cond']}) & ({m['left']} {m['cmp']} {m['k']} * {m['step']})"
-        depth, j = 0, m.end() - 1
-        for j in range(m.end() - 1, len(text)):
-            depth += {"{": 1, "}": -1}.get(text[j], 0)
-            if depth == 0:
-                break
+        j = _close(text, m.end() - 1)
         body = text[m.end():j + 1]
         tail = _TRIP_TAIL.search(body)
         if tail is None:
@@ -494,9 +492,7 @@ def main() -> int:
     variants = [v for v in a.variants.split(",") if v]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        shutil.copytree(run.REPO / "examples", work / "examples")
-        (work / ".git").mkdir()
+        work = run.workspace(Path(tmp))
         bins, regs = build(work, a.example, variants)
         print(f"{a.example}: overhead against the clean build (95% CI), {a.samples}+{a.samples} processes; "
               f"registers: clean {regs['clean']}", flush=True)
