@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The CuTe DSL (IKeT) GPU check in one call, on the GPU host, from the repository root, with the
 # offline CuTe DSL bundle carried in .device/ and wheels in .whl/:
-#   [ROUNDS=1] [ITERS=20] [MEASURE=1] [MEASURE_OFF=0] bash scripts/gpu-cutedsl.sh [scale_add|hopper_gemm]
+#   [ROUNDS=1] [ITERS=20] [MEASURE=1] [MEASURE_ON=1] [MEASURE_OFF=0] bash scripts/gpu-cutedsl.sh [scale_add|hopper_gemm]
 # (results under $OUT; MEASURE=0 skips the perturbation measurement, MEASURE_OFF=1 adds clean against
-# the instrumented runner without run-iket: IKeT's probes compiled in, off)
+# the instrumented runner without run-iket: IKeT's probes compiled in, off; MEASURE_ON=0 leaves out
+# clean against run-iket, for the off arm alone)
 # Applies examples/specs/<example>_cutedsl.toml, runs the clean example, captures the
 # instrumented one (small size) under run-iket through `atrex-inject capture`, validates and
 # summarizes it, measures IKeT's perturbation at full size with `atrex-inject measure`, reverts.
@@ -39,14 +40,16 @@ rm -rf "$OUT/cap/iket"
 $ATREX validate "$OUT/cap" --source "$work/$src" || fail=1
 $ATREX summary "$OUT/cap" | head -14
 if [ "${MEASURE:-1}" = 1 ]; then
+base="[\"python3\", \"$clean_run\", \"--warmup\", \"{warmup}\", \"--iters\", \"{iterations}\"]"
+if [ "${MEASURE_ON:-1}" = 1 ]; then
 echo "== IKeT perturbation: clean vs instrumented under run-iket (tracker reused: one sample line per process)"
 $T python3 -m iket.cli.main -o "$work/trk" profile --keep --postprocess none -- python3 "$run" --warmup 3 --iters "$ITERS" \
   > "$OUT/tracker.log" 2>&1 || fail=1
-base="[\"python3\", \"$clean_run\", \"--warmup\", \"{warmup}\", \"--iters\", \"{iterations}\"]"
 inst="[\"python3\", \"-m\", \"iket.cli.main\", \"-o\", \"$work/iket-sample\", \"--clobber\", \"profile\", \"--use-tracker-dir\", \"$work/trk/tracker\", \"--postprocess\", \"none\", \"--\", \"python3\", \"$run\", \"--warmup\", \"{warmup}\", \"--iters\", \"{iterations}\"]"
 $ATREX measure --baseline "$base" --instrumented "$inst" --warmup 3 --iterations "$ITERS" --rounds "$ROUNDS" \
   --source "$work/clean-$src" --source "$work/$src" \
   --out "$OUT/measure.json" --timeout 300 || fail=1
+fi
 if [ "${MEASURE_OFF:-0}" = 1 ]; then
   echo "== probes compiled in, off: clean vs the instrumented runner without run-iket"
   off="[\"python3\", \"$run\", \"--warmup\", \"{warmup}\", \"--iters\", \"{iterations}\"]"

@@ -61,11 +61,56 @@ def test_the_table_gives_the_other_recorder_its_own_line(capsys):
 
 
 def test_per_event_figures_fold_into_the_table_as_committed():
-    """Run 109's probe-cost and IKeT files fold into exactly the per-event rows of the committed table
-    (results-h200.json, run 110): every probe-cost column, packed ones included, under its table name."""
+    """Run 121's probe-cost and IKeT files fold into exactly the per-event rows of the committed
+    table (results-h200.json, runs 121-124)."""
     import json
 
     bench = REPO / "bench" / "perturbation"
-    got = run.fold_per_event(bench / "results-h200-session15-probe-cost.json", bench / "results-h200-session15-iket.json")
+    got = run.fold_per_event(bench / "results-h200-session18-probe-cost.json", bench / "results-h200-session18-iket.json")
     assert got == json.loads((bench / "results-h200.json").read_text())["per_event"]
-    assert {"atrex_resident", "atrex_resident_packed"} <= set(got[1]) and got[1]["loop"] == "copy"
+    assert [r["loop"] for r in got] == ["fma", "copy"] and "iket" in got[0] and "atrex_resident" in got[1]
+
+
+def test_packed_probe_cost_columns_fold_under_their_table_names():
+    """Run 109's probe-cost file (PACKED=1) has every packed column; each folds under its table name."""
+    bench = REPO / "bench" / "perturbation"
+    got = run.fold_per_event(bench / "results-h200-session15-probe-cost.json", bench / "results-h200-session15-iket.json")
+    assert {"atrex_packed", "atrex_staged_packed"} <= set(got[0]) and got[0]["loop"] == "fma"
+    assert {"atrex_resident", "atrex_packed", "atrex_staged_packed", "atrex_resident_packed"} <= set(got[1])
+    assert got[1]["loop"] == "copy"
+
+
+README_ROWS = {"gemm_mma": "| bf16 mma.sync GEMM", "reduce_sumsq": "| `reduce_sumsq`", "layernorm": "| `layernorm`",
+               "cutedsl_gemm": "| CuTe DSL"}
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.2f}%".replace("-", "\u2212")
+
+
+def test_the_readmes_cost_table_is_the_committed_json():
+    """The README's cost table comes from results-h200.json: each example's off, spec, packed,
+    resident and every-CTA figure with its interval in that example's row (resident and packed, the
+    point alone, where the row shows it), and each per-event figure in its loop's row."""
+    import json
+
+    res = json.loads((REPO / "bench" / "perturbation" / "results-h200.json").read_text())
+    lines = (REPO / "README.md").read_text().splitlines()
+
+    def row(prefix: str) -> str:
+        (line,) = [x for x in lines if x.startswith(prefix)]
+        return line.replace("**", "")  # bold marks a target not met
+
+    for r in res["rows"]:
+        line, (lo, hi) = row(README_ROWS[r["kernel"]]), r["ci95"]
+        cell = f"{_pct(r['overhead'])} [{_pct(lo)[:-1]}, {_pct(hi)[:-1]}]"
+        if r["arm"] != "resident_packed":
+            assert cell in line, (r["kernel"], r["arm"], cell)
+        elif r["kernel"] == "reduce_sumsq":
+            assert f"resident and packed: {_pct(r['overhead'])}" in line
+    names = {"fma": "| FMA loop", "copy": "| 3.9 TB/s copy"}
+    for r in res["per_event"]:
+        line = row(names[r["loop"]])
+        for key in ("atrex", "atrex_staged", "atrex_resident", "hand_written", "floor", "iket"):
+            if key in r:
+                assert _pct(r[key]) in line, (r["loop"], key)

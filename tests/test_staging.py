@@ -381,6 +381,27 @@ def test_resident_capture_has_the_global_captures_structure(project):
     snapshot.revert(spec)
 
 
+def test_resident_exit_reached_in_parts_claims_each_owner_once_on_the_h200(project):
+    """Captured on the H200 (run 121): saxpy_tail's block 390 has one warp, its last, with 7 lanes
+    in range, so that warp reached the copy's two exits in two parts. Every owner of blocks 0 and
+    390 was claimed once, the partial warp's by its lane 0 (thread 224), with its three events; the
+    review's capture with every lane of a part claiming had 32 claims there and was refused. The
+    source it ran is what apply writes here."""
+    fix = FIX / "saxpy_tail"
+    m = load_manifest(fix / "manifest.json")
+    r = validate_capture(fix, m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+    (launch,) = decode_dir(fix, m)
+    o = launch.owners
+    assert o["cta"].tolist() == [0] * 8 + [390] * 8 and o["thread"].tolist() == list(range(0, 256, 32)) * 2
+    assert (o["claims"] == 1).all() and (o["attempted"] == 3).all()
+    assert launch.counts["duplicate_claims"] == 0 and launch.counts["events"] == 48
+    spec = project / "examples" / "specs" / "saxpy_tail.toml"
+    assert snapshot.apply(spec).manifest.source.source_id == m.source.source_id
+    assert (project / m.source.path).read_bytes() == (fix / "saxpy_tail.instrumented.cu").read_bytes()
+    snapshot.revert(spec)
+
+
 def test_resident_exit_reached_in_parts_is_left_to_the_owner_lane(project):
     """saxpy_tail's last block has a warp whose lanes past n return at the bounds check: that warp
     reaches the copy's exits in two parts, neither converged. The exit call returns at once on every

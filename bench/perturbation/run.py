@@ -14,7 +14,7 @@ clean (A) against (B):
 It validates each recording arm's first capture, folds in the per-event loops of
 bench/probe_cost/run.py (atrex, hand-written, floor), the IKeT figures of a CuTe DSL run
 (bench/perturbation/iket.py, merged with --iket) and the CuTe DSL GEMM's rows (--cutedsl: the
-measure-off.json / measure-spec.json that `MEASURE_OFF=1 bash scripts/gpu-cutedsl.sh hopper_gemm`
+measure-off.json / measure-spec.json that `MEASURE_OFF=1 ROUNDS=2 ITERS=300 bash scripts/gpu-cutedsl.sh hopper_gemm`
 writes; IKeT records every warp, so its spec row is also its every-CTA row), prints one table and
 writes the JSON that the README's cost table comes from:
 
