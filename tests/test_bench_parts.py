@@ -34,3 +34,21 @@ def test_part_specs_load_with_the_parts_sites(project, example, part):
     assert [x.name for x in s.sites] == SITES[example][part]
     assert s.name == f"{load_spec(spec, project).name}_{part}" and not s.intervals
     assert load_spec(staged_copy(cut, None, 8), project).capture.staging_resident
+
+
+@pytest.mark.parametrize("variant,field,value", [("stride32", "stride", 32), ("every8", "every", 8)])
+def test_density_variants_change_that_key_of_every_site_alone(project, variant, field, value):
+    spec = project / "examples" / "specs" / "reduce_sumsq.toml"
+    full, s = load_spec(spec, project), load_spec(parts.variant_spec(spec, variant), project)
+    assert s.name == f"{full.name}_{variant}" and s.intervals == full.intervals
+    assert [x.name for x in s.sites] == SITES["reduce_sumsq"]["full"]
+    for a, b in zip(full.sites, s.sites):
+        if field == "stride":
+            assert (a.cta_stride, b.cta_stride) == (8, value) and a.every == b.every
+        else:
+            assert b.every == (value if a.every == 4 else a.every) and a.cta_stride == b.cta_stride
+
+
+def test_an_unknown_variant_is_refused():
+    with pytest.raises(SystemExit, match="strideN, everyN"):
+        parts.variant_spec(REPO / "examples" / "specs" / "reduce_sumsq.toml", "stride")

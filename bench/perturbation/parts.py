@@ -10,8 +10,14 @@ bench/perturbation/run.py does), on the global path and with resident staging ri
 
 A grid-stride kernel waits for its slowest CTA, so each part's figure is what its recording CTAs
 spend. Runs 46-53 of bench/RESULTS.md were taken this way (with hand-edited variants besides).
+The whole spec at another density tells the same from the other side (is the cost per recording
+CTA, whatever their number, or per event?):
 
-    python3 bench/perturbation/parts.py [--example reduce_sumsq] [--samples 8] [--json OUT.json]
+    strideN   every site, every N-th CTA recording instead of the spec's stride
+    everyN    every site, the loop's sites every N-th iteration instead of the spec's `every`
+
+    python3 bench/perturbation/parts.py [--example reduce_sumsq] [--variants full,entry,stride32,...]
+        [--paths global,resident] [--samples 8] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -62,16 +68,36 @@ def part_spec(spec: Path, part: str) -> Path:
     return out
 
 
-def build(work: Path, example: str) -> dict[str, Path]:
-    """The clean build and one instrumented build per part and path, each with its manifest kept
+DENSITY = {"stride": r"(ctas = \{ stride = )\d+", "every": r"(?m)^(every = )\d+"}
+
+
+def variant_spec(spec: Path, variant: str) -> Path:
+    """A part of PARTS, or the whole spec at another density (`strideN`, `everyN`: each such key of
+    the spec set to N), under its own name."""
+    m = re.fullmatch(r"(stride|every)([1-9]\d*)", variant)
+    if not m:
+        if variant not in PARTS:
+            raise SystemExit(f"--variants: {variant!r} is none of {', '.join(PARTS)}, strideN, everyN")
+        return part_spec(spec, variant)
+    text, n = re.subn(DENSITY[m[1]], rf"\g<1>{m[2]}", spec.read_text())
+    if not n:
+        raise SystemExit(f"--variants {variant}: {spec} has no `{m[1]}` to change")
+    text = re.sub(r'(?m)^name\s*=\s*"([^"]+)"', rf'name = "\1_{variant}"', text, count=1)
+    out = spec.with_name(f"{spec.stem}_{variant}.toml")
+    out.write_text(text)
+    return out
+
+
+def build(work: Path, example: str, variants=tuple(PARTS), paths=("global", "resident")) -> dict[str, Path]:
+    """The clean build and one instrumented build per variant and path, each with its manifest kept
     for its capture's validation (run.capture_check)."""
     src = work / "examples" / "cuda" / f"{example}.cu"
     bins = {"clean": work / f"{example}.clean"}
     subprocess.run([*run.NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
     spec = work / "examples" / "specs" / f"{example}.toml"
-    for part in PARTS:
-        for path in ("global", "resident"):
-            s = part_spec(spec, part)
+    for part in variants:
+        for path in paths:
+            s = variant_spec(spec, part)
             if path == "resident":
                 s = staged_copy(s, None, 8)
             name = f"{part}-{path}"
@@ -90,12 +116,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--example", default="reduce_sumsq", choices=sorted(run.RESIDENT))
     ap.add_argument("--samples", type=int, default=8, help="fresh processes per part and side (multiple of 4)")
+    ap.add_argument("--variants", default=",".join(PARTS), help="parts of PARTS, strideN or everyN, comma-separated")
+    ap.add_argument("--paths", default="global,resident", help="global, resident or both")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
+    paths = [p for p in a.paths.split(",") if p]
+    if not paths or set(paths) - {"global", "resident"}:
+        raise SystemExit(f"--paths {a.paths!r}: global, resident or both")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = run.workspace(Path(tmp))
-        bins = build(work, a.example)
+        bins = build(work, a.example, [v for v in a.variants.split(",") if v], paths)
         print(f"{a.example}: overhead against the clean build (95% CI), {a.samples}+{a.samples} processes")
         for name in (n for n in bins if n != "clean"):
             r = run.arm(work, a.example, bins, name, a.samples)
