@@ -206,7 +206,8 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
     with the same loads, stores and tensor instructions per trip and as many global loads in flight;
     prints the register counts side by side, and warns when recording CTAs keep fewer loads in
     flight in a clean loop, or more than any clean loop (a strip-mined trip of `every` iterations
-    scheduled as one block: pick `every` = the clean loop's unroll). Exit 1 when (1) or (2) fails (docs/perturbation.md)."""
+    scheduled as one block, where `every` = the clean loop's unroll keeps it; or a rescheduled
+    loop). Exit 1 when (1) or (2) fails (docs/perturbation.md)."""
     from . import sass
 
     def render(r):
@@ -235,12 +236,12 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
                       f"against {f['in_flight']}: recording CTAs run it slower, and a kernel that waits for its "
                       "slowest CTA with them (docs/perturbation.md)", markup=False)
         for f in r["recording_more_in_flight"]:
+            why = ("a strip-mined trip of `every` iterations is written out whole: an `every` equal to the clean "
+                   "loop's unroll, its loads per trip over one iteration's, keeps its schedule" if f["loads"] > f["clean_loads"]
+                   else "rescheduled with as many loads per trip: see the clean side above")
             out.print(f"recording CTAs: their {f['loop']} keeps {f['in_flight']} loads in flight where the clean "
                       f"kernel's loops keep at most {f['clean']}: they run a loop the clean kernel does not, and its "
-                      "intervals time that loop (a strip-mined trip of `every` iterations is written out whole; an "
-                      "`every` equal to the clean loop's unroll, its loads per trip over one iteration's, keeps "
-                      "its schedule; docs/perturbation.md)",
-                      markup=False)
+                      f"intervals time that loop ({why}; docs/perturbation.md)", markup=False)
         w = r["warps_per_sm_by_registers"]
         if w["copy"] and w["clean"] and w["copy"] < w["clean"]:
             out.print(f"occupancy: registers allow {w['copy']} warps per SM in {r['copy']} against {w['clean']} for "

@@ -229,14 +229,19 @@ def compare_loops(clean: list[Loop], one_copy: list[Loop], copy: tuple[list[Loop
 
 
 def more_in_flight(clean: list[Loop], recording: list[Loop]) -> list[dict]:
-    """The recording side's loops that keep more global loads in flight than any loop of the clean
-    kernel: recording CTAs then run a loop the clean kernel does not, its intervals time that loop,
-    and they may finish sooner than the CTAs they stand for. A strip-mined trip is its body written
-    out `every` times and scheduled as one block: `reduce_sumsq` at every = 8 keeps 8 loads in
-    flight against the clean loop's 4 (50 registers), and recorded +0.98% against +2.43% at
-    every = 4 (H200 run 125): cheaper because it is another loop."""
-    most = max((l.in_flight for l in clean if l.count("LDG")), default=0)
-    return [{"loop": describe(l), "in_flight": l.in_flight, "clean": most}
+    """The recording side's loops that keep more global loads (LDG) in flight than any loop of the
+    clean kernel: recording CTAs then run a loop the clean kernel does not, its intervals time that
+    loop, and they may finish sooner than the CTAs they stand for. Two causes, told apart by `loads`
+    (the loop's LDG per trip) against `clean_loads` (the most of a clean loop): more loads per trip is
+    a strip-mined trip, its body written out `every` times and scheduled as one block
+    (`reduce_sumsq` at every = 8: 8 loads, all in flight, against the clean loop's 4, 50 registers;
+    +0.98% against +2.43% at every = 4, H200 run 125: cheaper because it is another loop); as many
+    is a loop ptxas rescheduled for the copy's registers (`layernorm` on the global path). Loops of
+    cp.async or TMA copies are not compared."""
+    ldg = [l for l in clean if l.count("LDG")]
+    most = max((l.in_flight for l in ldg), default=0)
+    loads = max((l.count("LDG") for l in ldg), default=0)
+    return [{"loop": describe(l), "in_flight": l.in_flight, "clean": most, "loads": l.count("LDG"), "clean_loads": loads}
             for l in recording if most and l.count("LDG") and l.in_flight > most]
 
 

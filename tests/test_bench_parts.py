@@ -4,6 +4,7 @@ resident rings too."""
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import pytest
 
@@ -49,6 +50,32 @@ def test_density_variants_change_that_key_of_every_site_alone(project, variant, 
             assert b.every == (value if a.every == 4 else a.every) and a.cta_stride == b.cta_stride
 
 
-def test_an_unknown_variant_is_refused():
-    with pytest.raises(SystemExit, match="strideN, everyN"):
-        parts.variant_spec(REPO / "examples" / "specs" / "reduce_sumsq.toml", "stride")
+@pytest.mark.parametrize("variant,msg", [
+    ("stride", "is none of full, entry, loop, noloop, strideN, everyN (N >= 1)"),
+    ("stride0", "is none of"),
+    ("every2", "every2: below the spec's every, its events would overflow [capture] capacity"),
+])
+def test_a_bad_variant_is_refused(project, variant, msg):
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        parts.variant_spec(project / "examples" / "specs" / "reduce_sumsq.toml", variant)
+
+
+def test_a_site_the_density_rewrite_misses_is_refused(project):
+    """A site whose stride the pattern misses (here a dotted key, `ctas.stride = 8`) is named, not
+    measured at the spec's density."""
+    spec = project / "examples" / "specs" / "reduce_sumsq.toml"
+    text = spec.read_text().replace("ctas = { stride = 8 }   # 66 of the 528 CTAs", "ctas.stride = 8", 1)
+    spec.write_text(text)
+    with pytest.raises(ValueError, match=r"stride32: `stride` of site\(s\) start not rewritten"):
+        parts.variant_spec(spec, "stride32")
+
+
+def test_bad_options_exit_2_before_anything_is_built(tmp_path):
+    import subprocess
+    import sys
+
+    for args, msg in ((["--variants", "every2"], "below the spec's every"), (["--variants", ","], "name at least one"),
+                      (["--paths", "shared"], "global, resident or both")):
+        r = subprocess.run([sys.executable, str(REPO / "bench" / "perturbation" / "parts.py"), *args],
+                           capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)

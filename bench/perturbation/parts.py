@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from atrex_inject import snapshot
-from atrex_inject.spec import staged_copy
+from atrex_inject.spec import load_spec, staged_copy
 
 
 def _load_run():
@@ -55,36 +55,51 @@ PARTS = {
 }
 
 
+def _renamed(text: str, suffix: str) -> str:
+    """The spec's text under the name NAME_suffix (its own workspace and manifest)."""
+    return re.sub(r'(?m)^name\s*=\s*"([^"]+)"', rf'name = "\1_{suffix}"', text, count=1)
+
+
 def part_spec(spec: Path, part: str) -> Path:
     """The spec with only the part's [[site]] tables, no intervals and no [expect] (they would name
-    dropped sites), under its own name (its own workspace and manifest)."""
+    dropped sites), under its own name."""
     head, *sites = spec.read_text().split("[[site]]")
     sites[-1] = sites[-1].split("[expect]")[0]
     head = re.sub(r"(?ms)^intervals\s*=\s*\[.*?\]", "intervals = []", head)  # the array may span lines
-    head = re.sub(r'(?m)^name\s*=\s*"([^"]+)"', rf'name = "\1_{part}"', head, count=1)
     kept = [s for s in sites if PARTS[part](s)]
     out = spec.with_name(f"{spec.stem}_{part}.toml")
-    out.write_text(head + "".join("[[site]]" + s for s in kept))
+    out.write_text(_renamed(head, part) + "".join("[[site]]" + s for s in kept))
     return out
 
 
-DENSITY = {"stride": r"(ctas = \{ stride = )\d+", "every": r"(?m)^(every = )\d+"}
+# strideN and everyN: the key's value in every site that sets it (an inline `ctas` table, a line)
+DENSITY = {"stride": (r"(ctas\s*=\s*\{[^}]*\bstride\s*=\s*)\d+", "cta_stride"),
+           "every": (r"(?m)^(\s*every\s*=\s*)\d+", "every")}
 
 
 def variant_spec(spec: Path, variant: str) -> Path:
-    """A part of PARTS, or the whole spec at another density (`strideN`, `everyN`: each such key of
-    the spec set to N), under its own name."""
+    """A part of PARTS, or the whole spec at another density (`strideN`, `everyN`: that key set to N
+    in every site that sets it), under its own name. ValueError for a name that is neither, a spec
+    without the key, a site the rewrite missed, and an `every` below the spec's: its capacity is
+    sized for the spec's events per owner, and more would overflow it."""
     m = re.fullmatch(r"(stride|every)([1-9]\d*)", variant)
     if not m:
         if variant not in PARTS:
-            raise SystemExit(f"--variants: {variant!r} is none of {', '.join(PARTS)}, strideN, everyN")
+            raise ValueError(f"{variant!r} is none of {', '.join(PARTS)}, strideN, everyN (N >= 1)")
         return part_spec(spec, variant)
-    text, n = re.subn(DENSITY[m[1]], rf"\g<1>{m[2]}", spec.read_text())
-    if not n:
-        raise SystemExit(f"--variants {variant}: {spec} has no `{m[1]}` to change")
-    text = re.sub(r'(?m)^name\s*=\s*"([^"]+)"', rf'name = "\1_{variant}"', text, count=1)
+    pattern, field = DENSITY[m[1]]
+    n, before = int(m[2]), load_spec(spec).sites
+    head, *blocks = spec.read_text().split("[[site]]")  # one block per site, in the spec's order
+    done = [re.subn(pattern, rf"\g<1>{n}", b) for b in blocks]
+    if not any(k for _, k in done):
+        raise ValueError(f"{variant}: {spec.name} has no `{m[1]}` to change")
+    missed = [site.name for site, (_, k) in zip(before, done) if getattr(site, field) != 1 and not k]
+    if missed:
+        raise ValueError(f"{variant}: `{m[1]}` of site(s) {', '.join(missed)} not rewritten; write it as `{m[1]} = N`")
+    if field == "every" and n < min(s.every for s in before if s.every > 1):
+        raise ValueError(f"{variant}: below the spec's every, its events would overflow [capture] capacity")
     out = spec.with_name(f"{spec.stem}_{variant}.toml")
-    out.write_text(text)
+    out.write_text(_renamed(head, variant) + "".join("[[site]]" + b for b, _ in done))
     return out
 
 
@@ -120,13 +135,20 @@ def main() -> int:
     ap.add_argument("--paths", default="global,resident", help="global, resident or both")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
-    paths = [p for p in a.paths.split(",") if p]
+    paths, variants = [p for p in a.paths.split(",") if p], [v for v in a.variants.split(",") if v]
     if not paths or set(paths) - {"global", "resident"}:
-        raise SystemExit(f"--paths {a.paths!r}: global, resident or both")
+        ap.error(f"--paths {a.paths!r}: global, resident or both")
+    if not variants:
+        ap.error("--variants: name at least one")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = run.workspace(Path(tmp))
-        bins = build(work, a.example, [v for v in a.variants.split(",") if v], paths)
+        for v in variants:  # every name checked before anything is built
+            try:
+                variant_spec(work / "examples" / "specs" / f"{a.example}.toml", v)
+            except ValueError as e:
+                ap.error(f"--variants: {e}")
+        bins = build(work, a.example, variants, paths)
         print(f"{a.example}: overhead against the clean build (95% CI), {a.samples}+{a.samples} processes")
         for name in (n for n in bins if n != "clean"):
             r = run.arm(work, a.example, bins, name, a.samples)

@@ -14,9 +14,10 @@ clean (A) against (B):
 It validates each recording arm's first capture, folds in the per-event loops of
 bench/probe_cost/run.py (atrex, hand-written, floor), the IKeT figures of a CuTe DSL run
 (bench/perturbation/iket.py, merged with --iket) and the CuTe DSL GEMM's rows (--cutedsl: the
-measure-off.json / measure-spec.json that `MEASURE_OFF=1 ROUNDS=2 ITERS=300 bash scripts/gpu-cutedsl.sh hopper_gemm`
-writes; IKeT records every warp, so its spec row is also its every-CTA row), prints one table and
-writes the JSON that the README's cost table comes from:
+measure-off.json and measure.json, copied as measure-spec.json, that `MEASURE_OFF=1 ROUNDS=2
+ITERS=300 bash scripts/gpu-cutedsl.sh hopper_gemm` writes; IKeT records every warp, so its spec row
+is also its every-CTA row), prints one table and writes the JSON that the README's cost table comes
+from:
 
     python3 bench/perturbation/run.py [--samples 8] [--examples gemm_mma,reduce_sumsq,layernorm]
         [--arms off,spec,resident,all] [--iket iket.json] [--cutedsl DIR] [--json OUT.json]
@@ -220,7 +221,7 @@ def fold_per_event(probe_cost: Path | None, iket: Path | None) -> list[dict]:
 
 def _device() -> str:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,uuid,driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=30).stdout.strip()
         return out or "unknown"
     except OSError:
