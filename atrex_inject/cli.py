@@ -205,7 +205,7 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
     K__atrex), and (2) in the copy, CTAs that record nothing keep every loop of the clean kernel
     with the same loads, stores and tensor instructions per trip and as many global loads in flight;
     prints the register counts side by side, and warns when recording CTAs keep fewer loads in
-    flight in a clean loop, or more than any clean loop (a strip-mined trip of `every` iterations
+    flight in a clean loop (a probed loop with a shorter trip included), or more than any clean loop (a strip-mined trip of `every` iterations
     scheduled as one block, where `every` = the clean loop's unroll keeps it; or a rescheduled
     loop). Exit 1 when (1) or (2) fails (docs/perturbation.md)."""
     from . import sass
@@ -232,8 +232,11 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
         if r["hint"]:
             out.print(f"next: {r['hint']}", markup=False)
         for f in r["recording_fewer_in_flight"]:
+            trip = (f" (their {f['trip']}: a strip-mined trip of `every` iterations below the clean loop's unroll, or "
+                    "a probed loop no longer unrolled; an `every` equal to the unroll keeps its loads in flight)"
+                    if f["trip"] else "")
             out.print(f"recording CTAs: their copy of the clean {f['loop']} keeps {f['recording']} loads in flight "
-                      f"against {f['in_flight']}: recording CTAs run it slower, and a kernel that waits for its "
+                      f"against {f['in_flight']}{trip}: recording CTAs run it slower, and a kernel that waits for its "
                       "slowest CTA with them (docs/perturbation.md)", markup=False)
         for f in r["recording_more_in_flight"]:
             why = ("a strip-mined trip of `every` iterations is written out whole: an `every` equal to the clean "

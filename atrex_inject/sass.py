@@ -222,10 +222,29 @@ def compare_loops(clean: list[Loop], one_copy: list[Loop], copy: tuple[list[Loop
         if by_sig[s] < n:
             missing.append({"loop": dict(zip(FAMILIES, s)), "in_flight": None, "missing": n - by_sig[s],
                             "copy_in_flight": []})
-    fewer = [{"loop": describe(l), "in_flight": l.in_flight, "recording": f}
+    fewer = [{"loop": describe(l), "in_flight": l.in_flight, "recording": f, "trip": None}
              for l in clean if l.count("LDG")
              for (s, f) in sorted(set(rest.elements())) if s == l.signature and f < l.in_flight]
     return missing, fewer
+
+
+def probed(insns: list[Insn], recording: list[Loop]) -> list[Loop]:
+    """The recording side's loops with a `%globaltimer` read in their own body: the loops that
+    carry probes (a strip-mined trip, a loop recorded every iteration), not those merely reached."""
+    timers = [a for a, _, whole in insns if "SR_GLOBALTIMER" in whole]
+    return [l for l in recording if any(l.start <= a <= l.end for a in timers)]
+
+
+def shorter_trips(clean: list[Loop], probes: list[Loop]) -> list[dict]:
+    """Probed loops whose trip has fewer global loads than a clean loop's, a whole fraction of them
+    (a strip-mined trip of `every` iterations below the clean loop's unroll, or a probed loop
+    ptxas no longer unrolls), that keep fewer of them in flight: recording CTAs run that loop with
+    less memory-level parallelism than the clean kernel (`reduce_sumsq` at every = 2: 2 loads in
+    flight against 4). The same entries as compare_loops' `fewer`, with the probed loop."""
+    return [{"loop": describe(c), "in_flight": c.in_flight, "recording": p.in_flight, "trip": describe(p)}
+            for c in clean if c.count("LDG")
+            for p in probes if 0 < p.count("LDG") < c.count("LDG") and c.count("LDG") % p.count("LDG") == 0
+            and p.in_flight < c.in_flight]
 
 
 def more_in_flight(clean: list[Loop], recording: list[Loop]) -> list[dict]:
@@ -325,8 +344,9 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
       memory and tensor instructions per trip and loads in flight (its clean side kept the unrolling
       and the schedule), plus the one-copy rewrite's loops (compare_loops). Registers are reported
       side by side: they are the whole copy's, so a higher count changes occupancy even for its
-      clean side; recording CTAs that keep fewer loads in flight in a clean loop are reported, and
-      so are their loops that keep more than any clean loop (more_in_flight)."""
+      clean side; recording CTAs that keep fewer loads in flight in a clean loop are reported (a
+      probed loop with a shorter trip too: shorter_trips), and so are their loops that keep more
+      than any clean loop (more_in_flight)."""
     import tempfile  # noqa: PLC0415
 
     from .cuda.rewrite import CLONE_SUFFIX, rewrite  # noqa: PLC0415
@@ -371,7 +391,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
             "warps_per_sm_by_registers": {"clean": warps_by_registers(regs["clean"]),
                                           "copy": warps_by_registers(regs["copy"])},
             "clean_loops": [describe(l) for l in found["clean"] if any(l.signature)],
-            "recording_fewer_in_flight": fewer,
+            "recording_fewer_in_flight": fewer + shorter_trips(found["clean"], probed(funcs["copy"][0], copy_sides[1])),
             "recording_more_in_flight": more_in_flight(found["clean"], copy_sides[1]),
             "missing": short, "ok": off_identical and not short, "flags": flags,
             "hint": _hint(spec, regs) if short else None}

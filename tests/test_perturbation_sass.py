@@ -82,6 +82,22 @@ def test_check_sass_warns_when_a_trip_keeps_more_loads_in_flight_than_the_clean_
     assert "is written out whole" in text and "rescheduled" not in text, text
 
 
+def test_check_sass_warns_when_a_trip_is_shorter_than_the_clean_loops_unroll(project):
+    """Every 2 iterations instead of 4: the trip is the body written out twice, 2 loads (both in
+    flight) against the clean loop's 4. Its trip's loads are half the clean loop's, so it is matched
+    to that loop and reported as keeping fewer in flight, with the trip named (capacity doubled
+    for the events)."""
+    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    spec.write_text(re.sub(r"(?m)^every = 4", "every = 2", spec.read_text()).replace("capacity = 80", "capacity = 160"))
+    r = sass.check(spec, project)
+    fewer = r["recording_fewer_in_flight"]
+    assert r["ok"] and [(f["in_flight"], f["recording"]) for f in fewer] == [(4, 2)], fewer
+    assert "2 LDG" in fewer[0]["trip"] and "4 LDG" in fewer[0]["loop"] and not r["recording_more_in_flight"]
+    out = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project)])
+    text = " ".join(out.output.split())
+    assert out.exit_code == 0 and "keeps 2 loads in flight against 4 (their loop" in text and "below the clean loop's unroll" in text, text
+
+
 def test_a_rescheduled_recording_loop_is_not_blamed_on_every(project):
     """layernorm on the global path: every = 4 already matches its clean loops, and two of the
     recording side's loops keep 5 loads in flight against the clean kernel's 4 because ptxas
