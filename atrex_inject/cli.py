@@ -205,9 +205,9 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
     K__atrex), and (2) in the copy, CTAs that record nothing keep every loop of the clean kernel
     with the same loads, stores and tensor instructions per trip and as many global loads in flight;
     prints the register counts side by side, and warns when recording CTAs keep fewer loads in
-    flight in a clean loop (a probed loop with a shorter trip included), or more than any clean loop (a strip-mined trip of `every` iterations
-    scheduled as one block, where `every` = the clean loop's unroll keeps it; or a rescheduled
-    loop). Exit 1 when (1) or (2) fails (docs/perturbation.md)."""
+    flight in a clean loop (a probed loop with a shorter trip included), or more than any clean
+    loop (a strip-mined trip of `every` iterations scheduled as one block, where `every` = the
+    clean loop's unroll keeps it; or a rescheduled loop). Exit 1 when (1) or (2) fails (docs/perturbation.md)."""
     from . import sass
 
     def render(r):

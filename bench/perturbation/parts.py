@@ -103,18 +103,15 @@ def variant_spec(spec: Path, variant: str) -> Path:
     return out
 
 
-def build(work: Path, example: str, variants=tuple(PARTS), paths=("global", "resident")) -> dict[str, Path]:
-    """The clean build and one instrumented build per variant and path, each with its manifest kept
-    for its capture's validation (run.capture_check)."""
+def build(work: Path, example: str, variants: dict[str, Path], paths=("global", "resident")) -> dict[str, Path]:
+    """The clean build and one instrumented build per variant (its name -> its spec, variant_spec)
+    and path, each with its manifest kept for its capture's validation (run.capture_check)."""
     src = work / "examples" / "cuda" / f"{example}.cu"
     bins = {"clean": work / f"{example}.clean"}
     subprocess.run([*run.NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
-    spec = work / "examples" / "specs" / f"{example}.toml"
-    for part in variants:
+    for part, spec in variants.items():
         for path in paths:
-            s = variant_spec(spec, part)
-            if path == "resident":
-                s = staged_copy(s, None, 8)
+            s = staged_copy(spec, None, 8) if path == "resident" else spec
             name = f"{part}-{path}"
             res = snapshot.apply(s, root=work)
             inst = work / f"{example}.{name}.cu"
@@ -143,12 +140,11 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = run.workspace(Path(tmp))
-        for v in variants:  # every name checked before anything is built
-            try:
-                variant_spec(work / "examples" / "specs" / f"{a.example}.toml", v)
-            except ValueError as e:
-                ap.error(f"--variants: {e}")
-        bins = build(work, a.example, variants, paths)
+        try:  # every name checked, and its spec written, before anything is built
+            specs = {v: variant_spec(work / "examples" / "specs" / f"{a.example}.toml", v) for v in variants}
+        except ValueError as e:
+            ap.error(f"--variants: {e}")
+        bins = build(work, a.example, specs, paths)
         print(f"{a.example}: overhead against the clean build (95% CI), {a.samples}+{a.samples} processes")
         for name in (n for n in bins if n != "clean"):
             r = run.arm(work, a.example, bins, name, a.samples)
