@@ -1,28 +1,25 @@
 """The seam between the pipeline and a backend: what a backend does, what its rewriter returns,
-and the registry that finds a backend by the name a spec gives (`backend = "cuda"`).
+and the spec rules every backend applies in its own language.
 
 A backend checks what it alone knows about a spec (the language of payload and predicate
 expressions, its own rules), rewrites the kernel source from the plan, and runs a program so
 that its launches land in a capture folder as format-2 files (docs/format.md). Everything else
 (apply/revert, decode, validation, summary, export, measurement) is shared and never branches on
-the backend's name: it asks the backend object. To add a backend, write a package with a module
-that defines `BACKEND` (an object with the attributes and methods of `Backend`) and add its name
-and module to REGISTRY (docs/api.md, "A new backend").
+the backend's name: it asks the backend object, or the registry (registry.py) for its facts.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from . import registry
+from .errors import SpecError
 
 if TYPE_CHECKING:
     from .manifest import Manifest
     from .plan import Plan
     from .spec import ProbeSpec, Site
-
-# name -> module defining BACKEND; imported on first use, so reading a spec loads no rewriter
-REGISTRY = {"cuda": "atrex_inject.cuda.backend", "cutedsl": "atrex_inject.cutedsl.backend"}
 
 
 @dataclass
@@ -50,17 +47,14 @@ class Rewrite:
 
 
 class Backend(Protocol):
-    name: str  # what a spec's `backend` says
-    language: str  # of payload and predicate expressions, for messages ("C++", "Python")
-    staging_refused: str | None  # why `[capture] staging` does not apply here; None: it does
-    capacity_from_header: bool  # its captures size every owner to the fullest one, not to the spec's capacity
+    name: str  # its registry entry's name (registry.py holds its facts)
 
     def expression_problem(self, expr: str) -> str | None:
         """Why `expr` is not one expression on one line of the backend's language (None if it is)."""
 
-    def check(self, spec: ProbeSpec) -> list[str]:
-        """The backend's own rules on a parsed spec: raise SpecError (naming the site's line) for a
-        spec it cannot instrument; return warnings."""
+    def check(self, spec: ProbeSpec) -> None:
+        """The backend's own rules on a parsed spec (plan.make_plan calls it): raise SpecError,
+        naming the spec's line, for a spec it cannot instrument."""
 
     def rewrite(self, plan: Plan, text: str, launchers: dict[str, str] | None = None) -> Rewrite:
         """The instrumented source for the plan's spec, and each of the spec's launchers (rel path
@@ -72,12 +66,30 @@ class Backend(Protocol):
         `out_dir` as `<kernel>-launch<N>.atrex` + sidecar; CaptureError when it cannot."""
 
 
-def names() -> tuple[str, ...]:
-    """The registered backends' names, in registry order."""
-    return tuple(REGISTRY)
+def check_expressions(spec: ProbeSpec, backend: Backend) -> None:
+    """Every payload and predicate read as one expression of the backend's language."""
+    language = registry.info(backend.name).language
+    for i, site in enumerate(spec.sites):
+        for key, expr in (("predicate", site.predicate), ("payload", site.payload)):
+            why = backend.expression_problem(expr) if expr is not None else None
+            if why:
+                raise SpecError(f"site {site.name!r}: {key} {expr!r} {why}", path=str(spec.path),
+                                line=spec.line_of("site", i, key),
+                                hint=f"write one {language} expression on one line; it is pasted into the generated "
+                                     "code as is")
 
 
-def get(name: str) -> Backend:
-    """The backend a spec or manifest names; KeyError for a name not in REGISTRY (the spec and
-    manifest readers refuse those)."""
-    return importlib.import_module(REGISTRY[name]).BACKEND
+def check_own_buffers(spec: ProbeSpec, backend: Backend) -> None:
+    """Refuse the recorder's buffer options (staging rings, packed events) where the backend records
+    to buffers of its own."""
+    why = registry.info(backend.name).own_buffers_refused
+    if why is None:
+        return
+    c = spec.capture
+    if c.packed:
+        raise SpecError(f"capture.packed applies to the recorder's own buffers ({why})", path=str(spec.path),
+                        line=spec.line_of("capture", "packed"), hint="drop `packed`")
+    if c.recorder != "global":
+        staged = " and ".join(n for n in registry.names() if not registry.info(n).own_buffers_refused)
+        raise SpecError(f"capture.staging applies to the {staged} backend ({why})", path=str(spec.path),
+                        line=spec.line_of("capture", "staging"))

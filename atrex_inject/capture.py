@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from . import backend as backends
+from . import registry
 from . import manifest as mf
 from . import runrecord, snapshot
 from .decode import capture_files
@@ -36,7 +36,7 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     ran = runrecord.record(cmd, env)  # a program that cannot be recorded is refused before anything is written
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    backends.get(manifest.backend).capture(manifest, cmd, out_dir, env)
+    registry.get(manifest.backend).capture(manifest, cmd, out_dir, env)
     runrecord.check_unchanged(ran)
     shutil.copyfile(snapshot.workspace(spec) / mf.FILE_NAME, out_dir / mf.FILE_NAME)
     runrecord.write(out_dir, ran)

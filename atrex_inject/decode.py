@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import backend as backends
+from . import registry
 from . import crc
 from .errors import CaptureError
 from .launchfile import FILE_NAME as CAPTURE_NAME
@@ -36,7 +36,8 @@ from .launchfile import TYPE_NAMES as SIDECAR_TYPE_NAMES
 from .layout import (EVENT_BYTES, FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES, OWNER_DTYPE,
                      PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, full_time, group_owners,
                      slot_owners, stamp_resolution_ns)
-from .manifest import Group, Manifest
+from .manifest import Manifest
+from .plan import Group
 
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
 OWNER_COLUMNS = ("group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm")  # per owner, gathered on demand
@@ -121,7 +122,7 @@ def header_mismatches(h: np.void, meta: dict, manifest: Manifest) -> list[str]:
     recomputed (grid, flags, header size, a group's limit or owner base, capacity) is refused."""
     cap = manifest.capture
     # some backends size a capture to its fullest owner (IKeT: cutedsl/normalize.py), not to the spec's capacity
-    capacity = int(h["capacity"]) if backends.get(manifest.backend).capacity_from_header else cap.capacity
+    capacity = int(h["capacity"]) if registry.info(manifest.backend).capacity_from_header else cap.capacity
     try:
         want = build_header(manifest.groups, meta["grid"], meta["block"], capacity, cap.event_bytes, cap.clock,
                             bytes(h["source_id"]).hex(), int(h["launch_seq"]))[0]

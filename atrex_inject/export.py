@@ -33,7 +33,8 @@ from .decode import Launch
 from .errors import AtrexError
 from .fsio import write_atomic
 from .intervals import pairs
-from .manifest import MAX_INTERVALS, Manifest
+from .manifest import Manifest
+from .spec import MAX_INTERVALS
 from .owners import cta_name, owner_name
 from .selection import DEFAULT_BUDGET, Choice, choose, in_memory, ranges_text
 

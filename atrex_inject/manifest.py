@@ -15,19 +15,20 @@ manifest of an older tool version lacks take the defaults below (older CuTe DSL 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-from . import backend as backends
+from . import registry
 from .errors import AtrexError, SnapshotError
 from .layout import EVENT_BYTES, MAX_GROUPS, U32, Role
+from .plan import CaptureSettings, Group, Staging
+from .spec import MAX_INTERVALS, Anchor, Interval
 
 FORMAT = "atrex-manifest"
 VERSION = 1
 FILE_NAME = "manifest.json"
-MAX_INTERVALS = 16  # the Perfetto export numbers an owner's interval tracks owner * MAX_INTERVALS + k
 I64 = (1 << 63) - 1
 NULL = type(None)  # in a field's kinds: the field may be null
 
@@ -62,48 +63,6 @@ class LauncherFile:
 
 
 @dataclass(frozen=True)
-class Staging:
-    events: int
-    warps: int
-    shared_bytes_per_cta: int
-    resident: bool = False  # the rings hold the whole capacity until exit (events = capacity)
-
-
-@dataclass(frozen=True)
-class CaptureSettings:
-    capacity: int  # events per owner
-    event_bytes: int  # 8; 16 with a payload or the clock; 4 packed (spec [capture] packed)
-    clock: bool = False
-    skip: int = 0  # launches before the first one written
-    count: int = 1  # launches written; 0 = all
-    staging: Staging | None = None
-
-
-@dataclass(frozen=True)
-class Group:
-    """An owner group: sites that share a role, density and predicate share one recorder per owner."""
-    id: int
-    role: Role
-    cta_stride: int
-    cta_limit: int
-    warp_mask: int
-    predicate: str | None = None
-
-    @classmethod
-    def of_key(cls, id: int, key: tuple) -> "Group":
-        """The group of the sites whose `Site.group_key` is `key` (role word, stride, limit, mask, predicate)."""
-        role, stride, limit, mask, pred = key
-        return cls(id, Role(role), stride, limit, mask, pred)
-
-
-@dataclass(frozen=True)
-class Anchor:
-    kind: str
-    pattern: str
-    occurrence: int | None = None
-
-
-@dataclass(frozen=True)
 class PlacedSite:
     """A site as placed by the rewriter: its id (its order in the spec), group and lines."""
     id: int
@@ -116,16 +75,6 @@ class PlacedSite:
     every: int = 1
     source_line: int = 0  # the anchor's line in the clean source
     instrumented_line: int = 0
-
-
-@dataclass(frozen=True)
-class Interval:
-    """`start -> end`, with the two sites' ids (resolved once, here)."""
-    name: str
-    start: str
-    end: str
-    start_id: int = field(compare=False)
-    end_id: int = field(compare=False)
 
 
 @dataclass(frozen=True)
@@ -396,8 +345,8 @@ def _parse(obj: Any, where: str) -> Manifest:
     if version != VERSION:
         raise bad(f"manifest version {version}; this tool reads version {VERSION}")
     backend = top.get("backend", str)
-    if backend not in backends.names():
-        raise bad(f"backend {backend!r} is not one of {', '.join(backends.names())}")
+    if backend not in registry.names():
+        raise bad(f"backend {backend!r} is not one of {', '.join(registry.names())}")
     src, pat, cap = top.sub("source"), top.sub("patch"), top.sub("capture")
     stage = cap.sub("staging", None)
     capture = CaptureSettings(
@@ -430,7 +379,7 @@ def _parse(obj: Any, where: str) -> Manifest:
         for site in (a, b):
             if site not in ids:
                 raise bad(f"interval {name!r} names unknown site {site!r}")
-        intervals.append(Interval(name, a, b, ids[a], ids[b]))
+        intervals.append(Interval(a, b, ids[a], ids[b]))
     if len(intervals) > MAX_INTERVALS:
         raise bad(f"{len(intervals)} intervals; at most {MAX_INTERVALS} (the spec refuses more)")
     expect = top.get("expect", dict)

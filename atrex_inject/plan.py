@@ -1,16 +1,120 @@
-"""The probe plan: the spec's sites with stable ids and their owner groups, backend-neutral.
+"""The probe plan: the spec's sites with stable ids, their owner groups, and the recorder mode,
+checked against the backend that will rewrite them.
 
 Site ids are the sites' order in the spec; group ids the order in which a (role, density,
-predicate) combination first appears. apply builds the plan once and hands it to the backend's
-rewriter and to the manifest, which records both for decode.
+predicate) combination first appears. The recorder mode (RecorderMode) is decided here, once:
+every later stage (the rewriters, the manifest, decode, the SASS check, the CLI) reads it from the
+plan or from the manifest that records it, and none decides it again. apply builds the plan once
+and hands it to the backend's rewriter and to the manifest.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
-from .layout import staging_bytes
-from .manifest import Group, Staging
+from . import registry
+from .errors import SpecError
+from .layout import Role, staging_bytes
 from .spec import ProbeSpec, Site
+
+MAX_STATIC_SHARED = 48 * 1024  # bytes of static __shared__ a CTA may declare: the staging rings must fit
+
+
+class BufferPath(StrEnum):
+    """Where a probe's event goes first (docs/guide.md, "Recorder modes")."""
+    GLOBAL = "global"  # straight to the owner's slot range in the capture buffer
+    STAGED = "staged"  # to a per-warp ring in shared memory, copied out (coalesced) when it fills
+    RESIDENT = "resident"  # to a per-warp ring that holds every event until the owner's exit
+
+
+@dataclass(frozen=True)
+class RecorderMode:
+    """How the device recorder buffers events: the buffer path, the event's width, and the rings'
+    size. One object, so the rewriter's code, the launch header, the manifest and the SASS check
+    cannot disagree about it."""
+    path: BufferPath = BufferPath.GLOBAL
+    event_bytes: int = 8  # 4 packed (the site id in the timer's low bits), 8, or 16 (payload or clock)
+    ring: int = 0  # events a warp's ring holds: staged, up to 32; resident, the capacity; global, 0
+    warps: int = 0  # warps per CTA the rings are sized for (launches with more are refused); global, 0
+
+    @property
+    def packed(self) -> bool:
+        return self.event_bytes == 4
+
+    @property
+    def wide(self) -> bool:
+        return self.event_bytes == 16
+
+    @property
+    def slot_bytes(self) -> int:
+        """A ring's slot in shared memory: packed events are packed when copied out, so 8."""
+        return 16 if self.wide else 8
+
+    @property
+    def staged(self) -> bool:
+        return self.path == BufferPath.STAGED
+
+    @property
+    def resident(self) -> bool:
+        return self.path == BufferPath.RESIDENT
+
+    def staging(self, groups) -> "Staging | None":
+        """The rings' record for the manifest: per group, warps + 1 rings of `ring` slots (staged) or
+        one ring per warp that can own the group's recorder (resident); footprint per CTA."""
+        if self.path == BufferPath.GLOBAL:
+            return None
+        return Staging(self.ring, self.warps, staging_bytes(self.ring, self.warps, self.slot_bytes, groups,
+                                                            self.resident), self.resident)
+
+    @classmethod
+    def of_record(cls, event_bytes: int, staging: "Staging | None") -> "RecorderMode":
+        """The mode a manifest's capture record describes."""
+        if staging is None:
+            return cls(BufferPath.GLOBAL, event_bytes)
+        return cls(BufferPath.RESIDENT if staging.resident else BufferPath.STAGED, event_bytes, staging.events,
+                   staging.warps)
+
+
+@dataclass(frozen=True)
+class Staging:
+    """The shared-memory rings as the manifest records them."""
+    events: int
+    warps: int
+    shared_bytes_per_cta: int
+    resident: bool = False  # the rings hold the whole capacity until exit (events = capacity)
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    """What a capture of this plan holds: the spec's capture settings resolved into a recorder mode
+    (the manifest's `capture` record, docs/format.md)."""
+    capacity: int  # events per owner
+    event_bytes: int  # 8; 16 with a payload or the clock; 4 packed
+    clock: bool = False
+    skip: int = 0  # launches before the first one written
+    count: int = 1  # launches written; 0 = all
+    staging: Staging | None = None
+
+    @property
+    def mode(self) -> RecorderMode:
+        return RecorderMode.of_record(self.event_bytes, self.staging)
+
+
+@dataclass(frozen=True)
+class Group:
+    """An owner group: sites that share a role, density and predicate share one recorder per owner."""
+    id: int
+    role: Role
+    cta_stride: int
+    cta_limit: int
+    warp_mask: int
+    predicate: str | None = None
+
+    @classmethod
+    def of_key(cls, id: int, key: tuple) -> "Group":
+        """The group of the sites whose `Site.group_key` is `key` (role word, stride, limit, mask, predicate)."""
+        role, stride, limit, mask, pred = key
+        return cls(id, Role(role), stride, limit, mask, pred)
 
 
 @dataclass(frozen=True)
@@ -18,38 +122,33 @@ class Plan:
     spec: ProbeSpec
     groups: tuple[Group, ...]
     site_group: tuple[int, ...]  # site id -> group id
+    mode: RecorderMode
 
     @property
-    def wide_events(self) -> bool:
-        """16-byte events when any site carries a payload or the clock is recorded."""
-        return self.spec.capture.clock or any(s.payload for s in self.spec.sites)
-
-    @property
-    def event_bytes(self) -> int:
-        """An event in the capture buffer: 16 bytes wide, 4 packed (spec [capture] packed), else 8."""
-        return 16 if self.wide_events else 4 if self.spec.capture.packed else 8
-
-    @property
-    def slot_bytes(self) -> int:
-        """A staging ring's slot in shared memory: packed events are packed when copied out, so 8."""
-        return 16 if self.wide_events else 8
-
-    @property
-    def staging(self) -> Staging | None:
-        """Shared-memory staging (spec [capture] staging): each group keeps warps + 1 rings of
-        `events` slots (the extra ring absorbs warps past `warps`); its footprint is per CTA."""
+    def capture(self) -> CaptureSettings:
         c = self.spec.capture
-        if not c.staging_events:
-            return None
-        return Staging(c.staging_events, c.staging_warps,
-                       staging_bytes(c.staging_events, c.staging_warps, self.slot_bytes, self.groups,
-                                     c.staging_resident), c.staging_resident)
+        return CaptureSettings(c.capacity, self.mode.event_bytes, c.clock, c.skip, c.count,
+                               self.mode.staging(self.groups))
 
     def group_of(self, site: Site) -> Group:
         return self.groups[self.site_group[self.spec.site_id(site.name)]]
 
 
-def make_plan(spec: ProbeSpec) -> Plan:
+def requested_mode(spec: ProbeSpec) -> RecorderMode:
+    """The recorder mode the spec asks for: its buffer path and ring sizes, with events as wide as
+    its payloads and clock need."""
+    c = spec.capture
+    wide = c.clock or any(s.payload for s in spec.sites)
+    event_bytes = 16 if wide else 4 if c.packed else 8
+    path = BufferPath(c.recorder)
+    ring = c.capacity if path == BufferPath.RESIDENT else c.ring if path == BufferPath.STAGED else 0
+    return RecorderMode(path, event_bytes, ring, c.warps if path != BufferPath.GLOBAL else 0)
+
+
+def make_plan(spec: ProbeSpec, mode: RecorderMode | None = None) -> Plan:
+    """The plan of a parsed spec: its backend's own rules checked (SpecError naming the spec's line),
+    owner groups numbered, and the recorder mode (`mode`, else the spec's) checked to fit."""
+    registry.get(spec.backend).check(spec)
     keys: list[tuple] = []
     site_group = []
     for s in spec.sites:
@@ -57,4 +156,30 @@ def make_plan(spec: ProbeSpec) -> Plan:
             keys.append(s.group_key)
         site_group.append(keys.index(s.group_key))
     groups = tuple(Group.of_key(i, k) for i, k in enumerate(keys))
-    return Plan(spec, groups, tuple(site_group))
+    mode = mode or requested_mode(spec)
+    _check_mode(spec, groups, mode)
+    return Plan(spec, groups, tuple(site_group), mode)
+
+
+def _check_mode(spec: ProbeSpec, groups: tuple[Group, ...], mode: RecorderMode) -> None:
+    """Rings stage per warp, so per-thread roles cannot use them; and they must fit a CTA's static
+    shared memory."""
+    if mode.path == BufferPath.GLOBAL:
+        return
+    where = str(spec.path)
+    for i, st in enumerate(spec.sites):
+        if st.role.per_thread:
+            raise SpecError(f"site {st.name!r}: role {st.role.value!r} records per thread; capture.staging stages "
+                            "per warp", path=where, line=spec.line_of("site", i, "role"),
+                            hint="use a warp-level role (lane0, warpgroup, cta) or drop staging")
+    staging = mode.staging(groups)
+    if staging.shared_bytes_per_cta > MAX_STATIC_SHARED:
+        rings = (f"one ring per warp that can own it (at most {mode.warps}) x {mode.ring} "
+                 "+ 2 slots (the capacity, an overflow slot and the start time) + 1 sink slot, "
+                 "and a 512-byte table of the warps' next slots"
+                 if mode.resident else f"{mode.warps} + 1 rings x {mode.ring} events")
+        raise SpecError(f"capture.staging needs {staging.shared_bytes_per_cta} bytes of static shared memory per CTA "
+                        f"({len(groups)} owner groups x {rings}, {mode.slot_bytes}-byte slots); a CTA declares at "
+                        f"most {MAX_STATIC_SHARED}", path=where, line=spec.line_of("capture", "staging"),
+                        hint=("lower capacity or warps, or let sites share owner groups" if mode.resident
+                              else "lower staging events or warps, or let sites share owner groups"))

@@ -90,7 +90,7 @@ def clone_symbol(manifest: Manifest, symbol: str | bytes) -> bytes:
     by: `k` (extern "C") becomes `k__atrex`, and in an Itanium-mangled name (`_Z1kPf`, a lowered
     name from NVRTC) the kernel's name becomes the copy's (`_Z8k__atrexPf`). A manifest without
     a copy (older tools instrumented the kernel in place) keeps the symbol."""
-    from .cuda.rewrite import CLONE_SUFFIX
+    from .cuda.clone import CLONE_SUFFIX
     sym = symbol.decode() if isinstance(symbol, bytes) else symbol
     if manifest.perturbation is None or not manifest.perturbation.clone:
         return sym.encode()

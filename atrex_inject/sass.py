@@ -308,7 +308,7 @@ def _build(src: Path, include: Path, flags: list[str]) -> Build:
 
 def _clean_text(spec) -> str:
     """The spec's clean source: the file itself, or, once applied, the clean copy apply saved."""
-    from .cuda.rewrite import MARK  # noqa: PLC0415
+    from .cuda.probes import MARK  # noqa: PLC0415
     from .fsio import sha256_bytes  # noqa: PLC0415
     from .snapshot import load_manifest, workspace  # noqa: PLC0415
 
@@ -349,7 +349,8 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
       than any clean loop (more_in_flight)."""
     import tempfile  # noqa: PLC0415
 
-    from .cuda.rewrite import CLONE_SUFFIX, rewrite  # noqa: PLC0415
+    from .cuda.clone import CLONE_SUFFIX  # noqa: PLC0415
+    from .cuda.rewrite import rewrite  # noqa: PLC0415
     from .plan import make_plan  # noqa: PLC0415
     from .spec import load_spec  # noqa: PLC0415
 
@@ -394,19 +395,19 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
             "recording_fewer_in_flight": fewer + shorter_trips(found["clean"], probed(funcs["copy"][0], copy_sides[1])),
             "recording_more_in_flight": more_in_flight(found["clean"], copy_sides[1]),
             "missing": short, "ok": off_identical and not short, "flags": flags,
-            "hint": _hint(spec, regs) if short else None}
+            "hint": _hint(plan, regs) if short else None}
 
 
-def _hint(spec, regs: dict) -> str | None:
+def _hint(plan, regs: dict) -> str | None:
     """What to try when the copy's clean side was rescheduled: on the global path (or with staged
     rings) the recorder's slot range is live from entry to exit, in registers; resident rings keep
     it in shared memory (layernorm: 48 registers on the global path, 32 resident). None where
     resident rings cannot apply (per-thread roles) or registers do not tell."""
-    c = spec.capture
-    if (c.staging_resident or None in (regs["copy"], regs["clean"]) or regs["copy"] <= regs["clean"]
-            or any(s.role in ("thread", "predicate") for s in spec.sites)):
+    mode = plan.mode
+    if (mode.resident or None in (regs["copy"], regs["clean"]) or regs["copy"] <= regs["clean"]
+            or any(s.role.per_thread for s in plan.spec.sites)):
         return None
-    how = ("in [capture] `staging`, replace `events = E` with `resident = true`" if c.staging_events else
+    how = ("in [capture] `staging`, replace `events = E` with `resident = true`" if mode.staged else
            "add `staging = { warps = W, resident = true }` to [capture], W the largest block in warps")
     return (f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']}: its recorder keeps "
             f"each owner's slot range in registers from entry to exit; resident staging rings keep it in shared "

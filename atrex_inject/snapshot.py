@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from . import backend as backends
 from . import manifest as mf
+from . import registry
 from .assets import asset_dir
 from .backend import Rewrite
 from .errors import SnapshotError, SpecError
@@ -134,7 +134,6 @@ def load_manifest(ws: Path) -> Manifest | None:
 def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch: str,
                    launchers: list["_Launcher"] = ()) -> Manifest:
     hdr = runtime_header()
-    ids = {s.name: i for i, s in enumerate(spec.sites)}
     data = rw.backend_data
     return Manifest(
         tool_version=__version__, backend=spec.backend, name=spec.name, question=spec.question, kernel=spec.kernel,
@@ -144,16 +143,15 @@ def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch
         clean_copy=f"clean/{spec.source.name}",
         patch=mf.FileRef("instrumented.patch", sha256_bytes(patch.encode())),
         runtime=mf.FileRef(hdr.name, sha256_bytes(hdr.read_bytes())),
-        capture=mf.CaptureSettings(capacity=spec.capture.capacity, clock=spec.capture.clock, skip=spec.capture.skip,
-                                   count=spec.capture.count, event_bytes=plan.event_bytes, staging=plan.staging),
+        capture=plan.capture,
         groups=plan.groups,
         sites=tuple(mf.PlacedSite(
             id=p.site_id, name=p.site.name, role=p.site.role, group=plan.site_group[p.site_id],
             position=p.site.position,
-            anchor=mf.Anchor(p.site.anchor.kind, p.site.anchor.pattern, p.site.anchor.occurrence),
+            anchor=p.site.anchor,
             payload=p.site.payload, every=p.site.every, source_line=p.source_line,
             instrumented_line=p.instrumented_line) for p in sorted(rw.placements, key=lambda p: p.site_id)),
-        intervals=tuple(mf.Interval(iv.name, iv.start, iv.end, ids[iv.start], ids[iv.end]) for iv in spec.intervals),
+        intervals=spec.intervals,
         expect=dict(spec.expect), launches=tuple(rw.launches), not_captured=tuple(rw.not_captured),
         launchers=tuple(lf.entry for lf in launchers), warnings=tuple(rw.warnings),
         perturbation=mf.perturbation_of(data.get("perturbation")), iket=mf.iket_of(data.get("iket"), len(spec.sites)),
@@ -198,7 +196,7 @@ def _prepare(spec_path: str | Path, root: str | Path | None):
     _check_not_applied(spec, spec_path, clean)
     plan = make_plan(spec)
     read = [(p, rel, *_read_source(spec, p)) for p, rel in zip(spec.launchers, spec.launcher_rels)]
-    backend = backends.get(spec.backend)
+    backend = registry.get(spec.backend)
     rw = backend.rewrite(plan, text, {rel: t for _, rel, _, t in read}) if read else backend.rewrite(plan, text)
     patch = unified_diff(text, rw.text, spec.source_rel)
     launchers = [_Launcher(i, p, rel, data, rw.launchers[rel], unified_diff(t, rw.launchers[rel], rel))

@@ -12,10 +12,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import backend as backends
+from . import registry
 from .errors import SpecError
-from .layout import MAX_GROUPS, PACKED_SITE_BITS, PACKED_SITES, ROLE_NAMES, U32, Role, staging_bytes
-from .manifest import MAX_INTERVALS, Group
+from .layout import MAX_GROUPS, PACKED_SITE_BITS, PACKED_SITES, ROLE_NAMES, U32, Role
 
 SPEC_VERSION = 1
 ANCHOR_KINDS = ("call", "stmt", "ptx", "loop", "entry", "exit")
@@ -33,7 +32,7 @@ NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,31}$")
 RESERVED_NAMES = {"history", "lock"}  # entries of .atrex/ that are not workspaces
 NEVER_TARGETS = {".atrex", ".git"}  # the tool's own state and git's are never instrumented
 I64 = (1 << 63) - 1
-MAX_STATIC_SHARED = 48 * 1024  # bytes of static __shared__ a CTA may declare: the staging rings must fit
+MAX_INTERVALS = 16  # the Perfetto export numbers an owner's interval tracks owner * MAX_INTERVALS + k
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
 TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "launchers", "cuda_string",
@@ -85,6 +84,8 @@ class Site:
 class Interval:
     start: str
     end: str
+    start_id: int = field(default=-1, compare=False)  # the sites' ids, resolved once where it is parsed
+    end_id: int = field(default=-1, compare=False)
 
     @property
     def name(self) -> str:
@@ -97,9 +98,11 @@ class Capture:
     clock: bool = False
     skip: int = 0  # launches before the first one written
     count: int = 1  # launches written; 0 = all
-    staging_events: int = 0  # events per warp staged in shared memory before a coalesced copy; 0 = off
-    staging_warps: int = 0  # warps per CTA the rings are sized for (launches with more are refused)
-    staging_resident: bool = False  # the rings hold every event (capacity) until exit: no copy before it
+    # the recorder the spec asks for (plan.RecorderMode): "global", "staged" ([capture] staging =
+    # { events, warps }) or "resident" ([capture] staging = { warps, resident = true })
+    recorder: str = "global"
+    ring: int = 0  # staged: events per warp staged in shared memory before a coalesced copy
+    warps: int = 0  # staged or resident: warps per CTA the rings are sized for (launches with more are refused)
     packed: bool = False  # 4-byte events in the buffer: the site id in the timer's low bits (docs/format.md)
 
 
@@ -117,7 +120,7 @@ class ProbeSpec:
     declared_by: str | None = None  # a macro that declares the kernel: `MACRO(kernel, ...) { body }`
     kernel_occurrence: int | None = None  # 1-based pick among several definitions the name matches
     launchers: tuple[Path, ...] = ()  # other files (absolute, inside root) whose launches of the kernel are captured
-    key_lines: dict[str, int] = field(default_factory=dict)  # line of `kernel` and `launchers`, for the rewriter's messages
+    lines: dict[tuple, int] = field(default_factory=dict, compare=False)  # key path -> its line (line_of)
     cuda_string: str | None = None  # a Python source's variable holding the CUDA source (kernelpy/)
     capture: Capture = field(default_factory=Capture)
     expect: dict[str, int] = field(default_factory=dict)
@@ -129,6 +132,15 @@ class ProbeSpec:
 
     def site_id(self, name: str) -> int:
         return [s.name for s in self.sites].index(name)
+
+    def line_of(self, *keypath) -> int | None:
+        """The spec's line of a key (`"kernel"`; `"site", 2, "payload"`), or of the nearest table
+        holding it; None when the spec has no such table: for messages that point at the spec."""
+        while keypath:
+            if keypath in self.lines:
+                return self.lines[keypath]
+            keypath = keypath[:-1]
+        return None
 
     @property
     def source_rel(self) -> str:
@@ -261,61 +273,27 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
                   hint="choose another name")
     question = typed(data, "question", str, required=True)
     backend = typed(data, "backend", str, required=True)
-    if backend not in backends.names():
-        raise err(f"backend {backend!r} is not one of {', '.join(backends.names())}", "backend")
-    be = backends.get(backend)
+    if backend not in registry.names():
+        raise err(f"backend {backend!r} is not one of {', '.join(registry.names())}", "backend")
     src_text = typed(data, "source", str, required=True)
     source = confine(src_text, path.parent, root, where, lines.of("source"))
-    kernel, kernel_occurrence = _kernel(data, backend, err, unknown, typed)
-    launchers = _launchers(data, backend, source, path, root, where, lines, err, typed)
+    kernel, kernel_occurrence = _kernel(data, err, unknown, typed)
+    launchers = _launchers(data, source, path, root, where, lines, err, typed)
     declared_by = typed(data, "declared_by", str, default=None)
     if declared_by is not None and not re.fullmatch(r"[A-Za-z_]\w*", declared_by):
         raise err(f"declared_by {declared_by!r} must be the name of a macro", "declared_by",
                   hint='e.g. declared_by = "DEFINE_FLASH_FORWARD_KERNEL" for `DEFINE_FLASH_FORWARD_KERNEL(name, ...) {`')
     cuda_string = typed(data, "cuda_string", str, default=None)
-    if cuda_string is not None and (backend != "cuda" or source.suffix != ".py"):
-        raise err("cuda_string names the variable of a Python source that holds CUDA source; it needs "
-                  'backend = "cuda" and a .py source', "cuda_string",
-                  hint="remove cuda_string, or point source at the .py file")
     if cuda_string is not None and not cuda_string.isidentifier():
         raise err(f"cuda_string {cuda_string!r} must be a Python variable name", "cuda_string",
                   hint='e.g. cuda_string = "cuda_src" for `cuda_src = r"""..."""`')
-
-    cap_t = typed(data, "capture", dict, default={})
-    unknown(cap_t, CAPTURE_KEYS, "capture")
-    stage_t = typed(cap_t, "staging", dict, "capture", default={})
-    unknown(stage_t, STAGING_KEYS, "capture", "staging")
-    capacity = typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20, unit=" events per owner")
-    resident = typed(stage_t, "resident", bool, "capture", "staging", default=False)
-    if resident and "events" in stage_t:
-        raise err("capture.staging: a resident ring holds the whole capacity, so it takes no `events`", "capture",
-                  "staging", hint="drop `events` (resident rings have `capacity` slots) or drop `resident`")
-    capture = Capture(
-        capacity=capacity,
-        clock=typed(cap_t, "clock", bool, "capture", default=False),
-        skip=typed(cap_t, "skip", int, "capture", default=0, hi=I64),
-        count=typed(cap_t, "count", int, "capture", default=1, hi=I64),
-        # events: one per lane when copied out (resident: the capacity); warps: the largest block of the
-        # kernel's launches
-        staging_events=capacity if resident else typed(stage_t, "events", int, "capture", "staging",
-                                                       required=bool(stage_t), default=0, lo=1, hi=32,
-                                                       unit=" events per warp"),
-        staging_warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0,
-                            lo=1, hi=32, unit=" warps per CTA"),
-        staging_resident=resident,
-        packed=typed(cap_t, "packed", bool, "capture", default=False),
-    )
-    if capture.packed and be.staging_refused:
-        raise err(f"capture.packed applies to the recorder's own buffers ({be.staging_refused})", "capture", "packed",
-                  hint="drop `packed`")
-    if stage_t and be.staging_refused:
-        staged = " and ".join(n for n in backends.names() if not backends.get(n).staging_refused)
-        raise err(f"capture.staging applies to the {staged} backend ({be.staging_refused})", "capture", "staging")
+    capture = _capture(data, err, unknown, typed)
 
     raw_sites = data.get("site", [])
     if not isinstance(raw_sites, list) or not raw_sites:
         raise err("a spec needs at least one [[site]]", hint="add a [[site]] table with name, anchor and position")
-    sites = [_parse_site(t, i, err, unknown, typed, lines, be) for i, t in enumerate(raw_sites)]
+    sites = [_parse_site(t, i, err, unknown, typed, lines, registry.info(backend).language)
+             for i, t in enumerate(raw_sites)]
     names = [s.name for s in sites]
     for i, n in enumerate(names):
         if names.index(n) != i:
@@ -328,31 +306,12 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         raise err(f"capture.packed holds site ids 0..{PACKED_SITES - 1} in the timer's low {PACKED_SITE_BITS} bits; "
                   f"this spec has {len(sites)} sites", "capture", "packed",
                   hint=f"drop `packed`, or split the question into specs of at most {PACKED_SITES} sites")
-    for i, st in enumerate(sites):
-        if capture.staging_events and st.role in ("thread", "predicate"):
-            raise err(f"site {st.name!r}: role {st.role!r} records per thread; capture.staging stages per warp",
-                      "site", i, "role", hint="use a warp-level role (lane0, warpgroup, cta) or drop staging")
     groups = list(dict.fromkeys(s.group_key for s in sites))
     if len(groups) > MAX_GROUPS:
         first = [s.group_key for s in sites].index(groups[MAX_GROUPS])
         raise err(f"{len(groups)} owner groups (role + density + predicate combinations); at most {MAX_GROUPS} (the "
                   f"launch header's group slots), the {MAX_GROUPS + 1}th starts at site {sites[first].name!r}",
                   "site", first, hint="let sites share roles and density")
-    if capture.staging_events:
-        wide = capture.clock or any(s.payload for s in sites)
-        need = staging_bytes(capture.staging_events, capture.staging_warps, 16 if wide else 8,
-                             [Group.of_key(i, k) for i, k in enumerate(groups)], capture.staging_resident)
-        if need > MAX_STATIC_SHARED:
-            rings = (f"one ring per warp that can own it (at most {capture.staging_warps}) x {capture.staging_events} "
-                     "+ 2 slots (the capacity, an overflow slot and the start time) + 1 sink slot, "
-                     "and a 512-byte table of the warps' next slots"
-                     if capture.staging_resident else
-                     f"{capture.staging_warps} + 1 rings x {capture.staging_events} events")
-            raise err(f"capture.staging needs {need} bytes of static shared memory per CTA ({len(groups)} owner "
-                      f"groups x {rings}, {16 if wide else 8}-byte slots); a CTA declares at most {MAX_STATIC_SHARED}",
-                      "capture", "staging",
-                      hint=("lower capacity or warps, or let sites share owner groups" if capture.staging_resident
-                            else "lower staging events or warps, or let sites share owner groups"))
 
     intervals = []
     for i, text_iv in enumerate(typed(data, "intervals", list, default=[])):
@@ -368,7 +327,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         if a.group_key != b.group_key:
             raise err(f"interval {text_iv!r} joins sites of different owners (role/density/predicate differ)",
                       "intervals", hint="an interval is paired per owner: give both sites the same role and density")
-        intervals.append(Interval(*m.groups()))
+        intervals.append(Interval(*m.groups(), names.index(m.group(1)), names.index(m.group(2))))
     if len(intervals) > MAX_INTERVALS:
         raise err(f"{len(intervals)} intervals; at most {MAX_INTERVALS} (the Perfetto export gives each owner one "
                   f"track per interval, {MAX_INTERVALS} at most)", "intervals", hint="keep the intervals the question needs")
@@ -382,16 +341,40 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
 
     spec = ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, declared_by=declared_by, kernel_occurrence=kernel_occurrence, launchers=launchers,
-                     key_lines={k: lines.of(k) for k in ("kernel", "launchers") if k in data},
-                     cuda_string=cuda_string, sites=tuple(sites), intervals=tuple(intervals),
+                     lines=lines.lines, cuda_string=cuda_string, sites=tuple(sites), intervals=tuple(intervals),
                      capture=capture, expect=expect, text=text)
-    be.check(spec)
     return spec
 
 
-def _kernel(data: dict, backend: str, err, unknown, typed) -> tuple[str, int | None]:
-    """`kernel = "name"` or `kernel = { name = "name", occurrence = N }`; a CUDA name must read as
-    a (qualified) C++ name with optional template arguments (cuda/names.py)."""
+def _capture(data: dict, err, unknown, typed) -> Capture:
+    """[capture]: capacity, clock, launches written, and the recorder asked for (`staging`, `packed`)."""
+    cap_t = typed(data, "capture", dict, default={})
+    unknown(cap_t, CAPTURE_KEYS, "capture")
+    stage_t = typed(cap_t, "staging", dict, "capture", default={})
+    unknown(stage_t, STAGING_KEYS, "capture", "staging")
+    capacity = typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20, unit=" events per owner")
+    resident = typed(stage_t, "resident", bool, "capture", "staging", default=False)
+    if resident and "events" in stage_t:
+        raise err("capture.staging: a resident ring holds the whole capacity, so it takes no `events`", "capture",
+                  "staging", hint="drop `events` (resident rings have `capacity` slots) or drop `resident`")
+    return Capture(
+        capacity=capacity,
+        clock=typed(cap_t, "clock", bool, "capture", default=False),
+        skip=typed(cap_t, "skip", int, "capture", default=0, hi=I64),
+        count=typed(cap_t, "count", int, "capture", default=1, hi=I64),
+        recorder="resident" if resident else "staged" if stage_t else "global",
+        ring=0 if resident else typed(stage_t, "events", int, "capture", "staging", required=bool(stage_t), default=0,
+                                      lo=1, hi=32, unit=" events per warp"),
+        # the largest block of the kernel's launches
+        warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0, lo=1, hi=32,
+                    unit=" warps per CTA"),
+        packed=typed(cap_t, "packed", bool, "capture", default=False),
+    )
+
+
+def _kernel(data: dict, err, unknown, typed) -> tuple[str, int | None]:
+    """`kernel = "name"` or `kernel = { name = "name", occurrence = N }` (the backend checks that the
+    name reads as a name of its language)."""
     v = data.get("kernel")
     if isinstance(v, dict):
         unknown(v, KERNEL_KEYS, "kernel")
@@ -402,27 +385,14 @@ def _kernel(data: dict, backend: str, err, unknown, typed) -> tuple[str, int | N
     else:
         raise err(f"kernel must be a name or a table, not {type(v).__name__}", "kernel",
                   hint='kernel = "slow::step", or kernel = { name = "step", occurrence = 2 }')
-    if backend != "cuda":
-        if occurrence is not None:
-            raise err("kernel.occurrence applies to the cuda backend", "kernel", "occurrence",
-                      hint="name the @cute.kernel by its qualified name (Class.kernel) instead")
-        return name, None
-    from .cuda.names import KernelName
-    try:
-        KernelName.parse(name)
-    except ValueError as e:
-        raise err(f"kernel {name!r} {e}", "kernel", hint='e.g. kernel = "step", "slow::step" or "gemm<128, 64>"') from None
     return name, occurrence
 
 
-def _launchers(data: dict, backend: str, source: Path, path: Path, root: Path, where: str, lines, err,
+def _launchers(data: dict, source: Path, path: Path, root: Path, where: str, lines, err,
                typed) -> tuple[Path, ...]:
     """`launchers = ["main.cu", ...]`: files besides the source whose launches of the kernel are
     captured (a kernel in a header, launched from a .cu that includes it)."""
     rels = typed(data, "launchers", list, default=[])
-    if rels and (backend != "cuda" or source.suffix == ".py"):
-        raise err("launchers applies to the cuda backend with a CUDA source file (.cu, .cuh, ...)", "launchers",
-                  hint="remove launchers: a kernel.py launches its kernel from Python (docs/kernelpy.md)")
     out: list[Path] = []
     for rel in rels:
         if not isinstance(rel, str):
@@ -447,7 +417,7 @@ def staged_copy(path: Path, events: int | None, warps: int, packed: bool = False
     path = Path(path).resolve()
     text = path.read_text()
     spec = parse_spec(text, path, find_root(path))
-    if warps and spec.capture.staging_events:
+    if warps and spec.capture.recorder != "global":
         raise SpecError("the spec already stages events", path=str(path))
     if packed and spec.capture.packed:
         raise SpecError("the spec already packs its events", path=str(path))
@@ -465,7 +435,7 @@ def staged_copy(path: Path, events: int | None, warps: int, packed: bool = False
     return out
 
 
-def _parse_site(t, i, err, unknown, typed, lines, be) -> Site:
+def _parse_site(t, i, err, unknown, typed, lines, language: str) -> Site:
     k = ("site", i)
     if not isinstance(t, dict):
         raise err("each site must be a [[site]] table", *k)
@@ -502,10 +472,10 @@ def _parse_site(t, i, err, unknown, typed, lines, be) -> Site:
         raise err(f"site {name!r}: `predicate` goes with role = \"predicate\" and only with it", *k, "role")
     exprs = {"predicate": predicate, "payload": typed(t, "payload", str, *k)}
     for key, expr in exprs.items():
-        why = expression_problem(expr, be.name) if expr is not None else None
+        why = expression_problem(expr) if expr is not None else None
         if why:
             raise err(f"site {name!r}: {key} {expr!r} {why}", *k, key,
-                      hint=f"write one {be.language} expression on one line; it is pasted into the generated code "
+                      hint=f"write one {language} expression on one line; it is pasted into the generated code "
                            "as is")
     ctas = typed(t, "ctas", dict, *k, default={})
     unknown(ctas, CTAS_KEYS, *k, "ctas")
@@ -552,14 +522,13 @@ def confine(rel: str, base: Path, root: Path, where: str, line: int | None) -> P
     return full
 
 
-def expression_problem(expr: str, backend: str) -> str | None:
-    """Why `expr` is not one expression on one line of the backend's language (None if it is).
-
-    Payload and predicate text is pasted into generated code; a comment, a newline, a stray brace
-    or `;` would change the code around it. Each backend reads its own language (backend.py)."""
+def expression_problem(expr: str) -> str | None:
+    """Why `expr` cannot be one expression on one line of any language (None if it can be): payload
+    and predicate text is pasted into generated code. Each backend then reads it in its own language
+    (Backend.check, backend.expression_errors)."""
     if not expr.strip():
         return "is empty"
     bad = next((c for c in expr if not c.isprintable()), None)
     if bad is not None:
         return f"holds a newline or control character (U+{ord(bad):04X})"
-    return backends.get(backend).expression_problem(expr)
+    return None

@@ -17,7 +17,9 @@ import numpy as np
 
 from .launchfile import write_launch
 from .layout import OWNER_DTYPE, TAG_VALID, Role, build_header
-from .manifest import Anchor, CaptureSettings, FileRef, Group, Interval, Manifest, PlacedSite, SourceIdentity
+from .manifest import FileRef, Manifest, PlacedSite, SourceIdentity
+from .plan import CaptureSettings, Group
+from .spec import Anchor, Interval
 
 KERNEL = "synthetic_fma"
 SOURCE_ID = "5e" * 32
@@ -38,7 +40,7 @@ def manifest(capacity: int, event_bytes: int = 8) -> Manifest:
         backend="cuda", name="synthetic", question="SYNTHETIC capture (not device data)", kernel=KERNEL,
         source=SourceIdentity("synthetic.cu", "0" * 64, "0" * 64, SOURCE_ID), clean_copy="clean/synthetic.cu",
         patch=FileRef("instrumented.patch", "0" * 64), capture=CaptureSettings(capacity=capacity, event_bytes=event_bytes),
-        groups=(GROUP,), sites=sites, intervals=(Interval(f"{names[0]} -> {names[1]}", *names, 0, 1),), expect={},
+        groups=(GROUP,), sites=sites, intervals=(Interval(*names, 0, 1),), expect={},
         applied_utc="1970-01-01T00:00:00Z")
 
 

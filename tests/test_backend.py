@@ -1,4 +1,4 @@
-"""The backend seam (backend.py): a backend is one module and one registry line. The toy backend
+"""The backend seam (backend.py, registry.py): a backend is one module and one registry entry. The toy backend
 of toy_backend.py, registered for this test only, goes through the whole pipeline (spec, apply,
 capture, validate, summary, revert) with nothing else changed."""
 from __future__ import annotations
@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from atrex_inject import backend
+from atrex_inject import registry
 from atrex_inject.errors import SpecError
+from atrex_inject.plan import make_plan
 from atrex_inject.spec import load_spec
 from conftest import cli, sha
 
@@ -33,7 +34,8 @@ anchor = { exit = true }
 
 @pytest.fixture
 def toy(tmp_path, monkeypatch):
-    monkeypatch.setitem(backend.REGISTRY, "toy", "toy_backend")
+    monkeypatch.setitem(registry.REGISTRY, "toy", registry.Entry("toy", "toy_backend", "text",
+                                                                  "the toy backend has no recorder of its own", False))
     (tmp_path / ".atrex").mkdir()
     (tmp_path / "k.txt").write_text("the kernel\n")
     (tmp_path / "toy.toml").write_text(SPEC)
@@ -61,11 +63,12 @@ def test_the_backend_checks_its_own_rules_and_capabilities(toy):
     spec = toy / "toy.toml"
     spec.write_text(SPEC.replace("anchor = { exit = true }", 'anchor = { call = "f" }'))
     with pytest.raises(SpecError, match="entry and exit anchors only") as e:
-        load_spec(spec)
+        make_plan(load_spec(spec))  # the spec reads; the plan checks it against its backend
     assert e.value.line == SPEC.splitlines().index("[[site]]", 9) + 1
     spec.write_text(SPEC + "\n[capture]\nstaging = { events = 4, warps = 2 }\n")
-    with pytest.raises(SpecError, match=r"applies to the cuda backend \(the toy backend has no recorder"):
-        load_spec(spec)
+    with pytest.raises(SpecError, match=r"applies to the cuda backend \(the toy backend has no recorder") as e:
+        make_plan(load_spec(spec))
+    assert e.value.line == len(SPEC.splitlines()) + 3
     spec.write_text(SPEC.replace('backend = "toy"', 'backend = "nope"'))
     with pytest.raises(SpecError, match="backend 'nope' is not one of cuda, cutedsl, toy"):
         load_spec(spec)

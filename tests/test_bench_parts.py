@@ -34,7 +34,7 @@ def test_part_specs_load_with_the_parts_sites(project, example, part):
     s = load_spec(cut, project)
     assert [x.name for x in s.sites] == SITES[example][part]
     assert s.name == f"{load_spec(spec, project).name}_{part}" and not s.intervals
-    assert load_spec(staged_copy(cut, None, 8), project).capture.staging_resident
+    assert load_spec(staged_copy(cut, None, 8), project).capture.recorder == "resident"
 
 
 @pytest.mark.parametrize("variant,field,value", [("stride32", "stride", 32), ("every8", "every", 8)])

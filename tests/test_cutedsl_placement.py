@@ -125,7 +125,7 @@ def test_a_bare_kernel_name_matching_two_methods_is_refused_with_their_classes(t
 
 
 def test_normalize_finds_a_class_qualified_kernel_by_its_function_name():
-    from atrex_inject.cutedsl.normalize import iket_kernel_name
+    from atrex_inject.cutedsl.iketlog import iket_kernel_name
     assert iket_kernel_name("RMSNormBackward.kernel").search("kernel_cutlass_kernel_tensorptrf32_0")
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from atrex_inject import snapshot
-from atrex_inject.cuda.rewrite import MARK
+from atrex_inject.cuda.probes import MARK
 from atrex_inject.kernelpy.rewrite import PAD, runtime_text, source_id_of_python
 from atrex_inject.source_id import source_id_of
 from atrex_inject.spec import load_spec

@@ -12,7 +12,8 @@ import pytest
 from atrex_inject import snapshot
 from atrex_inject.errors import SnapshotError
 from atrex_inject.layout import Role
-from atrex_inject.manifest import MAX_INTERVALS, Manifest, load
+from atrex_inject.manifest import Manifest, load
+from atrex_inject.spec import MAX_INTERVALS
 from conftest import EXAMPLE_SPECS, cli
 
 FIX = Path(__file__).parent / "fixtures" / "h200"

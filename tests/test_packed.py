@@ -19,6 +19,7 @@ from atrex_inject.decode import decode_dir
 from atrex_inject.errors import SpecError
 from atrex_inject.launchfile import raw_resolution_ns
 from atrex_inject.sass import check as sass_check
+from atrex_inject.plan import make_plan
 from atrex_inject.spec import load_spec, staged_copy
 from atrex_inject.validate import Provenance, validate_dir
 from conftest import REPO, edit_file, nvcc_compile
@@ -74,7 +75,7 @@ def test_packed_is_the_recorders_own_format(project):
                      ("[[site]]", "[capture]\npacked = true\n\n[[site]]"))
     with pytest.raises(SpecError, match=re.escape("capture.packed applies to the recorder's own buffers (IKeT "
                                                   "buffers its own events)")):
-        load_spec(spec)
+        make_plan(load_spec(spec))
 
 
 def test_staged_copy_writes_packed_variants(project):
@@ -82,7 +83,7 @@ def test_staged_copy_writes_packed_variants(project):
     for args, name in (((None, 0), "reduce_sumsq_packed"), ((None, 8), "reduce_sumsq_resident_packed"),
                        ((32, 8), "reduce_sumsq_staged_packed")):
         s = load_spec(staged_copy(spec, *args, packed=True))
-        assert (s.name, s.capture.packed, s.capture.staging_warps) == (name, True, args[1])
+        assert (s.name, s.capture.packed, s.capture.warps) == (name, True, args[1])
 
 
 @needs_nvcc

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from atrex_inject import sass
 from atrex_inject.cli import app
 from atrex_inject.cuda import rewrite as rw
+from atrex_inject.plan import make_plan
 from atrex_inject.spec import Role, load_spec, staged_copy
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -157,14 +158,14 @@ def test_branches_with_a_second_predicate_are_branches():
 def test_check_sass_hint_names_the_change_that_applies(project):
     """check-sass's `next:` line (a lost clean loop, more registers in the copy): resident rings,
     said as the spec needs it; nothing where they do not apply or the registers do not tell."""
-    spec = load_spec(project / "examples" / "specs" / "layernorm.toml")
+    spec = make_plan(load_spec(project / "examples" / "specs" / "layernorm.toml"))
     regs = {"clean": 32, "copy": 48}
     assert "add `staging = { warps = W, resident = true }` to [capture]" in sass._hint(spec, regs)
-    staged = load_spec(staged_copy(project / "examples" / "specs" / "layernorm.toml", 16, 8))
+    staged = make_plan(load_spec(staged_copy(project / "examples" / "specs" / "layernorm.toml", 16, 8)))
     assert "replace `events = E` with `resident = true`" in sass._hint(staged, regs)
-    per_thread = dataclasses.replace(spec, sites=(dataclasses.replace(spec.sites[0], role=Role("thread")),
-                                                  *spec.sites[1:]))
-    for s in (load_spec(staged_copy(project / "examples" / "specs" / "layernorm.toml", None, 8)), per_thread):
+    per_thread = dataclasses.replace(spec, spec=dataclasses.replace(spec.spec, sites=(
+        dataclasses.replace(spec.spec.sites[0], role=Role("thread")), *spec.spec.sites[1:])))
+    for s in (make_plan(load_spec(staged_copy(project / "examples" / "specs" / "layernorm.toml", None, 8))), per_thread):
         assert sass._hint(s, regs) is None
     assert sass._hint(spec, {"clean": 32, "copy": None}) is None and sass._hint(spec, {"clean": 32, "copy": 32}) is None
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from atrex_inject.cuda.anchors import candidates
-from atrex_inject.cuda.rewrite import static_suffix
+from atrex_inject.cuda.probes import static_suffix
 from atrex_inject.cuda.source import parse_source
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.source_id import source_id_of
@@ -210,6 +210,31 @@ def test_a_utf8_bom_stays_first_and_placement_is_unchanged(tmp_path):
     (tmp_path / "k.cu").write_bytes(plain)
     without = applied(spec, compile_it=False)
     assert without[0] == lines[0].removeprefix("\ufeff") and without[3:] == lines[3:]  # [2]: the source id
+
+
+SAMPLED_LOOP = """\
+__global__ void k(const float* __restrict__ x, float* out, int n) {
+  float acc = 0.f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    acc += x[i];
+  }
+  out[threadIdx.x] = acc;
+}
+"""
+
+
+def test_a_utf8_bom_source_with_a_strip_mined_loop_compiles_and_reverts(tmp_path):
+    """The strip-mined loop is written from offsets into the text after the BOM (cuda/source.py sets
+    it aside once): with a BOM the rewritten loop is the same as without, and it compiles."""
+    every = '[[site]]\nname = "a"\nanchor = { loop = "for" }\nposition = "loop-begin"\nevery = 4\n'
+    spec = make_project(tmp_path, b"\xef\xbb\xbf" + SAMPLED_LOOP.encode(), every)
+    lines = applied(spec)
+    assert lines[0].startswith("\ufeff// atrex: instrumented")
+    loop = next(l for l in lines if "strip-mined by 4" in l)
+    assert "(i < n) && (n) - (i) > 3 * (blockDim.x)" in "".join(lines)
+    shutil.rmtree(tmp_path / ".atrex")
+    (tmp_path / "k.cu").write_bytes(SAMPLED_LOOP.encode())
+    assert loop in applied(spec, compile_it=False)
 
 
 def test_dry_run_shows_each_landing_with_its_lines_and_writes_nothing(tmp_path):

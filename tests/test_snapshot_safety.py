@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from atrex_inject import backend, snapshot
+from atrex_inject import registry, snapshot
 from atrex_inject.cli import app
 from atrex_inject.errors import SnapshotError
 from atrex_inject.fsio import locked
@@ -244,7 +244,7 @@ def test_no_snapshot_error_on_a_never_applied_project_creates_nothing(project):
 
 def test_source_changed_during_rewrite_is_not_overwritten(project, monkeypatch):
     src = project / SRC
-    cuda = backend.get("cuda")
+    cuda = registry.get("cuda")
     real = cuda.rewrite
 
     def racing(plan, text):

@@ -1,14 +1,17 @@
-"""Every spec value is checked when the spec is read, at its line: ranges the generated code and
-the capture format can hold, payload/predicate text that is one expression on one line, paths that
-stay out of .atrex/.git, reserved names, and specs that are not TOML or not UTF-8 at all.
-Each case plants one fault in a valid spec and expects one exact refusal."""
+"""Every spec value is checked, at its line, when the spec is read and planned (its backend's rules,
+plan.make_plan): ranges the generated code and the capture format can hold, payload/predicate text
+that is one expression on one line of the backend's language, paths that stay out of .atrex/.git,
+reserved names, and specs that are not TOML or not UTF-8 at all. Each case plants one fault in a
+valid spec and expects one exact refusal."""
 from __future__ import annotations
 
 
 import pytest
 
+from atrex_inject import registry
 from atrex_inject.errors import SpecError
-from atrex_inject.spec import expression_problem, load_spec
+from atrex_inject.plan import make_plan
+from atrex_inject.spec import load_spec
 
 BASE = '''version = 1
 name = "t"
@@ -45,7 +48,7 @@ def refused(tree, text: str | bytes) -> SpecError:
     p = tree / "t.toml"
     p.write_bytes(text.encode() if isinstance(text, str) else text)
     with pytest.raises(SpecError) as e:
-        load_spec(p)
+        make_plan(load_spec(p))
     return e.value
 
 
@@ -105,7 +108,7 @@ def test_payload_must_be_one_cpp_expression(tree, payload, why):
 @pytest.mark.parametrize("expr", ["kt", "threadIdx.x % 64 == 0", "a ? b : c", "static_cast<int>(x) + y[2]",
                                   '"*/ ;"', "f([](int v) { return v; })"])
 def test_valid_cpp_expressions_pass(expr):
-    assert expression_problem(expr, "cuda") is None
+    assert registry.get("cuda").expression_problem(expr) is None
 
 
 def test_predicate_checked_too(tree):

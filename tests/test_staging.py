@@ -12,9 +12,10 @@ import pytest
 from atrex_inject import snapshot
 from atrex_inject.decode import decode_dir, site_counts
 from atrex_inject.errors import SpecError
-from atrex_inject.manifest import Staging
+from atrex_inject.plan import Staging
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import validate_measurement
+from atrex_inject.plan import make_plan
 from atrex_inject.spec import load_spec, staged_copy
 from atrex_inject.validate import validate_capture
 from conftest import CUDA_SPECS, REPO, edit_file, nvcc_compile, tree_hashes
@@ -46,7 +47,7 @@ def test_staging_needs_warp_level_roles(project):
     spec = _spec_with(project, ("[capture]\n", STAGING), ('role = "cta"', 'role = "thread"'))
     line = next(i for i, t in enumerate(spec.read_text().splitlines(), 1) if t == 'role = "thread"')
     with pytest.raises(SpecError, match="records per thread; capture.staging stages per warp") as e:
-        load_spec(spec)
+        make_plan(load_spec(spec))
     assert e.value.line == line
 
 
@@ -54,10 +55,10 @@ def test_staging_is_for_the_cuda_backend(project):
     p = project / "examples" / "specs" / "scale_add_cutedsl.toml"
     p.write_text(p.read_text() + "\n[capture]\nstaging = { events = 32, warps = 8 }\n")
     with pytest.raises(SpecError, match="applies to the cuda backend"):
-        load_spec(p)
+        make_plan(load_spec(p))
 
 
-@pytest.mark.parametrize("spec_path", [p for p in CUDA_SPECS if load_spec(p).capture.staging_warps == 0],
+@pytest.mark.parametrize("spec_path", [p for p in CUDA_SPECS if load_spec(p).capture.warps == 0],
                          ids=lambda p: p.stem)  # the examples that do not stage already
 def test_staged_examples_compile_and_revert(project, spec_path):
     spec = staged_copy(project / "examples" / "specs" / spec_path.name, 32, 8)
@@ -125,10 +126,10 @@ def test_staging_that_overflows_static_shared_memory_is_refused_at_its_line(proj
     spec = _spec_with(project, ("[capture]\n", "[capture]\nstaging = { events = 32, warps = 32 }\nclock = true\n"))
     spec.write_text(spec.read_text() + '\n[[site]]\nname = "wg"\nanchor = { entry = true }\nrole = "warpgroup"\n')
     with pytest.raises(SpecError, match=r"needs 50688 bytes of static shared memory per CTA \(3 owner groups") as e:
-        load_spec(spec)
+        make_plan(load_spec(spec))
     assert e.value.line == 12
     spec.write_text(spec.read_text().replace("warps = 32", "warps = 16"))  # 17 x 32 x 16 x 3 = 26112: fits
-    assert load_spec(spec).capture.staging_warps == 16
+    assert load_spec(spec).capture.warps == 16
 
 
 # ---- resident rings: staging = { warps, resident = true } ----
@@ -171,7 +172,7 @@ def test_resident_rings_over_static_shared_memory_are_refused(project):
     with pytest.raises(SpecError, match=re.escape(f"needs {need} bytes of static shared memory per CTA (2 owner "
                                                   "groups x one ring per warp that can own it (at most 8) x 1024 + 2 "
                                                   "slots")) as e:
-        load_spec(spec)
+        make_plan(load_spec(spec))
     assert e.value.line == 12 and "lower capacity or warps" in e.value.hint
 
 

@@ -11,7 +11,7 @@ import subprocess
 
 import numpy as np
 
-from atrex_inject.backend import Rewrite, SitePlacement
+from atrex_inject.backend import Rewrite, SitePlacement, check_own_buffers
 from atrex_inject.errors import CaptureError, SpecError
 from atrex_inject.launchfile import write_launch
 from atrex_inject.layout import OWNER_DTYPE, TAG_VALID, build_header, group_owners, slot_owners
@@ -21,15 +21,13 @@ GRID, BLOCK, T0 = (2, 1, 1), (64, 1, 1), 1_790_000_000_000_000_000
 
 
 class ToyBackend:
-    name = "toy"
-    language = "text"
-    staging_refused = "the toy backend has no recorder of its own"
-    capacity_from_header = False
+    name = "toy"  # its facts (language, no buffers of its own) are its registry entry's
 
     def expression_problem(self, expr: str) -> str | None:
         return None
 
     def check(self, spec) -> None:
+        check_own_buffers(spec, self)
         for s in spec.sites:
             if s.anchor.kind not in ("entry", "exit"):
                 raise SpecError(f"site {s.name!r}: the toy backend has entry and exit anchors only",

@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ..errors import CaptureError
+from ..backend import check_expressions, check_own_buffers
+from ..errors import CaptureError, SpecError
 
 CPP_NEVER = {"PREPROC", "IF0", "LAUNCH_OPEN", "LAUNCH_CLOSE"}
 CPP_TOP_LEVEL_ONLY = {"SEMI", "LBRACE", "RBRACE", "FOR", "WHILE", "DO", "IF", "ELSE", "SWITCH", "RETURN", "BREAK",
@@ -15,11 +16,13 @@ CPP_BAD_PUNCT = {"#", "@", "`", "\\"}
 CLOSE = {"RPAR": "LPAR", "RSQB": "LSQB", "RBRACE": "LBRACE"}
 
 
+_CUDA_STRING = ('cuda_string names the variable of a Python source that holds CUDA source; it needs backend = "cuda" '
+                'and a .py source')
+_CUDA_STRING_HINT = "remove cuda_string, or point source at the .py file"
+
+
 class CudaBackend:
     name = "cuda"
-    language = "C++"
-    staging_refused = None
-    capacity_from_header = False
 
     def expression_problem(self, expr: str) -> str | None:
         """C++ lexed with the CUDA grammar's own terminals (comments and literals are single
@@ -53,8 +56,25 @@ class CudaBackend:
         return None
 
     def check(self, spec) -> None:
-        """Every role, anchor kind and density of the spec format applies: nothing to refuse here
-        (anchors are resolved, and refused, by the rewriter)."""
+        """C++ expressions, a kernel name that reads as a (qualified) C++ name with optional template
+        arguments (cuda/names.py), launchers beside a CUDA source and a cuda_string in a Python one.
+        Every role, anchor kind and density applies (anchors are resolved, and refused, by the
+        rewriter)."""
+        from .names import KernelName
+        where = str(spec.path)
+        check_expressions(spec, self)
+        check_own_buffers(spec, self)
+        try:
+            KernelName.parse(spec.kernel)
+        except ValueError as e:
+            raise SpecError(f"kernel {spec.kernel!r} {e}", path=where, line=spec.line_of("kernel"),
+                            hint='e.g. kernel = "step", "slow::step" or "gemm<128, 64>"') from None
+        if spec.launchers and spec.source.suffix == ".py":
+            raise SpecError("launchers applies to the cuda backend with a CUDA source file (.cu, .cuh, ...)",
+                            path=where, line=spec.line_of("launchers"),
+                            hint="remove launchers: a kernel.py launches its kernel from Python (docs/kernelpy.md)")
+        if spec.cuda_string is not None and spec.source.suffix != ".py":
+            raise SpecError(_CUDA_STRING, path=where, line=spec.line_of("cuda_string"), hint=_CUDA_STRING_HINT)
 
     def rewrite(self, plan, text: str, launchers: dict[str, str] | None = None):
         if plan.spec.source.suffix == ".py":  # the spec refuses launchers there

@@ -500,7 +500,6 @@ def _text(src: SourceFile, a: int, b: int) -> str:
 class FileLaunches:
     """One file the rewriter sees (the source or a launcher), parsed, with its scan."""
     src: SourceFile
-    bom: str
     scan: Scan
 
 
@@ -511,23 +510,20 @@ def find_all(spec, src: SourceFile, kernel: Kernel, launchers: dict[str, str]) -
     copies of the static capture plan would number their launches alike and overwrite each other's
     capture files."""
     files: list[FileLaunches] = []
-    parsed = []
-    for rel, text in launchers.items():
-        bom = "\ufeff" if text.startswith("\ufeff") else ""
-        parsed.append((parse_source(text[len(bom):], rel, spec.declared_by), bom))
-    everyone = [src] + [p for p, _ in parsed]
+    parsed = [parse_source(text, rel, spec.declared_by) for rel, text in launchers.items()]
+    everyone = [src] + parsed
     known = frozenset({k.qualname for f in everyone for k in f.kernels} | {d.qualname for f in everyone
                                                                            for d in f.declarations})
     siblings = tuple(k.targs for k in src.kernels if k.qualname == kernel.qualname and k is not kernel)
     target = Target(kernel, KernelName.parse(spec.kernel), known, siblings)
-    files.append(FileLaunches(src, "", scan(src, target)))
-    files += [FileLaunches(p, bom, scan(p, target)) for p, bom in parsed]
+    files.append(FileLaunches(src, scan(src, target)))
+    files += [FileLaunches(p, scan(p, target)) for p in parsed]
     units = [f.src.path for f in files[1:] if f.scan.captured and not f.src.path.lower().endswith(HEADER_SUFFIXES)]
     if len(units) > 1:
         raise AnchorError(f"launches of {kernel.label} would be captured in {len(units)} translation units "
                           f"({', '.join(units)}): each compiles its own copy of the capture plan, so their launches "
                           "would be numbered alike and their capture files overwrite each other's",
-                          path=str(spec.path), line=spec.key_lines.get("launchers"),
+                          path=str(spec.path), line=spec.line_of("launchers"),
                           hint="list one .cu file in launchers (the one whose launches you want "
                                                     "captured); the others' launches run without probes")
     warnings = [w for f in files for w in f.scan.warnings]
@@ -543,7 +539,7 @@ def find_all(spec, src: SourceFile, kernel: Kernel, launchers: dict[str, str]) -
                         f"of that name are captured as launches of the one at line {kernel.line}, whichever one the "
                         "build compiles or the overload they call")
     name = spec.source.name
-    for p, _ in parsed:
+    for p in parsed:
         if not re.search(rf'#\s*include\s*[<"](?:[^">]*/)?{re.escape(name)}[">]', p.text):
             warnings.append(f"launcher {p.path} does not #include {name} directly: its capture sessions need the "
                             "capture plan the instrumented header defines (a build error if no header it includes "

@@ -238,7 +238,7 @@ class KernelDecl:
 
 @dataclass(eq=False)
 class SourceFile:
-    text: str
+    text: str  # the file's text without its UTF-8 BOM: every offset is into this
     path: str
     lines: Lines
     tokens: "Tokens"
@@ -246,6 +246,7 @@ class SourceFile:
     declarations: list[KernelDecl]  # kernels declared (not defined) here
     unreadable: list[int]  # lines of `__global__` heads the grammar cannot read
     helper_asm: list[tuple[str, int, list[ptx.PtxInstr]]]  # (function, line, instructions) outside kernels
+    bom: str = ""  # "\ufeff" when the file starts with one: a rewrite writes it back first
 
     def kernel(self, name: str, occurrence: int | None = None) -> Kernel | None:
         """The one definition `name` (a qualified name, maybe with template arguments) chooses; see
@@ -618,7 +619,10 @@ def _targs_text(targs: list, text: str) -> str:
 
 def parse_source(text: str, path: str = "<source>", declared_by: str | None = None) -> SourceFile:
     """`declared_by`: a function-like macro that declares kernels (`MACRO(name, ...) { body }`,
-    defined in a header this file does not define it in): its uses are kernels too."""
+    defined in a header this file does not define it in): its uses are kernels too. A leading
+    UTF-8 BOM is set aside (SourceFile.bom): offsets count from the text after it."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom):]
     tk = Tokens(text, path)
     lines = Lines(text)
     kernels: list[Kernel] = []
@@ -638,7 +642,7 @@ def parse_source(text: str, path: str = "<source>", declared_by: str | None = No
         elif found is None and t.value in macros.globals:
             unreadable.append(lines.line(t.start_pos))
     return SourceFile(text, path, lines, tk, kernels, declarations, unreadable,
-                      _helper_asm(tk, kernels, lines, macros))
+                      _helper_asm(tk, kernels, lines, macros), bom)
 
 
 def _decl_start(tk: Tokens, i: int) -> int:

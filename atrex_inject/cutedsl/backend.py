@@ -7,26 +7,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..backend import check_expressions, check_own_buffers
 from ..errors import CaptureError, SpecError
 
 LOG_NAME = "run-iket.log"
 
 
-def interval_ends(spec) -> tuple[dict[str, int], dict[str, int]]:
-    """(site -> the interval it starts, site -> the interval it ends): an IKeT range token belongs
-    to one range, so a site starts at most one interval and ends at most one (check refuses more)."""
-    starts, ends = {}, {}
-    for k, iv in enumerate(spec.intervals):
-        starts.setdefault(iv.start, k)
-        ends.setdefault(iv.end, k)
-    return starts, ends
-
-
 class CuteDslBackend:
     name = "cutedsl"
-    language = "Python"
-    staging_refused = "IKeT buffers its own events"
-    capacity_from_header = True
 
     def expression_problem(self, expr: str) -> str | None:
         """One Python expression (libcst), with no comment (tokenize)."""
@@ -44,7 +32,21 @@ class CuteDslBackend:
     def check(self, spec) -> None:
         """IKeT's rules: warp-level roles, no PTX anchors, no `every` or `ctas.limit`, one range per
         interval end, warp-uniform interval ends with the same payload shape."""
+        from .ranges import interval_ends
         where = str(spec.path)
+        check_expressions(spec, self)
+        if spec.kernel_occurrence is not None:
+            raise SpecError("kernel.occurrence applies to the cuda backend", path=where,
+                            line=spec.line_of("kernel", "occurrence"),
+                            hint="name the @cute.kernel by its qualified name (Class.kernel) instead")
+        if spec.launchers:
+            raise SpecError("launchers applies to the cuda backend with a CUDA source file (.cu, .cuh, ...)",
+                            path=where, line=spec.line_of("launchers"),
+                            hint="remove launchers: a CuTe DSL program launches its kernel from Python")
+        if spec.cuda_string is not None:
+            raise SpecError("cuda_string names the variable of a Python source that holds CUDA source; it applies to "
+                            'the cuda backend', path=where, line=spec.line_of("cuda_string"), hint="remove cuda_string")
+        check_own_buffers(spec, self)
         seen: dict[tuple[str, str], int] = {}
         for iv in spec.intervals:
             for n, what in ((iv.start, "starts"), (iv.end, "ends")):
@@ -57,8 +59,8 @@ class CuteDslBackend:
         for s in spec.sites:
             if s.anchor.kind == "ptx":
                 raise SpecError(f"site {s.name!r}: ptx anchors apply to the cuda backend", path=where, line=s.line)
-            if s.role in ("thread", "predicate"):
-                raise SpecError(f"site {s.name!r}: role {s.role!r} is per thread; IKeT records per warp", path=where,
+            if s.role.per_thread:
+                raise SpecError(f"site {s.name!r}: role {s.role.value!r} is per thread; IKeT records per warp", path=where,
                                 line=s.line, hint="use lane0, warpgroup or cta")
             if s.every > 1:
                 raise SpecError(f"site {s.name!r}: `every` is not supported on the cutedsl backend", path=where,

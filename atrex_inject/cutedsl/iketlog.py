@@ -9,7 +9,7 @@ Two kinds of line count (nvidia-cutlass-dsl 4.8.1's wording, searched anywhere i
 - DROPPED, "Trace incomplete: N warp record(s) dropped because the warp emitted more events than
   maxTsCntPerWarp=M allows => kernel: NAME": warps of NAME lost events past IKeT's per-warp buffer
   (sized from run-iket's first, discovery pass). Counted when NAME is the target kernel's
-  (normalize.iket_kernel_name); the launch is not named, so the count is the run's.
+  (iket_kernel_name); the launch is not named, so the count is the run's.
 - INCOMPLETE, an `IKET` line saying trace data may be incomplete, was dropped or is unavailable
   (process-exit collection not registered, unsupported kernel parameters, copies unfinished when a
   context was released, a CUDA Graph launch read without its launch information, a launch's data
@@ -27,7 +27,6 @@ from pathlib import Path
 
 from ..errors import CaptureError
 from ..launchfile import IKET_LOG_LINE_CHARS
-from .normalize import iket_kernel_name
 
 # Each pattern is tried once per line, from its first possible start, with no nested backtracking
 # (atomic groups; a lookahead keeps each stretch scanned once): linear in the line's length, since a
@@ -46,6 +45,12 @@ INCOMPLETE = (
 DROP_STARTED = "Trace incomplete:"
 NAMED_KERNEL = re.compile(r'\bkernel "?(?P<kernel>[^\s"]+?)"?\.?\s*$')  # an INCOMPLETE line about one kernel
 KEPT = 5  # incomplete lines kept verbatim in the sidecar (all are counted)
+
+
+def iket_kernel_name(kernel: str) -> re.Pattern:
+    """CuTe DSL names a kernel `kernel_cutlass_<function>_<signature>`; a spec may qualify a method
+    with its class (`RMSNorm.kernel`): the function's own name is what appears."""
+    return re.compile(rf"(^|_){re.escape(kernel.rsplit('.', 1)[-1])}(_|$)")
 
 
 def _follows(line: str, head: re.Pattern, tail: re.Pattern) -> bool:

@@ -19,7 +19,6 @@ overflow (dropped records) and truncation (incomplete trace); without a log noth
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from pathlib import Path
 
@@ -27,17 +26,12 @@ import numpy as np
 
 from ..errors import CaptureError
 from ..launchfile import write_launch
+from .iketlog import iket_kernel_name, read_log
 from ..layout import (HEADER_BYTES, MAX_BUFFER_BYTES, OWNER_BYTES, OWNER_DTYPE, TAG_VALID, build_header,
                       group_owners, owner_slots)
 from ..manifest import Manifest
 
 MALFORMED = (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError)
-
-
-def iket_kernel_name(kernel: str) -> re.Pattern:
-    """CuTe DSL names a kernel `kernel_cutlass_<function>_<signature>`; a spec may qualify a method
-    with its class (`RMSNorm.kernel`): the function's own name is what appears."""
-    return re.compile(rf"(^|_){re.escape(kernel.rsplit('.', 1)[-1])}(_|$)")
 
 
 def launches_of(trace: dict, kernel: str) -> list[dict]:
@@ -225,7 +219,6 @@ def normalize_run(iket_dir: Path, manifest: Manifest, out_dir: Path, workload: s
     (several would reuse launch numbers in one folder: one capture folder holds one run), with what
     run-iket's `log` says about lost trace data, when given."""
     from ..pycapture import device_info
-    from .iketlog import read_log
     facts = None if log is None else read_log(log, manifest.kernel)
     traces = sorted(Path(iket_dir).glob("iket_pid_*.trace.json"))
     if not traces:

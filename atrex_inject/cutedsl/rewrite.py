@@ -20,7 +20,7 @@ from ..fsio import sha256_bytes
 from ..backend import Rewrite, SitePlacement
 from ..plan import Plan
 from ..spec import ProbeSpec, Site
-from .backend import interval_ends
+from .ranges import interval_ends
 
 MARK = "# atrex: instrumented"
 MAX_NATIVE_DUMP_NAMES = 30  # more unique event names switch IKeT to EXTENDED_NATIVE_DUMP

@@ -35,7 +35,7 @@ def runtime_text() -> str:
     """The recorder header as embedded: atrex_timeline.cuh with the runtime headers it includes
     written in place, each under a `#line` naming it (an error in one points into the real file);
     a header already written, and `#pragma once` (a warning in a main file), become comments."""
-    from ..cuda.rewrite import HEADER
+    from ..cuda.probes import HEADER
     folder, done = asset_dir("runtime"), set()
 
     def inline(name: str) -> list[str]:
@@ -210,7 +210,7 @@ def _write_back(text: str, cs: CudaString, ins: list[tuple[int, str]], spec: Pro
 def source_id_of_python(text: str) -> str:
     """The source id of a Python file's instrumented CUDA string (what its captures carry); of the
     whole file when none is instrumented (which then matches no capture)."""
-    from ..cuda.rewrite import MARK
+    from ..cuda.probes import MARK
     from ..source_id import source_id_of
     from .locate import marked_value
     value = marked_value(text, MARK)
