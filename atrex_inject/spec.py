@@ -330,7 +330,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
                   hint=f"drop `packed`, or split the question into specs of at most {PACKED_SITES} sites")
     for i, st in enumerate(sites):
         if capture.staging_events and st.role in ("thread", "predicate"):
-            raise err(f"site {st.name!r}: role {st.role!r} records per thread; capture.staging stages per warp",
+            raise err(f"site {st.name!r}: role {st.role.value!r} records per thread; capture.staging stages per warp",
                       "site", i, "role", hint="use a warp-level role (lane0, warpgroup, cta) or drop staging")
     groups = list(dict.fromkeys(s.group_key for s in sites))
     if len(groups) > MAX_GROUPS:
