@@ -136,6 +136,29 @@ def test_owner_that_ends_after_the_window(tmp_path):
                                          "launch began: owner 528 (CTA (0, 0, 0), warp 0, thread 0)")
 
 
+@pytest.mark.parametrize("name,o,t0_hi", [("gemm_mma", 0, lambda hi: hi | 0x8000_0000),
+                                          ("reduce_sumsq", 528, lambda hi: 0)], ids=["top_bit", "high_word_cleared"])
+def test_owner_start_outside_the_launch_window(tmp_path, name, o, t0_hi):
+    """An owner's start stamp with its top bit set, or with its high word cleared (its events unwrap
+    from it, so they move along; CRC re-signed). The top bit on the GEMM's first owner made the
+    window arithmetic wrap int64: the capture was valid and summary showed a span of 9.2e15 µs; a
+    start 57 years early made every other owner's events look late. Decode refuses the launch, naming
+    the owner: validate counts it once under time_order, and summary exits 2 with the same words."""
+    s = Synthetic(tmp_path, name)
+    s.owners["t0_hi"][o] = t0_hi(int(s.owners["t0_hi"][o]))
+    claimed = np.flatnonzero(s.owners["claims"] > 0)
+    mid = sorted(_start(s, i) for i in claimed)[claimed.size // 2]
+    r = s.save().validate()
+    assert failing(r) == {"time_order": 1}
+    assert _detail(r, "time_order") == (
+        f"{s.raw_path}: 1 owners start outside the launch's window (within 2^31 ns, 2.1 s, of the median start of its "
+        f"owners, and below 2^62 ns): owner {o} (CTA (0, 0, 0), thread 0) starts at {_start(s, o)} ns, the median "
+        f"owner at {mid} ns; no event time of such an owner can be computed\n"
+        "  hint: the buffer was edited or damaged after it was written; capture again")
+    out = runner.invoke(app, ["summary", str(s.dir)])
+    assert out.exit_code == 2 and "1 owners start outside the launch's window" in out.output
+
+
 def test_owner_count_published_without_an_end(tmp_path):
     """End time 0 (never reached its exit) beside a published count, which is written with it."""
     s = Synthetic(tmp_path)
