@@ -118,7 +118,7 @@ def _record_problem(records: list[dict], capture: dict, workload, evidence: Path
     if not passed:
         return "missing", (f"no passed record in {evidence} names the instrumented source {_short(sha)} (run the "
                            "evaluator on the instrumented build)")
-    if not same:  # every record of this build and workload passed, so there is none
+    if not same:  # none failed, so none of this build and workload passed either: there is none
         seen = sorted({repr(r.get("workload_identity")) for r in passed})
         return "disagreements", f"workload: the evaluator's records say {', '.join(seen)}, the evidence is about {workload!r}"
     return None

@@ -363,7 +363,7 @@ def validate_measurement(path: Path, root: Path | None = None) -> dict:
         except AtrexError as e:
             problems.append(e.message)
         problems += filter(None, [same_program(req.baseline, req.instrumented, root or Path.cwd()),
-                                  one_build(art["binaries"] if "binaries" in art else [])])
+                                  one_build(art.get("binaries", []))])
         first = None
         for i, s in enumerate(art["samples"]):
             if s["argv"] != req.argv(s["arm"]):
