@@ -292,8 +292,9 @@ def _check_starts(own: np.ndarray, expected: dict, grid: np.ndarray, where: str)
     bad = np.flatnonzero((t0 >= np.uint64(STAMP_LIMIT_NS)) | (away >= np.uint64(WINDOW_NS)))
     if bad.size:
         o = int(claimed[bad[0]])
+        cta = cta_name(expected["exp_cta"][o], grid)
         raise CaptureError(f"{bad.size} owners start outside the launch's window (within 2^31 ns, 2.1 s, of the median "
-                           f"start of its owners, and below 2^62 ns): owner {o} ({cta_name(expected['exp_cta'][o], grid)}, "
+                           f"start of its owners, and below 2^62 ns): owner {o} ({cta}, "
                            f"thread {int(expected['exp_thread'][o])}) starts at {int(t0[bad[0]])} ns, the median owner "
                            f"at {int(mid)} ns; no event time of such an owner can be computed",
                            path=where, hint="the buffer was edited or damaged after it was written; capture again",

@@ -120,7 +120,8 @@ def _record_problem(records: list[dict], capture: dict, workload, evidence: Path
                            "evaluator on the instrumented build)")
     if not same:  # none failed, so none of this build and workload passed either: there is none
         seen = sorted({repr(r.get("workload_identity")) for r in passed})
-        return "disagreements", f"workload: the evaluator's records say {', '.join(seen)}, the evidence is about {workload!r}"
+        return "disagreements", (f"workload: the evaluator's records say {', '.join(seen)}, the evidence is about "
+                                 f"{workload!r}")
     return None
 
 

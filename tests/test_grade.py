@@ -134,7 +134,8 @@ def test_a_record_without_a_passed_verdict_counts_as_failed_and_other_workloads_
     a failed record of another workload says nothing about the measured one."""
     g = grade(GOOD_REPORT, M, MEAS, OK_CHECK, records(tmp_path, {}, {"correctness": None}))
     assert g["grade"] == "diagnostic" and "say correctness not recorded, not 'passed'" in g["disagreements"][0]
-    g = grade(GOOD_REPORT, M, MEAS, OK_CHECK, records(tmp_path, {}, {"correctness": "failed", "workload_identity": "x"}))
+    other_workload = {"correctness": "failed", "workload_identity": "x"}
+    g = grade(GOOD_REPORT, M, MEAS, OK_CHECK, records(tmp_path, {}, other_workload))
     assert g["grade"] == "decision_grade", g
 
 

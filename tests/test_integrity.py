@@ -436,7 +436,7 @@ def _respelled(doc) -> None:
     (lambda d: _set_latency(d, 0, "1e-320"), "sample 0: latency_ms 1e-320 is below 1e-06 ms (1 ns): no launch is "
                                              "that short, so the sample's timer or unit is wrong"),
 ], ids=["blocked_schedule", "one_program_two_spellings", "one_build_two_binaries", "subnormal_latency"])
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # re-signing the subnormal one, as measure did
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # re-signed as measure used to
 def test_measurement_that_measures_nothing_trustworthy(tmp_path, edit, problem):
     """Planted in the real artifact and re-signed (medians, overhead and interval recomputed, as measure
     wrote them: a subnormal baseline gives an overhead of +inf): each used to validate, and is now

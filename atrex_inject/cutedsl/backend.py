@@ -58,8 +58,8 @@ class CuteDslBackend:
             if s.anchor.kind == "ptx":
                 raise SpecError(f"site {s.name!r}: ptx anchors apply to the cuda backend", path=where, line=s.line)
             if s.role in ("thread", "predicate"):
-                raise SpecError(f"site {s.name!r}: role {s.role.value!r} is per thread; IKeT records per warp", path=where,
-                                line=s.line, hint="use lane0, warpgroup or cta")
+                raise SpecError(f"site {s.name!r}: role {s.role.value!r} is per thread; IKeT records per warp",
+                                path=where, line=s.line, hint="use lane0, warpgroup or cta")
             if s.every > 1:
                 raise SpecError(f"site {s.name!r}: `every` is not supported on the cutedsl backend", path=where,
                                 line=s.line)
