@@ -49,7 +49,7 @@ PngWindowOpt = typer.Option("auto", "--png-window", metavar="auto|START:END",
 RowsOpt = typer.Option(8, help="Lanes (owners) per swimlane in the picture: the owners with the most events in it.")
 MeasurementOpt = typer.Option(None, help="Measurement artifact (atrex-inject measure).")
 EvidenceOpt = typer.Option(None, help="The evaluator's JSONL correctness records (examples/evaluator.py writes one).")
-TargetOpt = typer.Option(0.10, help="Overhead target (0.10 = 10%).")
+TargetOpt = typer.Option(0.10, help="Overhead target, either way (0.10 = 10%: slower or faster than the clean build).")
 SourceOpt = typer.Option(None, help="Instrumented source, for the provenance check.")
 
 
@@ -477,7 +477,8 @@ def verdict(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE
             correctness_evidence: Optional[Path] = EvidenceOpt,
             correctness: Optional[str] = typer.Option(None, help="Self-declared correctness: a note, never evidence."),
             target: float = TargetOpt,
-            hard_threshold: bool = typer.Option(False, help="Overhead above target rejects instead of diagnostic."),
+            hard_threshold: bool = typer.Option(False, help="Overhead beyond the target, either way, rejects "
+                                                              "instead of diagnostic."),
             source: Optional[Path] = SourceOpt, root: Optional[Path] = MeasureRootOpt, as_json: bool = JsonOpt):
     """Grade the evidence: decision_grade (valid capture + valid measurement within target + a
     matching evaluator record, all of one build, workload and device), diagnostic (something missing

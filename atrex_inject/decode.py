@@ -37,8 +37,13 @@ from .layout import (EVENT_BYTES, FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MA
                      PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, full_time, group_owners,
                      slot_owners, stamp_resolution_ns)
 from .manifest import Manifest
+from .owners import cta_name
 from .plan import Group
 
+WINDOW_NS = 1 << 31  # %globaltimer_lo unwraps unambiguously only within 2^31 ns of the owner's full start time
+# %globaltimer counts ns since the epoch (2^62 ns is the year 2116): below it, a start plus the under
+# 2^32 ns its events unwrap to, and the difference of any two such times, stay inside int64
+STAMP_LIMIT_NS = 1 << 62
 EVENT_COLUMNS = ("owner", "site", "seq", "t_ns", "cycles", "payload")  # stored per event
 OWNER_COLUMNS = ("group", "cta_x", "cta_y", "cta_z", "warp", "lane", "sm")  # per owner, gathered on demand
 
@@ -235,6 +240,7 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
     gid = np.repeat(np.arange(len(groups)), groups["n_owners"].astype(np.int64))
     exp = [_expected_owners(mg, int(g["n_owners"]), grid, block) for g, mg in zip(groups, manifest.groups)]
     cat = {k: np.concatenate([e[k] for e in exp]) if exp else np.zeros(0) for k in exp[0]}
+    _check_starts(own, cat, grid, where)
     owners = {"group": gid, "claims": own["claims"].astype(np.int64), "attempted": own["attempted"].astype(np.int64),
               "smid": own["smid"].astype(np.int64), "cta": own["cta"].astype(np.int64),
               "thread": own["thread"].astype(np.int64), **cat,
@@ -271,6 +277,29 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
             "timer_resolution_ns": resolution,
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
     return h, meta, owners, own
+
+
+def _check_starts(own: np.ndarray, expected: dict, grid: np.ndarray, where: str) -> None:
+    """Refuse a launch whose owners' start stamps leave its plausible window: each claimed owner's
+    start lies below STAMP_LIMIT_NS and within WINDOW_NS of the median start of the launch's claimed
+    owners. Every time decode derives (the events' unwrapped times) and every difference validation
+    takes between them then stays inside int64: no arithmetic on a launch's times wraps."""
+    claimed = np.flatnonzero(own["claims"] > 0)
+    if not claimed.size:
+        return
+    t0 = full_time(own, "t0")[claimed].view(np.uint64)
+    mid = np.partition(t0, t0.size // 2)[t0.size // 2]
+    away = np.where(t0 >= mid, t0 - mid, mid - t0)  # unsigned: exact, however far apart
+    bad = np.flatnonzero((t0 >= np.uint64(STAMP_LIMIT_NS)) | (away >= np.uint64(WINDOW_NS)))
+    if bad.size:
+        o = int(claimed[bad[0]])
+        cta = cta_name(expected["exp_cta"][o], grid)
+        raise CaptureError(f"{bad.size} owners start outside the launch's window (within 2^31 ns, 2.1 s, of the median "
+                           f"start of its owners, and below 2^62 ns): owner {o} ({cta}, "
+                           f"thread {int(expected['exp_thread'][o])}) starts at {int(t0[bad[0]])} ns, the median owner "
+                           f"at {int(mid)} ns; no event time of such an owner can be computed",
+                           path=where, hint="the buffer was edited or damaged after it was written; capture again",
+                           check="time_order")
 
 
 def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from . import manifest as mf
 from .decode import PART_EVENTS, Launch
 from .errors import AtrexError
-from .grade import DEFAULT_TARGET, grade, read_records
+from .grade import DEFAULT_TARGET, check_target, grade, read_records
 from .manifest import Manifest
 from .measure import load_measurement, validate_measurement
 from .validate import Provenance, validate_dir
@@ -30,7 +30,9 @@ def gather(capture_dir: Path | None, manifest: Manifest, measurement: Path | Non
     """`root`: what the measurement's relative paths resolve against (validate_measurement).
     keep_launches=False validates the capture part by part (memory bounded by a part, for captures
     larger than memory) and returns no launches: enough for a grade, not for a picture or trace."""
-    # the files are read (a missing or unreadable one is a usage error) before the capture is validated
+    # the options are checked and the files read (a missing or unreadable one is a usage error) before the
+    # capture is validated
+    check_target(target)
     art = load_measurement(measurement) if measurement else None
     if evidence is not None:
         read_records(evidence)

@@ -11,6 +11,10 @@ binary hash the binary is not bound, which is a note, not a downgrade (evidence 
 records grades as it did). Any field that disagrees is named and makes the grade diagnostic. A
 self-declared "correctness passed" is kept as a note and never counts. A missing piece makes the
 grade diagnostic (with the reasons); any factual failure makes it rejected.
+
+Two rules are strict by choice: the target is two-sided (a recording more than the target faster
+than the clean build is another kernel, not a cheap probe), and one record of the measured build and
+workload whose correctness is not "passed" outweighs any number of passed ones.
 """
 from __future__ import annotations
 
@@ -94,23 +98,58 @@ def _binary(capture: dict, meas: dict) -> tuple[list[str], list[str]]:
             f"--binary {ran['path']}, or capture the binary that was measured)"], []
 
 
-def _record_problem(records: list[dict], capture: dict, workload, evidence: Path) -> str | None:
-    passed = [r for r in records if r.get("correctness") == "passed"]
+def _record_problem(records: list[dict], capture: dict, workload, evidence: Path) -> tuple[str, str] | None:
+    """(the grade's list it goes in, the reason) when the evaluator's records do not show this build
+    correct on this workload. A record of this build and workload whose correctness is not "passed"
+    is a correctness failure whatever the other records say (the strict ranking)."""
+    sha = capture["instrumented_sha256"]
+    mine = [r for r in records if sha in record_shas(r)]
+    same = [r for r in mine if workload is not None and r.get("workload_identity") == workload]
+    failed = [r for r in same if r.get("correctness") != "passed"]
+    if failed:
+        values = ", ".join(sorted({said(r.get("correctness")) for r in failed}))
+        return "disagreements", (f"correctness: {len(failed)} of the {len(same)} records in {evidence} of this build "
+                                 f"and workload say correctness {values}, not 'passed': the kernel gave a wrong result "
+                                 "at least once, whatever the passed records say (fix it, which gives a new build to "
+                                 "evaluate; if the evaluator was wrong, remove its failed record)")
+    if not any(r.get("correctness") == "passed" for r in records):
+        return "missing", f"no passed record in {evidence}"
+    passed = [r for r in mine if r.get("correctness") == "passed"]
     if not passed:
-        return f"no passed record in {evidence}"
-    mine = [r for r in passed if capture["instrumented_sha256"] in record_shas(r)]
-    if not mine:
-        return (f"no passed record in {evidence} names the instrumented source {_short(capture['instrumented_sha256'])}"
-                " (run the evaluator on the instrumented build)")
-    if workload is None or not any(r.get("workload_identity") == workload for r in mine):
-        seen = sorted({repr(r.get("workload_identity")) for r in mine})
-        return f"workload: the evaluator's records say {', '.join(seen)}, the evidence is about {workload!r}"
+        return "missing", (f"no passed record in {evidence} names the instrumented source {_short(sha)} (run the "
+                           "evaluator on the instrumented build)")
+    if not same:  # none failed, so none of this build and workload passed either: there is none
+        seen = sorted({repr(r.get("workload_identity")) for r in passed})
+        return "disagreements", (f"workload: the evaluator's records say {', '.join(seen)}, the evidence is about "
+                                 f"{workload!r}")
+    return None
+
+
+def check_target(target: float) -> None:
+    """The overhead target is a positive fraction (0.10 = 10%); nan or 0 would pass every overhead."""
+    if not (isinstance(target, (int, float)) and 0 < target < float("inf")):
+        raise AtrexError(f"--target {target} must be a positive fraction (0.10 = 10%)",
+                         hint="the overhead may lie within that fraction of the clean build's time, either way")
+
+
+def overhead_problem(overhead: float, target: float) -> str | None:
+    """Why an overhead is beyond the target, either way, or None. Faster by more than the target is
+    not a cheap probe: the instrumented build compiled into another kernel."""
+    if overhead > target:
+        return f"overhead {overhead:+.2%} is above the {target * 100:g}% target"
+    if overhead < -target:
+        return (f"overhead {overhead:+.2%}: the instrumented build runs faster than the clean one by more than the "
+                f"{target * 100:g}% target, so the recording run is another kernel (other registers, instruction "
+                "schedule or occupancy than the clean build) and its timeline does not describe the clean kernel; "
+                "run `atrex-inject check-sass SPEC` to see what the probes changed, then pick another recorder or "
+                "density")
     return None
 
 
 def grade(capture_report: dict | None, manifest: Manifest, measurement: dict | None, measurement_check: dict | None,
           evidence: Path | None, self_declared: str | None = None, target: float = DEFAULT_TARGET,
           hard_threshold: bool = False) -> dict:
+    check_target(target)
     failures, missing, notes = [], [], []
     capture = (capture_report or {}).get("identity") or {
         "instrumented_sha256": manifest.source.instrumented_sha256, "clean_sha256": manifest.source.clean_sha256}
@@ -127,9 +166,9 @@ def grade(capture_report: dict | None, manifest: Manifest, measurement: dict | N
     else:
         meas = measurement_identity(measurement)
         notes += [f"measurement {u}" for u in measurement_check.get("unchecked", [])]
-        if measurement["overhead"] > target:
-            msg = f"overhead {measurement['overhead']:+.2%} is above the {target * 100:g}% target"
-            (failures if hard_threshold else missing).append(msg)
+        beyond = overhead_problem(measurement["overhead"], target)
+        if beyond:
+            (failures if hard_threshold else missing).append(beyond)
     disagree = _disagreements(capture, meas) if capture_report is not None else []
     if capture_report is not None and meas is not None:
         wrong, unbound = _binary(capture, meas)
@@ -144,7 +183,7 @@ def grade(capture_report: dict | None, manifest: Manifest, measurement: dict | N
             notes.append(f"{bad} lines of {evidence} are not JSON records (skipped)")
         why = _record_problem(records, capture, workload, evidence)
         if why:
-            (disagree if why.startswith("workload") else missing).append(why)
+            {"missing": missing, "disagreements": disagree}[why[0]].append(why[1])
     if self_declared:
         notes.append(f"self-declared correctness {self_declared!r} is an exploration note, not evidence")
     g = "rejected" if failures else "diagnostic" if missing or disagree else "decision_grade"

@@ -1,5 +1,6 @@
-"""Perturbation measurement: baseline (A) vs instrumented (B), one fresh process per sample,
-ABBA then BAAB by default. docs/measure.md documents the sample protocol.
+"""Perturbation measurement: baseline (A) vs instrumented (B), one fresh process per sample, in
+blocks of four that are ABBA or BAAB (ABBA then BAAB by default), the two arms two programs.
+docs/measure.md documents the sample protocol.
 
 Each command is a JSON argv array (never a shell string); `{warmup}` and `{iterations}` in it are
 replaced by the requested counts. A sample is valid only if its process exits 0 within the
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,8 @@ FORMAT = "atrex-measurement"
 ARMS = {"A": "baseline", "B": "instrumented"}
 BOOTSTRAP = 2000
 SEED = 20261130  # fixed: validation recomputes the same interval
+BLOCKS = ("ABBA", "BAAB")  # a schedule is made of these: drift falls on both arms alike
+MIN_LATENCY_MS = 1e-6  # 1 ns: no launch is shorter; a smaller number is a timer or unit error (and overflows ratios)
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,12 @@ class Request:
         seq = "".join(self.pattern.replace(",", "").split()) * self.rounds
         if not seq or set(seq) - set(ARMS) or "A" not in seq or "B" not in seq:
             raise AtrexError(f"pattern {self.pattern!r} must use both A (baseline) and B (instrumented) and nothing else")
+        blocks = [seq[i:i + 4] for i in range(0, len(seq), 4)]
+        if any(b not in BLOCKS for b in blocks):
+            raise AtrexError(f"pattern {self.pattern!r} gives the schedule {seq}: every block of four samples must be "
+                             "ABBA or BAAB, so that drift (clocks, temperature, other work on the machine) falls on "
+                             "both arms alike; a blocked schedule such as AAAABBBB lets drift pass for overhead",
+                             hint="keep the default pattern ABBA,BAAB and raise --rounds for more samples")
         if self.baseline == self.instrumented:
             raise AtrexError("the baseline and instrumented commands are the same: that measures nothing",
                              hint="arm B must run the instrumented build, arm A the clean one")
@@ -58,6 +68,56 @@ class Request:
     def argv(self, arm: str) -> list[str]:
         cmd = self.baseline if arm == "A" else self.instrumented
         return [a.replace("{warmup}", str(self.warmup)).replace("{iterations}", str(self.iterations)) for a in cmd]
+
+
+def _file_of(arg: str, base: Path, program: bool) -> Path | None:
+    """The file an argument names here, resolved, or None; a program named without a slash is found on
+    PATH, as exec finds it."""
+    try:
+        path = shutil.which(arg) if program and "/" not in arg else Path(base, arg)
+        return Path(path).resolve() if path and Path(path).is_file() else None
+    except (OSError, ValueError):  # a name too long, a NUL byte, a loop of links: no file
+        return None
+
+
+def _sha_or_none(path: Path) -> str | None:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+def same_program(a: list[str], b: list[str], base: Path) -> str | None:
+    """Why two commands that differ in spelling run the same thing, or None: wherever they differ, the
+    two arguments are one path spelled two ways (dir/prog, dir/./prog), one file, or two files with
+    one sha256. Relative paths are taken under `base` (the folder the samples ran in)."""
+    if len(a) != len(b):
+        return None
+    same = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x == y:
+            continue
+        fx, fy = _file_of(x, base, i == 0), _file_of(y, base, i == 0)
+        if fx and fy and fx == fy:
+            same.append(f"{x} and {y} are one file")
+        elif fx and fy and (sha := _sha_or_none(fx)) and sha == _sha_or_none(fy):
+            same.append(f"{x} and {y} are two files with one sha256 {sha[:16]}…")
+        elif not (fx or fy) and (i or "/" in x and "/" in y) and os.path.normpath(x) == os.path.normpath(y):
+            same.append(f"{x} and {y} are one path")
+        else:
+            return None
+    return ("the baseline and instrumented commands run the same program (" + "; ".join(same) + "): that measures "
+            "nothing") if same else None
+
+
+def one_build(binaries: list[dict]) -> str | None:
+    """Why the hashed binaries show one build measured against itself: two paths with one sha256."""
+    paths: dict[str, list[str]] = {}
+    for h in binaries:
+        paths.setdefault(h["sha256"], []).append(h["path"])
+    twins = next((sorted(set(ps)) for ps in paths.values() if len(set(ps)) > 1), None)
+    return (f"binaries {' and '.join(twins)} have one sha256: the clean and the instrumented build are one program "
+            "(rebuild the instrumented one after apply)") if twins else None
 
 
 def parse_argv(text: str, what: str) -> list[str]:
@@ -101,6 +161,9 @@ def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict
         return None, raw, "field 'device_identity.uuid' is missing or not a string"
     if not 0 < s["latency_ms"] < 1e300:  # exact for huge ints (math.isfinite would overflow); false for nan and inf
         return None, raw, f"latency_ms {str(s['latency_ms'])[:40]} is not a finite positive number"
+    if s["latency_ms"] < MIN_LATENCY_MS:
+        return None, raw, (f"latency_ms {s['latency_ms']!r} is below {MIN_LATENCY_MS:g} ms (1 ns): no launch is that "
+                           "short, so the sample's timer or unit is wrong")
     if s["correctness"] != "passed":
         return None, raw, f"correctness is {s['correctness']!r}"
     if s["synchronized"] is not True:
@@ -161,11 +224,16 @@ def _check_request(req: Request, out: Path) -> None:
 def measure(req: Request, out: Path, progress: Callable[[int, int, str], None] | None = None) -> dict:
     schedule = req.schedule()
     _check_request(req, out)
+    binaries = _hashes(req.binaries, req.root)
+    why = same_program(req.baseline, req.instrumented, Path.cwd()) or one_build(binaries)
+    if why:
+        raise AtrexError(why, hint="arm A must run the clean build and arm B the instrumented one, two different "
+                                   "programs: build the instrumented one after apply, to another path")
     art = {"format": FORMAT, "version": 1, "schedule": "".join(schedule),
            "requested": {"warmup": req.warmup, "iterations": req.iterations, "pattern": req.pattern,
                          "rounds": req.rounds, "timeout_s": req.timeout_s},
            "commands": {"A": req.baseline, "B": req.instrumented},
-           "sources": _hashes(req.sources, req.root), "binaries": _hashes(req.binaries, req.root), "samples": [],
+           "sources": _hashes(req.sources, req.root), "binaries": binaries, "samples": [],
            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     first, reasons = None, []
     for i, arm in enumerate(schedule):
@@ -294,6 +362,8 @@ def validate_measurement(path: Path, root: Path | None = None) -> dict:
                 problems.append("schedule does not match the requested pattern and rounds, or samples are missing")
         except AtrexError as e:
             problems.append(e.message)
+        problems += filter(None, [same_program(req.baseline, req.instrumented, root or Path.cwd()),
+                                  one_build(art.get("binaries", []))])
         first = None
         for i, s in enumerate(art["samples"]):
             if s["argv"] != req.argv(s["arm"]):

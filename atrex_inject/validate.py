@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .decode import PART_EVENTS, Launch, capture_files, decode_parts, site_counts
+from .decode import PART_EVENTS, WINDOW_NS, Launch, capture_files, decode_parts, site_counts
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
 from .launchfile import IKET_LOG_LINE_CHARS, SIDECAR_FORMAT
@@ -48,7 +48,6 @@ NEXT_STEP = {
     "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
 }
 FIRST = 5
-WINDOW_NS = 1 << 31  # %globaltimer_lo unwraps unambiguously only within 2^31 ns of the owner's full start time
 
 
 @dataclass
@@ -133,13 +132,11 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
     check.fail(back.size, f"{launch.name}: {back.size} events earlier than the event before them in their owner: "
                           f"{_events_str(launch, m, back)}")
     claimed = launch.owners["claims"] > 0
+    # decode refused a launch whose starts leave its window (decode.STAMP_LIMIT_NS), so no difference
+    # here wraps; every event's owner starts no earlier than `start`, so an event past its owner's
+    # window is past the launch's too
     start = int(t0[claimed].min()) if claimed.any() else 0
     late = t - start >= WINDOW_NS
-    # every event's owner starts no earlier than `start`, so an event past its owner's window is past
-    # the launch's too, unless these times are far enough apart to overflow int64 (a corrupt header)
-    near = start >= 0 and (int(t0[claimed].max()) if claimed.any() else 0) < 1 << 62
-    if not near:
-        late |= t - t0[own] >= WINDOW_NS
     out = np.flatnonzero(late)
     check.fail(out.size, f"{launch.name}: {out.size} events outside their owner's window (before its start, or "
                          f"more than 2.1 s after the launch began): {_events_str(launch, m, out)}")
@@ -154,7 +151,7 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
     check.fail(inverted.size, f"{launch.name}: {inverted.size} owners ended before they started: "
                               f"{_owners_str(launch, inverted)}")
     ended[own[late]] = False  # an owner with events past the window is counted by them
-    overlong = np.flatnonzero(ended & ((t1 - start if near else t1 - t0) >= WINDOW_NS))
+    overlong = np.flatnonzero(ended & (t1 - start >= WINDOW_NS))
     check.fail(overlong.size, f"{launch.name}: {overlong.size} owners ended 2^31 ns (2.1 s) or more after the launch "
                               f"began: {_owners_str(launch, overlong)}")
 

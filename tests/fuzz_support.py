@@ -4,13 +4,15 @@ sidecars, capture buffers and file names, and the one property every run asserts
 
 The property: the command ends with exit 0, 1 (a rejection) or 2 (an error with a message),
 never with an exception, nor with the error boundary's "internal error" (an exception nobody
-turned into a specific message); on exit 2 no file in the tree changed.
+turned into a specific message); on exit 2 no file in the tree changed; no output shows an enum's
+repr (`<Role.THREAD: 'thread'>`) where the spec's word belongs.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import random
+import re
 import shutil
 import zlib
 from pathlib import Path
@@ -28,6 +30,7 @@ HOSTILE_TOML = ['"}"', '"kt /* "', '"kt\\n#error x"', '"\\u2028"', '"\\u0000"', 
                 "[" * 300 + "]" * 300, '"a; b"', '"(a"', '""', '"x"', "{ entry = true }", '{ call = "" }']
 HOSTILE_JSON = [None, True, -1, 0, 2 ** 32, 10 ** 400, 1e308, "", "x", "../../etc/passwd", [], {}, [1, 2],
                 {"a": 1}, "\u2028", "\x00"]
+ENUM_REPR = re.compile(r"<[A-Z]\w*\.[A-Z][A-Z0-9_]*: ")
 ODD_NAMES = ["x.atrex", "k-launchX.atrex", "-launch.atrex", "k-launch99999999999999999999.atrex",
              "k-launch-1.atrex", "k-launch1.atrex.atrex", "k.launch1.atrex", ".atrex", "k-launch 1.atrex"]
 
@@ -49,6 +52,8 @@ def check_cli(root: Path, *args: str) -> int:
         raise Outcome(f"{args[0]}: {type(r.exception).__name__}: {r.exception}") from r.exception
     if r.exit_code not in (0, 1, 2):
         raise Outcome(f"{args[0]}: exit {r.exit_code}: {r.output[-500:]}")
+    if ENUM_REPR.search(r.output):
+        raise Outcome(f"{args[0]}: an enum's repr in the output: {ENUM_REPR.search(r.output)[0]}")
     if r.exit_code == 2:
         if "error" not in r.output or "internal error" in r.output:
             raise Outcome(f"{args[0]}: exit 2 without a specific message: {r.output[-500:]}")

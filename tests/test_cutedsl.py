@@ -83,7 +83,8 @@ def _spec(tmp_path, body: str, intervals: str = "") -> tuple:
     ('[[site]]\nname = "a"\nanchor = { call = "nowhere" }\n', "", "matches nothing"),
     ('[[site]]\nname = "a"\nanchor = { stmt = "cute.arch" }\n', "", "matches 4 places"),
     ('[[site]]\nname = "a"\nanchor = { ptx = "bar.sync" }\n', "", "ptx anchors apply to the cuda backend"),
-    ('[[site]]\nname = "a"\nanchor = { entry = true }\nrole = "thread"\n', "", "IKeT records per warp"),
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\nrole = "thread"\n', "",
+     "role 'thread' is per thread; IKeT records per warp"),
     ('[[site]]\nname = "a"\nanchor = { entry = true }\n[[site]]\nname = "b"\nanchor = { exit = true }\n'
      'payload = "1"\n', 'intervals = ["a -> b"]', "same payload shape"),
     ('[[site]]\nname = "a"\nanchor = { entry = true }\nrole = "cta"\n[[site]]\nname = "b"\nanchor = { exit = true }\n'

@@ -136,6 +136,29 @@ def test_owner_that_ends_after_the_window(tmp_path):
                                          "launch began: owner 528 (CTA (0, 0, 0), warp 0, thread 0)")
 
 
+@pytest.mark.parametrize("name,o,t0_hi", [("gemm_mma", 0, lambda hi: hi | 0x8000_0000),
+                                          ("reduce_sumsq", 528, lambda hi: 0)], ids=["top_bit", "high_word_cleared"])
+def test_owner_start_outside_the_launch_window(tmp_path, name, o, t0_hi):
+    """An owner's start stamp with its top bit set, or with its high word cleared (its events unwrap
+    from it, so they move along; CRC re-signed). The top bit on the GEMM's first owner made the
+    window arithmetic wrap int64: the capture was valid and summary showed a span of 9.2e15 µs; a
+    start 57 years early made every other owner's events look late. Decode refuses the launch, naming
+    the owner: validate counts it once under time_order, and summary exits 2 with the same words."""
+    s = Synthetic(tmp_path, name)
+    s.owners["t0_hi"][o] = t0_hi(int(s.owners["t0_hi"][o]))
+    claimed = np.flatnonzero(s.owners["claims"] > 0)
+    mid = sorted(_start(s, i) for i in claimed)[claimed.size // 2]
+    r = s.save().validate()
+    assert failing(r) == {"time_order": 1}
+    assert _detail(r, "time_order") == (
+        f"{s.raw_path}: 1 owners start outside the launch's window (within 2^31 ns, 2.1 s, of the median start of its "
+        f"owners, and below 2^62 ns): owner {o} (CTA (0, 0, 0), thread 0) starts at {_start(s, o)} ns, the median "
+        f"owner at {mid} ns; no event time of such an owner can be computed\n"
+        "  hint: the buffer was edited or damaged after it was written; capture again")
+    out = runner.invoke(app, ["summary", str(s.dir)])
+    assert out.exit_code == 2 and "1 owners start outside the launch's window" in out.output
+
+
 def test_owner_count_published_without_an_end(tmp_path):
     """End time 0 (never reached its exit) beside a published count, which is written with it."""
     s = Synthetic(tmp_path)
@@ -383,6 +406,57 @@ def _set_latency(doc, i, value: str):
 def test_measurement_field_faults(tmp_path, edit, problem):
     v = validate_measurement(_meas(tmp_path, edit, resign=False))
     assert not v["valid"] and len(v["problems"]) == 1 and v["problems"][0].startswith(problem), v["problems"]
+
+
+def _blocked(doc) -> None:
+    """The same samples run AAAABBBB twice instead of ABBA BAAB twice."""
+    a, b = ([s for s in doc["samples"] if s["arm"] == arm] for arm in "AB")
+    doc["samples"] = [{**s, "index": i} for i, s in enumerate(a[:4] + b[:4] + a[4:] + b[4:])]
+    doc.update(schedule="AAAABBBB" * 2, requested={**doc["requested"], "pattern": "AAAABBBB"})
+
+
+def _respelled(doc) -> None:
+    """Arm B runs arm A's program, its path spelled with a `/./`."""
+    prog = doc["commands"]["A"][0]
+    other = prog.replace("/gemm_mma.clean", "/./gemm_mma.clean")
+    doc["commands"]["B"] = [other, *doc["commands"]["A"][1:]]
+    for s in doc["samples"]:
+        s["argv"] = [other if s["arm"] == "B" else prog, *s["argv"][1:]]
+
+
+@pytest.mark.parametrize("edit,problem", [
+    (_blocked, "pattern 'AAAABBBB' gives the schedule AAAABBBBAAAABBBB: every block of four samples must be ABBA or "
+               "BAAB, so that drift (clocks, temperature, other work on the machine) falls on both arms alike; a "
+               "blocked schedule such as AAAABBBB lets drift pass for overhead"),
+    (_respelled, "the baseline and instrumented commands run the same program (/tmp/tmp.TZLIvKJjT4/gemm_mma.clean "
+                 "and /tmp/tmp.TZLIvKJjT4/./gemm_mma.clean are one path): that measures nothing"),
+    (lambda d: d["binaries"][1].update(sha256=d["binaries"][0]["sha256"]),
+     "binaries gemm_mma.clean and gemm_mma.inst have one sha256: the clean and the instrumented build are one program "
+     "(rebuild the instrumented one after apply)"),
+    (lambda d: _set_latency(d, 0, "1e-320"), "sample 0: latency_ms 1e-320 is below 1e-06 ms (1 ns): no launch is "
+                                             "that short, so the sample's timer or unit is wrong"),
+], ids=["blocked_schedule", "one_program_two_spellings", "one_build_two_binaries", "subnormal_latency"])
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # re-signed as measure used to
+def test_measurement_that_measures_nothing_trustworthy(tmp_path, edit, problem):
+    """Planted in the real artifact and re-signed (medians, overhead and interval recomputed, as measure
+    wrote them: a subnormal baseline gives an overhead of +inf): each used to validate, and is now
+    rejected by exactly one named problem."""
+    v = validate_measurement(_meas(tmp_path, edit))
+    assert not v["valid"] and v["problems"] == [problem], v["problems"]
+
+
+def test_verdict_rejects_a_blocked_measurement(tmp_path):
+    """The blocked schedule through verdict: the capture and record are of the build, the measurement
+    is not evidence (it graded decision_grade)."""
+    r = runner.invoke(app, ["verdict", str(FIX / "gemm_mma"), "--measurement", str(_meas(tmp_path, _blocked)),
+                            "--correctness-evidence", str(_record(tmp_path)), "--root", str(tmp_path), "--json"],
+                      catch_exceptions=False)
+    g = json.loads(r.output)
+    assert r.exit_code == 1 and g["grade"] == "rejected"
+    assert g["failures"] == ["measurement: pattern 'AAAABBBB' gives the schedule AAAABBBBAAAABBBB: every block of four "
+                             "samples must be ABBA or BAAB, so that drift (clocks, temperature, other work on the "
+                             "machine) falls on both arms alike; a blocked schedule such as AAAABBBB lets drift pass "
+                             "for overhead"]
 
 
 @pytest.mark.parametrize("edit,problem", [

@@ -457,3 +457,19 @@ def test_a_template_kernel_launched_with_deduced_arguments_gets_its_statement_tw
     assert "axpy__atrex<<<1, 32>>>(a, x, y); } else { axpy<<<1, 32>>>(a, x, y); } __atrex_cap.finish(); }" in lines[i + 9]
     compiles(tmp_path / "d.cu")
     assert cli("revert", spec)[0] == 0 and (tmp_path / "d.cu").read_text() == DEDUCED
+
+
+def test_a_kernel_declared_before_its_definition_gets_a_declared_copy_that_compiles(tmp_path):
+    """The copy is declared after the kernel's declaration, its note a comment (the `//` was once
+    dropped, leaving prose after the semicolon that nvcc refused); with a sampled loop site and a
+    launch between declaration and definition, the instrumented file compiles and reverts exactly."""
+    spec = project(tmp_path, "declared.cu", '"step"', extra=(
+        '[[site]]\nname = "it"\nanchor = { loop = "for (int i" }\nposition = "loop-begin"\nevery = 4\n'
+        "ctas = { stride = 8 }"))
+    before = user_files(tmp_path)
+    apply_json(spec)
+    src = tmp_path / "declared.cu"
+    compiles(src)
+    assert ("__global__ void step__atrex(float* x, int n);  // atrex: step__atrex, the instrumented copy of step, "
+            "launched in its place only while recording") in src.read_text().split("\n")
+    reverts_exact(spec, before)

@@ -4,7 +4,6 @@ for sm_90a and revert byte for byte."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 

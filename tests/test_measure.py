@@ -3,12 +3,15 @@ bad sample rejects the run naming the sample and the reason; validate catches ta
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from atrex_inject.errors import AtrexError
+from atrex_inject.fsio import sha256_file
 from atrex_inject.measure import Request, measure, validate_measurement
 
 PROG = str(Path(__file__).parent / "sample_prog.py")
@@ -85,3 +88,51 @@ def test_bootstrap_interval_brackets_overhead(tmp_path):
     r = summarize(samples)
     assert r["overhead_ci95"][0] <= r["overhead"] <= r["overhead_ci95"][1]
     assert 0.05 < r["overhead"] < 0.15
+
+
+def test_a_blocked_schedule_is_refused_before_any_sample(tmp_path):
+    """AAAABBBB puts drift between the arms' blocks into the overhead: every block of four must be
+    ABBA or BAAB (the strict reading), checked before a sample runs."""
+    for pattern in ("AAAABBBB", "AB", "ABBA,ABAB"):
+        with pytest.raises(AtrexError, match="every block of four samples must be ABBA or BAAB"):
+            run(tmp_path, pattern=pattern)
+        assert not (tmp_path / "m.json").exists()
+    art, _, _ = run(tmp_path, pattern="BAAB", rounds=2)
+    assert art["valid"] and art["schedule"] == "BAABBAAB"
+
+
+@pytest.mark.parametrize("spelling,why", [
+    (lambda tmp: f"{Path(PROG).parent}/./{Path(PROG).name}", "are one file"),  # pathlib would drop the "."
+    (lambda tmp: shutil.copy(PROG, tmp / "copy_of_sample_prog.py"), "are two files with one sha256"),
+])
+def test_one_program_under_two_names_is_refused(tmp_path, spelling, why):
+    """The baseline and instrumented arms running one program, spelled two ways or copied: refused
+    like identical commands, before any sample."""
+    other = str(spelling(tmp_path))
+    req = Request(cmd("good", 1.0), [sys.executable, other, *cmd("good", 1.0)[2:]], warmup=3, iterations=7)
+    with pytest.raises(AtrexError) as e:
+        measure(req, tmp_path / "m.json")
+    assert e.value.message == (f"the baseline and instrumented commands run the same program ({PROG} and {other} "
+                               f"{why}{' ' + sha256_file(PROG)[:16] + '…' if 'sha256' in why else ''}): that "
+                               "measures nothing")
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_two_binaries_with_one_sha256_are_refused(tmp_path):
+    """The clean and instrumented builds hashed with --binary are one program (built before apply)."""
+    clean, inst = tmp_path / "k.clean", tmp_path / "k.inst"
+    clean.write_bytes(b"\x7fELF same bytes")
+    inst.write_bytes(b"\x7fELF same bytes")
+    req = Request(cmd("good", 1.0), cmd("good", 1.05), 3, 7, binaries=(str(clean), str(inst)), root=str(tmp_path))
+    with pytest.raises(AtrexError, match="binaries k.clean and k.inst have one sha256: the clean and the "
+                                         "instrumented build are one program"):
+        measure(req, tmp_path / "m.json")
+
+
+def test_a_subnormal_latency_is_refused(tmp_path):
+    """1e-320 ms made the overhead +inf and its interval NaN (an artifact that is not standard JSON)."""
+    art, path, _ = run(tmp_path, a=1e-320)
+    assert not art["valid"] and "overhead" not in art
+    assert art["reasons"] == ["sample 0 (baseline): latency_ms 1e-320 is below 1e-06 ms (1 ns): no launch is that "
+                              "short, so the sample's timer or unit is wrong"]
+    json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the artifact"))

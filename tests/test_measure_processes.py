@@ -33,10 +33,11 @@ GOOD_PROG = prog("print(LINE)")
 
 
 def one(tmp_path, body: str, timeout: float = 20.0, arm: str = "A") -> tuple[dict, dict]:
-    """Measure with the misbehaving program in one arm (the first sample of the schedule)."""
+    """Measure with the misbehaving program in one arm (the first sample of the schedule; a schedule
+    is ABBA or BAAB blocks)."""
     bad = prog(body)
     req = Request(bad if arm == "A" else GOOD_PROG, bad if arm == "B" else GOOD_PROG, warmup=3, iterations=7,
-                  pattern="AB" if arm == "A" else "BA", timeout_s=timeout)
+                  pattern="ABBA" if arm == "A" else "BAAB", timeout_s=timeout)
     art = measure(req, tmp_path / "m.json")
     return art, art["samples"][0]
 
@@ -90,7 +91,7 @@ def test_big_output_is_counted_not_kept(tmp_path):
             "sys.stdout.buffer.write(b'\\n'); sys.stderr.buffer.write(blob * 4)\nprint(LINE)\n")
     driver = ("import json, resource; from pathlib import Path; from atrex_inject.measure import Request, measure\n"
               f"bad = {prog(body)!r}; good = {GOOD_PROG!r}\n"
-              "req = Request(bad, good, warmup=3, iterations=7, pattern='AB')\n"
+              "req = Request(bad, good, warmup=3, iterations=7, pattern='ABBA')\n"
               f"art = measure(req, Path({str(tmp_path / 'm.json')!r}))\n"
               f"print(json.dumps([art['samples'][0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))")
     base = subprocess.run([sys.executable, "-c", "import resource, atrex_inject.measure; "
@@ -137,6 +138,7 @@ def test_non_utf8_output_is_replaced(tmp_path):
     (["--timeout", "-1"], "--timeout -1.0 must be a positive number of seconds"),
     (["--iterations", "-5"], "iterations and rounds >= 1"),
     (["--out", "."], "is a folder, or its folder does not exist"),
+    (["--pattern", "AAAABBBB"], "every block of four samples must be ABBA or BAAB"),
 ])
 def test_bad_options_refused_before_any_sample(tmp_path, monkeypatch, opt, msg):
     marker = tmp_path / "ran"

@@ -46,7 +46,8 @@ def test_bad_staging_is_refused_at_its_line(project, staging, msg):
 def test_staging_needs_warp_level_roles(project):
     spec = _spec_with(project, ("[capture]\n", STAGING), ('role = "cta"', 'role = "thread"'))
     line = next(i for i, t in enumerate(spec.read_text().splitlines(), 1) if t == 'role = "thread"')
-    with pytest.raises(SpecError, match="records per thread; capture.staging stages per warp") as e:
+    # the spec's word, never the enum's repr (<Role.THREAD: 'thread'>)
+    with pytest.raises(SpecError, match="role 'thread' records per thread; capture.staging stages per warp") as e:
         make_plan(load_spec(spec))
     assert e.value.line == line
 

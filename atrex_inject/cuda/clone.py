@@ -101,7 +101,7 @@ def clone_kernel(edits: Edits, kernel: Kernel, declarations) -> None:
     note = (f"// atrex: {kernel.name}{CLONE_SUFFIX}, the instrumented copy of {kernel.name}, "
             f"launched in its place only while recording")
     for d in declarations:
-        edits.insert(d.end, AFTER, f"{nl}{head(d.start, d.name_span, d.name_end, d.end)}  {note.removeprefix('// ')}",
+        edits.insert(d.end, AFTER, f"{nl}{head(d.start, d.name_span, d.name_end, d.end)}  {note}",
                      1)
     holder: list[Replacement] = []
 
