@@ -437,3 +437,28 @@ def test_h200_captures_of_each_launch_path(example):
         assert s["written"] == 1 and s["not_captured"] == [] and s["failed_hooks"] == []
         assert s["launches"] >= 3 and s["skipped"] == s["launches"] - 1
     assert "import atrex_inject" not in (d / "kernel.instrumented.py").read_text()  # the program as its author wrote it
+
+
+def test_h200_capture_through_every_hooked_api():
+    """scripts/pylaunch_check.py's capture: one string launched through each hooked API in one
+    process, every launch written, as apis.json lists them. Each launch the check expected captured
+    is in the folder, written by the hook of its API; the launch into a graph is not, and the
+    ledger says why; validate notes it."""
+    d = FIX / "apis"
+    if not (d / "apis.json").is_file():
+        pytest.skip(f"no H200 capture in {d.relative_to(REPO)} yet: run scripts/gpu-pylaunch.sh on the GPU host, then "
+                    "python scripts/pylaunch_fixtures.py RESULTS.tar.gz LABEL")
+    launches = json.loads((d / "apis.json").read_text())
+    code, out = cli("validate", d, "--source", d / "kernel.instrumented.py", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["verdict"] == "valid", out
+    sides = {s["launch_seq"]: s for s in (json.loads(p.read_text()) for p in d.glob("*-launch*.json"))}
+    assert sorted(sides) == [n["seq"] for n in launches if n["captured"]]
+    assert [sides[n["seq"]]["capture"] for n in launches if n["captured"]] == \
+           [n["api"] for n in launches if n["captured"]]
+    assert {"cupy", "cuda.bindings"} <= {sides[s]["capture"] for s in sides}
+    s = ledger.summary(d)
+    missed = [(n["seq"], n["api"]) for n in s["not_captured"]]
+    assert missed == [(n["seq"], n["api"]) for n in launches if not n["captured"]] and missed
+    assert all("capturing a CUDA graph" in n["reason"] for n in s["not_captured"])
+    assert any("were not captured" in note for note in r["notes"])

@@ -11,6 +11,8 @@ launches are not captured.
 """
 from __future__ import annotations
 
+import inspect
+
 from .driver import capturing, mirror_attributes
 from .session import Origin, current
 
@@ -60,6 +62,10 @@ def patch(core) -> None:
     if not (hasattr(core, "Program") and hasattr(core, "launch")):
         return  # cuda.core 1.x's package, or 0.x's cuda.core.experimental: whichever holds them
     Base, orig_launch = core.Program, core.launch
+    first = next(iter(inspect.signature(orig_launch).parameters), None)
+    if first != "stream":  # cuda.core before 0.3 took launch(kernel, config, *args)
+        raise RuntimeError(f"this cuda.core's launch takes {first!r} first; the hooks know launch(stream, config, "
+                           "kernel, *args) (cuda.core 0.3 and later)")
 
     class Program(Base):
         __doc__ = Base.__doc__
@@ -82,5 +88,5 @@ def patch(core) -> None:
         return _launch(orig_launch, stream, config, kernel, kernel_args)
 
     Program.__module__, Program.__qualname__ = Base.__module__, Base.__qualname__
-    launch.__doc__, launch.__module__ = orig_launch.__doc__, getattr(orig_launch, "__module__", core.__name__)
+    launch.__doc__, launch.__qualname__ = orig_launch.__doc__, "launch"
     core.Program, core.launch = Program, launch
