@@ -536,7 +536,7 @@ def capture(ctx: typer.Context,
         out.print(f"{len(r['launches'])} launch(es) captured in {r['out']} (program {r['program']['path']}, "
                   f"sha256 {r['program']['sha256'][:16]}…)", markup=False)
         py = r.get("python")
-        if py:  # what the launch hooks did in the program's Python processes
+        if py and (py["launches"] or py["not_captured"] or py["failed_hooks"]):  # what the launch hooks did
             out.print(f"  from Python ({', '.join(py['hooked']) or 'no launch API imported'}): {py['launches']} "
                       f"launch(es) of the kernel, {py['written']} captured, {py['skipped']} left out by [capture] "
                       f"skip/count, {len(py['not_captured'])} NOT captured", markup=False)

@@ -4,7 +4,7 @@ examples/kernelpy/cupy/kernel.py launched, in one process, through
 
     0 cupy.RawKernel           1 cupy.RawModule(code=...).get_function
     2 NVRTC + cuLaunchKernel   3 NVRTC + cuLaunchKernelEx (cuda.bindings)
-    4 cuda.core Program + launch (where cuda.core is installed)
+    4 cuda.core Program + launch (where cuda.core 1.x is installed)
     5 cuLaunchKernel on a stream capturing a CUDA graph (the hooks must count it as not captured)
 
 Nothing here calls atrex-inject: the hooks see the launches. Each launch's output is checked
@@ -77,9 +77,10 @@ def main(kernel_py: Path, out_json: Path) -> int:
     done.append(("cuLaunchKernelEx", "cuda.bindings", True))
     try:
         import cuda.core as core
-    except ImportError:
+        core.launch  # noqa: B018 - cuda.core before 1.0 kept it in cuda.core.experimental
+    except (ImportError, AttributeError) as e:
         core = None
-        print("cuda.core is not installed: its launch is not exercised")
+        print(f"cuda.core 1.x is not installed ({e}): its launch is not exercised")
     if core is not None:
         dev = core.Device()
         dev.set_current()

@@ -347,6 +347,32 @@ def test_capture_says_what_the_hooks_saw(project, tmp_path, program, needles):
         assert n in msg["error"] + "\nhint: " + msg["hint"], msg
 
 
+LEFT_A_FILE = UNCAPTURED + """
+import glob, os, shutil, sys
+for f in glob.glob(os.path.join(sys.argv[1], "rmsnorm_rows-launch2.*")):  # a real capture, standing in for one written
+    shutil.copy(f, os.environ["ATREX_TIMELINE_OUT"])
+"""
+
+
+@needs_nvrtc
+def test_capture_lists_each_launch_not_captured(project, tmp_path):
+    """A capture that wrote a launch and missed another exits 0 and lists the one missed, with its
+    reason and what to do (synthetic program: the file it leaves is copied from a real capture,
+    the launch it misses is made through the hooks' session)."""
+    applied(project, "rmsnorm_nvrtc")
+    prog = tmp_path / "prog.py"
+    prog.write_text(LEFT_A_FILE)
+    code, out = cli("capture", "--spec", project / "examples" / "specs" / "rmsnorm_nvrtc.toml", "--out",
+                    tmp_path / "cap", "--", sys.executable, prog, REPO / "tests" / "fixtures" / "h200" / "kernelpy" /
+                    "rmsnorm_nvrtc")
+    assert code == 0, out
+    assert "1 launch(es) captured in" in out
+    assert ("from Python (cuda.bindings.driver): 3 launch(es) of the kernel, 0 captured, 2 left out by [capture] "
+            "skip/count, 1 NOT captured") in out
+    assert "launch 2 through cuda.bindings: its module came from cuModuleLoad(rmsnorm.cubin)" in out
+    assert "to capture it: compile the instrumented string in this process" in out
+
+
 def _fixture_copy(tmp_path: Path) -> Path:
     d = tmp_path / "cap"
     shutil.copytree(REPO / "tests" / "fixtures" / "h200" / "kernelpy" / "rmsnorm_nvrtc", d)

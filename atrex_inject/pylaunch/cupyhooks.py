@@ -5,8 +5,9 @@ the kernel through Session.launch (docs/launches.md, "Launches from Python").
   taken from the module CuPy built for it (`kernel.module.get_function`) and launched by CuPy with
   the same arguments, stream and shared memory.
 - `RawModule(code=..., name_expressions=...)`: a name expression of the kernel is followed by the
-  copy's (a template kernel's copy must be instantiated too); `get_function(name)` returns the
-  RawKernel CuPy made, wrapped so its calls come here (every attribute read or set goes to it).
+  copy's (a template kernel's copy must be instantiated too); `get_function(name)` of the kernel
+  returns the RawKernel CuPy made, wrapped so its calls come here (every attribute read or set goes
+  to it); any other function is returned as CuPy made it.
 
 Not seen: a RawKernel's `.kernel` (a cupy Function) called directly, and modules loaded by hand
 with `cupy.cuda.Module`; a RawModule loaded from a `path` is seen, and its launches are not
@@ -90,7 +91,8 @@ def patch(cupy) -> None:
             super().__init__(*args, **kwargs)
 
         def get_function(self, name):
-            return _Hooked(super().get_function(name))
+            ker, s = super().get_function(name), current()
+            return _Hooked(ker) if s is not None and s.is_kernel(ker.name) else ker  # others as CuPy made them
 
     for cls, base in ((RawKernel, Kernel), (RawModule, Module)):
         cls.__module__, cls.__qualname__ = base.__module__, base.__qualname__
