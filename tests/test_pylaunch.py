@@ -161,7 +161,7 @@ def build(t, exprs=()):
 
 s = current()
 prog, image = build(text, [expr])
-problem = lambda image, capturing=False: s._problem(image_origin(image, "cuModuleLoadData"), capturing)
+problem = lambda image, capturing=False: s._problem(image_origin(image, "cuModuleLoadData"), lambda: capturing)
 print(json.dumps({"lowered": nvrtc.nvrtcGetLoweredName(prog, copy.encode())[1].decode(),
                   "copy": kernel_copy(s.manifest, nvrtc.nvrtcGetLoweredName(prog, expr.encode())[1]).decode(),
                   "traced": problem(image), "graph": problem(image, True),

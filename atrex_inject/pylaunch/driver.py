@@ -93,9 +93,12 @@ def _name(f) -> bytes | None:
     except TypeError:
         return None
     if k not in _names:
-        err, name = d.cuFuncGetName(f)
-        if err != d.CUresult.CUDA_SUCCESS:  # a CUkernel passed where a CUfunction goes
-            err, name = d.cuKernelGetName(d.CUkernel(k))
+        try:
+            err, name = d.cuFuncGetName(f)
+            if err != d.CUresult.CUDA_SUCCESS:  # a CUkernel passed where a CUfunction goes
+                err, name = d.cuKernelGetName(d.CUkernel(k))
+        except Exception:  # noqa: BLE001 - no driver: the launch itself will say so
+            return None
         _names[k] = name if err == d.CUresult.CUDA_SUCCESS else None
     return _names[k]
 

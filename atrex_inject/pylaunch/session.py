@@ -84,7 +84,9 @@ class Session:
     def is_kernel(self, symbol: str | bytes | None) -> bool:
         return symbol is not None and kernel_copy(self.manifest, symbol) is not None
 
-    def _problem(self, origin: Origin, capturing: bool) -> tuple[str, str] | None:
+    def _problem(self, origin: Origin, capturing: Callable[[], bool]) -> tuple[str, str] | None:
+        """Why a launch from a module of this origin, on a stream `capturing()` says is capturing a
+        graph or not, cannot be captured (reason, what to do); None when it can."""
         if origin.text is None:
             return f"its module came from {origin.how}: the CUDA text it was built from is unknown", COMPILE_HERE
         sid = source_id_of(origin.text)
@@ -93,7 +95,7 @@ class Session:
                     f"(source id {sid[:16]}…, the manifest's {self.manifest.source.source_id[:16]}…)",
                     "compile the string exactly as `apply` wrote it (no .replace or formatting on it); after editing "
                     "the source, revert, apply and rebuild")
-        if capturing:
+        if capturing():
             return ("its stream is capturing a CUDA graph: the launch would run at replay, with no buffer bound",
                     "launch the kernel outside graph capture while recording")
         return None
@@ -125,7 +127,7 @@ class Session:
     def _capture(self, seq, api, copy, grid, block, stream, clean, instrumented, origin, module, capturing):
         try:
             o = origin()
-            problem = self._problem(o, capturing())
+            problem = self._problem(o, capturing)
             if problem:
                 self._missed(seq, api, *problem)
                 return clean()
