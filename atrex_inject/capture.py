@@ -3,7 +3,10 @@ folder as format-2 raw files with sidecars, whatever the backend (backend.Backen
 CUDA recorder writes them itself, the CuTe DSL route runs IKeT's run-iket and normalizes its
 output), with the manifest copied in as it is, so the folder decodes by itself, and the run
 record (runrecord.py: the program and its argument files, hashed before and after the run), so
-the folder names the binary it is evidence of.
+the folder names the binary it is evidence of. With the cuda backend every Python process of the
+program gets the launch hooks (pylaunch/): the kernel's launches from cuda-python, cuda.core and
+CuPy are captured with no change to the program, and what each process did with them is reported
+here (its ledger, pylaunch/ledger.py).
 """
 from __future__ import annotations
 
@@ -11,22 +14,23 @@ import os
 import shutil
 from pathlib import Path
 
-from . import registry
 from . import manifest as mf
-from . import runrecord, snapshot
+from . import registry, runrecord, snapshot
 from .decode import capture_files
 from .errors import CaptureError
 from .fsio import sha256_bytes
+from .pylaunch import ledger
 from .spec import load_spec
 
 
 def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str], workload: str | None) -> dict:
-    """Run `cmd` under capture into `out_dir`: {"out", "launches" (file names), "program" {path, sha256}}."""
+    """Run `cmd` under capture into `out_dir`: {"out", "launches" (file names), "program" {path, sha256},
+    "python" (what the launch hooks did, ledger.summary; absent when no Python process was hooked)}."""
     spec = load_spec(spec_path, root)
     manifest = snapshot.load_manifest(snapshot.workspace(spec))
     if manifest is None:
         raise CaptureError(f"spec {spec.name!r} is not applied", hint="atrex-inject apply SPEC, then build and capture")
-    # ATREX_MANIFEST: a launch from Python (pycapture.capture_launch) reads its capture plan there
+    # ATREX_MANIFEST: the launch hooks (pylaunch/) read the kernel and its capture plan there
     env = dict(os.environ, ATREX_WORKLOAD=workload or os.environ.get("ATREX_WORKLOAD", ""),
                ATREX_MANIFEST=str(snapshot.workspace(spec) / mf.FILE_NAME))
     src = spec.root / manifest.source.path
@@ -36,9 +40,21 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     ran = runrecord.record(cmd, env)  # a program that cannot be recorded is refused before anything is written
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for old in ledger.read_paths(out_dir):  # a ledger speaks for its run: an earlier run's would be added in
+        old.unlink()
     registry.get(manifest.backend).capture(manifest, cmd, out_dir, env)
     runrecord.check_unchanged(ran)
     shutil.copyfile(snapshot.workspace(spec) / mf.FILE_NAME, out_dir / mf.FILE_NAME)
     runrecord.write(out_dir, ran)
+    python = ledger.summary(out_dir)
+    if python is not None and not list(out_dir.glob("*.atrex")):
+        raise CaptureError(f"no launch of {manifest.kernel} was captured in {out_dir}: the launch hooks saw "
+                           f"{python['launches']} launch(es) of it from Python ({python['skipped']} left out by the "
+                           f"spec's [capture] skip/count, {len(python['not_captured'])} not captured), hooking "
+                           + (", ".join(python["hooked"]) or "no launch API (none was imported)"),
+                           hint=python["not_captured"][0]["hint"] if python["not_captured"] else
+                           "launch the kernel through cuda.bindings, cuda.core or CuPy (docs/launches.md), with "
+                           "enough launches for the spec's [capture] skip")
     files = capture_files(out_dir)
-    return {"out": str(out_dir), "launches": [f.name for f in files], "program": ran.program.to_json()}
+    r = {"out": str(out_dir), "launches": [f.name for f in files], "program": ran.program.to_json()}
+    return r if python is None else {**r, "python": python}

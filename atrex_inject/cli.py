@@ -523,8 +523,9 @@ def capture(ctx: typer.Context,
             workload: Optional[str] = typer.Option(None, help="Workload identity recorded with each launch."),
             as_json: bool = JsonOpt):
     """Run a program (CMD..., everything after --) under capture: with the cuda backend through the
-    recorder's ATREX_TIMELINE_OUT; with cutedsl under IKeT's run-iket, normalizing its output to
-    the same raw files. The manifest is copied in, so decode/validate/export take the folder as is,
+    recorder's ATREX_TIMELINE_OUT, and with the kernel's launches from Python (cuda-python,
+    cuda.core, CuPy) hooked in every Python process, each captured or reported as not captured;
+    with cutedsl under IKeT's run-iket, normalizing its output to the same raw files. The manifest is copied in, so decode/validate/export take the folder as is,
     and run.json names the program that ran (its sha256; a program changed during the run: exit 2)."""
     from .capture import run_capture
 
@@ -532,9 +533,22 @@ def capture(ctx: typer.Context,
         if not ctx.args:
             raise AtrexError("no program to run", hint="atrex-inject capture --spec S --out DIR -- ./prog args")
         return run_capture(spec, root, out_dir, ctx.args, workload)
-    _run(as_json, work, lambda r: out.print(f"{len(r['launches'])} launch(es) captured in {r['out']} (program "
-                                            f"{r['program']['path']}, sha256 {r['program']['sha256'][:16]}…)",
-                                            markup=False))
+    def render(r: dict) -> None:
+        out.print(f"{len(r['launches'])} launch(es) captured in {r['out']} (program {r['program']['path']}, "
+                  f"sha256 {r['program']['sha256'][:16]}…)", markup=False)
+        py = r.get("python")
+        if py and (py["launches"] or py["not_captured"] or py["failed_hooks"]):  # what the launch hooks did
+            out.print(f"  from Python ({', '.join(py['hooked']) or 'no launch API imported'}): {py['launches']} "
+                      f"launch(es) of the kernel, {py['written']} captured, {py['skipped']} left out by [capture] "
+                      f"skip/count, {len(py['not_captured'])} NOT captured", markup=False)
+            for n in py["not_captured"]:
+                what = f"launch {n['seq']}" if n["seq"] >= 0 else "a graph node"
+                out.print(f"    NOT captured  process {n['pid']} {what} through {n['api']}: {n['reason']}\n"
+                          f"                  to capture it: {n['hint']}", markup=False)
+            for api in py["failed_hooks"]:
+                out.print(f"    NOT hooked    {api} (see the program's stderr): its launches are not counted",
+                          markup=False)
+    _run(as_json, work, render)
 
 
 for _c in app.registered_commands:  # every command, including ones added later in this file

@@ -11,13 +11,12 @@ capture runs `cap.function(symbol)`, the copy, instead of the clean kernel.
     with LaunchCapture(module, manifest, grid, block, out_dir, launch_seq=0) as cap:
         driver.cuLaunchKernel(cap.function(b"k"), *grid, *block, 0, stream, params, 0)
 
-`capture_launch` does the same for every launch of a program, the way the C++ session does:
-probes off unless ATREX_TIMELINE_OUT is set, launches counted per kernel, only those the spec's
-[capture] skip/count select written (docs/kernelpy.md).
+A program run under `atrex-inject capture` needs none of this in its own code: the launch hooks
+(atrex_inject/pylaunch/) put every launch of the kernel from cuda-python or CuPy through a
+LaunchCapture (docs/launches.md).
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import time
@@ -85,24 +84,47 @@ def _check(result, what: str):
     return rest[0] if len(rest) == 1 else rest
 
 
-def clone_symbol(manifest: Manifest, symbol: str | bytes) -> bytes:
-    """The symbol of the kernel's instrumented copy, for the symbol the program loads the kernel
-    by: `k` (extern "C") becomes `k__atrex`, and in an Itanium-mangled name (`_Z1kPf`, a lowered
-    name from NVRTC) the kernel's name becomes the copy's (`_Z8k__atrexPf`). A manifest without
-    a copy (older tools instrumented the kernel in place) keeps the symbol."""
+def kernel_copy(manifest: Manifest, symbol: str | bytes) -> bytes | None:
+    """The symbol of the kernel's instrumented copy for a symbol naming the manifest's kernel: `k`
+    (extern "C") becomes `k__atrex`, and in an Itanium-mangled name (`_Z1kPf`, a lowered name from
+    NVRTC) the kernel's name becomes the copy's (`_Z8k__atrexPf`); None for any other symbol (the
+    copy itself included). A manifest without a copy (older tools instrumented the kernel in
+    place) keeps the symbol."""
     from .cuda.clone import CLONE_SUFFIX
     sym = symbol.decode() if isinstance(symbol, bytes) else symbol
-    if manifest.perturbation is None or not manifest.perturbation.clone:
-        return sym.encode()
     name = re.sub(r"<.*", "", manifest.kernel).split("::")[-1].strip()  # `ns::k<T, 4>` -> k
-    copy = name + CLONE_SUFFIX
+    in_place = manifest.perturbation is None or not manifest.perturbation.clone
+    copy = name if in_place else name + CLONE_SUFFIX
     if sym == name:
         return copy.encode()
     m = re.search(rf"(?<![0-9]){len(name)}{re.escape(name)}", sym) if sym.startswith("_Z") else None
     if m is None:
+        return None
+    return (sym[:m.start()] + f"{len(copy)}{copy}" + sym[m.end():]).encode()
+
+
+def copy_expression(manifest: Manifest, expression: str | bytes) -> str | None:
+    """The copy's NVRTC name expression for one naming the kernel (`k<float>` -> `k__atrex<float>`,
+    `&ns::k<4>` -> `&ns::k__atrex<4>`), so that compiling it instantiates the copy of a template
+    kernel; None for an expression naming anything else."""
+    from .cuda.clone import CLONE_SUFFIX
+    expr = expression.decode() if isinstance(expression, bytes) else expression
+    name = re.sub(r"<.*", "", manifest.kernel).split("::")[-1].strip()
+    if manifest.perturbation is None or not manifest.perturbation.clone:
+        return None
+    m = re.match(rf"^(\s*&?\s*(?:[\w:]*::)?){re.escape(name)}(?![\w])", expr)
+    return None if m is None else m.group(1) + name + CLONE_SUFFIX + expr[m.end():]
+
+
+def clone_symbol(manifest: Manifest, symbol: str | bytes) -> bytes:
+    """kernel_copy, refusing a symbol that does not name the manifest's kernel."""
+    copy = kernel_copy(manifest, symbol)
+    if copy is None:
+        sym = symbol.decode() if isinstance(symbol, bytes) else symbol
+        name = re.sub(r"<.*", "", manifest.kernel).split("::")[-1].strip()
         raise CaptureError(f"symbol {sym!r} is not the kernel {name!r} of the manifest, nor its mangled name",
                            hint=f"load the kernel by the name the spec instruments ({name})")
-    return (sym[:m.start()] + f"{len(copy)}{copy}" + sym[m.end():]).encode()
+    return copy
 
 
 class LaunchCapture:
@@ -110,8 +132,9 @@ class LaunchCapture:
     source the module was compiled from (default: the manifest's); decode refuses a mismatch."""
 
     def __init__(self, module, manifest: Manifest, grid, block, out_dir: str | Path, launch_seq: int = 0,
-                 stream=0, workload: str | None = None, source_id: str | None = None):
+                 stream=0, workload: str | None = None, source_id: str | None = None, api: str = "cuda-python"):
         self.driver = _driver()
+        self.api = api  # the sidecar's `capture`: which Python API launched it
         self.module, self.manifest, self.stream = module, manifest, stream
         self.grid, self.block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
         self.out_dir, self.seq = Path(out_dir), launch_seq
@@ -136,7 +159,9 @@ class LaunchCapture:
         return _check(self.driver.cuModuleGetFunction(self.module, sym),
                       f"cuModuleGetFunction({sym.decode()}): is the module built from the instrumented source?")
 
-    def __enter__(self) -> "LaunchCapture":
+    def bind(self) -> None:
+        """Allocate the launch's buffer, write its header, and point the module's atrex_tl_buffer and
+        atrex_tl_header at it (on the launch's stream); on failure nothing stays bound or allocated."""
         d = self.driver
         sym, size = _check(d.cuModuleGetGlobal(self.module, SYMBOL), "cuModuleGetGlobal(atrex_tl_buffer)")
         if int(size) != 8:
@@ -147,25 +172,36 @@ class LaunchCapture:
             raise CaptureError(f"atrex_tl_header has {int(hsize)} bytes, expected the {self.header.nbytes}-byte "
                                "launch header", hint="rebuild the module from the source `apply` wrote")
         self.buf = _check(d.cuMemAlloc(self.nbytes), "cuMemAlloc")
-        _check(d.cuMemsetD8Async(self.buf, 0, self.nbytes, self.stream), "cuMemsetD8Async")
-        _check(d.cuMemcpyHtoDAsync(self.buf, self.header, self.header.nbytes, self.stream), "write header")
-        _check(d.cuMemcpyHtoDAsync(hsym, self.header, self.header.nbytes, self.stream), "bind atrex_tl_header")
-        self._ptr = np.array([int(self.buf)], dtype=np.uint64)
-        _check(d.cuMemcpyHtoDAsync(sym, self._ptr, 8, self.stream), "bind atrex_tl_buffer")
+        try:
+            _check(d.cuMemsetD8Async(self.buf, 0, self.nbytes, self.stream), "cuMemsetD8Async")
+            _check(d.cuMemcpyHtoDAsync(self.buf, self.header, self.header.nbytes, self.stream), "write header")
+            _check(d.cuMemcpyHtoDAsync(hsym, self.header, self.header.nbytes, self.stream), "bind atrex_tl_header")
+            self._ptr = np.array([int(self.buf)], dtype=np.uint64)
+            _check(d.cuMemcpyHtoDAsync(sym, self._ptr, 8, self.stream), "bind atrex_tl_buffer")
+        except CaptureError:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """Point atrex_tl_buffer back at null and free the buffer: a later launch must not see it."""
+        d = self.driver
+        if self.buf is not None:
+            self._ptr = np.zeros(1, dtype=np.uint64)
+            d.cuMemcpyHtoDAsync(self._sym, self._ptr, 8, self.stream)
+            d.cuStreamSynchronize(self.stream)
+            d.cuMemFree(self.buf)
+            self.buf = None
+
+    def __enter__(self) -> "LaunchCapture":
+        self.bind()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        d = self.driver
         try:
             if exc_type is None:
                 self.write()
         finally:
-            if self.buf is not None:
-                self._ptr = np.zeros(1, dtype=np.uint64)  # unbind: a later launch must not see a freed buffer
-                d.cuMemcpyHtoDAsync(self._sym, self._ptr, 8, self.stream)
-                d.cuStreamSynchronize(self.stream)
-                d.cuMemFree(self.buf)
-                self.buf = None
+            self.release()
 
     def write(self) -> Path:
         """Synchronize, read back, and write `<kernel>-launch<seq>.atrex` and its sidecar atomically."""
@@ -176,50 +212,5 @@ class LaunchCapture:
         drv = _check(self.driver.cuDriverGetVersion(), "cuDriverGetVersion")
         return write_launch(self.out_dir, self.manifest.kernel, self.seq, host.tobytes(), self.grid, self.block,
                             self.source_id, self.workload, device_info(), RUN_ID,
-                            driver_version=int(drv), runtime_version=None, capture="cuda-python",
+                            driver_version=int(drv), runtime_version=None, capture=self.api,
                             time_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-
-
-_launches: dict[str, int] = {}  # launches seen per kernel symbol in this process
-_manifests: dict[str, Manifest] = {}
-
-
-def _env_manifest() -> Manifest:
-    from . import manifest as mf
-    p = os.environ.get("ATREX_MANIFEST", "")
-    if not p:
-        raise CaptureError("ATREX_TIMELINE_OUT is set but ATREX_MANIFEST is not: a launch from Python needs the "
-                           "manifest of the applied spec", hint="run under `atrex-inject capture --spec SPEC`, or "
-                                                                "set ATREX_MANIFEST=.atrex/<spec name>/manifest.json")
-    if p not in _manifests:
-        m = mf.load_if_present(Path(p))
-        if m is None:
-            raise CaptureError(f"ATREX_MANIFEST names {p}, which does not exist", hint="apply the spec first")
-        _manifests[p] = m
-    return _manifests[p]
-
-
-@contextlib.contextmanager
-def capture_launch(module, symbol: str | bytes, grid, block, *, source: str, stream=0,
-                   manifest: Manifest | None = None):
-    """Bracket one launch of an instrumented kernel from Python; yields the CUfunction to launch.
-
-    With ATREX_TIMELINE_OUT unset (probes off) it is the clean kernel and nothing else happens.
-    Set, every launch of `symbol` in this process is counted, and those the manifest's [capture]
-    skip/count select run the instrumented copy under a LaunchCapture into that folder; the
-    others run the clean kernel. `source` is the CUDA text the module was compiled from: its
-    source id goes into the capture, so a module built from another text is refused by decode.
-    The manifest comes from ATREX_MANIFEST (set by `atrex-inject capture`) unless given."""
-    from .source_id import source_id_of
-    d = _driver()
-    key = symbol.decode() if isinstance(symbol, bytes) else symbol
-    seq = _launches.get(key, 0)
-    _launches[key] = seq + 1
-    out = os.environ.get("ATREX_TIMELINE_OUT", "")
-    m = (manifest or _env_manifest()) if out else None
-    if m is None or seq < m.capture.skip or (m.capture.count and seq >= m.capture.skip + m.capture.count):
-        yield _check(d.cuModuleGetFunction(module, key.encode()), f"cuModuleGetFunction({key})")
-        return
-    with LaunchCapture(module, m, grid, block, out, launch_seq=seq, stream=stream,
-                       source_id=source_id_of(source)) as lc:
-        yield lc.function(key)

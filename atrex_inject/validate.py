@@ -24,6 +24,7 @@ from .launchfile import IKET_LOG_LINE_CHARS, SIDECAR_FORMAT
 from . import manifest as mf
 from . import runrecord
 from .manifest import Manifest
+from .pylaunch import ledger
 from .source_id import source_id_of
 from .summary import QUANTILES, Summarizer
 
@@ -469,6 +470,7 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
         notes.append(f"{len(missed)} place(s) in the sources launch or may launch {manifest.kernel} without a capture "
                      "session; such launches ran without probes and left no file here: "
                      + "; ".join(f"{n['file']}:{n['line']} {n['via']} ({n['reason']})" for n in missed))
+    notes += ledger.notes(capture_dir)  # launches from Python the hooks could not capture (pylaunch/ledger.py)
     if claims:
         _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
     valid = all(c.ok for c in checks.values()) and bool(heads)

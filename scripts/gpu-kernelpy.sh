@@ -4,7 +4,7 @@
 # then carry [".whl"]):
 #   bash scripts/gpu-kernelpy.sh            (results under $OUT, default /tmp/atrex-gpu-kernelpy)
 # For each example (load_inline: kernel and launcher in one string, built by PyTorch; NVRTC: built
-# by cuda-python, launched from Python through pycapture.capture_launch): run the clean candidate
+# by cuda-python, launched from Python and captured by the launch hooks): run the clean candidate
 # against its reference, apply, run the instrumented one with probes off, capture it with
 # `atrex-inject capture`, decode, validate (source id from the file's CUDA string) and summarize,
 # revert and check the file is byte for byte the clean one.

@@ -84,8 +84,11 @@ class CudaBackend:
         return rewrite(plan, text, launchers=launchers)
 
     def capture(self, manifest, cmd: list[str], out_dir: Path, env: dict[str, str]) -> None:
-        """The instrumented program's recorder writes the files into ATREX_TIMELINE_OUT."""
-        proc = subprocess.run(cmd, env={**env, "ATREX_TIMELINE_OUT": str(out_dir)})
+        """The instrumented program's recorder writes the files into ATREX_TIMELINE_OUT; its Python
+        processes get the launch hooks (pylaunch/) for kernels launched through cuda-python, cuda.core
+        or CuPy."""
+        from ..pylaunch import child_env
+        proc = subprocess.run(cmd, env={**child_env(env), "ATREX_TIMELINE_OUT": str(out_dir)})
         if proc.returncode != 0:
             raise CaptureError(f"the program exited with status {proc.returncode} under capture")
 

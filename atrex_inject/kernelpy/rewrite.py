@@ -95,10 +95,10 @@ def rewrite(plan: Plan, text: str) -> Rewrite:
     launches = [dict(l, line=file_line(l["line"])) for l in rw.launches]
     warnings = list(rw.warnings) + list(cs.warnings)
     if not launches:
-        warnings.append(f"the CUDA string launches no {spec.kernel}: a launch from Python (NVRTC, CuPy, cuda-python) "
-                        f"is captured when it goes through atrex_inject.pycapture.capture_launch, which runs the "
-                        f"instrumented copy and binds its buffer (docs/kernelpy.md); any other launch runs the "
-                        f"clean kernel and is not captured")
+        warnings.append(f"the CUDA string launches no {spec.kernel}: its launches from Python through cuda-python "
+                        f"(cuda.bindings, cuda.core) or CuPy (RawKernel, RawModule) are captured when the program "
+                        f"runs under `atrex-inject capture`, which hooks those APIs (docs/launches.md); a launch "
+                        f"through any other API (PyCUDA, Numba, ctypes) runs the clean kernel and is not captured")
     not_captured = [dict(n, line=file_line(n["line"])) for n in rw.not_captured]
     return Rewrite(new_text, sid, rw.placements, launches, warnings, rw.backend_data, not_captured)
 

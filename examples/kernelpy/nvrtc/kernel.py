@@ -1,19 +1,13 @@
 """KernelBench-style candidate: RMSNorm over rows as a PyTorch module whose CUDA source is
 compiled at run time with NVRTC (cuda-python's cuda.bindings) and launched with the driver API
-on PyTorch's current stream.
-
-The launch goes through atrex_inject.pycapture.capture_launch: with probes off
-(ATREX_TIMELINE_OUT unset) it hands back the kernel as loaded and does nothing else; under
-`atrex-inject capture` it runs the instrumented copy of the kernel for the launches the spec
-selects and writes their captures (docs/kernelpy.md).
+on PyTorch's current stream. Nothing here knows about atrex-inject: under `atrex-inject capture`
+the launch hooks capture the launches the spec selects (docs/launches.md).
 """
 import ctypes
 
 import torch
 import torch.nn as nn
 from cuda.bindings import driver, nvrtc
-
-from atrex_inject.pycapture import capture_launch
 
 THREADS = 256
 
@@ -74,6 +68,7 @@ class ModelNew(nn.Module):
         _ok(driver.cuCtxSetCurrent(ctx))
         major, minor = torch.cuda.get_device_capability(dev)
         self.module = _ok(driver.cuModuleLoadData(compile_cubin(f"sm_{major}{minor}{'a' if major >= 9 else ''}")))
+        self.kernel = _ok(driver.cuModuleGetFunction(self.module, b"rmsnorm_rows"))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         assert x.is_cuda and x.dtype == torch.float32 and x.dim() == 2 and x.is_contiguous()
@@ -82,7 +77,5 @@ class ModelNew(nn.Module):
         stream = torch.cuda.current_stream().cuda_stream
         args = ((x.data_ptr(), self.weight.data_ptr(), y.data_ptr(), cols, self.eps),
                 (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_float))
-        with capture_launch(self.module, "rmsnorm_rows", (rows, 1, 1), (THREADS, 1, 1), source=RMSNORM_SRC,
-                            stream=stream) as fn:
-            _ok(driver.cuLaunchKernel(fn, rows, 1, 1, THREADS, 1, 1, 0, stream, args, 0))
+        _ok(driver.cuLaunchKernel(self.kernel, rows, 1, 1, THREADS, 1, 1, 0, stream, args, 0))
         return y
