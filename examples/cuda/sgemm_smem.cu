@@ -3,8 +3,8 @@
 // and walks K in tiles of 8: each thread loads one float4 of A (stored transposed, so the FMA loop
 // reads A's column as float4s) and one float4 of B into shared memory, a barrier, then each thread
 // accumulates its 8x8 micro-tile in registers from shared memory (two float4s of A and two of B per
-// k, split 64 apart so a warp's reads hit distinct banks), and a second barrier before the tiles
-// are overwritten.
+// k, 64 apart, so the 16 threads sharing a row of the micro-tiles read 16 consecutive float4s), and
+// a second barrier before the tiles are overwritten. M and N must be multiples of 128, K of 8.
 #include "harness.cuh"
 #include <cmath>
 
@@ -33,11 +33,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // the tiles are in shared memory
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      float a[TM], b[TN];
-      *reinterpret_cast<float4*>(&a[0]) = *reinterpret_cast<const float4*>(&As[k][ty * 4]);
-      *reinterpret_cast<float4*>(&a[4]) = *reinterpret_cast<const float4*>(&As[k][BM / 2 + ty * 4]);
-      *reinterpret_cast<float4*>(&b[0]) = *reinterpret_cast<const float4*>(&Bs[k][tx * 4]);
-      *reinterpret_cast<float4*>(&b[4]) = *reinterpret_cast<const float4*>(&Bs[k][BN / 2 + tx * 4]);
+      const float4 a0 = *reinterpret_cast<const float4*>(&As[k][ty * 4]);
+      const float4 a1 = *reinterpret_cast<const float4*>(&As[k][BM / 2 + ty * 4]);
+      const float4 b0 = *reinterpret_cast<const float4*>(&Bs[k][tx * 4]);
+      const float4 b1 = *reinterpret_cast<const float4*>(&Bs[k][BN / 2 + tx * 4]);
+      const float a[TM] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+      const float b[TN] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
