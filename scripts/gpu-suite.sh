@@ -23,9 +23,10 @@ nvcc --version | tail -2 | tee -a "$OUT/device.txt"
 
 work=$(mktemp -d)
 cp -r examples "$work/" && mkdir "$work/.git"
-for ex in gemm_mma reduce_sumsq layernorm; do $NVCC -o "$work/$ex.clean" "$work/examples/cuda/$ex.cu" & done; wait
+examples="gemm_mma reduce_sumsq layernorm softmax_rows sgemm_smem"  # their captures are fixtures (update_fixtures.py)
+for ex in $examples; do $NVCC -o "$work/$ex.clean" "$work/examples/cuda/$ex.cu" & done; wait
 wl() { python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$1"; }
-for ex in gemm_mma reduce_sumsq layernorm; do
+for ex in $examples; do
   src="$work/examples/cuda/$ex.cu"
   spec="$work/examples/specs/$ex.toml"
   log "$ex: clean run"

@@ -16,7 +16,7 @@ from atrex_inject.manifest import load as load_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200"
-EXAMPLES = ("gemm_mma", "reduce_sumsq", "layernorm", "pycapture")
+EXAMPLES = ("gemm_mma", "reduce_sumsq", "layernorm", "softmax_rows", "sgemm_smem", "pycapture")
 KEEP_FROM = "## cutedsl/"  # PROVENANCE.md sections from here on (reduce_sumsq_resident/ too) are not written here
 SPLIT = "## rowscale_split/"  # ... except this one, written here (the last section)
 
