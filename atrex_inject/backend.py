@@ -44,6 +44,7 @@ class Rewrite:
     backend_data: dict = field(default_factory=dict)
     not_captured: list[dict] = field(default_factory=list)  # launches (or may-be launches) left without capture
     launchers: dict[str, str] = field(default_factory=dict)  # other files rewritten: rel path -> their new text
+    spans: dict[str, int] = field(default_factory=dict)  # interval name -> iterations it spans, where more than one
 
 
 class Backend(Protocol):
@@ -89,7 +90,9 @@ def check_own_buffers(spec: ProbeSpec, backend: Backend) -> None:
     if c.packed:
         raise SpecError(f"capture.packed applies to the recorder's own buffers ({why})", path=str(spec.path),
                         line=spec.line_of("capture", "packed"), hint="drop `packed`")
-    if c.recorder != "global":
-        staged = " and ".join(n for n in registry.names() if not registry.info(n).own_buffers_refused)
-        raise SpecError(f"capture.staging applies to the {staged} backend ({why})", path=str(spec.path),
-                        line=spec.line_of("capture", "staging"))
+    if c.recorder not in ("auto", "global") or c.warps or c.ring:
+        own = " and ".join(n for n in registry.names() if not registry.info(n).own_buffers_refused)
+        key = next(k for k, v in (("recorder", c.recorder not in ("auto", "global")), ("warps", c.warps), ("ring", c.ring))
+                   if v)
+        raise SpecError(f"capture.{key} applies to the {own} backend's recorder ({why})", path=str(spec.path),
+                        line=spec.line_of("capture", key), hint=f"drop `{key}`")

@@ -14,6 +14,7 @@ from typer.core import TyperCommand
 from . import __version__, snapshot
 from . import manifest as mf
 from .errors import AtrexError, user_error
+from .spec import RECORDERS
 
 class _Command(TyperCommand):
     """Usage lines name positional arguments by their metavar (`SPEC`, `CAPTURE_DIR`, `-- CMD...`),
@@ -101,13 +102,49 @@ def _render_launches(r: dict, each_captured: bool = True) -> None:
         out.print(f"                  to capture it: {n['hint']}", markup=False)
 
 
+def _progress(what: str) -> None:
+    err.print(f"... {what}", markup=False)
+
+
+def _checked(options: "snapshot.Options") -> "snapshot.Options":
+    if options.recorder is not None and options.recorder not in RECORDERS:
+        raise AtrexError(f"--recorder {options.recorder!r} is not one of {', '.join(RECORDERS)}",
+                         hint="auto lets the tool choose (docs/guide.md)")
+    return options
+
+
+def _render_recorder(rec: dict | None) -> None:
+    """The recorder apply chose, and the evidence for it (choice.py)."""
+    if not rec:
+        return
+    out.print(f"  recorder: {rec['recorder']} ({rec['how']}: {rec['why']})", markup=False)
+    for e in rec.get("evidence", []):
+        if e["problems"]:
+            out.print(f"    {e['recorder']}: not kept: {'; '.join(e['problems'])}", markup=False)
+
+
+RecorderOpt = typer.Option(None, "--recorder", metavar="auto|global|staged|resident",
+                           help="The recorder, in place of the spec's [capture] recorder (default: the spec's, auto: "
+                                "the tool compiles the candidates and keeps the one that leaves the kernel as it "
+                                "was; docs/guide.md).")
+NvccFlagOpt = typer.Option([], "--nvcc-flag", metavar="FLAG",
+                           help="A flag of your kernel's build for nvcc (repeatable; default: the spec's [build] "
+                                "nvcc_flags, else -O3, sm_90a, c++17).")
+
+
 @app.command()
 def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML), see docs/spec.md."),
           root: Optional[Path] = RootOpt, as_json: bool = JsonOpt,
           dry_run: bool = typer.Option(False, "--dry-run", help="Show where each site would land (file:line "
-                                       "and the lines around it) and write nothing.")):
+                                       "and the lines around it) and write nothing."),
+          recorder: Optional[str] = RecorderOpt, nvcc_flag: list[str] = NvccFlagOpt):
     """Save the clean source, write the instrumented snapshot in place, and keep patch + manifest
-    under .atrex/<name>/. Refused when already applied; on any error nothing is written."""
+    under .atrex/<name>/. Refused when already applied; on any error nothing is written.
+
+    The recorder: with `recorder = "auto"` (the default) and nvcc on PATH, apply compiles the
+    clean kernel and the candidate recorders and keeps the first that leaves the kernel as the
+    compiler made it (registers, CTAs per SM, every loop and its loads in flight), and says why;
+    without nvcc, the global recorder (docs/guide.md, "Recorder modes")."""
     def render_preview(r):
         out.print(f"dry run, nothing written: {r['source']} would get +{r['lines_added']} -{r['lines_removed']} "
                   f"lines, {len(r['sites'])} sites", markup=False)
@@ -119,6 +156,7 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
                 for c in land["context"]:
                     out.print(f"  {'>' if c['line'] == land['line'] else ' '} {c['line']:>5} | {c['text']}",
                               markup=False)
+        _render_recorder(r.get("recorder"))
         _render_launches(r)
         for w in r["warnings"]:
             out.print(f"warning: {w}", markup=False)
@@ -137,8 +175,9 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
         if r.get("event_bytes") == 4:
             out.print("  events: 4 bytes, packed (the site id in the timer's low 5 bits; decode checks the timer's "
                       "resolution)", markup=False)
+        _render_recorder(r.get("recorder"))
         p = r.get("perturbation")
-        if p:  # how the clean code is kept for CTAs that record nothing (docs/perturbation.md)
+        if p:  # how the clean code is kept for CTAs that record nothing (docs/design.md)
             out.print("  body versioned: CTAs that record nothing, and all when probes are off, run the clean copy"
                       if p["versioned"] else f"  body NOT versioned: {p['not_versioned_because']}", markup=False)
             for sm in p["strip_mined"]:
@@ -149,10 +188,11 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
         _render_launches(r)
         for w in r["warnings"]:
             out.print(f"warning: {w}", markup=False)
+    options = snapshot.Options(recorder, tuple(nvcc_flag), None if as_json else _progress)
     if dry_run:
-        _run(as_json, lambda: snapshot.preview(spec, root), render_preview)
+        _run(as_json, lambda: snapshot.preview(spec, root, _checked(options)), render_preview)
     else:
-        _run(as_json, lambda: snapshot.apply(spec, root).to_json(), render)
+        _run(as_json, lambda: snapshot.apply(spec, root, _checked(options)).to_json(), render)
 
 
 @app.command()
@@ -194,65 +234,41 @@ def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that wa
 
 @app.command("check-sass")
 def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML) of a CUDA kernel."),
-               root: Optional[Path] = RootOpt,
-               nvcc_flag: list[str] = typer.Option([], "--nvcc-flag", metavar="FLAG",
-                                                   help="A flag for nvcc (repeatable; default -O3, sm_90a, c++17). "
-                                                        "Pass your build's flags."),
-               as_json: bool = JsonOpt):
-    """Do the probes leave the kernel as the compiler made it? Compiles the spec's source clean,
-    instrumented and instrumented without versioning (no GPU), and checks that (1) with probes off
-    the program runs the clean kernel, instruction for instruction (the probes live in the copy
-    K__atrex), and (2) in the copy, CTAs that record nothing keep every loop of the clean kernel
-    with the same loads, stores and tensor instructions per trip and as many global loads in flight;
-    prints the register counts side by side, and warns when recording CTAs keep fewer loads in
-    flight in a clean loop (a probed loop with a shorter trip included), or more than any clean
-    loop (a strip-mined trip of `every` iterations scheduled as one block, where `every` = the
-    clean loop's unroll keeps it; or a rescheduled loop). Exit 1 when (1) or (2) fails (docs/perturbation.md)."""
+               root: Optional[Path] = RootOpt, recorder: Optional[str] = RecorderOpt,
+               nvcc_flag: list[str] = NvccFlagOpt, as_json: bool = JsonOpt):
+    """Is the recording run the kernel it observes? Compiles the spec's source clean, instrumented
+    with the recorder apply chooses (or chose, or --recorder), and instrumented without versioning
+    (no GPU), and checks, in the SASS: with probes off the program runs the clean kernel instruction
+    for instruction; the instrumented copy keeps the clean kernel's registers (as allocated, 8 per
+    thread) and CTAs per SM, every clean loop with its loads in flight, and, in recording CTAs, the
+    loads in flight of the loops they time; no more spills. Exit 1, with what to change, when any
+    of that fails (docs/guide.md, "Recorder modes")."""
     from . import sass
 
     def render(r):
         regs = r["registers"]
-        out.print(f"{r['kernel']}: registers clean {regs['clean']}, with probes off {regs['off']}, "
-                  f"instrumented copy {r['copy']} {regs['copy']} (one copy {regs['one_copy']}); "
-                  f"copy's body {'versioned' if r['versioned'] else 'NOT versioned'}", markup=False)
+        rec = r["recorder"]
+        out.print(f"{r['kernel']}: recorder {rec['recorder']} ({rec['how']}); registers clean {regs['clean']}, with "
+                  f"probes off {regs['off']}, instrumented copy {r['copy']} {regs['copy']} (one copy "
+                  f"{regs.get('one_copy')}); copy's body {'versioned' if r['versioned'] else 'NOT versioned'}",
+                  markup=False)
+        ctas = r["ctas_per_sm"]
+        if ctas["clean"]:
+            out.print(f"occupancy: {ctas['clean']} CTAs per SM clean, {ctas['copy']} for the copy "
+                      f"({r['threads_per_block']} threads per CTA)", markup=False)
         out.print("probes off: the clean kernel, instruction for instruction" if r["off_identical"] else
                   "probes off: the kernel DIFFERS from the clean build", markup=False)
         for l in r["clean_loops"]:
             out.print(f"  clean {l}", markup=False)
-        for m in r["missing"]:
-            have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
-            flight = " (the recording side's instrumented loop)" if m["in_flight"] is None else ""
-            if m["loop"].get("LDG") and m["in_flight"] is not None:
-                others = ", ".join(map(str, m["copy_in_flight"])) or "none"
-                flight = (f" and {m['in_flight']} loads in flight (the copy's loops with these instructions keep "
-                          f"{others})")
-            out.print(f"  MISSING in {r['copy']}: {m['missing']} loop(s) with {have} per trip{flight}", markup=False)
-        out.print("clean loops kept" if not r["missing"] else
-                  "a clean loop was lost or rescheduled: see docs/perturbation.md", markup=False)
+        for p in r["problems"]:
+            out.print(f"  PROBLEM: {p}", markup=False)
+        out.print("the recording run is the clean kernel with probes added" if r["ok"] else
+                  "the recording run would be another kernel: its timeline would not describe this one", markup=False)
         if r["hint"]:
             out.print(f"next: {r['hint']}", markup=False)
-        for f in r["recording_fewer_in_flight"]:
-            trip = (f" (their {f['trip']}: a strip-mined trip of `every` iterations below the clean loop's unroll, or "
-                    "a probed loop no longer unrolled; an `every` equal to the unroll keeps its loads in flight)"
-                    if f["trip"] else "")
-            out.print(f"recording CTAs: their copy of the clean {f['loop']} keeps {f['recording']} loads in flight "
-                      f"against {f['in_flight']}{trip}: recording CTAs run it slower, and a kernel that waits for its "
-                      "slowest CTA with them (docs/perturbation.md)", markup=False)
-        for f in r["recording_more_in_flight"]:
-            why = ("a strip-mined trip of `every` iterations is written out whole: an `every` equal to the clean "
-                   "loop's unroll, its loads per trip over one iteration's, keeps its schedule" if f["loads"] > f["clean_loads"]
-                   else "rescheduled with as many loads per trip: see the clean side above")
-            out.print(f"recording CTAs: their {f['loop']} keeps {f['in_flight']} loads in flight where the clean "
-                      f"kernel's loops keep at most {f['clean']}: they run a loop the clean kernel does not, and its "
-                      f"intervals time that loop ({why}; docs/perturbation.md)", markup=False)
-        w = r["warps_per_sm_by_registers"]
-        if w["copy"] and w["clean"] and w["copy"] < w["clean"]:
-            out.print(f"occupancy: registers allow {w['copy']} warps per SM in {r['copy']} against {w['clean']} for "
-                      "the clean kernel; where registers limit occupancy, a recording run (its clean side "
-                      "included) has fewer warps in flight than the kernel it observes (docs/perturbation.md)",
-                      markup=False)
 
-    r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None), render)
+    r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None, _checked(snapshot.Options(recorder)).recorder),
+             render)
     if not r["ok"]:
         raise typer.Exit(1)
 

@@ -15,7 +15,7 @@ manifest of an older tool version lacks take the defaults below (older CuTe DSL 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
@@ -139,6 +139,8 @@ class Manifest:
     not_captured: tuple[dict, ...] = ()  # launches (or uses of the kernel's address) left without a session
     launchers: tuple[LauncherFile, ...] = ()  # other files apply rewrote
     warnings: tuple[str, ...] = ()
+    spans: dict[str, int] = field(default_factory=dict)  # interval name -> iterations it spans, where more than one
+    recorder: dict | None = None  # the recorder choice and its evidence (choice.Choice.to_json); older manifests: none
     perturbation: Perturbation | None = None  # cuda backend
     iket: IketMap | None = None  # cutedsl backend
     version: int = VERSION
@@ -186,6 +188,7 @@ class Manifest:
                         "staging": c.staging and {"events": c.staging.events, "warps": c.staging.warps,
                                                   "shared_bytes_per_cta": c.staging.shared_bytes_per_cta,
                                                   **({"resident": True} if c.staging.resident else {})}},
+            **({"recorder": self.recorder} if self.recorder is not None else {}),
             "groups": [{"id": g.id, "role": g.role.value, "role_code": g.role.code, "cta_stride": g.cta_stride,
                         "cta_limit": g.cta_limit, "warp_mask": g.warp_mask, "predicate": g.predicate}
                        for g in self.groups],
@@ -194,7 +197,8 @@ class Manifest:
                                                "occurrence": s.anchor.occurrence},
                        "payload": s.payload, "every": s.every, "source_line": s.source_line,
                        "instrumented_line": s.instrumented_line} for s in self.sites],
-            "intervals": [{"name": iv.name, "start": iv.start, "end": iv.end} for iv in self.intervals],
+            "intervals": [{"name": iv.name, "start": iv.start, "end": iv.end,
+                           **({"spans": self.spans[iv.name]} if iv.name in self.spans else {})} for iv in self.intervals],
             "expect": dict(self.expect),
             "launches": [dict(x) for x in self.launches],
         }
@@ -373,9 +377,11 @@ def _parse(obj: Any, where: str) -> Manifest:
     ids = {s.name: s.id for s in sites}
     if [s.id for s in sites] != list(range(len(sites))) or not all(0 <= s.group < len(groups) for s in sites):
         raise bad("site ids are not 0, 1, 2, ... or a site names a group that does not exist")
-    intervals = []
+    intervals, spans = [], {}
     for iv in top.items("intervals"):
         name, a, b = iv.get("name", str), iv.get("start", str), iv.get("end", str)
+        if iv.get("spans", int, 1) > 1:
+            spans[f"{a} -> {b}"] = iv.get("spans", int)
         for site in (a, b):
             if site not in ids:
                 raise bad(f"interval {name!r} names unknown site {site!r}")
@@ -401,6 +407,7 @@ def _parse(obj: Any, where: str) -> Manifest:
         not_captured=tuple(_not_captured(x) for x in top.items("not_captured", [])),
         launchers=tuple(_launcher(x) for x in top.items("launchers", [])),
         warnings=top.strings("warnings", ()),
+        spans=spans, recorder=top.get("recorder", (dict, NULL), None),
         perturbation=_perturbation(top.sub("perturbation", None)), iket=_iket(top.sub("iket", None), len(sites)),
         version=version)
 

@@ -36,6 +36,17 @@ class RecorderMode:
     event_bytes: int = 8  # 4 packed (the site id in the timer's low bits), 8, or 16 (payload or clock)
     ring: int = 0  # events a warp's ring holds: staged, up to 32; resident, the capacity; global, 0
     warps: int = 0  # warps per CTA the rings are sized for (launches with more are refused); global, 0
+    # the instrumented copy's registers held to the clean kernel's (choice.py, rule 3): at most this
+    # many, through `__maxnreg__` on the copy's head (cuda/clone.held); 0: not held
+    max_registers: int = 0
+
+    def to_json(self) -> dict:
+        return {"path": self.path.value, "event_bytes": self.event_bytes, "ring": self.ring, "warps": self.warps,
+                "max_registers": self.max_registers}
+
+    @classmethod
+    def of_json(cls, obj: dict) -> "RecorderMode":
+        return cls(BufferPath(obj["path"]), obj["event_bytes"], obj["ring"], obj["warps"], obj["max_registers"])
 
     @property
     def packed(self) -> bool:
@@ -134,15 +145,22 @@ class Plan:
         return self.groups[self.site_group[self.spec.site_id(site.name)]]
 
 
-def requested_mode(spec: ProbeSpec) -> RecorderMode:
-    """The recorder mode the spec asks for: its buffer path and ring sizes, with events as wide as
-    its payloads and clock need."""
+DEFAULT_PATH = BufferPath.GLOBAL  # the recorder of "auto" when nothing is compiled to choose one (choice.py)
+STAGED_RING = 32  # events a staged ring holds before it is copied out: one per lane, a coalesced copy
+
+
+def requested_mode(spec: ProbeSpec, path: BufferPath | None = None, warps: int = 0) -> RecorderMode:
+    """The spec's recorder mode on buffer path `path` (default: the one it names; "auto" is the
+    default path), with events as wide as its payloads and clock need and rings sized for `warps`
+    warps per CTA (default: the spec's `warps`)."""
     c = spec.capture
     wide = c.clock or any(s.payload for s in spec.sites)
     event_bytes = 16 if wide else 4 if c.packed else 8
-    path = BufferPath(c.recorder)
-    ring = c.capacity if path == BufferPath.RESIDENT else c.ring if path == BufferPath.STAGED else 0
-    return RecorderMode(path, event_bytes, ring, c.warps if path != BufferPath.GLOBAL else 0)
+    path = path or (DEFAULT_PATH if c.recorder == "auto" else BufferPath(c.recorder))
+    if path == BufferPath.GLOBAL:
+        return RecorderMode(path, event_bytes)
+    ring = c.capacity if path == BufferPath.RESIDENT else c.ring or STAGED_RING
+    return RecorderMode(path, event_bytes, ring, warps or c.warps)
 
 
 def make_plan(spec: ProbeSpec, mode: RecorderMode | None = None) -> Plan:
@@ -167,6 +185,11 @@ def _check_mode(spec: ProbeSpec, groups: tuple[Group, ...], mode: RecorderMode) 
     if mode.path == BufferPath.GLOBAL:
         return
     where = str(spec.path)
+    if not mode.warps:
+        raise SpecError(f"the {mode.path.value} recorder sizes its rings for the block, and the block size is not "
+                        "known", path=where, line=spec.line_of("capture"),
+                        hint="add `warps = W` to [capture] (W: the largest block of the kernel's launches, in warps), "
+                             "or give the kernel __launch_bounds__ and put nvcc on PATH")
     for i, st in enumerate(spec.sites):
         if st.role.per_thread:
             raise SpecError(f"site {st.name!r}: role {st.role.value!r} records per thread; capture.staging stages "
@@ -180,6 +203,6 @@ def _check_mode(spec: ProbeSpec, groups: tuple[Group, ...], mode: RecorderMode) 
                  if mode.resident else f"{mode.warps} + 1 rings x {mode.ring} events")
         raise SpecError(f"capture.staging needs {staging.shared_bytes_per_cta} bytes of static shared memory per CTA "
                         f"({len(groups)} owner groups x {rings}, {mode.slot_bytes}-byte slots); a CTA declares at "
-                        f"most {MAX_STATIC_SHARED}", path=where, line=spec.line_of("capture", "staging"),
+                        f"most {MAX_STATIC_SHARED}", path=where, line=spec.line_of("capture", "recorder"),
                         hint=("lower capacity or warps, or let sites share owner groups" if mode.resident
                               else "lower staging events or warps, or let sites share owner groups"))

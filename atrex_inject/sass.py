@@ -264,49 +264,99 @@ def more_in_flight(clean: list[Loop], recording: list[Loop]) -> list[dict]:
             for l in recording if most and l.count("LDG") and l.in_flight > most]
 
 
-def ptxas_registers(ptxas_log: str) -> dict[str, int]:
-    """Registers ptxas reported per function (mangled name), from its -Xptxas -v log."""
-    current, out = None, {}
+@dataclass(frozen=True)
+class Resources:
+    """What ptxas reported for one function (-Xptxas -v)."""
+    registers: int | None = None
+    shared: int = 0  # static shared memory, bytes
+    spills: int = 0  # spill stores + spill loads, bytes
+
+
+def ptxas_resources(ptxas_log: str) -> dict[str, Resources]:
+    """Registers, static shared memory and spills per function (mangled name), from ptxas' -v log."""
+    current, found = None, {}
     for line in ptxas_log.splitlines():
         m = re.search(r"Compiling entry function '([^']+)'|Function properties for (\S+)", line)
         if m:
             current = m.group(1) or m.group(2)
+            found.setdefault(current, {})
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            found[current].setdefault("spills", int(m.group(1)) + int(m.group(2)))
         m = re.search(r"Used (\d+) registers", line)
-        if m and current:
-            out.setdefault(current, int(m.group(1)))
+        if m:
+            found[current].setdefault("registers", int(m.group(1)))
+            smem = re.search(r"(\d+) bytes smem", line)
+            found[current].setdefault("shared", int(smem.group(1)) if smem else 0)
+    return {k: Resources(**v) for k, v in found.items()}
+
+
+_NV_INFO = re.compile(r"^\.nv\.info\.(\S+)")
+
+
+def max_threads(elf_text: str) -> dict[str, int]:
+    """Threads per block a kernel was compiled for (its __launch_bounds__: EIATTR_MAX_THREADS in the
+    cubin's .nv.info section of that function), from `cuobjdump -elf`; absent without launch bounds."""
+    current, attr, out = None, None, {}
+    for line in elf_text.splitlines():
+        m = _NV_INFO.match(line)
+        if m:
+            current = m.group(1)
+            continue
+        if "Attribute:" in line:
+            attr = line.split("Attribute:", 1)[1].strip()
+        elif "Value:" in line and attr == "EIATTR_MAX_THREADS" and current:
+            dims = [int(x, 16) for x in line.split("Value:", 1)[1].split()]
+            out[current] = dims[0] * dims[1] * dims[2] if len(dims) == 3 else dims[0]
+            attr = None
     return out
 
 
 @dataclass(frozen=True)
 class Build:
-    """One compiled source: its functions' SASS and registers, by mangled name."""
+    """One compiled source: its functions' SASS, resources and launch bounds, by mangled name."""
     funcs: dict[str, list[Insn]]
-    registers: dict[str, int]
+    resources: dict[str, Resources]
+    threads: dict[str, int]  # __launch_bounds__ maximum threads per block
 
-    def kernel(self, name: str) -> tuple[list[Insn], int | None]:
+    def kernel(self, name: str) -> tuple[list[Insn], Resources, int | None]:
         f = function(self.funcs, name)
         mangled = next(k for k, v in self.funcs.items() if v is f)
-        return f, self.registers.get(mangled)
+        return f, self.resources.get(mangled, Resources()), self.threads.get(mangled)
 
 
-def _build(src: Path, include: Path, flags: list[str]) -> Build:
-    """Compile `src` (a copy of a source whose own folder is `include`) to a cubin and read it."""
+def nvcc() -> str:
+    """nvcc from PATH (ATREX_NVCC names another); AtrexError when there is none."""
+    found = os.environ.get("ATREX_NVCC") or shutil.which("nvcc")
+    if not found:
+        raise AtrexError("nvcc is not on PATH", hint="put CUDA's nvcc on PATH, or set ATREX_NVCC to it")
+    return found
+
+
+def build(src: Path, include: Path, flags: list[str], cwd: Path | None = None) -> Build:
+    """Compile `src` (a copy of a source whose own folder is `include`) to a cubin and read it;
+    `cwd`: where the build's relative paths (-I in `flags`) are read from."""
     from .assets import asset_dir  # noqa: PLC0415
 
     cubin = src.with_suffix(".cubin")
-    cmd = ["nvcc", "-cubin", "-Xptxas", "-v", f"-I{asset_dir('runtime')}", f"-I{include}", *flags, "-o",
+    cmd = [nvcc(), "-cubin", "-Xptxas", "-v", f"-I{asset_dir('runtime')}", f"-I{include}", *flags, "-o",
            str(cubin), str(src)]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     except OSError as e:
         raise AtrexError(f"cannot run nvcc: {e}", hint="put CUDA's nvcc on PATH") from None
     if p.returncode != 0:
         raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src),
                          hint="pass the flags your build uses with --nvcc-flag")
-    return Build(disassemble(cubin), ptxas_registers(p.stderr))
+    tool = cuobjdump()
+    env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
+    elf = subprocess.run([tool, "-elf", str(cubin)], capture_output=True, text=True, env=env)
+    return Build(disassemble(cubin), ptxas_resources(p.stderr), max_threads(elf.stdout))
 
 
-def _clean_text(spec) -> str:
+def clean_text(spec) -> str:
     """The spec's clean source: the file itself, or, once applied, the clean copy apply saved."""
     from .cuda.probes import MARK  # noqa: PLC0415
     from .fsio import sha256_bytes  # noqa: PLC0415
@@ -324,7 +374,13 @@ def _clean_text(spec) -> str:
     return data.decode()
 
 
-REGISTERS_PER_SM, MAX_WARPS_PER_SM = 65536, 64  # sm_90
+REGISTERS_PER_SM, MAX_WARPS_PER_SM, MAX_CTAS_PER_SM = 65536, 64, 32  # sm_90
+SHARED_PER_SM, SHARED_RESERVED_PER_CTA = 228 * 1024, 1024  # sm_90: bytes an SM holds; the system's per CTA
+
+
+def allocated_registers(regs: int | None) -> int | None:
+    """Registers a thread is given: allocation is in units of 8 per thread (256 per warp)."""
+    return None if not regs else -(-regs // 8) * 8
 
 
 def warps_by_registers(regs: int | None) -> int | None:
@@ -332,24 +388,70 @@ def warps_by_registers(regs: int | None) -> int | None:
     occupancy bound registers set, before block size, shared memory and the grid."""
     if not regs:
         return None
-    return min(MAX_WARPS_PER_SM, REGISTERS_PER_SM // (-(-regs // 8) * 8 * 32))
+    return min(MAX_WARPS_PER_SM, REGISTERS_PER_SM // (allocated_registers(regs) * 32))
 
 
-def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None) -> dict:
-    """Compile the spec's source clean, instrumented, and instrumented as one copy (no versioning)
-    and compare, in the SASS:
+def ctas_per_sm(regs: int | None, shared: int, threads: int | None) -> int | None:
+    """CTAs of `threads` threads an SM holds at this many registers per thread and bytes of static
+    shared memory per CTA (dynamic shared memory is set at launch and not counted); None when the
+    block size or registers are unknown."""
+    if not threads or not regs:
+        return None
+    warps = -(-threads // 32)
+    limits = [MAX_CTAS_PER_SM, MAX_WARPS_PER_SM // warps, REGISTERS_PER_SM // (allocated_registers(regs) * 32 * warps)]
+    if shared:
+        limits.append(SHARED_PER_SM // (shared + SHARED_RESERVED_PER_CTA))
+    return min(limits)
+
+
+def compare(clean: Build, inst: Build, kernel: str, clone: str, one_copy: Build | None = None,
+            threads: int | None = None) -> dict:
+    """What the probes did to the kernel, read from the SASS of a clean and an instrumented build:
     - probes off: the instrumented build's kernel must be the clean build's kernel, instruction for
       instruction (the probes live in the copy K__atrex, launched only while recording);
     - CTAs that record nothing: the copy must hold every loop of the clean kernel, with the same
-      memory and tensor instructions per trip and loads in flight (its clean side kept the unrolling
-      and the schedule), plus the one-copy rewrite's loops (compare_loops). Registers are reported
-      side by side: they are the whole copy's, so a higher count changes occupancy even for its
-      clean side; recording CTAs that keep fewer loads in flight in a clean loop are reported (a
-      probed loop with a shorter trip too: shorter_trips), and so are their loops that keep more
-      than any clean loop (more_in_flight)."""
+      memory and tensor instructions per trip and loads in flight (compare_loops), plus, given the
+      one-copy rewrite's build, its loops;
+    - recording CTAs: their loops that keep fewer loads in flight than the clean loop they stand for
+      (a probed loop with a shorter trip too: shorter_trips), or more than any clean loop
+      (more_in_flight);
+    - resources: registers (they are the whole copy's, so a higher count changes occupancy even for
+      its clean side), static shared memory, spills, and CTAs per SM at `threads` threads per block
+      (the kernel's __launch_bounds__ when it has them)."""
+    k_clean, r_clean, bound = clean.kernel(kernel)
+    k_off, r_off, _ = inst.kernel(kernel)
+    k_copy, r_copy, _ = inst.kernel(clone)
+    threads = threads or bound
+    found = loops(k_clean)
+    copy_sides = sides(k_copy)
+    short, fewer = compare_loops(found, loops(one_copy.kernel(clone)[0]) if one_copy else [], copy_sides)
+    res = {"clean": r_clean, "off": r_off, "copy": r_copy}
+    if one_copy is not None:
+        res["one_copy"] = one_copy.kernel(clone)[1]
+    return {"off_identical": [i[2] for i in k_off] == [i[2] for i in k_clean],
+            "registers": {k: r.registers for k, r in res.items()},
+            "shared": {k: r.shared for k, r in res.items()},
+            "spills": {k: r.spills for k, r in res.items()},
+            "threads_per_block": threads,
+            "ctas_per_sm": {k: ctas_per_sm(res[k].registers, res[k].shared, threads) for k in ("clean", "copy")},
+            # the copy's registers are its clean side's too: a lower bound here means that where
+            # registers limit occupancy, a recording run has fewer warps per SM than the clean kernel
+            "warps_per_sm_by_registers": {k: warps_by_registers(res[k].registers) for k in ("clean", "copy")},
+            "clean_loops": [describe(l) for l in found if any(l.signature)],
+            "recording_fewer_in_flight": fewer + shorter_trips(found, probed(k_copy, copy_sides[1])),
+            "recording_more_in_flight": more_in_flight(found, copy_sides[1]),
+            "missing": short}
+
+
+def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None,
+          recorder: str | None = None) -> dict:
+    """check-sass: compile the spec's source clean, instrumented with the recorder apply chooses (or
+    chose, or `recorder`), and instrumented as one copy (no versioning), and compare them (compare);
+    `problems` lists, by the recorder choice's rules (choice.problems), why the recording run would
+    not be the clean kernel; `ok` when there is none."""
     import tempfile  # noqa: PLC0415
 
-    from .cuda.clone import CLONE_SUFFIX  # noqa: PLC0415
+    from . import choice  # noqa: PLC0415
     from .cuda.rewrite import rewrite  # noqa: PLC0415
     from .plan import make_plan  # noqa: PLC0415
     from .spec import load_spec  # noqa: PLC0415
@@ -358,57 +460,28 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     if spec.backend != "cuda":
         raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
                          path=str(spec.path))
-    flags = nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
-    clean, runtime, suffix = _clean_text(spec), None, spec.source.suffix
-    if suffix == ".py":  # CUDA source in a Python string (kernelpy/): its text, built as a .cu file
-        from .kernelpy.locate import locate  # noqa: PLC0415
-        from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
-        clean = locate(clean, spec.source_rel, str(spec.source), spec.cuda_string).value
-        runtime, suffix = runtime_text(), ".cu"
-    plan = make_plan(spec)
-    inst = rewrite(plan, clean, runtime=runtime)
-    texts = {"clean": clean, "instrumented": inst.text,
-             "one_copy": rewrite(plan, clean, version_body=False, runtime=runtime).text}
+    target = choice.Target.of(spec, clean_text(spec), nvcc_flags)
+    picked = choice.resolve(spec, target, recorder)
+    plan = make_plan(spec, picked.mode)
+    texts = {"instrumented": rewrite(plan, target.text, runtime=target.runtime),
+             "one_copy": rewrite(plan, target.text, version_body=False, runtime=target.runtime)}
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
-        built = {}
-        for name, text in texts.items():
-            src = Path(tmp) / f"{name}{suffix}"
-            src.write_text(text)
-            built[name] = _build(src, spec.source.parent, flags)
-    clone = inst.backend_data["perturbation"]["clone"]  # the kernel's qualified name + CLONE_SUFFIX
-    kernel = clone.removesuffix(CLONE_SUFFIX)
-    funcs = {"clean": built["clean"].kernel(kernel), "off": built["instrumented"].kernel(kernel),
-             "copy": built["instrumented"].kernel(clone), "one_copy": built["one_copy"].kernel(clone)}
-    off_identical = [i[2] for i in funcs["off"][0]] == [i[2] for i in funcs["clean"][0]]
-    found = {k: loops(funcs[k][0]) for k in ("clean", "one_copy")}
-    copy_sides = sides(funcs["copy"][0])
-    short, fewer = compare_loops(found["clean"], found["one_copy"], copy_sides)
-    regs = {k: r for k, (_, r) in funcs.items()}
-    return {"spec": spec.name, "kernel": spec.kernel, "copy": clone,
-            "versioned": inst.backend_data["perturbation"]["versioned"], "off_identical": off_identical,
-            "registers": regs,
-            # the copy's registers are its clean side's too: a lower bound here means that where
-            # registers limit occupancy, a recording run has fewer warps per SM than the clean kernel
-            "warps_per_sm_by_registers": {"clean": warps_by_registers(regs["clean"]),
-                                          "copy": warps_by_registers(regs["copy"])},
-            "clean_loops": [describe(l) for l in found["clean"] if any(l.signature)],
-            "recording_fewer_in_flight": fewer + shorter_trips(found["clean"], probed(funcs["copy"][0], copy_sides[1])),
-            "recording_more_in_flight": more_in_flight(found["clean"], copy_sides[1]),
-            "missing": short, "ok": off_identical and not short, "flags": flags,
-            "hint": _hint(plan, regs) if short else None}
+        built = {"clean": choice.clean_build(target, Path(tmp))}
+        built.update({k: target.build(Path(tmp), k, rw.text) for k, rw in texts.items()})
+    clone = texts["instrumented"].backend_data["perturbation"]["clone"]
+    r = compare(built["clean"], built["instrumented"], target.kernel, clone, built["one_copy"], target.threads)
+    problems = choice.problems(r)
+    return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
+            "versioned": texts["instrumented"].backend_data["perturbation"]["versioned"], **r,
+            "problems": problems, "ok": r["off_identical"] and not problems, "flags": target.flags,
+            "hint": _hint(picked) if problems else None}
 
 
-def _hint(plan, regs: dict) -> str | None:
-    """What to try when the copy's clean side was rescheduled: on the global path (or with staged
-    rings) the recorder's slot range is live from entry to exit, in registers; resident rings keep
-    it in shared memory (layernorm: 48 registers on the global path, 32 resident). None where
-    resident rings cannot apply (per-thread roles) or registers do not tell."""
-    mode = plan.mode
-    if (mode.resident or None in (regs["copy"], regs["clean"]) or regs["copy"] <= regs["clean"]
-            or any(s.role.per_thread for s in plan.spec.sites)):
-        return None
-    how = ("in [capture] `staging`, replace `events = E` with `resident = true`" if mode.staged else
-           "add `staging = { warps = W, resident = true }` to [capture], W the largest block in warps")
-    return (f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']}: its recorder keeps "
-            f"each owner's slot range in registers from entry to exit; resident staging rings keep it in shared "
-            f"memory ({how}; docs/spec.md) and check again")
+def _hint(picked) -> str:
+    """What to change when the recording run would be another kernel."""
+    if picked.how == "asked":
+        return (f"the spec (or --recorder) asks for the {picked.mode.path.value} recorder: drop [capture] recorder "
+                "(auto) and apply compiles the candidates and keeps one that leaves the kernel as it was")
+    return ("no recorder keeps this kernel (apply --dry-run --json lists each candidate's problems under "
+            "recorder.evidence): fewer sites in the timed loop, or an `every` equal to the loop's unroll, change what "
+            "the copy needs; the recording is then another kernel, and measure will show by how much")

@@ -23,10 +23,11 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from . import __version__
+from . import choice, registry
 from . import manifest as mf
-from . import registry
 from .assets import asset_dir
 from .backend import Rewrite
 from .errors import SnapshotError, SpecError
@@ -102,7 +103,7 @@ class ApplyResult:
         m = self.manifest.to_json()
         return {"applied": True, "workspace": str(self.workspace), "source": m["source"]["path"],
                 "lines_added": added, "lines_removed": removed, "sites": m["sites"],
-                "warnings": m["warnings"], "staging": m["capture"]["staging"],
+                "warnings": m["warnings"], "staging": m["capture"]["staging"], "recorder": m.get("recorder"),
                 "event_bytes": m["capture"]["event_bytes"],
                 "perturbation": m.get("perturbation"), **launch_report(self.manifest),
                 "manifest": str(self.workspace / mf.FILE_NAME)}
@@ -132,7 +133,7 @@ def load_manifest(ws: Path) -> Manifest | None:
 
 
 def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch: str,
-                   launchers: list["_Launcher"] = ()) -> Manifest:
+                   launchers: list["_Launcher"] = (), picked: "choice.Choice | None" = None) -> Manifest:
     hdr = runtime_header()
     data = rw.backend_data
     return Manifest(
@@ -143,7 +144,7 @@ def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch
         clean_copy=f"clean/{spec.source.name}",
         patch=mf.FileRef("instrumented.patch", sha256_bytes(patch.encode())),
         runtime=mf.FileRef(hdr.name, sha256_bytes(hdr.read_bytes())),
-        capture=plan.capture,
+        capture=plan.capture, recorder=picked.to_json() if picked else None,
         groups=plan.groups,
         sites=tuple(mf.PlacedSite(
             id=p.site_id, name=p.site.name, role=p.site.role, group=plan.site_group[p.site_id],
@@ -151,9 +152,10 @@ def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch
             anchor=p.site.anchor,
             payload=p.site.payload, every=p.site.every, source_line=p.source_line,
             instrumented_line=p.instrumented_line) for p in sorted(rw.placements, key=lambda p: p.site_id)),
-        intervals=spec.intervals,
+        intervals=spec.intervals, spans=dict(rw.spans),
         expect=dict(spec.expect), launches=tuple(rw.launches), not_captured=tuple(rw.not_captured),
-        launchers=tuple(lf.entry for lf in launchers), warnings=tuple(rw.warnings),
+        launchers=tuple(lf.entry for lf in launchers),
+        warnings=tuple(rw.warnings) + (picked.warnings if picked else ()),
         perturbation=mf.perturbation_of(data.get("perturbation")), iket=mf.iket_of(data.get("iket"), len(spec.sites)),
         applied_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
 
@@ -188,26 +190,38 @@ class _Launcher:
                                mf.FileRef(f"launcher{self.index}.patch", sha256_bytes(self.patch.encode())))
 
 
-def _prepare(spec_path: str | Path, root: str | Path | None):
+@dataclass(frozen=True)
+class Options:
+    """How apply chooses the recorder (choice.py): `recorder` in place of the spec's, the build's
+    nvcc flags in place of the spec's [build], and a callback told what is being compiled."""
+    recorder: str | None = None
+    nvcc_flags: tuple[str, ...] = ()
+    progress: Callable[[str], None] | None = None
+
+
+def _prepare(spec_path: str | Path, root: str | Path | None, options: Options = Options()):
     """Everything apply computes before it writes: (spec, clean bytes, rewrite, patch, manifest,
-    launchers)."""
+    launchers, recorder choice)."""
     spec = load_spec(spec_path, root)
     clean, text = _read_source(spec)
     _check_not_applied(spec, spec_path, clean)
-    plan = make_plan(spec)
+    picked = choice.resolve(spec, choice.target(spec, text, list(options.nvcc_flags)), options.recorder,
+                            options.progress)
+    plan = make_plan(spec, picked.mode)
     read = [(p, rel, *_read_source(spec, p)) for p, rel in zip(spec.launchers, spec.launcher_rels)]
     backend = registry.get(spec.backend)
     rw = backend.rewrite(plan, text, {rel: t for _, rel, _, t in read}) if read else backend.rewrite(plan, text)
     patch = unified_diff(text, rw.text, spec.source_rel)
     launchers = [_Launcher(i, p, rel, data, rw.launchers[rel], unified_diff(t, rw.launchers[rel], rel))
                  for i, (p, rel, data, t) in enumerate(read)]
-    return spec, clean, rw, patch, build_manifest(spec, plan, clean, rw, patch, launchers), launchers
+    manifest = build_manifest(spec, plan, clean, rw, patch, launchers, picked)
+    return spec, clean, rw, patch, manifest, launchers, picked
 
 
-def preview(spec_path: str | Path, root: str | Path | None = None) -> dict:
+def preview(spec_path: str | Path, root: str | Path | None = None, options: Options = Options()) -> dict:
     """`apply --dry-run`: where each site would land, as instrumented `file:line` with PREVIEW_CONTEXT
     lines either side, so placement can be checked by reading; nothing is written, no lock is taken."""
-    spec, _, rw, patch, manifest, _ = _prepare(spec_path, root)
+    spec, _, rw, patch, manifest, _, _ = _prepare(spec_path, root, options)
     lines = rw.text.split("\n")
     added, removed = diffstat(patch)
     sites = []
@@ -222,20 +236,23 @@ def preview(spec_path: str | Path, root: str | Path | None = None) -> dict:
         sites.append({"id": s.id, "name": s.name, "position": s.position, "role": s.role.value,
                       "source_line": s.source_line, "lands": lands})
     return {"dry_run": True, "applied": False, "source": spec.source_rel, "lines_added": added,
-            "lines_removed": removed, "sites": sites, "warnings": list(manifest.warnings), **launch_report(manifest)}
+            "lines_removed": removed, "sites": sites, "warnings": list(manifest.warnings), "recorder": manifest.recorder,
+            **launch_report(manifest)}
 
 
-def apply(spec_path: str | Path, root: str | Path | None = None) -> ApplyResult:
+def apply(spec_path: str | Path, root: str | Path | None = None, options: Options = Options()) -> ApplyResult:
     """Rewrite outside the lock (every spec/anchor error is raised there, before anything is
     written or created), then, holding it, check that the source and workspace are still as read."""
-    spec, clean, rw, patch, manifest, launchers = _prepare(spec_path, root)
+    spec, clean, rw, patch, manifest, launchers, picked = _prepare(spec_path, root, options)
     with _writer(spec, create=True) as ws:
         for path, rel, data in [(spec.source, spec.source_rel, clean)] + [(l.path, l.rel, l.clean) for l in launchers]:
             if path.read_bytes() != data:
                 raise SnapshotError(f"{rel} changed while apply was rewriting it; nothing was written",
                                     path=str(spec.path), hint="run apply again")
         _check_not_applied(spec, spec_path, clean)
-        return _write_snapshot(spec, ws, clean, rw, patch, manifest, launchers)
+        result = _write_snapshot(spec, ws, clean, rw, patch, manifest, launchers)
+        choice.remember(spec, picked)
+        return result
 
 
 def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw: Rewrite, patch: str, manifest: Manifest,

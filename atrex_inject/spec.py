@@ -36,10 +36,11 @@ MAX_INTERVALS = 16  # the Perfetto export numbers an owner's interval tracks own
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
 TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "launchers", "cuda_string",
-            "capture", "site", "intervals", "expect"}
+            "capture", "build", "site", "intervals", "expect"}
 KERNEL_KEYS = {"name", "occurrence"}
-CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "staging", "packed"}
-STAGING_KEYS = {"events", "warps", "resident"}
+CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "recorder", "warps", "ring", "packed"}
+RECORDERS = ("auto", "global", "staged", "resident")  # [capture] recorder (plan.BufferPath, and auto: choice.py)
+BUILD_KEYS = {"nvcc_flags"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
 CTAS_KEYS = {"stride", "limit"}
 
@@ -98,11 +99,9 @@ class Capture:
     clock: bool = False
     skip: int = 0  # launches before the first one written
     count: int = 1  # launches written; 0 = all
-    # the recorder the spec asks for (plan.RecorderMode): "global", "staged" ([capture] staging =
-    # { events, warps }) or "resident" ([capture] staging = { warps, resident = true })
-    recorder: str = "global"
-    ring: int = 0  # staged: events per warp staged in shared memory before a coalesced copy
-    warps: int = 0  # staged or resident: warps per CTA the rings are sized for (launches with more are refused)
+    recorder: str = "auto"  # one of RECORDERS: "auto" lets the tool choose (choice.py)
+    ring: int = 0  # staged: events per warp staged in shared memory before a coalesced copy (0: the default)
+    warps: int = 0  # warps per CTA the rings are sized for (0: the kernel's __launch_bounds__)
     packed: bool = False  # 4-byte events in the buffer: the site id in the timer's low bits (docs/format.md)
 
 
@@ -123,6 +122,7 @@ class ProbeSpec:
     lines: dict[tuple, int] = field(default_factory=dict, compare=False)  # key path -> its line (line_of)
     cuda_string: str | None = None  # a Python source's variable holding the CUDA source (kernelpy/)
     capture: Capture = field(default_factory=Capture)
+    nvcc_flags: tuple[str, ...] = ()  # [build] nvcc_flags: the flags the kernel's build uses (choice.py compiles with them)
     expect: dict[str, int] = field(default_factory=dict)
     text: str = ""
 
@@ -288,6 +288,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
         raise err(f"cuda_string {cuda_string!r} must be a Python variable name", "cuda_string",
                   hint='e.g. cuda_string = "cuda_src" for `cuda_src = r"""..."""`')
     capture = _capture(data, err, unknown, typed)
+    nvcc_flags = _build(data, err, unknown, typed)
 
     raw_sites = data.get("site", [])
     if not isinstance(raw_sites, list) or not raw_sites:
@@ -342,35 +343,47 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     spec = ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, declared_by=declared_by, kernel_occurrence=kernel_occurrence, launchers=launchers,
                      lines=lines.lines, cuda_string=cuda_string, sites=tuple(sites), intervals=tuple(intervals),
-                     capture=capture, expect=expect, text=text)
+                     capture=capture, nvcc_flags=nvcc_flags, expect=expect, text=text)
     return spec
 
 
 def _capture(data: dict, err, unknown, typed) -> Capture:
-    """[capture]: capacity, clock, launches written, and the recorder asked for (`staging`, `packed`)."""
+    """[capture]: capacity, clock, the launches written, and the recorder asked for."""
     cap_t = typed(data, "capture", dict, default={})
+    if "staging" in cap_t:
+        raise err("capture.staging is now written as `recorder`, `ring` and `warps`", "capture", "staging",
+                  hint='staging = { events = E, warps = W } is recorder = "staged", ring = E, warps = W; '
+                       'staging = { warps = W, resident = true } is recorder = "resident", warps = W; or drop it '
+                       "and let the tool choose (docs/spec.md)")
     unknown(cap_t, CAPTURE_KEYS, "capture")
-    stage_t = typed(cap_t, "staging", dict, "capture", default={})
-    unknown(stage_t, STAGING_KEYS, "capture", "staging")
-    capacity = typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20, unit=" events per owner")
-    resident = typed(stage_t, "resident", bool, "capture", "staging", default=False)
-    if resident and "events" in stage_t:
-        raise err("capture.staging: a resident ring holds the whole capacity, so it takes no `events`", "capture",
-                  "staging", hint="drop `events` (resident rings have `capacity` slots) or drop `resident`")
+    recorder = typed(cap_t, "recorder", str, "capture", default="auto")
+    if recorder not in RECORDERS:
+        raise err(f"capture.recorder {recorder!r} is not one of {', '.join(RECORDERS)}", "capture", "recorder",
+                  hint='"auto" (the default) lets the tool choose the recorder that keeps the kernel (docs/guide.md)')
+    ring = typed(cap_t, "ring", int, "capture", default=0, lo=1, hi=32, unit=" events per warp")
+    if ring and recorder not in ("auto", "staged"):
+        raise err(f"capture.ring sizes the staged recorder's rings; recorder {recorder!r} has none of that size",
+                  "capture", "ring", hint='drop `ring`, or set recorder = "staged"')
     return Capture(
-        capacity=capacity,
+        capacity=typed(cap_t, "capacity", int, "capture", default=64, lo=1, hi=1 << 20, unit=" events per owner"),
         clock=typed(cap_t, "clock", bool, "capture", default=False),
         skip=typed(cap_t, "skip", int, "capture", default=0, hi=I64),
         count=typed(cap_t, "count", int, "capture", default=1, hi=I64),
-        recorder="resident" if resident else "staged" if stage_t else "global",
-        ring=0 if resident else typed(stage_t, "events", int, "capture", "staging", required=bool(stage_t), default=0,
-                                      lo=1, hi=32, unit=" events per warp"),
-        # the largest block of the kernel's launches
-        warps=typed(stage_t, "warps", int, "capture", "staging", required=bool(stage_t), default=0, lo=1, hi=32,
-                    unit=" warps per CTA"),
+        recorder=recorder, ring=ring,
+        warps=typed(cap_t, "warps", int, "capture", default=0, lo=1, hi=32, unit=" warps per CTA"),
         packed=typed(cap_t, "packed", bool, "capture", default=False),
     )
 
+
+def _build(data: dict, err, unknown, typed) -> tuple[str, ...]:
+    """[build]: the nvcc flags of the kernel's build (relative paths read from the spec's folder)."""
+    build_t = typed(data, "build", dict, default={})
+    unknown(build_t, BUILD_KEYS, "build")
+    flags = typed(build_t, "nvcc_flags", list, "build", default=[])
+    if not all(isinstance(f, str) and f and f.isprintable() for f in flags):
+        raise err("build.nvcc_flags must list nvcc's flags as strings", "build", "nvcc_flags",
+                  hint='e.g. nvcc_flags = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Iinclude"]')
+    return tuple(flags)
 
 def _kernel(data: dict, err, unknown, typed) -> tuple[str, int | None]:
     """`kernel = "name"` or `kernel = { name = "name", occurrence = N }` (the backend checks that the
@@ -408,32 +421,28 @@ def _launchers(data: dict, source: Path, path: Path, root: Path, where: str, lin
     return tuple(out)
 
 
-def staged_copy(path: Path, events: int | None, warps: int, packed: bool = False) -> Path:
-    """Write `<spec>_staged.toml` next to a spec: the same spec under the name `<name>_staged` with
-    `staging = { events, warps }` in its [capture] table (events None: `staging = { warps, resident =
-    true }`, written as `<spec>_resident.toml`; warps 0: no staging), and with `packed`, `packed = true`
-    too (`_packed` added to both names), so the probe paths can be applied, built and measured side by
-    side (bench/probe_cost, bench/perturbation, scripts/gpu-suite.sh)."""
+def with_recorder(path: Path, recorder: str, warps: int = 0, ring: int = 0, packed: bool = False) -> Path:
+    """Write `<spec>_<recorder>[_packed].toml` next to a spec: the same spec under the name
+    `<name>_<recorder>[_packed]` with `recorder`, `warps`, `ring` and `packed` set in its [capture]
+    table, so recorders can be applied, built and measured side by side (bench/probe_cost,
+    bench/perturbation, tests)."""
     path = Path(path).resolve()
     text = path.read_text()
     spec = parse_spec(text, path, find_root(path))
-    if warps and spec.capture.recorder != "global":
-        raise SpecError("the spec already stages events", path=str(path))
-    if packed and spec.capture.packed:
-        raise SpecError("the spec already packs its events", path=str(path))
+    if spec.capture.recorder != "auto" or (packed and spec.capture.packed):
+        raise SpecError("the spec already names its recorder", path=str(path), line=spec.line_of("capture"))
     if "[capture]\n" not in text:
         text += "\n[capture]\n"
-    kind = "_".join(k for k in ("" if not warps else "staged" if events else "resident", "packed" if packed else "") if k)
+    kind = "_".join(k for k in ("" if recorder == "global" and packed else recorder, "packed" if packed else "") if k)
     name_line = next(line for line in text.splitlines() if line.startswith("name = "))
     text = text.replace(name_line, f'name = "{spec.name}_{kind}"', 1)
-    lines = ([f"staging = {{ {f'events = {events}' if events else 'resident = true'}, warps = {warps} }}"] if warps else []) + (
-        ["packed = true"] if packed else [])
-    text = text.replace("[capture]\n", "[capture]\n" + "".join(f"{line}\n" for line in lines), 1)
+    keys = [f'recorder = "{recorder}"'] + ([f"ring = {ring}"] if ring else []) + (
+        [f"warps = {warps}"] if warps else []) + (["packed = true"] if packed else [])
+    text = text.replace("[capture]\n", "[capture]\n" + "".join(f"{k}\n" for k in keys), 1)
     out = path.with_name(f"{path.stem}_{kind}.toml")
     out.write_text(text)
     parse_spec(text, out, find_root(out))  # the copy must be a valid spec
     return out
-
 
 def _parse_site(t, i, err, unknown, typed, lines, language: str) -> Site:
     k = ("site", i)

@@ -73,7 +73,8 @@ class Summarizer:
         intervals = []
         for k, iv in enumerate(self.manifest.intervals):
             st, per_sm = self.dur[k].result()
-            intervals.append({"name": iv.name, "unit": "ns", **st,
+            spans = {"spans_iterations": self.manifest.spans[iv.name]} if iv.name in self.manifest.spans else {}
+            intervals.append({"name": iv.name, "unit": "ns", **spans, **st,
                               "median_ticks": st["median"] / tick if tick and st["count"] else None,
                               "per_sm": [{"key": sm, "count": r["count"], "median": r["middle"]}
                                          for sm, r in sorted(per_sm.items())],
@@ -111,7 +112,9 @@ def summarize_capture(capture_dir, manifest: Manifest) -> dict:
 def render_text(summary: dict) -> str:
     def flag(r: dict) -> str:
         few = r.get("median_ticks") is not None and r["median_ticks"] < FEW_TICKS
-        return f"  median {r['median_ticks']:.0f} ticks: quantized" if few else ""
+        spans = (f"  spans {r['spans_iterations']} iterations (a strip-mined group)"
+                 if r.get("spans_iterations") else "")
+        return spans + (f"  median {r['median_ticks']:.0f} ticks: quantized" if few else "")
 
     def table(title: str, rows: list[dict], key: str) -> list[str]:
         head = [f"  {title:<32}{'count':>8}" + "".join(f"{k:>10}" for k in QUANTILES) + "  (us)"]

@@ -98,7 +98,7 @@ python3 examples/evaluator.py --source "$work/examples/cuda/gemm_mma.cu" --out "
   -- "$work/gemm_mma.clean" --warmup 3 --iters 10 || fail=1
 
 log "gemm_mma with shared-memory staging (spec + [capture] staging): build, run, capture, validate, perturbation"
-sspec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], 32, 8))" \
+sspec=$(python3 -c "import sys; from atrex_inject.spec import with_recorder; print(with_recorder(sys.argv[1], 'staged', 8, 32))" \
   "$work/examples/specs/gemm_mma.toml")
 src="$work/examples/cuda/gemm_mma.cu"
 if $ATREX apply "$sspec" --root "$work"; then
@@ -122,7 +122,7 @@ else
   fail=1
 fi
 log "staging rings sized for 4 warps, launched with 8: refused (probes off, nothing written, output correct)"
-sspec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], 32, 4))" \
+sspec=$(python3 -c "import sys; from atrex_inject.spec import with_recorder; print(with_recorder(sys.argv[1], 'staged', 4, 32))" \
   "$work/examples/specs/gemm_mma.toml")
 $ATREX apply "$sspec" --root "$work" > /dev/null && $NVCC -I"$INC" -o "$work/gemm_mma.small_rings" "$src" \
   && $ATREX revert "$sspec" --root "$work" > /dev/null || fail=1

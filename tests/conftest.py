@@ -66,6 +66,18 @@ def edit_file(path: Path, *edits: tuple[str, str]) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def choice_cache(tmp_path_factory) -> Path:
+    """One recorder-choice cache for the session (choice.CACHE_ENV): an example's recorder is chosen
+    by compiling its candidates once, whatever number of tests apply it."""
+    from atrex_inject.choice import CACHE_ENV
+    folder = tmp_path_factory.mktemp("choice-cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv(CACHE_ENV, str(folder))
+    yield folder
+    mp.undo()
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of examples/ in a fresh project root (a .git folder marks the root)."""

@@ -65,8 +65,9 @@ def test_the_backend_checks_its_own_rules_and_capabilities(toy):
     with pytest.raises(SpecError, match="entry and exit anchors only") as e:
         make_plan(load_spec(spec))  # the spec reads; the plan checks it against its backend
     assert e.value.line == SPEC.splitlines().index("[[site]]", 9) + 1
-    spec.write_text(SPEC + "\n[capture]\nstaging = { events = 4, warps = 2 }\n")
-    with pytest.raises(SpecError, match=r"applies to the cuda backend \(the toy backend has no recorder") as e:
+    spec.write_text(SPEC + "\n[capture]\nrecorder = \"staged\"\n")
+    with pytest.raises(SpecError, match=r"capture.recorder applies to the cuda backend's recorder \(the toy backend "
+                                        r"has no recorder") as e:
         make_plan(load_spec(spec))
     assert e.value.line == len(SPEC.splitlines()) + 3
     spec.write_text(SPEC.replace('backend = "toy"', 'backend = "nope"'))

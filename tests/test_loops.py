@@ -137,7 +137,7 @@ def test_apply_says_how_the_clean_code_is_kept(tmp_path):
     assert "warning: kernel nested_shared is not versioned" in r.output
     assert CliRunner().invoke(app, ["revert", str(spec)]).exit_code == 0 and src.read_text() == KERNELS
     # a dense site with staging rings: the loop is recorded in trips of the ring's events
-    spec.write_text(SPEC.format(name="s", every=1).replace("\n[[site]]", "[capture]\nstaging = { events = 16, warps = 8 }\n\n[[site]]"))
+    spec.write_text(SPEC.format(name="s", every=1).replace("\n[[site]]", "[capture]\nrecorder = 'staged'\nring = 16\nwarps = 8\n\n[[site]]"))
     r = CliRunner().invoke(app, ["apply", str(spec)])
     assert r.exit_code == 0, r.output
     assert "loop at line 4 recorded in trips of 16 iterations (probes unchecked) for it" in r.output

@@ -1,13 +1,14 @@
 """The probes must not change the kernel they observe. Checked on the SASS (cuobjdump, no GPU) by
-`atrex-inject check-sass` (atrex_inject.sass.check): with probes off the program runs the clean
-kernel itself, so the instrumented build's kernel must be the clean build's, instruction for
-instruction; in the instrumented copy K__atrex, CTAs that record nothing run a clean side, which
-must hold every loop of the clean kernel with the same memory and tensor instructions per trip, plus
-the loops of the single-copy rewrite. So a touched original, a clean side that lost unrolling, or a
-copy without versioning, fails."""
+`atrex-inject check-sass` (atrex_inject.sass.check, by the rules of choice.problems): with probes
+off the program runs the clean kernel itself, so the instrumented build's kernel must be the clean
+build's, instruction for instruction; the instrumented copy K__atrex keeps the clean kernel's
+registers and CTAs per SM; its clean side (CTAs that record nothing) holds every loop of the clean
+kernel with the same memory and tensor instructions per trip and loads in flight; recording CTAs
+keep the loads in flight of the loops they time. So a touched original, a clean side that lost
+unrolling, a copy without versioning, a copy with more registers, or a rescheduled recording loop
+fails."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -19,8 +20,7 @@ from typer.testing import CliRunner
 from atrex_inject import sass
 from atrex_inject.cli import app
 from atrex_inject.cuda import rewrite as rw
-from atrex_inject.plan import make_plan
-from atrex_inject.spec import Role, load_spec, staged_copy
+from atrex_inject.spec import with_recorder
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -36,17 +36,19 @@ def test_clean_copy_keeps_the_clean_loops(project, example):
 def test_layernorm_clean_side_is_rescheduled_on_the_global_path(project):
     """layernorm's global-path copy takes 48 registers against 32: its recorder's slot range is live
     from entry to exit, and ptxas schedules the copy's clean side for those registers: the
-    statistics loop and the normalize loop keep more loads in flight than the clean kernel's (6
-    against 4, 5 against 3; the copy ran 14% faster on the H200, docs/perturbation.md). Same
-    instructions per trip, so only the loads-in-flight count sees it: check-sass fails, naming both
-    loops, and says what to try: resident rings, with the registers it counted."""
-    r = sass.check(project / "examples" / "specs" / "layernorm.toml", project)
+    statistics loop and the normalize loop keep more loads in flight than the clean kernel's (the
+    copy ran 14% faster on the H200: another kernel). Same instructions per trip, so only the
+    loads-in-flight count sees it: check-sass fails, naming the registers, the CTAs per SM and both
+    loops, and says to let the tool choose."""
+    r = sass.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global")
     assert r["off_identical"] and not r["ok"]
     changed = {(m["loop"]["LDG"], m["loop"]["STG"]): m for m in r["missing"]}
     assert set(changed) == {(16, 0), (12, 4)}, r["missing"]
     assert all(min(m["copy_in_flight"]) > m["in_flight"] for m in changed.values()), r["missing"]
-    assert r["hint"].startswith("the copy takes 48 registers against the clean kernel's 32") and \
-        "`staging = { warps = W, resident = true }`" in r["hint"]
+    assert "the copy takes 48 registers against the clean kernel's 32 (48 against 32 as allocated)" in r["problems"]
+    assert "the copy fits 5 CTAs per SM against the clean kernel's 8 (registers and static shared memory, 256 " \
+           "threads per CTA)" in r["problems"]
+    assert r["hint"].startswith("the spec (or --recorder) asks for the global recorder: drop [capture] recorder")
 
 
 @pytest.mark.parametrize("example", ["layernorm", "reduce_sumsq"])
@@ -58,7 +60,7 @@ def test_resident_copies_keep_the_clean_registers_and_schedule(project, example)
     40 on reduce_sumsq; reduce_sumsq's copy had 36 from its trips' write-back after their begin
     probe (run 83) until the entry and the table probe lost their branches (run 89: +2.4% against
     +3.5%), and has the clean kernel's 32 since."""
-    r = sass.check(staged_copy(project / "examples" / "specs" / f"{example}.toml", None, 8), project)
+    r = sass.check(with_recorder(project / "examples" / "specs" / f"{example}.toml", "resident", 8), project)
     assert r["ok"] and not r["recording_fewer_in_flight"] and r["hint"] is None, r
     assert not r["recording_more_in_flight"], r
     assert r["registers"]["clean"] == 32 and r["registers"]["copy"] == 32, \
@@ -69,18 +71,17 @@ def test_check_sass_warns_when_a_trip_keeps_more_loads_in_flight_than_the_clean_
     """reduce_sumsq's loop sites every 8 iterations instead of 4: the strip-mined trip is its body
     written out 8 times, which ptxas schedules with all 8 loads in flight where the clean loop,
     unrolled by 4, keeps 4 (and the copy takes 50 registers). On the H200 that recorded +0.98%
-    against +2.43% at every 4 (run 125): the recording CTAs ran another loop. check-sass passes
-    (the clean side is kept) and says so; at every 4 it lists nothing (the test above)."""
-    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    against +2.43% at every 4 on the H200: the recording CTAs ran another loop, so check-sass
+    fails on it; at every 4 it lists nothing (the test above)."""
+    spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     spec.write_text(re.sub(r"(?m)^every = 4", "every = 8", spec.read_text()))
     r = sass.check(spec, project)
     more = [(f["in_flight"], f["clean"], f["loads"], f["clean_loads"]) for f in r["recording_more_in_flight"]]
-    assert r["ok"] and more == [(8, 4, 8, 4)], r
+    assert not r["ok"] and more == [(8, 4, 8, 4)], r
     assert r["registers"]["copy"] > r["registers"]["clean"]
     out = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project)])
     text = " ".join(out.output.split())
-    assert out.exit_code == 0 and "keeps 8 loads in flight where the clean kernel's loops keep at most 4" in text, text
-    assert "is written out whole" in text and "rescheduled" not in text, text
+    assert out.exit_code == 1 and "with 8 loads in flight where the clean kernel's loops keep at most 4" in text, text
 
 
 def test_check_sass_warns_when_a_trip_is_shorter_than_the_clean_loops_unroll(project):
@@ -88,15 +89,15 @@ def test_check_sass_warns_when_a_trip_is_shorter_than_the_clean_loops_unroll(pro
     flight) against the clean loop's 4. Its trip's loads are half the clean loop's, so it is matched
     to that loop and reported as keeping fewer in flight, with the trip named (capacity doubled
     for the events)."""
-    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     spec.write_text(re.sub(r"(?m)^every = 4", "every = 2", spec.read_text()).replace("capacity = 80", "capacity = 160"))
     r = sass.check(spec, project)
     fewer = r["recording_fewer_in_flight"]
-    assert r["ok"] and [(f["in_flight"], f["recording"]) for f in fewer] == [(4, 2)], fewer
+    assert not r["ok"] and [(f["in_flight"], f["recording"]) for f in fewer] == [(4, 2)], fewer
     assert "2 LDG" in fewer[0]["trip"] and "4 LDG" in fewer[0]["loop"] and not r["recording_more_in_flight"]
     out = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project)])
     text = " ".join(out.output.split())
-    assert out.exit_code == 0 and "keeps 2 loads in flight against 4 (their loop" in text and "below the clean loop's unroll" in text, text
+    assert out.exit_code == 1 and "recording CTAs keep 2 loads in flight in their copy of the clean loop" in text, text
 
 
 def test_a_rescheduled_recording_loop_is_not_blamed_on_every(project):
@@ -105,12 +106,12 @@ def test_a_rescheduled_recording_loop_is_not_blamed_on_every(project):
     scheduled the whole copy for 48 registers. check-sass reports them as rescheduled (as many loads
     per trip), not as a trip to shorten, and fails on the clean side."""
     spec = project / "examples" / "specs" / "layernorm.toml"
-    r = sass.check(spec, project)
+    r = sass.check(spec, project, recorder="global")
     more = r["recording_more_in_flight"]
     assert not r["ok"] and len(more) == 2 and all(f["loads"] <= f["clean_loads"] for f in more), more
-    out = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project)])
+    out = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project), "--recorder", "global"])
     text = " ".join(out.output.split())
-    assert out.exit_code == 1 and "rescheduled with as many loads per trip" in text and "written out whole" not in text, text
+    assert out.exit_code == 1 and "a rescheduled loop, not the clean one" in text, text
 
 
 def test_sides_follow_the_flow_not_the_layout():
@@ -155,19 +156,13 @@ def test_branches_with_a_second_predicate_are_branches():
     assert 0x40 in sass._timed(insns)
 
 
-def test_check_sass_hint_names_the_change_that_applies(project):
-    """check-sass's `next:` line (a lost clean loop, more registers in the copy): resident rings,
-    said as the spec needs it; nothing where they do not apply or the registers do not tell."""
-    spec = make_plan(load_spec(project / "examples" / "specs" / "layernorm.toml"))
-    regs = {"clean": 32, "copy": 48}
-    assert "add `staging = { warps = W, resident = true }` to [capture]" in sass._hint(spec, regs)
-    staged = make_plan(load_spec(staged_copy(project / "examples" / "specs" / "layernorm.toml", 16, 8)))
-    assert "replace `events = E` with `resident = true`" in sass._hint(staged, regs)
-    per_thread = dataclasses.replace(spec, spec=dataclasses.replace(spec.spec, sites=(
-        dataclasses.replace(spec.spec.sites[0], role=Role("thread")), *spec.spec.sites[1:])))
-    for s in (make_plan(load_spec(staged_copy(project / "examples" / "specs" / "layernorm.toml", None, 8))), per_thread):
-        assert sass._hint(s, regs) is None
-    assert sass._hint(spec, {"clean": 32, "copy": None}) is None and sass._hint(spec, {"clean": 32, "copy": 32}) is None
+def test_check_sass_hint_says_what_to_change(project):
+    """check-sass's `next:` line: where the spec (or --recorder) named the recorder, to let the tool
+    choose; where the tool chose and none kept the kernel, what changes what the copy needs."""
+    from atrex_inject.choice import Choice
+    from atrex_inject.plan import RecorderMode
+    assert "drop [capture] recorder (auto)" in sass._hint(Choice(RecorderMode(), "asked", "the spec asks"))
+    assert sass._hint(Choice(RecorderMode(), "chosen", "none kept it")).startswith("no recorder keeps this kernel")
 
 
 @pytest.mark.parametrize("body, in_flight", [
@@ -193,7 +188,7 @@ def _variant(project: Path, name: str, keep, resident: bool) -> Path:
     head, *sites = spec.read_text().split("[[site]]")
     head = re.sub(r"(?m)^intervals\s*=.*$", "intervals = []", head)
     if resident:
-        head = head.replace("[capture]\n", "[capture]\nstaging = { warps = 8, resident = true }\n", 1)
+        head = head.replace("[capture]\n", "[capture]\nrecorder = 'resident'\nwarps = 8\n", 1)
     sites[-1] = sites[-1].split("[expect]")[0]
     text = head + "".join("[[site]]" + b for b in sites if keep(re.search(r'name = "(\w+)"', b).group(1)))
     variant = spec.with_name(f"reduce_sumsq_{name}.toml")
@@ -217,10 +212,10 @@ def test_check_sass_warns_when_recording_ctas_keep_fewer_loads_in_flight(project
     monkeypatch.setattr(sass, "sides", halved)
     variant = _variant(project, "entry_resident", lambda site: site == "start", resident=True)
     r = sass.check(variant, project)
-    assert r["ok"], r["missing"]
+    assert not r["ok"] and not r["missing"], r
     assert [(f["in_flight"], f["recording"]) for f in r["recording_fewer_in_flight"]] == [(4, 2)], r
     out = CliRunner().invoke(app, ["check-sass", str(variant), "--root", str(project)])
-    assert out.exit_code == 0 and "keeps 2 loads in flight against 4" in " ".join(out.output.split()), out.output
+    assert out.exit_code == 1 and "keep 2 loads in flight in their copy" in " ".join(out.output.split()), out.output
 
 
 def test_recording_side_keeps_the_clean_loop_when_its_sites_are_outside_it(project):
@@ -282,13 +277,12 @@ def test_strip_mined_group_issues_its_loads_before_the_begin_probe(project, resi
     probes' timer reads) issues all four loads before its first timer read: a begin probe ahead of
     them held back the group's later loads behind its store (docs/perturbation.md)."""
     from atrex_inject import snapshot
-    spec = project / "examples" / "specs" / "reduce_sumsq.toml"
-    if resident:
-        spec = staged_copy(spec, None, 8)
+    spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", *(("resident", 8) if resident else
+                                                                                  ("global",)))
     m = snapshot.apply(spec).manifest
     src = project / m.source.path
-    build = sass._build(src, src.parent, ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"])
-    insns, _ = build.kernel(m.perturbation.clone)
+    build = sass.build(src, src.parent, ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"])
+    insns, _, _ = build.kernel(m.perturbation.clone)
     probed = [l for l in sass.loops(insns) if l.count("LDG") == 4 and any("GLOBALTIMER" in i for a, o, i in insns
                                                                           if l.start <= a <= l.end)]
     assert len(probed) == 1, [sass.describe(l) for l in sass.loops(insns)]
@@ -307,12 +301,12 @@ def test_warps_by_registers(regs, warps):
 
 
 def test_check_sass_says_when_the_copy_lowers_occupancy(project):
-    """layernorm's copy takes 48 registers against 32 (docs/perturbation.md): check-sass says what
-    that does to the warps an SM can hold; the GEMM's copy stays at the clean kernel's bound."""
+    """layernorm's global-path copy takes 48 registers against 32: check-sass says what that does to
+    the CTAs an SM holds (from the kernel's __launch_bounds__), and fails; the GEMM's copy keeps the
+    clean kernel's CTAs per SM."""
     spec = project / "examples" / "specs" / "layernorm.toml"
-    r = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project)])
-    assert r.exit_code == 1, r.output  # its clean side is rescheduled (test_layernorm_clean_side_is_rescheduled)
-    assert ("occupancy: registers allow 42 warps per SM in layernorm_fwd__atrex against 64 for the clean kernel"
-            in " ".join(r.output.split()))
+    r = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project), "--recorder", "global"])
+    assert r.exit_code == 1, r.output
+    assert "occupancy: 8 CTAs per SM clean, 5 for the copy (256 threads per CTA)" in " ".join(r.output.split())
     g = sass.check(project / "examples" / "specs" / "gemm_mma.toml", project)
-    assert g["warps_per_sm_by_registers"]["copy"] == g["warps_per_sm_by_registers"]["clean"]
+    assert g["ctas_per_sm"]["copy"] == g["ctas_per_sm"]["clean"] == 2

@@ -16,12 +16,12 @@ from atrex_inject.plan import Staging
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import validate_measurement
 from atrex_inject.plan import make_plan
-from atrex_inject.spec import load_spec, staged_copy
+from atrex_inject.spec import load_spec, with_recorder
 from atrex_inject.validate import validate_capture
 from conftest import CUDA_SPECS, REPO, edit_file, nvcc_compile, tree_hashes
 
 FIX = REPO / "tests" / "fixtures" / "h200"
-STAGING = "[capture]\nstaging = { events = 32, warps = 8 }\n"
+STAGING = "[capture]\nrecorder = 'staged'\nring = 32\nwarps = 8\n"
 
 
 def _spec_with(project: Path, *edits: tuple[str, str]) -> Path:
@@ -29,17 +29,18 @@ def _spec_with(project: Path, *edits: tuple[str, str]) -> Path:
 
 
 @pytest.mark.parametrize("staging,msg", [
-    ("staging = { events = 64, warps = 8 }", "between 1 and 32 events per warp"),
-    ("staging = { events = 32, warps = 0 }", "between 1 and 32 warps per CTA"),
-    ("staging = { events = 32 }", "missing required key 'warps'"),
-    ("staging = { events = 32, warps = 8, ring = 2 }", "unknown key 'ring'"),
+    ("ring = 64", "between 1 and 32 events per warp"),
+    ("warps = 0", "between 1 and 32 warps per CTA"),
+    ('recorder = "fast"', "capture.recorder 'fast' is not one of auto, global, staged, resident"),
+    ('ring = 2\nrecorder = "resident"', "capture.ring sizes the staged recorder's rings"),
+    ("staging = { events = 32, warps = 8 }", "capture.staging is now written as `recorder`, `ring` and `warps`"),
 ])
-def test_bad_staging_is_refused_at_its_line(project, staging, msg):
+def test_bad_recorder_keys_are_refused_at_their_line(project, staging, msg):
     spec = _spec_with(project, ("[capture]\n", f"[capture]\n{staging}\n"))
     before = tree_hashes(project)
     with pytest.raises(SpecError, match=re.escape(msg)) as e:
         snapshot.apply(spec)
-    assert e.value.line == 12  # the staging line, right under [capture] (line 11)
+    assert e.value.line == 12  # the key's line, right under [capture] (line 11)
     assert tree_hashes(project) == before
 
 
@@ -54,7 +55,7 @@ def test_staging_needs_warp_level_roles(project):
 
 def test_staging_is_for_the_cuda_backend(project):
     p = project / "examples" / "specs" / "scale_add_cutedsl.toml"
-    p.write_text(p.read_text() + "\n[capture]\nstaging = { events = 32, warps = 8 }\n")
+    p.write_text(p.read_text() + "\n[capture]\nrecorder = 'staged'\nring = 32\nwarps = 8\n")
     with pytest.raises(SpecError, match="applies to the cuda backend"):
         make_plan(load_spec(p))
 
@@ -62,7 +63,7 @@ def test_staging_is_for_the_cuda_backend(project):
 @pytest.mark.parametrize("spec_path", [p for p in CUDA_SPECS if load_spec(p).capture.warps == 0],
                          ids=lambda p: p.stem)  # the examples that do not stage already
 def test_staged_examples_compile_and_revert(project, spec_path):
-    spec = staged_copy(project / "examples" / "specs" / spec_path.name, 32, 8)
+    spec = with_recorder(project / "examples" / "specs" / spec_path.name, "staged", 8, 32)
     m = snapshot.apply(spec).manifest
     assert m.capture.staging == Staging(32, 8, 9 * 32 * 8 * len(m.groups))
     src = project / m.source.path
@@ -106,7 +107,7 @@ def test_staged_capture_has_the_global_captures_structure():
 def test_gpu_ran_what_staged_copy_and_apply_write_here(project):
     fix = FIX / "gemm_mma_staged"
     m = load_manifest(fix / "manifest.json")
-    spec = staged_copy(project / "examples" / "specs" / "gemm_mma.toml", 32, 8)
+    spec = with_recorder(project / "examples" / "specs" / "gemm_mma.toml", "staged", 8, 32)
     assert snapshot.apply(spec).manifest.source.source_id == m.source.source_id
     ran = fix / "gemm_mma_staged.instrumented.cu"
     assert (project / m.source.path).read_bytes() == ran.read_bytes()
@@ -124,7 +125,7 @@ def test_gpu_ran_what_staged_copy_and_apply_write_here(project):
 def test_staging_that_overflows_static_shared_memory_is_refused_at_its_line(project):
     """(32 warps + 1) rings x 32 events x 16 bytes (the clock widens events) x 3 owner groups is
     50688 bytes: more than the 48 KiB of static shared memory a CTA may declare."""
-    spec = _spec_with(project, ("[capture]\n", "[capture]\nstaging = { events = 32, warps = 32 }\nclock = true\n"))
+    spec = _spec_with(project, ("[capture]\n", "[capture]\nrecorder = 'staged'\nring = 32\nwarps = 32\nclock = true\n"))
     spec.write_text(spec.read_text() + '\n[[site]]\nname = "wg"\nanchor = { entry = true }\nrole = "warpgroup"\n')
     with pytest.raises(SpecError, match=r"needs 50688 bytes of static shared memory per CTA \(3 owner groups") as e:
         make_plan(load_spec(spec))
@@ -135,7 +136,7 @@ def test_staging_that_overflows_static_shared_memory_is_refused_at_its_line(proj
 
 # ---- resident rings: staging = { warps, resident = true } ----
 
-RESIDENT = "[capture]\nstaging = { warps = 8, resident = true }\n"
+RESIDENT = "[capture]\nrecorder = 'resident'\nwarps = 8\n"
 
 
 def test_resident_rings_apply_compile_and_revert(project):
@@ -158,9 +159,9 @@ def test_resident_rings_apply_compile_and_revert(project):
 
 
 def test_resident_rings_take_no_events(project):
-    spec = _spec_with(project, ("[capture]\n", "[capture]\nstaging = { events = 32, warps = 8, resident = true }\n"))
-    with pytest.raises(SpecError, match=re.escape("a resident ring holds the whole capacity, so it takes no "
-                                                  "`events`")) as e:
+    spec = _spec_with(project, ("[capture]\n", "[capture]\nring = 32\nrecorder = 'resident'\nwarps = 8\n"))
+    with pytest.raises(SpecError, match=re.escape("capture.ring sizes the staged recorder's rings; recorder "
+                                                  "'resident' has none of that size")) as e:
         load_spec(spec)
     assert e.value.line == 12
 
@@ -212,7 +213,7 @@ source = "k.cu"
 kernel = "copy"
 [capture]
 capacity = 128
-staging = { warps = 8, resident = true }
+recorder = 'resident'\nwarps = 8
 [[site]]
 name = "iter"
 anchor = { loop = "for (long i" }
@@ -255,7 +256,7 @@ def test_a_dense_resident_loop_holds_its_slot_across_the_loop(tmp_path, case):
     assert (tmp_path / "k.cu").read_text() == kernel
 
 
-STAGED_COPY_SPEC = COPY_SPEC.replace("staging = { warps = 8, resident = true }", "staging = { events = 32, warps = 8 }")
+STAGED_COPY_SPEC = COPY_SPEC.replace("recorder = 'resident'\nwarps = 8", "recorder = 'staged'\nring = 32\nwarps = 8")
 
 
 @pytest.mark.parametrize("case", ["canonical", "begin-and-end", "with-break", "in-branch"])
@@ -318,7 +319,7 @@ def test_resident_entry_reads_and_calls_nothing_before_the_loop(project, residen
     from atrex_inject import sass
 
     spec = project / "examples" / "specs" / "reduce_sumsq.toml"
-    spec = staged_copy(spec, None, 8) if resident else spec
+    spec = with_recorder(spec, "resident", 8) if resident else with_recorder(spec, "global")
     m = snapshot.apply(spec).manifest
     cubin = project / "inst.cubin"
     proc = nvcc_compile(project / m.source.path, cubin, ["-cubin"])
@@ -349,7 +350,7 @@ def test_resident_exit_is_one_call_per_exit_path(project):
     where one call per group cost about +0.3% more on the H200 (bench/RESULTS.md, runs 55c-55d)."""
     from atrex_inject import sass
 
-    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     m = snapshot.apply(spec).manifest
     text = (project / m.source.path).read_text()
     assert text.count("atrex::finish(__atrex_r0, __atrex_r1);") == 2 and ".finish();  // atrex: publish" not in text
@@ -377,7 +378,7 @@ def test_resident_capture_has_the_global_captures_structure(project):
     assert not s.owners["lower_bound"].any()
     n = len(res_m.sites)
     assert (site_counts(s, n) == site_counts(g, n)).all()
-    spec = staged_copy(project / "examples" / "specs" / "reduce_sumsq.toml", None, 8)
+    spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     assert snapshot.apply(spec).manifest.source.source_id == res_m.source.source_id
     assert (project / res_m.source.path).read_bytes() == (fix / "reduce_sumsq_resident.instrumented.cu").read_bytes()
     snapshot.revert(spec)
@@ -399,7 +400,8 @@ def test_resident_exit_reached_in_parts_claims_each_owner_once_on_the_h200(proje
     assert (o["claims"] == 1).all() and (o["attempted"] == 3).all()
     assert launch.counts["duplicate_claims"] == 0 and launch.counts["events"] == 48
     spec = project / "examples" / "specs" / "saxpy_tail.toml"
-    assert snapshot.apply(spec).manifest.source.source_id == m.source.source_id
+    resident = snapshot.Options(recorder="resident")  # the capture's recorder (its launch bounds: 8 warps)
+    assert snapshot.apply(spec, options=resident).manifest.source.source_id == m.source.source_id
     assert (project / m.source.path).read_bytes() == (fix / "saxpy_tail.instrumented.cu").read_bytes()
     snapshot.revert(spec)
 
@@ -413,7 +415,7 @@ def test_resident_exit_reached_in_parts_is_left_to_the_owner_lane(project):
     from atrex_inject import sass
 
     spec = project / "examples" / "specs" / "saxpy_tail.toml"
-    m = snapshot.apply(spec).manifest
+    m = snapshot.apply(spec, options=snapshot.Options(recorder="resident")).manifest
     text = (project / m.source.path).read_text()
     assert text.count("atrex::finish(__atrex_r0);") == 2  # the bounds check's return and the end
     cubin = project / "inst.cubin"

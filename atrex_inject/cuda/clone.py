@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..plan import Plan
+from ..plan import Plan, RecorderMode
 from .edits import AFTER, Edits, Replacement
 from .source import Kernel, Kind, SourceFile, Stmt
 
@@ -82,13 +82,14 @@ def versioned_body(edits: Edits, kernel: Kernel, first: int, guard: str, entry_i
     holder.append(edits.replace(a, b, gen, inclusive=True))
 
 
-def clone_kernel(edits: Edits, kernel: Kernel, declarations) -> None:
+def clone_kernel(edits: Edits, kernel: Kernel, declarations, mode: RecorderMode | None = None) -> None:
     """The kernel's definition stays byte for byte what it was: the probes go into a copy of it,
     `K__atrex`, defined right after it (and declared after each declaration of K, for launches
     that come before the definition). Wrapped launches run the copy only while recording, so with
     probes off the program runs exactly the clean kernel: same SASS, same registers. The copy of an
     explicit specialization (`template <> ... gemm<128, 64>(...)`) is a plain kernel, `gemm__atrex`:
-    no `gemm__atrex` template exists to specialize."""
+    no `gemm__atrex` template exists to specialize. A mode that holds the copy's registers
+    (RecorderMode.max_registers) gives the copy's head the attribute that does (held)."""
     text, nl = edits.src.text, edits.nl
     a, b = kernel.body_start, kernel.body_end
 
@@ -96,7 +97,7 @@ def clone_kernel(edits: Edits, kernel: Kernel, declarations) -> None:
         lead = text[start:name_span[0]]
         if kernel.targs is not None:
             lead = re.sub(r"^template\s*<\s*>\s*", "", lead)
-        return lead + kernel.name + CLONE_SUFFIX + text[name_end:end]
+        return held(lead, mode) + kernel.name + CLONE_SUFFIX + text[name_end:end]
 
     note = (f"// atrex: {kernel.name}{CLONE_SUFFIX}, the instrumented copy of {kernel.name}, "
             f"launched in its place only while recording")
@@ -110,6 +111,28 @@ def clone_kernel(edits: Edits, kernel: Kernel, declarations) -> None:
         return f"{text[a:b]}{nl}{nl}{note}{nl}{head(kernel.decl_start, kernel.name_span, kernel.name_end, a)}{{{inst}}}"
 
     holder.append(edits.replace(a, b, gen, inclusive=False))
+
+
+_LAUNCH_BOUNDS = re.compile(r"\b__launch_bounds__\s*\(")
+_GLOBAL = re.compile(r"\b__global__\b")
+
+
+def held(lead: str, mode: RecorderMode | None) -> str:
+    """A kernel head's text before its name with the copy's registers held to `mode.max_registers`:
+    `__maxnreg__(R)` after `__global__`, in place of any `__launch_bounds__(...)` (nvcc refuses the
+    two together, and launch bounds cap registers only by whole CTAs per SM). The copy is launched
+    with the clean kernel's configuration, so its launch bounds have nothing else to say."""
+    if mode is None or not mode.max_registers:
+        return lead
+    m = _LAUNCH_BOUNDS.search(lead)
+    if m:
+        depth, i = 1, m.end()
+        while i < len(lead) and depth:
+            depth += {"(": 1, ")": -1}.get(lead[i], 0)
+            i += 1
+        lead = lead[:m.start()] + lead[i:].lstrip(" ")
+    g = _GLOBAL.search(lead)
+    return f"{lead[:g.end()]} __maxnreg__({mode.max_registers}){lead[g.end():]}" if g else lead
 
 
 def copy_of(text: str, kernel: Kernel, named_by: tuple[int, int], name_span: tuple[int, int]) -> str:

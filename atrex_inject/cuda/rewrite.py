@@ -23,7 +23,7 @@ from .edits import Edits
 from .launches import find_all
 from .names import KernelName, select_kernel
 from .probes import MARK, loop_site, prefix, recorders, site_code, site_label, static_suffix
-from .sampling import Sampling, sample_loops, strip_mine, trips
+from .sampling import Sampling, interval_spans, sample_loops, strip_mine, trips
 from .wrap import wrap_launches
 from .source import JUMP_KINDS, Kernel, Kind, SourceFile, Stmt, parse_source
 
@@ -47,6 +47,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     split = kernel_split(src, kernel, anchored) if version_body else "not asked for"
     versioned = isinstance(split, int)
     sampling = sample_loops(plan, anchored, src.text)
+    spans = interval_spans(plan, sampling, anchored, src)
     edits = Edits(src)
     placed = _place_sites(plan, edits, kernel, anchored, sampling, versioned)
     _place_entry_exits(edits, kernel, placed, versioned)
@@ -54,7 +55,8 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
         trips(edits, sm, plan) if sm.trip else strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         versioned_body(edits, kernel, split, guard(plan), placed.entry)
-    clone_kernel(edits, kernel, [d for d in src.declarations if (d.qualname, d.targs) == (kernel.qualname, kernel.targs)])
+    clone_kernel(edits, kernel, [d for d in src.declarations if (d.qualname, d.targs) == (kernel.qualname, kernel.targs)],
+                 plan.mode)
     sfx = static_suffix(spec.source_rel)
     files, warnings = find_all(spec, src, kernel, launchers or {})
     wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx)
@@ -82,7 +84,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
         others[f.src.path] = _render(e, "", sfx)[0]
     return Rewrite(out, sid, placed.placements, [l.to_json() for f in files for l in f.scan.captured], warnings,
                    {"perturbation": perturbation}, not_captured=[n.to_json() for f in files for n in f.scan.not_captured],
-                   launchers=others)
+                   launchers=others, spans=spans)
 
 
 @dataclass

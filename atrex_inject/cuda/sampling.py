@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..errors import AnchorError
 from ..plan import Plan
 from ..spec import Site
 from .edits import Edits
 from .loops import CanonicalLoop, canonical_loop, leading_loads
-from .source import LOOP_KINDS, Kind, Stmt
+from .source import LOOP_KINDS, Kind, SourceFile, Stmt
 
 
 @dataclass(eq=False)
@@ -268,3 +269,47 @@ def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
                 f"  /* atrex: the last iterations, their probes checked */ }}")
 
     edits.replace(loop.lead, loop.end, gen, inclusive=False)
+
+
+def interval_spans(plan: Plan, sampling: Sampling, anchored: dict[str, Stmt], src: SourceFile) -> dict[str, int]:
+    """Iterations each interval spans where a strip-mined loop samples both its ends (name -> N, for
+    N > 1), or AnchorError for an interval whose ends the strip-mining puts in different iterations
+    of no fixed count. In a group of N iterations the loop-begin probes run at the top of its first
+    iteration, the body's probes in that first iteration, and the loop-end probes at the end of its
+    last: begin -> body and body -> later body stay within one iteration; begin -> end spans the
+    group, N iterations; end -> begin is the step from one group to the next; body -> end would
+    span the rest of the first iteration and N - 1 more, and any other order the next group's."""
+    spec = plan.spec
+    loop_of = {s.name: sm for sm in sampling.loops.values() if sm.every > 1 for s in sm.sites}
+    spans: dict[str, int] = {}
+    for iv in spec.intervals:
+        sm = loop_of.get(iv.start)
+        if sm is None or loop_of.get(iv.end) is not sm:
+            continue
+        a, b = (_phase(spec.sites[i], anchored, sm.loop.stmt) for i in (iv.start_id, iv.end_id))
+        if (a[0], b[0]) == (0, 2):
+            spans[iv.name] = sm.every
+        elif (a[0], b[0]) == (2, 0) or (a < b and b[0] != 2):
+            continue
+        else:
+            raise AnchorError(f"interval {iv.name!r}: `every = {sm.every}` strip-mines the loop at {spec.source_rel}:"
+                              f"{src.lines.line(sm.loop.stmt.start)} into groups of {sm.every} iterations and records {iv.start!r} "
+                              f"{_WHEN[a[0]]} and {iv.end!r} {_WHEN[b[0]]}, so the interval would span "
+                              f"{'the rest of one iteration and the group after it' if b[0] == 2 else 'into the next group'}",
+                              path=str(spec.path), line=spec.line_of("intervals"),
+                              hint="end it in the same iteration (a site in the loop's body, after its start), or time "
+                                   "the whole group (loop-begin -> loop-end), or sample with a hit counter by giving "
+                                   "the two sites different `every`")
+    return spans
+
+
+_WHEN = {0: "at the top of each group", 1: "in each group's first iteration", 2: "at the end of each group"}
+
+
+def _phase(site: Site, anchored: dict[str, Stmt], loop: Stmt) -> tuple[int, int]:
+    """Where in a strip-mined group a site's probe runs: (0, 0) the loop-begin probes, (1, offset)
+    the body's, in source order, (2, 0) the loop-end probes."""
+    stmt = anchored[site.name]
+    if stmt is loop:
+        return (0, 0) if site.position == "loop-begin" else (2, 0)
+    return 1, stmt.end if site.position == "after" else stmt.start

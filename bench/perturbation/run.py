@@ -6,7 +6,7 @@ instrumented from its spec, at the spec's CTA density and with every CTA recordi
 clean (A) against (B):
   off       the spec build with probes compiled in but no buffer bound (ATREX_TIMELINE_OUT unset)
   spec      the spec build recording (deferred writes, as `measure` runs instrumented samples)
-  resident  the spec with `staging = { warps = 8, resident = true }` recording (events kept in shared
+  resident  the spec with `recorder = "resident"\nwarps = 8` recording (events kept in shared
             memory until exit; reduce_sumsq and layernorm: the GEMM's own shared memory leaves no room)
   all       the every-CTA build recording
   packed, resident_packed
@@ -48,7 +48,7 @@ from atrex_inject import measure as ms
 from atrex_inject import snapshot
 from atrex_inject.errors import AtrexError
 from atrex_inject.manifest import load as load_manifest
-from atrex_inject.spec import staged_copy
+from atrex_inject.spec import with_recorder
 from atrex_inject.validate import validate_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -173,9 +173,9 @@ def build_with_manifests(work: Path, example: str, runtimes: dict[str, Path] | N
     bins = {"clean": work / f"{example}.clean"}
     subprocess.run([*NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
     spec = work / "examples" / "specs" / f"{example}.toml"
-    specs = [("spec", spec), ("all", every_cta(spec)), ("packed", staged_copy(spec, None, 0, packed=True))]
+    specs = [("spec", spec), ("all", every_cta(spec)), ("packed", with_recorder(spec, "global", packed=True))]
     if example in RESIDENT:
-        specs += [("resident", staged_copy(spec, None, 8)), ("resident_packed", staged_copy(spec, None, 8, packed=True))]
+        specs += [("resident", with_recorder(spec, "resident", 8)), ("resident_packed", with_recorder(spec, "resident", 8, packed=True))]
     for name, s in specs:
         inst = work / f"{example}.{name}.cu"
         with APPLY:  # apply/revert hold the project's lock: one at a time, the builds in parallel

@@ -1,0 +1,367 @@
+"""The recorder choice: which recorder mode records this spec's kernel without making it another
+kernel (docs/guide.md, "Recorder modes"; the figures behind the rules: docs/design.md).
+
+A recording run is evidence about the clean kernel only if the recording CTAs run the clean
+kernel's code with probes added: the same registers (so the same occupancy), every clean loop, and
+the loads in flight of the loops they time. Which recorder keeps that depends on the kernel: the
+global path keeps each owner's slot range in registers from entry to exit, which takes registers
+from a kernel that needs them; resident rings keep it in shared memory, which changes what ptxas
+does to a kernel that has registers to spare. So, with nvcc, the tool compiles the candidates and
+reads their SASS (sass.compare), and `problems` is the one place that says what disqualifies one.
+
+The rules, in order:
+Registers count as allocated (8 a thread); where the block size is known, more registers are a
+problem when they change the CTAs an SM holds (a tiny kernel's copy may take more registers than
+it and still fit as many CTAs: its probes' calls need about 20, which `__maxnreg__` cannot lower),
+and ptxas' schedule of the loops is checked loop by loop.
+
+1. candidates: staged and resident rings need warp-level roles and the block size (the kernel's
+   __launch_bounds__, or `[capture] warps`), and must fit a CTA's static shared memory;
+2. preference: where a site records at every iteration of a loop, the per-event cost decides:
+   staged rings record such loops in trips at 3 SASS instructions an event, resident rings at 5,
+   the global path at 7; elsewhere (sampled or straight-line sites, a bounded number of events an
+   owner) the fixed cost decides: the global path has no rings to copy out at exit, staged rings
+   copy out what is left, resident rings copy out every event;
+3. the first candidate with no problem is chosen; where none has, each is compiled again with its
+   copy's registers held to the clean kernel's allocation (`__maxnreg__` on the copy's head) and the
+   first with no problem, spills included, is chosen; where still none has, the first candidate is
+   kept and its problems are apply's warnings (check-sass fails on it).
+Without nvcc the spec's recorder is the documented default, the global path, and apply says so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from . import __version__, registry
+from .errors import AtrexError, SpecError
+from .fsio import sha256_bytes, write_atomic
+from .plan import DEFAULT_PATH, BufferPath, RecorderMode, make_plan, requested_mode
+from .sass import allocated_registers
+from .spec import ProbeSpec
+
+DEFAULT_FLAGS = ("-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17")
+CACHE_ENV = "ATREX_CHOICE_CACHE"  # a folder that keeps choices across projects (the tests' session cache)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One candidate as compiled: what its SASS says against the clean kernel's."""
+    mode: RecorderMode
+    registers: dict  # clean, off, copy
+    ctas_per_sm: dict  # clean, copy (None: block size unknown)
+    shared_added: int  # bytes of static shared memory the copy adds per CTA
+    spills: dict  # clean, off, copy: bytes
+    problems: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"recorder": describe(self.mode), "mode": self.mode.to_json(), "registers": self.registers,
+                "ctas_per_sm": self.ctas_per_sm, "shared_added": self.shared_added, "spills": self.spills,
+                "problems": list(self.problems)}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Evidence":
+        return cls(RecorderMode.of_json(obj["mode"]), obj["registers"], obj["ctas_per_sm"], obj["shared_added"],
+                   obj["spills"], tuple(obj["problems"]))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The recorder a plan uses and why: `how` is "chosen" (compiled and compared), "asked" (the spec
+    or --recorder names it), "fallback" (no nvcc: the default) or "backend" (the backend records to
+    buffers of its own)."""
+    mode: RecorderMode
+    how: str
+    why: str
+    evidence: tuple[Evidence, ...] = ()
+    warnings: tuple[str, ...] = ()
+    key: str = field(default="", compare=False)  # what a cached copy is valid for (Target.key)
+
+    def to_json(self) -> dict:
+        """The manifest's `recorder` record (docs/format.md)."""
+        return {"recorder": self.mode.path.value, **_constraint(self.mode), "how": self.how, "why": self.why,
+                "evidence": [e.to_json() for e in self.evidence]}
+
+    def cache_json(self) -> dict:
+        return {**self.to_json(), "mode": self.mode.to_json(), "warnings": list(self.warnings)}
+
+    @classmethod
+    def of_cache(cls, obj: dict, key: str) -> "Choice":
+        return cls(RecorderMode.of_json(obj["mode"]), obj["how"], obj["why"],
+                   tuple(Evidence.from_json(e) for e in obj["evidence"]), tuple(obj["warnings"]), key)
+
+
+def _constraint(mode: RecorderMode) -> dict:
+    return {"max_registers": mode.max_registers} if mode.max_registers else {}
+
+
+def describe(mode: RecorderMode) -> str:
+    return f"{mode.path.value}{f', registers held to {mode.max_registers}' if mode.max_registers else ''}"
+
+
+@dataclass
+class Target:
+    """What a choice compiles: the spec's clean CUDA source (a kernel.py's CUDA string, with the
+    recorder runtime embedded as apply will embed it), the build's flags, and where it builds."""
+    spec: ProbeSpec
+    text: str
+    runtime: str | None
+    suffix: str
+    flags: list[str]
+    threads: int | None = None  # threads per block: [capture] warps, else the kernel's __launch_bounds__
+    kernel: str = ""  # the kernel's qualified name as the SASS check looks it up
+    clean: object = field(default=None, repr=False)  # the clean build (sass.Build), once built
+
+    @classmethod
+    def of(cls, spec: ProbeSpec, text: str, flags: list[str] | None = None) -> "Target":
+        runtime, suffix = None, spec.source.suffix
+        if suffix == ".py":  # CUDA source in a Python string (kernelpy/): its text, built as a .cu file
+            from .kernelpy.locate import locate  # noqa: PLC0415
+            from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
+            text = locate(text, spec.source_rel, str(spec.path), spec.cuda_string).value
+            runtime, suffix = runtime_text(), ".cu"
+        from .cuda.names import KernelName  # noqa: PLC0415
+        return cls(spec, text, runtime, suffix, list(flags or spec.nvcc_flags or DEFAULT_FLAGS),
+                   spec.capture.warps * 32 or None, "::".join(KernelName.parse(spec.kernel).parts))
+
+    def build(self, tmp: Path, name: str, text: str):
+        """Compile `text` as the spec's source; a header is compiled through a .cu that includes it."""
+        from . import sass  # noqa: PLC0415
+        src = tmp / f"{name}{self.suffix}"
+        src.write_text(text)
+        if self.suffix != ".cu":
+            unit = tmp / f"{name}.cu"
+            unit.write_text(f'#include "{src.name}"\n')
+            src = unit
+        return sass.build(src, self.spec.source.parent, self.flags, cwd=self.spec.path.parent)
+
+    def key(self, override: str | None) -> str:
+        """What a cached choice is valid for: the clean source, the spec, the flags, the runtime, the tool."""
+        from .assets import asset_dir  # noqa: PLC0415
+        runtime = b"".join(p.read_bytes() for p in sorted(asset_dir("runtime").glob("*.cuh")))
+        parts = [self.text, self.spec.text, "\0".join(self.flags), sha256_bytes(runtime), __version__, override or ""]
+        return sha256_bytes("\0\0".join(parts).encode())[:32]
+
+
+def problems(r: dict) -> list[str]:
+    """Why a recording run of this build would not be the clean kernel with probes added (r: what
+    sass.compare read). The rules of the choice, and check-sass's, in one place."""
+    out = []
+    if not r["off_identical"]:
+        out.append("with probes off the program does not run the clean kernel instruction for instruction")
+    regs, ctas = r["registers"], r["ctas_per_sm"]
+    grew = None not in (regs["clean"], regs["copy"]) and allocated_registers(regs["copy"]) > allocated_registers(regs["clean"])
+    if grew and (ctas["clean"] is None or ctas["copy"] != ctas["clean"]):  # block size unknown: registers stand for it
+        out.append(f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']} "
+                   f"({allocated_registers(regs['copy'])} against {allocated_registers(regs['clean'])} as allocated)")
+    if None not in (ctas["clean"], ctas["copy"]) and ctas["copy"] != ctas["clean"]:
+        out.append(f"the copy fits {ctas['copy']} CTAs per SM against the clean kernel's {ctas['clean']} "
+                   f"(registers and static shared memory, {r['threads_per_block']} threads per CTA)")
+    if r["spills"]["copy"] > r["spills"]["clean"]:
+        out.append(f"the copy spills {r['spills']['copy']} bytes against the clean kernel's {r['spills']['clean']}")
+    for m in r["missing"]:
+        have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
+        out.append(f"the copy lost or rescheduled {m['missing']} clean loop(s) with {have} per trip")
+    for f in r["recording_fewer_in_flight"]:
+        out.append(f"recording CTAs keep {f['recording']} loads in flight in their copy of the clean {f['loop']} "
+                   f"against {f['in_flight']}")
+    for f in r["recording_more_in_flight"]:
+        out.append(f"recording CTAs run {f['loop']} with {f['in_flight']} loads in flight where the clean kernel's "
+                   f"loops keep at most {f['clean']}: a rescheduled loop, not the clean one")
+    return out
+
+
+def ranked(spec: ProbeSpec, warps: int | None) -> tuple[list[BufferPath], list[str]]:
+    """The candidate buffer paths in order of preference, and why the others are not candidates."""
+    notes = []
+    rings = True
+    if any(s.role.per_thread for s in spec.sites):
+        rings = False
+        notes.append("staged and resident rings stage per warp; this spec records per thread")
+    elif not warps:
+        rings = False
+        notes.append("staged and resident rings are sized for the block: give the kernel __launch_bounds__ or add "
+                     "`warps = W` to [capture]")
+    dense = any(s.every == 1 and s.position in ("loop-begin", "loop-end") for s in spec.sites)
+    order = ([BufferPath.STAGED, BufferPath.RESIDENT, BufferPath.GLOBAL] if dense
+             else [BufferPath.GLOBAL, BufferPath.STAGED, BufferPath.RESIDENT])
+    return [p for p in order if rings or p == BufferPath.GLOBAL], notes
+
+
+def target(spec: ProbeSpec, text: str, flags: list[str] | None = None) -> Target | None:
+    """What the choice compiles for `spec` (its clean source `text`), or None where nothing is to
+    be compiled: the backend records to buffers of its own, or there is no nvcc."""
+    from .sass import nvcc  # noqa: PLC0415
+    if registry.info(spec.backend).own_buffers_refused:
+        return None
+    try:
+        nvcc()
+    except AtrexError:
+        return None
+    return Target.of(spec, text, flags)
+
+
+def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
+            progress: Callable[[str], None] | None = None) -> Choice:
+    """The recorder for `spec`: the one it (or `override`) asks for, or, for "auto", the one chosen
+    by compiling the candidates (`target` None: no build possible, the fallback)."""
+    asked = override or spec.capture.recorder
+    if registry.info(spec.backend).own_buffers_refused:
+        return Choice(requested_mode(spec), "backend", registry.info(spec.backend).own_buffers_refused)
+    if asked != "auto":
+        path = BufferPath(asked)
+        warps = spec.capture.warps or (-(-_threads(target) // 32) if path != BufferPath.GLOBAL and target else 0)
+        if path != BufferPath.GLOBAL and not warps:
+            raise SpecError(f"recorder {asked!r} sizes its rings for the block: the kernel has no __launch_bounds__",
+                            path=str(spec.path), line=spec.line_of("capture", "recorder"),
+                            hint="add `warps = W` to [capture], W the largest block of its launches in warps")
+        return Choice(requested_mode(spec, path, warps), "asked", f"the {'spec' if override is None else '--recorder'} "
+                                                           f"asks for the {asked} recorder")
+    if target is None:
+        return _fallback(spec, "no nvcc to compile the candidates")
+    try:
+        return _cached(spec, target, override, lambda: choose(spec, target, progress))
+    except _Unbuildable as e:
+        return _fallback(spec, f"the clean kernel does not compile on its own with {' '.join(target.flags)} "
+                               f"({e}); pass your build's flags with --nvcc-flag or [build] nvcc_flags")
+
+
+class _Unbuildable(Exception):
+    """The clean source does not compile as the choice builds it."""
+
+
+def _fallback(spec: ProbeSpec, why: str) -> Choice:
+    return Choice(requested_mode(spec, DEFAULT_PATH, 0), "fallback",
+                  f"{why}: the {DEFAULT_PATH.value} recorder, the default", warnings=(
+                      f"the recorder was not chosen ({why}): the {DEFAULT_PATH.value} recorder may make the recording "
+                      "another kernel; run check-sass where the kernel builds",))
+
+
+def _threads(target: Target) -> int:
+    """Threads per block from the clean build's launch bounds (0: none, or it does not build)."""
+    try:
+        with tempfile.TemporaryDirectory(dir=target.spec.source.parent, prefix=".atrex-choice-") as tmp:
+            clean_build(target, Path(tmp))
+    except _Unbuildable:
+        return 0
+    return target.threads or 0
+
+
+def _first_error(message: str) -> str:
+    """The line of an nvcc failure that says what failed."""
+    lines = [l.strip() for l in message.splitlines() if l.strip()]
+    return next((l for l in lines if "error" in l or "fatal" in l), lines[-1] if lines else message)[:300]
+
+
+def clean_build(target: Target, tmp: Path):
+    """The clean build (once per target), and the block size from its launch bounds when the spec
+    gives none."""
+    if target.clean is None:
+        from .sass import function  # noqa: PLC0415
+        try:
+            target.clean = target.build(tmp, "clean", target.text)
+        except AtrexError as e:
+            raise _Unbuildable(_first_error(e.message)) from None
+        f = function(target.clean.funcs, target.kernel)
+        mangled = next(k for k, v in target.clean.funcs.items() if v is f)
+        target.threads = target.threads or target.clean.threads.get(mangled)
+    return target.clean
+
+
+def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | None = None) -> Choice:
+    """Compile the candidates in order of preference and take the first that keeps the clean
+    kernel (module docstring, rules 1-3)."""
+    from .cuda.rewrite import rewrite  # noqa: PLC0415
+    from .sass import compare  # noqa: PLC0415
+
+    seen: list[Evidence] = []
+    with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-choice-") as tmp:
+        tmp = Path(tmp)
+        if progress:
+            progress("compiling the clean kernel to choose its recorder (nvcc)")
+        clean = clean_build(target, tmp)
+        warps = -(-(target.threads or 0) // 32)
+        paths, notes = ranked(spec, warps)
+
+        def evaluate(mode: RecorderMode) -> Evidence | None:
+            if progress:
+                progress(f"compiling the {describe(mode)} recorder's build")
+            try:
+                plan = make_plan(spec, mode)
+            except SpecError as e:  # rings that do not fit a CTA's shared memory
+                notes.append(f"{describe(mode)}: {e.message}")
+                return None
+            rw = rewrite(plan, target.text, runtime=target.runtime)
+            try:
+                inst = target.build(tmp, f"inst_{len(seen)}", rw.text)
+            except AtrexError as e:
+                notes.append(f"{describe(mode)} does not compile: {_first_error(e.message)}")
+                return None
+            r = compare(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"], threads=target.threads)
+            staging = mode.staging(plan.groups)
+            ev = Evidence(mode, r["registers"], r["ctas_per_sm"], staging.shared_bytes_per_cta if staging else 0,
+                          r["spills"], tuple(problems(r)))
+            seen.append(ev)
+            return ev
+
+        for path in paths:
+            ev = evaluate(requested_mode(spec, path, warps))
+            if ev is not None and not ev.problems:
+                return _chosen(ev, seen, notes)
+        for ev in [e for e in seen if e.registers["clean"]]:
+            held = evaluate(replace(ev.mode, max_registers=allocated_registers(ev.registers["clean"])))
+            if held is not None and not held.problems:
+                return _chosen(held, seen, notes)
+    if not seen:
+        raise AtrexError(f"no recorder can record spec {spec.name!r}: {'; '.join(notes)}", path=str(spec.path))
+    first = seen[0]
+    return Choice(first.mode, "chosen", f"no recorder keeps the clean kernel; {describe(first.mode)}, the first "
+                                        "candidate, records it as another kernel: check-sass says how",
+                  tuple(seen), tuple(f"recorder {describe(first.mode)}: {p}" for p in first.problems) + tuple(notes))
+
+
+def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str]) -> Choice:
+    regs, ctas = ev.registers, ev.ctas_per_sm
+    occupancy = f", {ctas['copy']} CTAs per SM as the clean kernel" if ctas["copy"] else ""
+    return Choice(ev.mode, "chosen", f"the {describe(ev.mode)} recorder keeps the clean kernel: its copy is allocated "
+                                     f"{allocated_registers(regs['copy'])} registers ({regs['copy']} used; the clean "
+                                     f"kernel {regs['clean']}){occupancy}, every clean loop and its loads in flight",
+                  tuple(seen), tuple(notes))
+
+
+def _cached(spec: ProbeSpec, target: Target, override: str | None, compute) -> Choice:
+    """A choice from the cache when the same source, spec, flags, runtime and tool made it; the
+    cache is `.atrex/cache/` of the project (written by apply) or the folder CACHE_ENV names."""
+    key = target.key(override)
+    for folder in _cache_dirs(spec):
+        path = folder / f"choice-{key}.json"
+        if path.is_file():
+            try:
+                return Choice.of_cache(json.loads(path.read_text()), key)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # a damaged cache entry is computed again
+    choice = replace(compute(), key=key)
+    if os.environ.get(CACHE_ENV):
+        remember(spec, choice, Path(os.environ[CACHE_ENV]))
+    return choice
+
+
+def _cache_dirs(spec: ProbeSpec) -> list[Path]:
+    dirs = [spec.root / ".atrex" / "cache"]
+    if os.environ.get(CACHE_ENV):
+        dirs.insert(0, Path(os.environ[CACHE_ENV]))
+    return dirs
+
+
+def remember(spec: ProbeSpec, choice: Choice, folder: Path | None = None) -> None:
+    """Keep a computed choice (apply calls this once its snapshot is written)."""
+    if not choice.key or choice.how != "chosen":
+        return
+    folder = folder or spec.root / ".atrex" / "cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / f"choice-{choice.key}.json", (json.dumps(choice.cache_json(), indent=2) + "\n").encode())
+

@@ -1,0 +1,183 @@
+"""The tool chooses the recorder (atrex_inject/choice.py): with nvcc, apply compiles the candidates
+and keeps the first, in the rules' order, whose instrumented copy is the clean kernel with probes
+added (registers as allocated, CTAs per SM, every clean loop and its loads in flight, recording
+loops' loads in flight, spills); the manifest records the choice and its evidence. And a sampled
+interval never silently spans other iterations."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from atrex_inject import choice, sass, snapshot
+from atrex_inject.plan import BufferPath
+from atrex_inject.sass import allocated_registers
+from atrex_inject.errors import SpecError
+from atrex_inject.spec import load_spec
+from conftest import CUDA_SPECS, cli, edit_file
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+
+# every CUDA example whose kernel builds on its own (a header kernel is built through its launcher)
+CHOSEN = [p.stem for p in CUDA_SPECS]
+
+
+def assert_keeps_the_clean_kernel(r: dict) -> None:
+    """What the acceptance asks of the chosen recorder's copy, read from check-sass's report."""
+    regs, ctas = r["registers"], r["ctas_per_sm"]
+    assert ctas["copy"] == ctas["clean"], ctas
+    if allocated_registers(regs["copy"]) > allocated_registers(regs["clean"]):  # only where registers do not bound it
+        assert sass.ctas_per_sm(regs["clean"], 0, r["threads_per_block"]) == \
+            sass.ctas_per_sm(regs["copy"], 0, r["threads_per_block"]), regs
+    assert r["off_identical"] and not r["missing"], r["missing"]
+    assert not r["recording_fewer_in_flight"] and not r["recording_more_in_flight"], r
+    assert r["ok"] and not r["problems"], r["problems"]
+
+
+@pytest.mark.parametrize("example", CHOSEN)
+def test_the_chosen_recorder_keeps_each_example_s_kernel(project, example):
+    r = sass.check(project / "examples" / "specs" / f"{example}.toml", project)
+    assert_keeps_the_clean_kernel(r)
+    code, out = cli("check-sass", project / "examples" / "specs" / f"{example}.toml", "--root", project)
+    assert code == 0, out
+
+
+def test_the_acceptance_check_fails_when_layernorm_is_forced_onto_the_global_path(project):
+    r = sass.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global")
+    with pytest.raises(AssertionError):
+        assert_keeps_the_clean_kernel(r)
+
+
+@pytest.mark.parametrize("example, recorder", [("layernorm", "resident"), ("reduce_sumsq", "resident"),
+                                               ("gemm_mma", "global"), ("sgemm_smem", "staged"),
+                                               ("softmax_rows", "resident")])
+def test_apply_records_the_choice_and_its_evidence(project, example, recorder):
+    """Sampled or straight-line sites: the global path first, then staged, then resident rings;
+    dense loop sites (the smem GEMM's k-tiles): staged first. The evidence of each candidate tried
+    is in the manifest, and the ones not kept say why."""
+    spec = project / "examples" / "specs" / f"{example}.toml"
+    code, out = cli("apply", spec, "--json")
+    assert code == 0, out
+    rec = json.loads(out)["recorder"]
+    assert (rec["recorder"], rec["how"]) == (recorder, "chosen"), rec
+    kept = rec["evidence"][-1]
+    assert kept["problems"] == [] and all(e["problems"] for e in rec["evidence"][:-1])
+    assert kept["ctas_per_sm"]["copy"] == kept["ctas_per_sm"]["clean"]
+    assert cli("revert", spec)[0] == 0
+
+
+def test_a_copy_held_to_the_clean_registers_gets_maxnreg(project):
+    """softmax_rows: no candidate keeps the kernel as compiled (resident rings lose a loop's fifth
+    load in flight); resident rings with the copy held to the clean kernel's 32 registers do, through
+    `__maxnreg__(32)` in place of the copy's `__launch_bounds__` (nvcc refuses both on one kernel);
+    the kernel itself keeps its head."""
+    spec = project / "examples" / "specs" / "softmax_rows.toml"
+    m = snapshot.apply(spec).manifest
+    assert m.recorder["recorder"] == "resident" and m.recorder["max_registers"] == 32, m.recorder
+    text = (project / m.source.path).read_text()
+    assert "__global__ __maxnreg__(32) void softmax_rows__atrex(" in text
+    assert "__global__ void __launch_bounds__(kThreads) softmax_rows(" in text
+    snapshot.revert(spec)
+
+
+def test_without_nvcc_the_default_recorder_is_used_and_said(project, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("ATREX_NVCC", raising=False)
+    spec = project / "examples" / "specs" / "layernorm.toml"
+    code, out = cli("apply", spec, "--json")
+    assert code == 0, out
+    r = json.loads(out)
+    assert (r["recorder"]["recorder"], r["recorder"]["how"]) == ("global", "fallback")
+    assert any("the recorder was not chosen (no nvcc to compile the candidates)" in w for w in r["warnings"])
+
+
+def test_a_recorder_the_spec_names_is_used_as_named(project):
+    spec = edit_file(project / "examples" / "specs" / "layernorm.toml", ("[capture]\n", '[capture]\nrecorder = "global"\n'))
+    r = choice.resolve(load_spec(spec), choice.target(load_spec(spec), (project / "examples" / "cuda" / "layernorm.cu")
+                                                      .read_text()))
+    assert (r.mode.path, r.how) == (BufferPath.GLOBAL, "asked")
+    with pytest.raises(SpecError, match="sizes its rings for the block"):  # no build: launch bounds unknown
+        choice.resolve(load_spec(spec), None, override="resident")
+
+
+def test_a_cached_choice_is_the_computed_one(project, tmp_path, monkeypatch):
+    """The cache (choice.CACHE_ENV, or the project's .atrex/cache/ that apply writes) gives back the
+    same record, evidence included, without compiling."""
+    monkeypatch.setenv(choice.CACHE_ENV, str(tmp_path / "cache"))
+    spec = project / "examples" / "specs" / "reduce_sumsq.toml"
+    first = snapshot.apply(spec).manifest.recorder
+    snapshot.revert(spec)
+    monkeypatch.setattr(sass, "build", lambda *a, **k: pytest.fail("compiled again"))
+    assert snapshot.apply(spec).manifest.recorder == first
+
+
+INNER = """\
+__global__ void __launch_bounds__(256) rows(const float* __restrict__ x, float* y, int n, int m) {
+  for (int r = blockIdx.x; r < n; r += gridDim.x) {
+    float acc = 0.f;
+    for (int c = threadIdx.x; c < m; c += blockDim.x) acc += x[(long)r * m + c];
+    y[r * blockDim.x + threadIdx.x] = acc;
+  }
+}
+"""
+ROW_SITES = """version = 1
+name = "s"
+question = "q"
+backend = "cuda"
+source = "k.cu"
+kernel = "rows"
+intervals = ["{start} -> {end}"]
+
+[capture]
+recorder = "global"
+
+[[site]]
+name = "row"
+anchor = {{ loop = "for (int r" }}
+position = "loop-begin"
+every = 2
+
+[[site]]
+name = "merged"
+anchor = {{ loop = "for (int c" }}
+position = "after"
+every = 2
+
+[[site]]
+name = "row_end"
+anchor = {{ loop = "for (int r" }}
+position = "loop-end"
+every = 2
+"""
+
+
+def _rows(tmp_path, start: str, end: str):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "k.cu").write_text(INNER)
+    spec = tmp_path / "s.toml"
+    spec.write_text(ROW_SITES.format(start=start, end=end))
+    return spec
+
+
+def test_an_interval_that_strip_mining_would_stretch_is_refused(tmp_path):
+    """`every = 2` on a row loop: `merged` (after the inner loop) records in each group's first row,
+    `row_end` at the group's end, so `merged -> row_end` would time the rest of one row and the whole
+    next row. apply refuses it at the intervals line and writes nothing."""
+    spec = _rows(tmp_path, "merged", "row_end")
+    code, out = cli("apply", spec)
+    assert code == 2 and "s.toml:7: interval 'merged -> row_end': `every = 2` strip-mines the loop at k.cu:2" in out, out
+    assert "would span the rest of one iteration and the group after it" in out
+    assert not (tmp_path / ".atrex" / "s").exists()
+
+
+def test_intervals_a_strip_mined_loop_keeps_are_labelled(tmp_path):
+    """`row -> merged` stays in one row; `row -> row_end` spans the group's 2 rows, and the manifest
+    and summary say so."""
+    spec = _rows(tmp_path, "row", "row_end")
+    m = snapshot.apply(spec).manifest
+    assert m.spans == {"row -> row_end": 2}
+    assert json.loads(m.dumps())["intervals"][0]["spans"] == 2
+    snapshot.revert(spec)
+    spec.write_text(ROW_SITES.format(start="row", end="merged"))
+    assert snapshot.apply(spec).manifest.spans == {}
