@@ -32,8 +32,10 @@ app = typer.Typer(
          "ATREX_TIMELINE_OUT=CAPTURE_DIR -> validate CAPTURE_DIR "
          "-> summary CAPTURE_DIR -> export CAPTURE_DIR --perfetto T.pftrace --png T.png -> report CAPTURE_DIR "
          "-o report.html -> revert SPEC.")
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# The one place messages are printed: as text. Paths, source lines and spec values reach these
+# consoles as they are, so Rich's markup (`[bold]`), emoji codes (`:100:`) and highlighting are off.
+out = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
+err = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of text.")
 RootOpt = typer.Option(None, "--root", help="Project tree the spec's paths must stay in (default: nearest .git).")
@@ -75,7 +77,7 @@ def _run(as_json: bool, fn, render):
         if as_json:
             print(json.dumps(e.to_json()))
         else:
-            err.print(f"error: {e}", markup=False)
+            err.print(f"error: {e}")
         raise typer.Exit(e.exit_code)
     if as_json:
         print(json.dumps(result, indent=2, default=str))
@@ -91,14 +93,14 @@ def _render_launches(r: dict, each_captured: bool = True) -> None:
         return
     rewritten = [f if isinstance(f, str) else f["path"] for f in r.get("launchers", [])]
     out.print(f"  launches: {len(caught)} captured, {len(missed)} not captured"
-              + (f"; launchers rewritten: {', '.join(rewritten)}" if rewritten else ""), markup=False)
+              + (f"; launchers rewritten: {', '.join(rewritten)}" if rewritten else ""))
     for l in caught if each_captured else []:
         how = l["shape"] + (f" in {l['macro']}(...)" if l.get("macro") else "") + (
             f", through {l['alias']}" if l.get("alias") else "")
-        out.print(f"    captured      {l['file']}:{l['line']} {l['via']} ({how})", markup=False)
+        out.print(f"    captured      {l['file']}:{l['line']} {l['via']} ({how})")
     for n in missed:
-        out.print(f"    NOT captured  {n['file']}:{n['line']} {n['via']}: {n['reason']}", markup=False)
-        out.print(f"                  to capture it: {n['hint']}", markup=False)
+        out.print(f"    NOT captured  {n['file']}:{n['line']} {n['via']}: {n['reason']}")
+        out.print(f"                  to capture it: {n['hint']}")
 
 
 @app.command()
@@ -110,45 +112,44 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
     under .atrex/<name>/. Refused when already applied; on any error nothing is written."""
     def render_preview(r):
         out.print(f"dry run, nothing written: {r['source']} would get +{r['lines_added']} -{r['lines_removed']} "
-                  f"lines, {len(r['sites'])} sites", markup=False)
+                  f"lines, {len(r['sites'])} sites")
         for s in r["sites"]:
             out.print(f"site {s['id']} {s['name']} ({s['position']}), anchored at {r['source']}:{s['source_line']}, "
-                      f"lands at:", markup=False)
+                      f"lands at:")
             for land in s["lands"]:
-                out.print(f"  {r['source']}:{land['line']} (instrumented)", markup=False)
+                out.print(f"  {r['source']}:{land['line']} (instrumented)")
                 for c in land["context"]:
-                    out.print(f"  {'>' if c['line'] == land['line'] else ' '} {c['line']:>5} | {c['text']}",
-                              markup=False)
+                    out.print(f"  {'>' if c['line'] == land['line'] else ' '} {c['line']:>5} | {c['text']}")
         _render_launches(r)
         for w in r["warnings"]:
-            out.print(f"warning: {w}", markup=False)
+            out.print(f"warning: {w}")
 
     def render(r):
         out.print(f"instrumented {r['source']}: +{r['lines_added']} -{r['lines_removed']} lines, "
-                  f"{len(r['sites'])} sites; manifest {r['manifest']}", markup=False)
+                  f"{len(r['sites'])} sites; manifest {r['manifest']}")
         for s in r["sites"]:
             out.print(f"  site {s['id']:>2} {s['name']:<20} {s['position']:<10} {s['role']:<9} "
-                      f"line {s['source_line']} -> {s['instrumented_line']}", markup=False)
+                      f"line {s['source_line']} -> {s['instrumented_line']}")
         if r.get("staging"):
             st = r["staging"]
             kind = "resident rings (every event kept until exit)" if st.get("resident") else "rings"
             out.print(f"  staging: {kind} of {st['events']} events x {st['warps']} warps per group, "
-                      f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA", markup=False)
+                      f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA")
         if r.get("event_bytes") == 4:
             out.print("  events: 4 bytes, packed (the site id in the timer's low 5 bits; decode checks the timer's "
-                      "resolution)", markup=False)
+                      "resolution)")
         p = r.get("perturbation")
         if p:  # how the clean code is kept for CTAs that record nothing (docs/perturbation.md)
             out.print("  body versioned: CTAs that record nothing, and all when probes are off, run the clean copy"
-                      if p["versioned"] else f"  body NOT versioned: {p['not_versioned_because']}", markup=False)
+                      if p["versioned"] else f"  body NOT versioned: {p['not_versioned_because']}")
             for sm in p["strip_mined"]:
                 how = (f"strip-mined by {sm['every']}" if sm["every"] > 1
                        else f"recorded in trips of {sm['trip']} iterations (probes unchecked)" if sm.get("trip")
                        else "holds its warp's ring slot across the loop")
-                out.print(f"  loop at line {sm['line']} {how} for {', '.join(sm['sites'])}", markup=False)
+                out.print(f"  loop at line {sm['line']} {how} for {', '.join(sm['sites'])}")
         _render_launches(r)
         for w in r["warnings"]:
-            out.print(f"warning: {w}", markup=False)
+            out.print(f"warning: {w}")
     if dry_run:
         _run(as_json, lambda: snapshot.preview(spec, root), render_preview)
     else:
@@ -167,9 +168,9 @@ def revert(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that 
     def render(r):
         verb = "restored" if r["reverted"] else "already clean:"
         files = ", ".join(r.get("restored") or [r["source"]])
-        out.print(f"{verb} {files} (workspace archived at {r['archived']})", markup=False)
+        out.print(f"{verb} {files} (workspace archived at {r['archived']})")
         for w in r["warnings"]:
-            err.print(f"warning: {w}", markup=False)
+            err.print(f"warning: {w}")
     _run(as_json, lambda: snapshot.revert(spec, root, from_history), render)
 
 
@@ -177,12 +178,12 @@ def revert(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that 
 def status(spec: Path = typer.Argument(..., metavar="SPEC", help="The probe spec (TOML) to ask about."), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
     """Say whether the spec's source is clean, instrumented by this spec, or modified since."""
     def render(r):
-        out.print(f"{r['source']}: {r['state']} (spec {r['spec']})", markup=False)
+        out.print(f"{r['source']}: {r['state']} (spec {r['spec']})")
         for f in r.get("launchers", []):
-            out.print(f"  launcher {f['path']}: {f['state']}", markup=False)
+            out.print(f"  launcher {f['path']}: {f['state']}")
         _render_launches(r, each_captured=False)
         if "hint" in r:
-            out.print(f"  hint: {r['hint']}", markup=False)
+            out.print(f"  hint: {r['hint']}")
     _run(as_json, lambda: snapshot.status(spec, root), render)
 
 
@@ -214,11 +215,11 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
         regs = r["registers"]
         out.print(f"{r['kernel']}: registers clean {regs['clean']}, with probes off {regs['off']}, "
                   f"instrumented copy {r['copy']} {regs['copy']} (one copy {regs['one_copy']}); "
-                  f"copy's body {'versioned' if r['versioned'] else 'NOT versioned'}", markup=False)
+                  f"copy's body {'versioned' if r['versioned'] else 'NOT versioned'}")
         out.print("probes off: the clean kernel, instruction for instruction" if r["off_identical"] else
-                  "probes off: the kernel DIFFERS from the clean build", markup=False)
+                  "probes off: the kernel DIFFERS from the clean build")
         for l in r["clean_loops"]:
-            out.print(f"  clean {l}", markup=False)
+            out.print(f"  clean {l}")
         for m in r["missing"]:
             have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
             flight = " (the recording side's instrumented loop)" if m["in_flight"] is None else ""
@@ -226,31 +227,30 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
                 others = ", ".join(map(str, m["copy_in_flight"])) or "none"
                 flight = (f" and {m['in_flight']} loads in flight (the copy's loops with these instructions keep "
                           f"{others})")
-            out.print(f"  MISSING in {r['copy']}: {m['missing']} loop(s) with {have} per trip{flight}", markup=False)
+            out.print(f"  MISSING in {r['copy']}: {m['missing']} loop(s) with {have} per trip{flight}")
         out.print("clean loops kept" if not r["missing"] else
-                  "a clean loop was lost or rescheduled: see docs/perturbation.md", markup=False)
+                  "a clean loop was lost or rescheduled: see docs/perturbation.md")
         if r["hint"]:
-            out.print(f"next: {r['hint']}", markup=False)
+            out.print(f"next: {r['hint']}")
         for f in r["recording_fewer_in_flight"]:
             trip = (f" (their {f['trip']}: a strip-mined trip of `every` iterations below the clean loop's unroll, or "
                     "a probed loop no longer unrolled; an `every` equal to the unroll keeps its loads in flight)"
                     if f["trip"] else "")
             out.print(f"recording CTAs: their copy of the clean {f['loop']} keeps {f['recording']} loads in flight "
                       f"against {f['in_flight']}{trip}: recording CTAs run it slower, and a kernel that waits for its "
-                      "slowest CTA with them (docs/perturbation.md)", markup=False)
+                      "slowest CTA with them (docs/perturbation.md)")
         for f in r["recording_more_in_flight"]:
             why = ("a strip-mined trip of `every` iterations is written out whole: an `every` equal to the clean "
                    "loop's unroll, its loads per trip over one iteration's, keeps its schedule" if f["loads"] > f["clean_loads"]
                    else "rescheduled with as many loads per trip: see the clean side above")
             out.print(f"recording CTAs: their {f['loop']} keeps {f['in_flight']} loads in flight where the clean "
                       f"kernel's loops keep at most {f['clean']}: they run a loop the clean kernel does not, and its "
-                      f"intervals time that loop ({why}; docs/perturbation.md)", markup=False)
+                      f"intervals time that loop ({why}; docs/perturbation.md)")
         w = r["warps_per_sm_by_registers"]
         if w["copy"] and w["clean"] and w["copy"] < w["clean"]:
             out.print(f"occupancy: registers allow {w['copy']} warps per SM in {r['copy']} against {w['clean']} for "
                       "the clean kernel; where registers limit occupancy, a recording run (its clean side "
-                      "included) has fewer warps in flight than the kernel it observes (docs/perturbation.md)",
-                      markup=False)
+                      "included) has fewer warps in flight than the kernel it observes (docs/perturbation.md)")
 
     r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None), render)
     if not r["ok"]:
@@ -282,7 +282,7 @@ def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
             c = row["counts"]
             out.print(f"{row['launch']}: {c['events']} events, {c['owners_claimed']}/{c['owners']} owners claimed, "
                       f"overflow owners {c['overflow_owners']}, duplicate claims {c['duplicate_claims']}, "
-                      f"torn {c['torn_events']}, missing owners {c['owners_missing']} -> {row['saved']}", markup=False)
+                      f"torn {c['torn_events']}, missing owners {c['owners_missing']} -> {row['saved']}")
             t = Table("site", "events", "min/owner", "max/owner")
             for n, s in row["sites"].items():
                 t.add_row(n, str(s["total"]), str(s["min"]), str(s["max"]))
@@ -327,13 +327,12 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
 
     def render(a):
         if not a["valid"]:
-            out.print(f"rejected: {'; '.join(a['reasons'])} (artifact {out_file})", markup=False)
+            out.print(f"rejected: {'; '.join(a['reasons'])} (artifact {out_file})")
             return
         lo, hi = a["overhead_ci95"]
         out.print(f"baseline {a['median_ms']['baseline']:.4f} ms, instrumented {a['median_ms']['instrumented']:.4f} ms "
                   f"(medians of {a['n']['baseline']}+{a['n']['instrumented']} fresh processes, {a['schedule']}): "
-                  f"overhead {100 * a['overhead']:+.2f}% [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}",
-                  markup=False)
+                  f"overhead {100 * a['overhead']:+.2f}% [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}")
     art = _run(as_json, work, render)
     if not art["valid"]:
         raise typer.Exit(1)
@@ -347,12 +346,11 @@ def _render_checks(r: dict) -> None:
     out.print(t)
     for c in r["checks"]:
         if not c["ok"]:
-            out.print(f"{c['name']}: next step: {c['hint']}", markup=False)
+            out.print(f"{c['name']}: next step: {c['hint']}")
     for n in r.get("notes", []):
-        out.print(f"note: {n}", markup=False)
+        out.print(f"note: {n}")
     if r.get("unchecked_provenance"):
-        out.print(f"provenance not checked (pass the option to check it): {', '.join(r['unchecked_provenance'])}",
-                  markup=False)
+        out.print(f"provenance not checked (pass the option to check it): {', '.join(r['unchecked_provenance'])}")
 
 
 @app.command()
@@ -384,12 +382,11 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
         if "measurement" in r:
             mv = r["measurement"]
             out.print(f"measurement: {'valid' if mv['valid'] else 'rejected'}; "
-                      + ("; ".join(mv["problems"]) if mv["problems"] else f"overhead {mv['overhead']:+.2%}"),
-                      markup=False)
+                      + ("; ".join(mv["problems"]) if mv["problems"] else f"overhead {mv['overhead']:+.2%}"))
             for u in mv["unchecked"]:
-                out.print(f"  {u}", markup=False)
+                out.print(f"  {u}")
             if mv["next_step"]:
-                out.print(f"  next step: {mv['next_step']}", markup=False)
+                out.print(f"  next step: {mv['next_step']}")
     r = _run(as_json, work, render)
     if r["verdict"] != "valid":
         raise typer.Exit(1)
@@ -405,7 +402,7 @@ def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestO
 
     def work():
         return summarize_capture(capture_dir, mf.for_capture(capture_dir, manifest))
-    _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"])), markup=False))
+    _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"]))))
 
 
 @app.command()
@@ -440,15 +437,15 @@ def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
     def render(r):
         for k in ("perfetto", "png"):
             if k in r:
-                out.print(f"{k}: {r[k]}", markup=False)
+                out.print(f"{k}: {r[k]}")
         for c in r.get("selection", []):
             out.print(f"  {c['launch']}: {c['n_kept']} owners in full, {c['n_left_out']} left out"
                       + (f" ({c['left_out_owners'][:60]}{'…' if len(c['left_out_owners']) > 60 else ''})"
-                         if c["n_left_out"] else "") + f"; rule: {c['rule']}", markup=False)
+                         if c["n_left_out"] else "") + f"; rule: {c['rule']}")
         for p in r.get("panels", []):
             where = f"{p['window_us'][0]:.2f}-{p['window_us'][1]:.2f} us" if p["window_us"] else "no instances"
             out.print(f"  {p['interval']}: window {where}, {p['complete_in_window']} complete instance(s) "
-                      f"on {len(p['lanes'])} lanes", markup=False)
+                      f"on {len(p['lanes'])} lanes")
     _run(as_json, work, render)
 
 
@@ -466,8 +463,7 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
     def work():
         return write_report(capture_dir, out_file, manifest, measurement, correctness_evidence, target, source, root,
                             png_window)
-    _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})",
-                                            markup=False))
+    _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})"))
 
 
 @app.command()
@@ -489,11 +485,11 @@ def verdict(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE
                               hard_threshold, source, root)
 
     def render(r):
-        out.print(f"grade: {r['grade']}", markup=False)
+        out.print(f"grade: {r['grade']}")
         for k, label in (("failures", "failure"), ("missing", "missing"), ("disagreements", "disagrees"),
                          ("notes", "note")):
             for x in r[k]:
-                out.print(f"  {label}: {x}", markup=False)
+                out.print(f"  {label}: {x}")
     r = _run(as_json, work, render)
     if r["grade"] == "rejected":
         raise typer.Exit(1)
@@ -532,8 +528,7 @@ def capture(ctx: typer.Context,
             raise AtrexError("no program to run", hint="atrex-inject capture --spec S --out DIR -- ./prog args")
         return run_capture(spec, root, out_dir, ctx.args, workload)
     _run(as_json, work, lambda r: out.print(f"{len(r['launches'])} launch(es) captured in {r['out']} (program "
-                                            f"{r['program']['path']}, sha256 {r['program']['sha256'][:16]}…)",
-                                            markup=False))
+                                            f"{r['program']['path']}, sha256 {r['program']['sha256'][:16]}…)"))
 
 
 for _c in app.registered_commands:  # every command, including ones added later in this file
