@@ -38,7 +38,8 @@ out = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
 err = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of text.")
-RootOpt = typer.Option(None, "--root", help="Project tree the spec's paths must stay in (default: nearest .git).")
+RootOpt = typer.Option(None, "--root", help="Project tree the spec's paths must stay in, .atrex/ at its top "
+                                            "(default: the nearest folder above the source holding .git or .atrex).")
 MeasureRootOpt = typer.Option(None, "--root", help="Folder the measurement's relative source and binary paths "
                                                    "resolve against (default: the current folder).")
 CaptureArg = typer.Argument(..., metavar="CAPTURE_DIR", help="Capture folder: what the program wrote with "
@@ -161,17 +162,24 @@ def revert(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that 
            root: Optional[Path] = RootOpt, as_json: bool = JsonOpt,
            from_history: bool = typer.Option(False, "--from-history",
                                              help="Restore from the archived workspace whose instrumented hash the "
-                                                  "source has (when `status` says instrumented-archived).")):
+                                                  "source has (when `status` says instrumented-archived)."),
+           keep_edits: bool = typer.Option(False, "--keep-edits",
+                                           help="The source was edited after apply: remove the probes (the patch "
+                                                "applied in reverse) and keep the edits; refused, naming the hunk, "
+                                                "where an edit touches the probes' lines.")):
     """Restore the clean source, only if the file still has the instrumented hash and the saved
-    clean copy plus the patch reproduce it; the restored file is checked against the clean hash,
-    and the workspace is archived under .atrex/history/."""
+    clean copy plus the patch reproduce it; the restored file is checked, and the workspace is
+    archived under .atrex/history/ (the newest 5 per spec, ATREX_HISTORY_KEEP). Exit 0 when the
+    source ends clean (restored now, or already clean: a second revert), 2 when it cannot
+    (docs/recovery.md)."""
     def render(r):
-        verb = "restored" if r["reverted"] else "already clean:"
+        verb = ("probes removed, your edits kept:" if r.get("kept_edits") else "restored") if r["reverted"] \
+            else "already clean:"
         files = ", ".join(r.get("restored") or [r["source"]])
         out.print(f"{verb} {files} (workspace archived at {r['archived']})")
         for w in r["warnings"]:
             err.print(f"warning: {w}")
-    _run(as_json, lambda: snapshot.revert(spec, root, from_history), render)
+    _run(as_json, lambda: snapshot.revert(spec, root, from_history, keep_edits), render)
 
 
 @app.command()
@@ -182,15 +190,23 @@ def status(spec: Path = typer.Argument(..., metavar="SPEC", help="The probe spec
         for f in r.get("launchers", []):
             out.print(f"  launcher {f['path']}: {f['state']}")
         _render_launches(r, each_captured=False)
+        h = r["history"]
+        out.print(f"  history: {h['archived']} archived workspace(s) of this spec in {h['folder']} (the newest "
+                  f"{h['keep']} are kept; ATREX_HISTORY_KEEP)" + (f", newest {h['newest']}" if h["newest"] else ""))
         if "hint" in r:
             out.print(f"  hint: {r['hint']}")
     _run(as_json, lambda: snapshot.status(spec, root), render)
 
 
 @app.command()
-def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that was applied."), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
-    """Print the applied patch (unified diff, accepted by `git apply -R` to undo)."""
-    _run(as_json, lambda: {"patch": snapshot.patch_text(spec, root)}, lambda r: sys.stdout.write(r["patch"]))
+def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that was applied."), root: Optional[Path] = RootOpt,
+         full: bool = typer.Option(False, "--full", help="Print the patch as applied, embedded header included "
+                                                         "(what `git apply -R` takes)."),
+         as_json: bool = JsonOpt):
+    """Print the applied patch for review (unified diff). An embedded recorder header (a kernel.py
+    carries the header's text) shows as one line naming it and its sha256; --full prints every
+    line. The patch files under .atrex/<name>/ are always complete and `git apply`-able."""
+    _run(as_json, lambda: snapshot.diff(spec, root, full), lambda r: sys.stdout.write(r["patch"]))
 
 
 @app.command("check-sass")

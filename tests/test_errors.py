@@ -81,7 +81,8 @@ def test_revert_after_edit_refused(project):
     before = tree_hashes(project)
     r = _cli(project, "revert", str(project / SPEC))
     assert r.exit_code == 2
-    assert "changed since apply" in r.output and "clean source is saved at" in r.output
+    assert "changed since apply" in r.output and "refusing to overwrite your edits" in r.output
+    assert f"atrex-inject revert --keep-edits {project / SPEC}` removes the probes and keeps your edits" in r.output
     assert tree_hashes(project) == before
 
 
