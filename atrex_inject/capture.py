@@ -8,6 +8,7 @@ the folder names the binary it is evidence of.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -38,7 +39,24 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     out_dir.mkdir(parents=True, exist_ok=True)
     backends.get(manifest.backend).capture(manifest, cmd, out_dir, env)
     runrecord.check_unchanged(ran)
+    if not any(out_dir.glob("*.atrex")):
+        raise _nothing_captured(spec_path, manifest, out_dir, shlex.join(cmd))
     shutil.copyfile(snapshot.workspace(spec) / mf.FILE_NAME, out_dir / mf.FILE_NAME)
     runrecord.write(out_dir, ran)
     files = capture_files(out_dir)
     return {"out": str(out_dir), "launches": [f.name for f in files], "program": ran.program.to_json()}
+
+
+def _nothing_captured(spec_path, manifest: mf.Manifest, out_dir: Path, command: str) -> CaptureError:
+    """The program exited 0 and no launch was written: what capture did, and what to check."""
+    did = (f"ran `{command}` with ATREX_TIMELINE_OUT={out_dir} and ATREX_MANIFEST set (capture sets both), where "
+           "the recorder of an instrumented build writes one file per launch it captures"
+           if manifest.backend == "cuda" else f"ran `{command}` under IKeT's run-iket")
+    skip = manifest.capture.skip
+    return CaptureError(
+        f"no launch of {manifest.kernel!r} was captured: capture {did}, the program exited 0, and nothing was written",
+        hint=f"check that the program runs a build of the instrumented {manifest.source.path} (rebuilt after apply: a "
+             f"build of the clean source records nothing), or for a kernel.py that it imports that file; that it "
+             f"launches {manifest.kernel} at least {skip + 1} time(s) (the spec's [capture] skip = {skip} writes "
+             f"from launch {skip + 1} on); and `atrex-inject status {spec_path}`, which lists the launches apply "
+             "wrapped and any it could not")

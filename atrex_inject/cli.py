@@ -232,6 +232,8 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
         out.print(f"{r['kernel']}: registers clean {regs['clean']}, with probes off {regs['off']}, "
                   f"instrumented copy {r['copy']} {regs['copy']} (one copy {regs['one_copy']}); "
                   f"copy's body {'versioned' if r['versioned'] else 'NOT versioned'}")
+        if r["include_dirs"]:
+            out.print(f"built with torch's include folders: {', '.join(r['include_dirs'])}")
         out.print("probes off: the clean kernel, instruction for instruction" if r["off_identical"] else
                   "probes off: the kernel DIFFERS from the clean build")
         for l in r["clean_loops"]:

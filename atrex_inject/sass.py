@@ -289,20 +289,37 @@ class Build:
         return f, self.registers.get(mangled)
 
 
-def _build(src: Path, include: Path, flags: list[str]) -> Build:
-    """Compile `src` (a copy of a source whose own folder is `include`) to a cubin and read it."""
+_TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](?:torch|ATen|c10)/', re.M)
+
+
+def torch_include_dirs(text: str) -> list[str]:
+    """The include folders a torch extension is built with (torch.utils.cpp_extension.include_paths(),
+    as load_inline passes them to nvcc, and Python's, which torch/extension.h includes), when `text`
+    includes torch's headers and torch is importable; otherwise none."""
+    if not _TORCH_INCLUDE.search(text):
+        return []
+    try:
+        from torch.utils.cpp_extension import include_paths  # noqa: PLC0415
+    except Exception:  # noqa: BLE001 - not installed, or an install that does not import: nvcc then names the header
+        return []
+    import sysconfig  # noqa: PLC0415
+    return [*map(str, include_paths()), sysconfig.get_paths()["include"]]
+
+
+def _build(src: Path, include: list[str], flags: list[str], hint: str) -> Build:
+    """Compile `src` (a copy of a source; `include`: its own folder, then any others) to a cubin and
+    read it; `hint` goes with nvcc's error."""
     from .assets import asset_dir  # noqa: PLC0415
 
     cubin = src.with_suffix(".cubin")
-    cmd = ["nvcc", "-cubin", "-Xptxas", "-v", f"-I{asset_dir('runtime')}", f"-I{include}", *flags, "-o",
-           str(cubin), str(src)]
+    cmd = ["nvcc", "-cubin", "-Xptxas", "-v", f"-I{asset_dir('runtime')}", *(f"-I{d}" for d in include), *flags,
+           "-o", str(cubin), str(src)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as e:
         raise AtrexError(f"cannot run nvcc: {e}", hint="put CUDA's nvcc on PATH") from None
     if p.returncode != 0:
-        raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src),
-                         hint="pass the flags your build uses with --nvcc-flag")
+        raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src), hint=hint)
     return Build(disassemble(cubin), ptxas_registers(p.stderr))
 
 
@@ -368,12 +385,16 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     inst = rewrite(plan, clean, runtime=runtime)
     texts = {"clean": clean, "instrumented": inst.text,
              "one_copy": rewrite(plan, clean, version_body=False, runtime=runtime).text}
+    include = [str(spec.source.parent), *torch_include_dirs(clean)]
+    hint = ("the source includes torch's headers and torch is not importable here: install torch (check-sass then "
+            "passes its include paths), or pass them with --nvcc-flag=-I<folder>"
+            if _TORCH_INCLUDE.search(clean) and len(include) == 1 else "pass the flags your build uses with --nvcc-flag")
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
         built = {}
         for name, text in texts.items():
             src = Path(tmp) / f"{name}{suffix}"
             src.write_text(text)
-            built[name] = _build(src, spec.source.parent, flags)
+            built[name] = _build(src, include, flags, hint)
     clone = inst.backend_data["perturbation"]["clone"]  # the kernel's qualified name + CLONE_SUFFIX
     kernel = clone.removesuffix(CLONE_SUFFIX)
     funcs = {"clean": built["clean"].kernel(kernel), "off": built["instrumented"].kernel(kernel),
@@ -393,7 +414,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
             "clean_loops": [describe(l) for l in found["clean"] if any(l.signature)],
             "recording_fewer_in_flight": fewer + shorter_trips(found["clean"], probed(funcs["copy"][0], copy_sides[1])),
             "recording_more_in_flight": more_in_flight(found["clean"], copy_sides[1]),
-            "missing": short, "ok": off_identical and not short, "flags": flags,
+            "missing": short, "ok": off_identical and not short, "flags": flags, "include_dirs": include[1:],
             "hint": _hint(spec, regs) if short else None}
 
 
