@@ -24,11 +24,19 @@ class _Command(TyperCommand):
                                          if p.param_type_name == "argument"]
 
 
+class _TakesCmd(_Command):
+    """Usage `... SPEC [-- CMD...]`: a command line to run may follow the positional arguments."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        return super().collect_usage_pieces(ctx) + ["[-- CMD...]"]
+
+
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None,
     help="Instrument one GPU kernel from a probe spec, capture and decode its intra-kernel timeline, "
          "and restore the clean kernel byte for byte.\n\n"
-         "Typical loop: apply SPEC (check-sass SPEC: did the build keep the clean loops?) -> build and run with "
+         "Typical loop: apply SPEC (check-sass SPEC: did the build keep the clean loops? check-iket SPEC for a "
+         "CuTe DSL kernel: are its probes compiled in?) -> build and run with "
          "ATREX_TIMELINE_OUT=CAPTURE_DIR -> validate CAPTURE_DIR "
          "-> summary CAPTURE_DIR -> export CAPTURE_DIR --perfetto T.pftrace --png T.png -> report CAPTURE_DIR "
          "-o report.html -> revert SPEC.")
@@ -271,6 +279,36 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
                       "included) has fewer warps in flight than the kernel it observes (docs/perturbation.md)")
 
     r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None), render)
+    if not r["ok"]:
+        raise typer.Exit(1)
+
+
+@app.command("check-iket", cls=_TakesCmd, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def check_iket(ctx: typer.Context,
+               spec: Path = typer.Argument(..., metavar="SPEC", help="Applied probe spec (TOML) of a CuTe DSL kernel."),
+               root: Optional[Path] = RootOpt,
+               arch: str = typer.Option("sm_90a", help="Architecture to compile for (CUTE_DSL_ARCH): no GPU needed."),
+               as_json: bool = JsonOpt):
+    """Are the probes in the compiled CuTe DSL kernel? The DSL strips IKeT calls unless its compiler
+    option `iket` is on, and compiles without complaint either way. This runs the compile (CMD...
+    after --, default `python3 SOURCE`: the examples' __main__ calls compile_only() with fake
+    tensors) with CUTE_DSL_COMPILER_OPT=iket and CUTE_DSL_ARCH=ARCH, keeps the PTX, and checks each
+    entry compiled from the spec's kernel: every site has an IKeT marker (`pmevent`) of its event
+    (an unrolled loop repeats them). Exit 1 when a site has none (docs/spec.md, CuTe DSL)."""
+    from .cutedsl.check import check
+
+    def render(r):
+        out.print(f"{r['kernel']}: compiled by `{' '.join(r['command'])}` with IKeT on, for {r['arch']}")
+        for e in r["entries"]:
+            out.print(f"  entry {e['entry']} ({e['ptx']})")
+            for ev in e["events"]:
+                where = f"id {ev['id']}" if ev["id"] is not None else "not declared"
+                out.print(f"    event {ev['event']} ({where}): {ev['markers']} marker(s) for "
+                          f"{', '.join(ev['sites'])}" + ("" if ev["ok"] else "  MISSING"))
+            for p in e["problems"]:
+                out.print(f"  MISSING: {p}")
+        out.print("every site has its IKeT marker" if r["ok"] else "a probe is not in the compiled kernel")
+    r = _run(as_json, lambda: check(spec, root, ctx.args or None, arch), render)
     if not r["ok"]:
         raise typer.Exit(1)
 

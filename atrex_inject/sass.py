@@ -373,7 +373,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     spec = load_spec(spec_path, root)
     if spec.backend != "cuda":
         raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
-                         path=str(spec.path))
+                         path=str(spec.path), hint=f"check a CuTe DSL spec with `atrex-inject check-iket {spec_path}`")
     flags = nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
     clean, runtime, suffix = _clean_text(spec), None, spec.source.suffix
     if suffix == ".py":  # CUDA source in a Python string (kernelpy/): its text, built as a .cu file
