@@ -66,8 +66,10 @@ def workspace(spec: ProbeSpec) -> Path:
 IGNORE_ALL = "*\n"  # .atrex/.gitignore: the tool's state is never part of the user's repository
 
 
-def _ignore_itself(spec: ProbeSpec, d: Path) -> None:
-    """Write `.atrex/.gitignore` (`*`: the folder ignores itself and everything in it) unless one is there."""
+def _ignore_itself(spec: ProbeSpec) -> None:
+    """Write `.atrex/.gitignore` (`*`: the folder ignores itself and everything in it) unless one is
+    there; apply and revert do, holding the lock, once they know they will write."""
+    d = atrex_dir(spec.root)
     if not os.path.lexists(d / ".gitignore"):
         write_atomic(d / ".gitignore", IGNORE_ALL, spec.root)
 
@@ -87,7 +89,6 @@ def _writer(spec: ProbeSpec, create: bool):
         stack.enter_context(locked(inside(spec.root, d / "lock"), f"the project {spec.root}"))
         for lock, rel in files:  # in one order, so two writers sharing files cannot deadlock
             stack.enter_context(locked(lock, rel))
-        _ignore_itself(spec, d)
         ws = workspace(spec)
         for p in (spec.source, ws / mf.FILE_NAME, ws / "instrumented.patch", ws / "clean" / spec.source.name):
             remove_stale_temps(p, spec.root)
@@ -270,6 +271,7 @@ def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw: Rewrite, patch:
              ("writing the instrumented source", spec.source, rw.text, clean),
              *[(f"writing {l.rel}", l.path, l.text, l.clean) for l in launchers]]
     existed = ws.exists()
+    _ignore_itself(spec)
     done: list[tuple[Path, bytes | None]] = []
     for what, path, data, undo in steps:
         try:
@@ -450,13 +452,15 @@ def _restore_all(spec: ProbeSpec, ws: Path, m: Manifest, spec_path, keep_edits: 
 
 
 def _archive(spec: ProbeSpec, ws: Path) -> tuple[str | None, list[str]]:
-    """Move the workspace to history and drop the archives past the bound; a failure after the
-    source is restored is a warning, not an error: the next revert (the source then being clean)
-    archives it."""
+    """Move the workspace to history (`.atrex/` ignoring itself first) and drop the archives past
+    the bound; a failure after the source is restored is a warning, not an error: the next revert
+    (the source then being clean) archives it."""
     try:
+        _ignore_itself(spec)
         dest = str(_history(spec, ws))
-    except OSError as e:
-        return None, [f"the source is restored but the workspace {ws} could not be archived ({e.strerror}); "
+    except (OSError, SnapshotError) as e:
+        why = e.strerror if isinstance(e, OSError) else e.message
+        return None, [f"the source is restored but the workspace {ws} could not be archived ({why}); "
                       "run revert again once that is fixed"]
     return dest, _prune(spec)
 
