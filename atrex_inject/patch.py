@@ -192,6 +192,7 @@ class Hunk:
     """One hunk of a patch made by unified_diff: its lines as (tag, text, line of the patch)."""
     number: int  # 1-based, in the patch's order
     header: str  # the `@@ -a,b +c,d @@` line
+    at: int  # the header's line of the patch (1-based)
     old_start: int  # 0-based index of its first line in the old text (the line before an empty range)
     new_start: int  # the same in the new text
     lines: tuple[tuple[str, str, int], ...]
@@ -208,7 +209,7 @@ def hunks(patch: str) -> list[Hunk]:
         m = HUNK.match(lines[i])
         if not m:
             raise PatchMismatch(f"patch line {i + 1} is not a hunk header")
-        header, body = lines[i].rstrip("\n"), []
+        header, at, body = lines[i].rstrip("\n"), i + 1, []
         old_start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
         new_start = int(m.group(3)) - (0 if m.group(4) == "0" else 1)
         i += 1
@@ -221,7 +222,7 @@ def hunks(patch: str) -> list[Hunk]:
                 i += 1
             body.append((tag, text, i + 1))
             i += 1
-        out.append(Hunk(len(out) + 1, header, old_start, new_start, tuple(body)))
+        out.append(Hunk(len(out) + 1, header, at, old_start, new_start, tuple(body)))
     return out
 
 
@@ -232,7 +233,7 @@ def apply_patch(old: str, patch: str) -> str:
     pos = 0  # next unconsumed line of src
     for h in hunks(patch):
         if h.old_start < pos or h.old_start > len(src):
-            raise PatchMismatch(f"hunk at patch line {h.lines[0][2] - 1 if h.lines else '?'} starts outside the text")
+            raise PatchMismatch(f"hunk at patch line {h.at} starts outside the text")
         out += src[pos:h.old_start]
         pos = h.old_start
         for tag, text, at in h.lines:
@@ -289,6 +290,15 @@ def _touch(a: _Region, b: _Region) -> bool:
     return max(a.start, b.start) < min(a.end, b.end)
 
 
+def _replay(base: list[str], lo: int, hi: int, regions: list[_Region]) -> list[str]:
+    """base[lo:hi] with the regions (in order, none overlapping) applied."""
+    text, at = [], lo
+    for r in regions:
+        text += base[at:r.start] + list(r.lines)
+        at = r.end
+    return text + base[at:hi]
+
+
 def unapply_keeping_edits(patched: str, edited: str, patch: str) -> str:
     """`edited` (the patched text, then edited by hand) with the patch applied in reverse: each of
     its changes undone where the edits left its lines alone, the edits kept. A change whose lines
@@ -313,16 +323,8 @@ def unapply_keeping_edits(patched: str, edited: str, patch: str) -> str:
     for group in clusters:
         lo, hi = min(r.start for r in group), max(r.end for r in group)
         out += base[pos:lo]
-
-        def replay(rs: list[_Region]) -> list[str]:
-            text, at = [], lo
-            for r in rs:
-                text += base[at:r.start] + list(r.lines)
-                at = r.end
-            return text + base[at:hi]
-
         ours, theirs = [r for r in group if r.hunk], [r for r in group if not r.hunk]
-        undone, kept = replay(ours), replay(theirs)
+        undone, kept = _replay(base, lo, hi, ours), _replay(base, lo, hi, theirs)
         if ours and theirs and undone != kept:
             conflicts += [{"hunk": r.hunk, "header": headers[r.hunk - 1], "patched_lines": [r.start + 1, r.end],
                            "edited_lines": [lo + shift + 1, lo + shift + max(1, len(kept))]} for r in ours]

@@ -13,7 +13,6 @@ import pytest
 
 from atrex_inject import snapshot
 from atrex_inject.cutedsl.check import iket_env, verify
-from atrex_inject.manifest import load as load_manifest
 from conftest import CUTEDSL_SPECS, REPO, cli
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")

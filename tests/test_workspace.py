@@ -6,13 +6,13 @@ workspace, and revert's exit codes (docs/recovery.md)."""
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from atrex_inject import snapshot
 from atrex_inject.patch import PatchConflict, hunks, unapply_keeping_edits, unified_diff
@@ -284,7 +284,7 @@ def test_a_kernel_py_diff_is_short_and_its_patch_file_stays_complete(project, tm
     k = e["patch_line"] - 1
     assert shown == lines[:k] + [f"+[… {n} lines: the recorder header atrex_timeline.cuh, embedded unchanged "
                                  f"(sha256 {digest}); `atrex-inject diff --full` shows them]"] + lines[k + n:]
-    assert len(shown) < 120 < 1000 < len(lines)
+    assert len(shown) < 120 and len(lines) > 1000
     assert cli("diff", spec)[1] == r["patch"]
     assert cli("diff", spec, "--full")[1] == full
     # the patch file as `git apply` takes it, both ways, in a copy of the two states
@@ -319,3 +319,24 @@ def test_a_changed_header_is_shown_whole():
         patch = unified_diff('s = r"""\n"""\n', f's = r"""\n{text}"""\n', "k.py")
         shown, found = for_review(patch)
         assert len(found) == collapsed and (shown == patch) == (not collapsed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_unapply_round_trips_and_keeps_edits_away_from_the_probes(data):
+    """Byte-exact: unedited, the patch undone gives the clean text back; edits of lines that do
+    not border a probe come through as they were made."""
+    n = data.draw(st.integers(1, 30))
+    clean = [f"line{i}\n" for i in range(n)]
+    at = sorted(data.draw(st.sets(st.integers(0, n), max_size=5)))  # a probe before clean line p
+    patched = []
+    for i in range(n + 1):
+        patched += [f"PROBE {i}\n"] if i in at else []
+        patched += clean[i:i + 1]
+    patch = unified_diff("".join(clean), "".join(patched), "k.cu")
+    assert unapply_keeping_edits("".join(patched), "".join(patched), patch) == "".join(clean)
+    free = [i for i in range(n) if i not in at and i + 1 not in at]
+    edit = data.draw(st.sets(st.sampled_from(free), max_size=4)) if free else set()
+    mine = {f"line{i}\n": f"line{i} (edited)\n" for i in edit}
+    assert unapply_keeping_edits("".join(patched), "".join(mine.get(x, x) for x in patched), patch) == \
+        "".join(mine.get(x, x) for x in clean)
