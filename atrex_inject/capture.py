@@ -11,6 +11,7 @@ here (its ledger, pylaunch/ledger.py).
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -47,6 +48,8 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     shutil.copyfile(snapshot.workspace(spec) / mf.FILE_NAME, out_dir / mf.FILE_NAME)
     runrecord.write(out_dir, ran)
     python = ledger.summary(out_dir)
+    if python is None and not any(out_dir.glob("*.atrex")):
+        raise _nothing_captured(spec_path, manifest, out_dir, shlex.join(cmd))
     if python is not None and not list(out_dir.glob("*.atrex")):
         raise CaptureError(f"no launch of {manifest.kernel} was captured in {out_dir}: the launch hooks saw "
                            f"{python['launches']} launch(es) of it from Python ({python['skipped']} left out by the "
@@ -58,3 +61,18 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     files = capture_files(out_dir)
     r = {"out": str(out_dir), "launches": [f.name for f in files], "program": ran.program.to_json()}
     return r if python is None else {**r, "python": python}
+
+
+def _nothing_captured(spec_path, manifest: mf.Manifest, out_dir: Path, command: str) -> CaptureError:
+    """The program exited 0 and no launch was written: what capture did, and what to check."""
+    did = (f"ran `{command}` with ATREX_TIMELINE_OUT={out_dir} and ATREX_MANIFEST set (capture sets both), where "
+           "the recorder of an instrumented build writes one file per launch it captures"
+           if manifest.backend == "cuda" else f"ran `{command}` under IKeT's run-iket")
+    skip = manifest.capture.skip
+    return CaptureError(
+        f"no launch of {manifest.kernel!r} was captured: capture {did}, the program exited 0, and nothing was written",
+        hint=f"check that the program runs a build of the instrumented {manifest.source.path} (rebuilt after apply: a "
+             f"build of the clean source records nothing), or for a kernel.py that it imports that file; that it "
+             f"launches {manifest.kernel} at least {skip + 1} time(s) (the spec's [capture] skip = {skip} writes "
+             f"from launch {skip + 1} on); and `atrex-inject status {spec_path}`, which lists the launches apply "
+             "wrapped and any it could not")

@@ -112,6 +112,7 @@ class Target:
     runtime: str | None
     suffix: str
     flags: list[str]
+    include: list[str] = field(default_factory=list)  # -I folders: the source's own, then torch's for an extension
     threads: int | None = None  # threads per block: [capture] warps, else the kernel's __launch_bounds__
     kernel: str = ""  # the kernel's qualified name as the SASS check looks it up
     clean: object = field(default=None, repr=False)  # the clean build (sass.Build), once built
@@ -125,8 +126,10 @@ class Target:
             text = locate(text, spec.source_rel, str(spec.path), spec.cuda_string).value
             runtime, suffix = runtime_text(), ".cu"
         from .cuda.names import KernelName  # noqa: PLC0415
+        from .sass import torch_include_dirs  # noqa: PLC0415
         return cls(spec, text, runtime, suffix, list(flags or spec.nvcc_flags or DEFAULT_FLAGS),
-                   spec.capture.warps * 32 or None, "::".join(KernelName.parse(spec.kernel).parts))
+                   [str(spec.source.parent), *torch_include_dirs(text)], spec.capture.warps * 32 or None,
+                   "::".join(KernelName.parse(spec.kernel).parts))
 
     def build(self, tmp: Path, name: str, text: str):
         """Compile `text` as the spec's source; a header is compiled through a .cu that includes it."""
@@ -137,7 +140,11 @@ class Target:
             unit = tmp / f"{name}.cu"
             unit.write_text(f'#include "{src.name}"\n')
             src = unit
-        return sass.build(src, self.spec.source.parent, self.flags, cwd=self.spec.path.parent)
+        torch = sass.includes_torch(self.text) and len(self.include) == 1
+        return sass.build(src, self.include, self.flags, cwd=self.spec.path.parent, hint=(
+            "the source includes torch's headers and torch is not importable here: install torch (its include "
+            "paths are then passed), or pass them with --nvcc-flag=-I<folder>" if torch else
+            "pass the flags your build uses with --nvcc-flag"))
 
     def key(self, override: str | None) -> str:
         """What a cached choice is valid for: the clean source, the spec, the flags, the runtime, the tool."""
@@ -361,7 +368,9 @@ def remember(spec: ProbeSpec, choice: Choice, folder: Path | None = None) -> Non
     """Keep a computed choice (apply calls this once its snapshot is written)."""
     if not choice.key or choice.how != "chosen":
         return
-    folder = folder or spec.root / ".atrex" / "cache"
-    folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(folder / f"choice-{choice.key}.json", (json.dumps(choice.cache_json(), indent=2) + "\n").encode())
+    data = (json.dumps(choice.cache_json(), indent=2) + "\n").encode()
+    if folder is None:  # the project's cache, inside the project tree, no link on the way
+        write_atomic(spec.root / ".atrex" / "cache" / f"choice-{choice.key}.json", data, spec.root)
+    else:
+        write_atomic(folder / f"choice-{choice.key}.json", data)
 

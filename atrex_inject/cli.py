@@ -25,19 +25,30 @@ class _Command(TyperCommand):
                                          if p.param_type_name == "argument"]
 
 
+class _TakesCmd(_Command):
+    """Usage `... SPEC [-- CMD...]`: a command line to run may follow the positional arguments."""
+
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        return super().collect_usage_pieces(ctx) + ["[-- CMD...]"]
+
+
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None,
     help="Instrument one GPU kernel from a probe spec, capture and decode its intra-kernel timeline, "
          "and restore the clean kernel byte for byte.\n\n"
-         "Typical loop: apply SPEC (check-sass SPEC: did the build keep the clean loops?) -> build and run with "
+         "Typical loop: apply SPEC (check-sass SPEC: did the build keep the clean loops? check-iket SPEC for a "
+         "CuTe DSL kernel: are its probes compiled in?) -> build and run with "
          "ATREX_TIMELINE_OUT=CAPTURE_DIR -> validate CAPTURE_DIR "
          "-> summary CAPTURE_DIR -> export CAPTURE_DIR --perfetto T.pftrace --png T.png -> report CAPTURE_DIR "
          "-o report.html -> revert SPEC.")
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# The one place messages are printed: as text. Paths, source lines and spec values reach these
+# consoles as they are, so Rich's markup (`[bold]`), emoji codes (`:100:`) and highlighting are off.
+out = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
+err = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of text.")
-RootOpt = typer.Option(None, "--root", help="Project tree the spec's paths must stay in (default: nearest .git).")
+RootOpt = typer.Option(None, "--root", help="Project tree the spec's paths must stay in, .atrex/ at its top "
+                                            "(default: the nearest folder above the source holding .git or .atrex).")
 MeasureRootOpt = typer.Option(None, "--root", help="Folder the measurement's relative source and binary paths "
                                                    "resolve against (default: the current folder).")
 CaptureArg = typer.Argument(..., metavar="CAPTURE_DIR", help="Capture folder: what the program wrote with "
@@ -76,7 +87,7 @@ def _run(as_json: bool, fn, render):
         if as_json:
             print(json.dumps(e.to_json()))
         else:
-            err.print(f"error: {e}", markup=False)
+            err.print(f"error: {e}")
         raise typer.Exit(e.exit_code)
     if as_json:
         print(json.dumps(result, indent=2, default=str))
@@ -92,18 +103,18 @@ def _render_launches(r: dict, each_captured: bool = True) -> None:
         return
     rewritten = [f if isinstance(f, str) else f["path"] for f in r.get("launchers", [])]
     out.print(f"  launches: {len(caught)} captured, {len(missed)} not captured"
-              + (f"; launchers rewritten: {', '.join(rewritten)}" if rewritten else ""), markup=False)
+              + (f"; launchers rewritten: {', '.join(rewritten)}" if rewritten else ""))
     for l in caught if each_captured else []:
         how = l["shape"] + (f" in {l['macro']}(...)" if l.get("macro") else "") + (
             f", through {l['alias']}" if l.get("alias") else "")
-        out.print(f"    captured      {l['file']}:{l['line']} {l['via']} ({how})", markup=False)
+        out.print(f"    captured      {l['file']}:{l['line']} {l['via']} ({how})")
     for n in missed:
-        out.print(f"    NOT captured  {n['file']}:{n['line']} {n['via']}: {n['reason']}", markup=False)
-        out.print(f"                  to capture it: {n['hint']}", markup=False)
+        out.print(f"    NOT captured  {n['file']}:{n['line']} {n['via']}: {n['reason']}")
+        out.print(f"                  to capture it: {n['hint']}")
 
 
 def _progress(what: str) -> None:
-    err.print(f"... {what}", markup=False)
+    err.print(f"... {what}")
 
 
 def _checked(options: "snapshot.Options") -> "snapshot.Options":
@@ -117,10 +128,10 @@ def _render_recorder(rec: dict | None) -> None:
     """The recorder apply chose, and the evidence for it (choice.py)."""
     if not rec:
         return
-    out.print(f"  recorder: {rec['recorder']} ({rec['how']}: {rec['why']})", markup=False)
+    out.print(f"  recorder: {rec['recorder']} ({rec['how']}: {rec['why']})")
     for e in rec.get("evidence", []):
         if e["problems"]:
-            out.print(f"    {e['recorder']}: not kept: {'; '.join(e['problems'])}", markup=False)
+            out.print(f"    {e['recorder']}: not kept: {'; '.join(e['problems'])}")
 
 
 RecorderOpt = typer.Option(None, "--recorder", metavar="auto|global|staged|resident",
@@ -147,47 +158,46 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
     without nvcc, the global recorder (docs/guide.md, "Recorder modes")."""
     def render_preview(r):
         out.print(f"dry run, nothing written: {r['source']} would get +{r['lines_added']} -{r['lines_removed']} "
-                  f"lines, {len(r['sites'])} sites", markup=False)
+                  f"lines, {len(r['sites'])} sites")
         for s in r["sites"]:
             out.print(f"site {s['id']} {s['name']} ({s['position']}), anchored at {r['source']}:{s['source_line']}, "
-                      f"lands at:", markup=False)
+                      f"lands at:")
             for land in s["lands"]:
-                out.print(f"  {r['source']}:{land['line']} (instrumented)", markup=False)
+                out.print(f"  {r['source']}:{land['line']} (instrumented)")
                 for c in land["context"]:
-                    out.print(f"  {'>' if c['line'] == land['line'] else ' '} {c['line']:>5} | {c['text']}",
-                              markup=False)
+                    out.print(f"  {'>' if c['line'] == land['line'] else ' '} {c['line']:>5} | {c['text']}")
         _render_recorder(r.get("recorder"))
         _render_launches(r)
         for w in r["warnings"]:
-            out.print(f"warning: {w}", markup=False)
+            out.print(f"warning: {w}")
 
     def render(r):
         out.print(f"instrumented {r['source']}: +{r['lines_added']} -{r['lines_removed']} lines, "
-                  f"{len(r['sites'])} sites; manifest {r['manifest']}", markup=False)
+                  f"{len(r['sites'])} sites; manifest {r['manifest']}")
         for s in r["sites"]:
             out.print(f"  site {s['id']:>2} {s['name']:<20} {s['position']:<10} {s['role']:<9} "
-                      f"line {s['source_line']} -> {s['instrumented_line']}", markup=False)
+                      f"line {s['source_line']} -> {s['instrumented_line']}")
         if r.get("staging"):
             st = r["staging"]
             kind = "resident rings (every event kept until exit)" if st.get("resident") else "rings"
             out.print(f"  staging: {kind} of {st['events']} events x {st['warps']} warps per group, "
-                      f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA", markup=False)
+                      f"{st['shared_bytes_per_cta']} bytes of static shared memory per CTA")
         if r.get("event_bytes") == 4:
             out.print("  events: 4 bytes, packed (the site id in the timer's low 5 bits; decode checks the timer's "
-                      "resolution)", markup=False)
+                      "resolution)")
         _render_recorder(r.get("recorder"))
         p = r.get("perturbation")
         if p:  # how the clean code is kept for CTAs that record nothing (docs/design.md)
             out.print("  body versioned: CTAs that record nothing, and all when probes are off, run the clean copy"
-                      if p["versioned"] else f"  body NOT versioned: {p['not_versioned_because']}", markup=False)
+                      if p["versioned"] else f"  body NOT versioned: {p['not_versioned_because']}")
             for sm in p["strip_mined"]:
                 how = (f"strip-mined by {sm['every']}" if sm["every"] > 1
                        else f"recorded in trips of {sm['trip']} iterations (probes unchecked)" if sm.get("trip")
                        else "holds its warp's ring slot across the loop")
-                out.print(f"  loop at line {sm['line']} {how} for {', '.join(sm['sites'])}", markup=False)
+                out.print(f"  loop at line {sm['line']} {how} for {', '.join(sm['sites'])}")
         _render_launches(r)
         for w in r["warnings"]:
-            out.print(f"warning: {w}", markup=False)
+            out.print(f"warning: {w}")
     options = snapshot.Options(recorder, tuple(nvcc_flag), None if as_json else _progress)
     if dry_run:
         _run(as_json, lambda: snapshot.preview(spec, root, _checked(options)), render_preview)
@@ -200,36 +210,51 @@ def revert(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that 
            root: Optional[Path] = RootOpt, as_json: bool = JsonOpt,
            from_history: bool = typer.Option(False, "--from-history",
                                              help="Restore from the archived workspace whose instrumented hash the "
-                                                  "source has (when `status` says instrumented-archived).")):
+                                                  "source has (when `status` says instrumented-archived)."),
+           keep_edits: bool = typer.Option(False, "--keep-edits",
+                                           help="The source was edited after apply: remove the probes (the patch "
+                                                "applied in reverse) and keep the edits; refused, naming the hunk, "
+                                                "where an edit touches the probes' lines.")):
     """Restore the clean source, only if the file still has the instrumented hash and the saved
-    clean copy plus the patch reproduce it; the restored file is checked against the clean hash,
-    and the workspace is archived under .atrex/history/."""
+    clean copy plus the patch reproduce it; the restored file is checked, and the workspace is
+    archived under .atrex/history/ (the newest 5 per spec, ATREX_HISTORY_KEEP). Exit 0 when the
+    source ends clean (restored now, or already clean: a second revert), 2 when it cannot
+    (docs/recovery.md)."""
     def render(r):
-        verb = "restored" if r["reverted"] else "already clean:"
+        verb = ("probes removed, your edits kept:" if r.get("kept_edits") else "restored") if r["reverted"] \
+            else "already clean:"
         files = ", ".join(r.get("restored") or [r["source"]])
-        out.print(f"{verb} {files} (workspace archived at {r['archived']})", markup=False)
+        out.print(f"{verb} {files} (workspace archived at {r['archived']})")
         for w in r["warnings"]:
-            err.print(f"warning: {w}", markup=False)
-    _run(as_json, lambda: snapshot.revert(spec, root, from_history), render)
+            err.print(f"warning: {w}")
+    _run(as_json, lambda: snapshot.revert(spec, root, from_history, keep_edits), render)
 
 
 @app.command()
 def status(spec: Path = typer.Argument(..., metavar="SPEC", help="The probe spec (TOML) to ask about."), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
     """Say whether the spec's source is clean, instrumented by this spec, or modified since."""
     def render(r):
-        out.print(f"{r['source']}: {r['state']} (spec {r['spec']})", markup=False)
+        out.print(f"{r['source']}: {r['state']} (spec {r['spec']})")
         for f in r.get("launchers", []):
-            out.print(f"  launcher {f['path']}: {f['state']}", markup=False)
+            out.print(f"  launcher {f['path']}: {f['state']}")
         _render_launches(r, each_captured=False)
+        h = r["history"]
+        out.print(f"  history: {h['archived']} archived workspace(s) of this spec in {h['folder']} (the newest "
+                  f"{h['keep']} are kept; ATREX_HISTORY_KEEP)" + (f", newest {h['newest']}" if h["newest"] else ""))
         if "hint" in r:
-            out.print(f"  hint: {r['hint']}", markup=False)
+            out.print(f"  hint: {r['hint']}")
     _run(as_json, lambda: snapshot.status(spec, root), render)
 
 
 @app.command()
-def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that was applied."), root: Optional[Path] = RootOpt, as_json: bool = JsonOpt):
-    """Print the applied patch (unified diff, accepted by `git apply -R` to undo)."""
-    _run(as_json, lambda: {"patch": snapshot.patch_text(spec, root)}, lambda r: sys.stdout.write(r["patch"]))
+def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that was applied."), root: Optional[Path] = RootOpt,
+         full: bool = typer.Option(False, "--full", help="Print the patch as applied, embedded header included "
+                                                         "(what `git apply -R` takes)."),
+         as_json: bool = JsonOpt):
+    """Print the applied patch for review (unified diff). An embedded recorder header (a kernel.py
+    carries the header's text) shows as one line naming it and its sha256; --full prints every
+    line. The patch files under .atrex/<name>/ are always complete and `git apply`-able."""
+    _run(as_json, lambda: snapshot.diff(spec, root, full), lambda r: sys.stdout.write(r["patch"]))
 
 
 @app.command("check-sass")
@@ -250,25 +275,54 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
         rec = r["recorder"]
         out.print(f"{r['kernel']}: recorder {rec['recorder']} ({rec['how']}); registers clean {regs['clean']}, with "
                   f"probes off {regs['off']}, instrumented copy {r['copy']} {regs['copy']} (one copy "
-                  f"{regs.get('one_copy')}); copy's body {'versioned' if r['versioned'] else 'NOT versioned'}",
-                  markup=False)
+                  f"{regs.get('one_copy')}); copy's body {'versioned' if r['versioned'] else 'NOT versioned'}")
         ctas = r["ctas_per_sm"]
         if ctas["clean"]:
             out.print(f"occupancy: {ctas['clean']} CTAs per SM clean, {ctas['copy']} for the copy "
-                      f"({r['threads_per_block']} threads per CTA)", markup=False)
+                      f"({r['threads_per_block']} threads per CTA)")
         out.print("probes off: the clean kernel, instruction for instruction" if r["off_identical"] else
-                  "probes off: the kernel DIFFERS from the clean build", markup=False)
+                  "probes off: the kernel DIFFERS from the clean build")
         for l in r["clean_loops"]:
-            out.print(f"  clean {l}", markup=False)
+            out.print(f"  clean {l}")
         for p in r["problems"]:
-            out.print(f"  PROBLEM: {p}", markup=False)
+            out.print(f"  PROBLEM: {p}")
         out.print("the recording run is the clean kernel with probes added" if r["ok"] else
-                  "the recording run would be another kernel: its timeline would not describe this one", markup=False)
+                  "the recording run would be another kernel: its timeline would not describe this one")
         if r["hint"]:
-            out.print(f"next: {r['hint']}", markup=False)
+            out.print(f"next: {r['hint']}")
 
     r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None, _checked(snapshot.Options(recorder)).recorder),
              render)
+    if not r["ok"]:
+        raise typer.Exit(1)
+
+
+@app.command("check-iket", cls=_TakesCmd, context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def check_iket(ctx: typer.Context,
+               spec: Path = typer.Argument(..., metavar="SPEC", help="Applied probe spec (TOML) of a CuTe DSL kernel."),
+               root: Optional[Path] = RootOpt,
+               arch: str = typer.Option("sm_90a", help="Architecture to compile for (CUTE_DSL_ARCH): no GPU needed."),
+               as_json: bool = JsonOpt):
+    """Are the probes in the compiled CuTe DSL kernel? The DSL strips IKeT calls unless its compiler
+    option `iket` is on, and compiles without complaint either way. This runs the compile (CMD...
+    after --, default `python3 SOURCE`: the examples' __main__ calls compile_only() with fake
+    tensors) with CUTE_DSL_COMPILER_OPT=iket and CUTE_DSL_ARCH=ARCH, keeps the PTX, and checks each
+    entry compiled from the spec's kernel: every site has an IKeT marker (`pmevent`) of its event
+    (an unrolled loop repeats them). Exit 1 when a site has none (docs/spec.md, CuTe DSL)."""
+    from .cutedsl.check import check
+
+    def render(r):
+        out.print(f"{r['kernel']}: compiled by `{' '.join(r['command'])}` with IKeT on, for {r['arch']}")
+        for e in r["entries"]:
+            out.print(f"  entry {e['entry']} ({e['ptx']})")
+            for ev in e["events"]:
+                where = f"id {ev['id']}" if ev["id"] is not None else "not declared"
+                out.print(f"    event {ev['event']} ({where}): {ev['markers']} marker(s) for "
+                          f"{', '.join(ev['sites'])}" + ("" if ev["ok"] else "  MISSING"))
+            for p in e["problems"]:
+                out.print(f"  MISSING: {p}")
+        out.print("every site has its IKeT marker" if r["ok"] else "a probe is not in the compiled kernel")
+    r = _run(as_json, lambda: check(spec, root, ctx.args or None, arch), render)
     if not r["ok"]:
         raise typer.Exit(1)
 
@@ -298,7 +352,7 @@ def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
             c = row["counts"]
             out.print(f"{row['launch']}: {c['events']} events, {c['owners_claimed']}/{c['owners']} owners claimed, "
                       f"overflow owners {c['overflow_owners']}, duplicate claims {c['duplicate_claims']}, "
-                      f"torn {c['torn_events']}, missing owners {c['owners_missing']} -> {row['saved']}", markup=False)
+                      f"torn {c['torn_events']}, missing owners {c['owners_missing']} -> {row['saved']}")
             t = Table("site", "events", "min/owner", "max/owner")
             for n, s in row["sites"].items():
                 t.add_row(n, str(s["total"]), str(s["min"]), str(s["max"]))
@@ -343,13 +397,12 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
 
     def render(a):
         if not a["valid"]:
-            out.print(f"rejected: {'; '.join(a['reasons'])} (artifact {out_file})", markup=False)
+            out.print(f"rejected: {'; '.join(a['reasons'])} (artifact {out_file})")
             return
         lo, hi = a["overhead_ci95"]
         out.print(f"baseline {a['median_ms']['baseline']:.4f} ms, instrumented {a['median_ms']['instrumented']:.4f} ms "
                   f"(medians of {a['n']['baseline']}+{a['n']['instrumented']} fresh processes, {a['schedule']}): "
-                  f"overhead {100 * a['overhead']:+.2f}% [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}",
-                  markup=False)
+                  f"overhead {100 * a['overhead']:+.2f}% [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}")
     art = _run(as_json, work, render)
     if not art["valid"]:
         raise typer.Exit(1)
@@ -363,12 +416,11 @@ def _render_checks(r: dict) -> None:
     out.print(t)
     for c in r["checks"]:
         if not c["ok"]:
-            out.print(f"{c['name']}: next step: {c['hint']}", markup=False)
+            out.print(f"{c['name']}: next step: {c['hint']}")
     for n in r.get("notes", []):
-        out.print(f"note: {n}", markup=False)
+        out.print(f"note: {n}")
     if r.get("unchecked_provenance"):
-        out.print(f"provenance not checked (pass the option to check it): {', '.join(r['unchecked_provenance'])}",
-                  markup=False)
+        out.print(f"provenance not checked (pass the option to check it): {', '.join(r['unchecked_provenance'])}")
 
 
 @app.command()
@@ -400,12 +452,11 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
         if "measurement" in r:
             mv = r["measurement"]
             out.print(f"measurement: {'valid' if mv['valid'] else 'rejected'}; "
-                      + ("; ".join(mv["problems"]) if mv["problems"] else f"overhead {mv['overhead']:+.2%}"),
-                      markup=False)
+                      + ("; ".join(mv["problems"]) if mv["problems"] else f"overhead {mv['overhead']:+.2%}"))
             for u in mv["unchecked"]:
-                out.print(f"  {u}", markup=False)
+                out.print(f"  {u}")
             if mv["next_step"]:
-                out.print(f"  next step: {mv['next_step']}", markup=False)
+                out.print(f"  next step: {mv['next_step']}")
     r = _run(as_json, work, render)
     if r["verdict"] != "valid":
         raise typer.Exit(1)
@@ -421,7 +472,7 @@ def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestO
 
     def work():
         return summarize_capture(capture_dir, mf.for_capture(capture_dir, manifest))
-    _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"])), markup=False))
+    _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"]))))
 
 
 @app.command()
@@ -456,15 +507,15 @@ def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
     def render(r):
         for k in ("perfetto", "png"):
             if k in r:
-                out.print(f"{k}: {r[k]}", markup=False)
+                out.print(f"{k}: {r[k]}")
         for c in r.get("selection", []):
             out.print(f"  {c['launch']}: {c['n_kept']} owners in full, {c['n_left_out']} left out"
                       + (f" ({c['left_out_owners'][:60]}{'…' if len(c['left_out_owners']) > 60 else ''})"
-                         if c["n_left_out"] else "") + f"; rule: {c['rule']}", markup=False)
+                         if c["n_left_out"] else "") + f"; rule: {c['rule']}")
         for p in r.get("panels", []):
             where = f"{p['window_us'][0]:.2f}-{p['window_us'][1]:.2f} us" if p["window_us"] else "no instances"
             out.print(f"  {p['interval']}: window {where}, {p['complete_in_window']} complete instance(s) "
-                      f"on {len(p['lanes'])} lanes", markup=False)
+                      f"on {len(p['lanes'])} lanes")
     _run(as_json, work, render)
 
 
@@ -482,8 +533,7 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
     def work():
         return write_report(capture_dir, out_file, manifest, measurement, correctness_evidence, target, source, root,
                             png_window)
-    _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})",
-                                            markup=False))
+    _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})"))
 
 
 @app.command()
@@ -506,11 +556,11 @@ def verdict(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE
                               hard_threshold, source, root)
 
     def render(r):
-        out.print(f"grade: {r['grade']}", markup=False)
+        out.print(f"grade: {r['grade']}")
         for k, label in (("failures", "failure"), ("missing", "missing"), ("disagreements", "disagrees"),
                          ("notes", "note")):
             for x in r[k]:
-                out.print(f"  {label}: {x}", markup=False)
+                out.print(f"  {label}: {x}")
     r = _run(as_json, work, render)
     if r["grade"] == "rejected":
         raise typer.Exit(1)
@@ -551,19 +601,18 @@ def capture(ctx: typer.Context,
         return run_capture(spec, root, out_dir, ctx.args, workload)
     def render(r: dict) -> None:
         out.print(f"{len(r['launches'])} launch(es) captured in {r['out']} (program {r['program']['path']}, "
-                  f"sha256 {r['program']['sha256'][:16]}…)", markup=False)
+                  f"sha256 {r['program']['sha256'][:16]}…)")
         py = r.get("python")
         if py and (py["launches"] or py["not_captured"] or py["failed_hooks"]):  # what the launch hooks did
             out.print(f"  from Python ({', '.join(py['hooked']) or 'no launch API imported'}): {py['launches']} "
                       f"launch(es) of the kernel, {py['written']} captured, {py['skipped']} left out by [capture] "
-                      f"skip/count, {len(py['not_captured'])} NOT captured", markup=False)
+                      f"skip/count, {len(py['not_captured'])} NOT captured")
             for n in py["not_captured"]:
                 what = f"launch {n['seq']}" if n["seq"] >= 0 else "a graph node"
                 out.print(f"    NOT captured  process {n['pid']} {what} through {n['api']}: {n['reason']}\n"
-                          f"                  to capture it: {n['hint']}", markup=False)
+                          f"                  to capture it: {n['hint']}")
             for api in py["failed_hooks"]:
-                out.print(f"    NOT hooked    {api} (see the program's stderr): its launches are not counted",
-                          markup=False)
+                out.print(f"    NOT hooked    {api} (see the program's stderr): its launches are not counted")
     _run(as_json, work, render)
 
 

@@ -41,10 +41,32 @@ def _temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-def write_atomic(path: str | Path, data: bytes | str) -> None:
+def inside(root: Path, path: Path) -> Path:
+    """`path`, refused when it lies outside `root` or when it, or a folder between `root` and it,
+    is a symbolic link: a write there would land wherever the link leads (the project tree's own
+    state is written inside the tree, links included)."""
+    try:
+        rel = Path(path).relative_to(root)
+    except ValueError:
+        raise SnapshotError(f"{path} is outside the project {root}; nothing was written there",
+                            hint="atrex-inject writes only inside the project tree") from None
+    at = Path(root)
+    for part in rel.parts:
+        at = at / part
+        if at.is_symlink():
+            raise SnapshotError(f"{at} is a symbolic link; atrex-inject writes only inside the project {root}, "
+                                "links included, so nothing was written there", path=str(at),
+                                hint=f"remove the link {at} (or replace it with a real folder) and run again")
+        if not at.exists():
+            break  # nothing below a missing folder exists yet, links included
+    return Path(path)
+
+
+def write_atomic(path: str | Path, data: bytes | str, root: Path | None = None) -> None:
     """Either the old content or the new one is on disk, never a mixture: a crash leaves no torn
-    file (only a temp that remove_stale_temps deletes on the next run)."""
-    path = Path(path)
+    file (only a temp that remove_stale_temps deletes on the next run). With `root`, `path` must
+    lie inside it with no symbolic link on the way (`inside`)."""
+    path = Path(path) if root is None else inside(root, Path(path))
     if isinstance(data, str):
         data = data.encode()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,10 +91,10 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
         raise
 
 
-def remove_stale_temps(path: str | Path) -> list[Path]:
-    """Delete the temps write_atomic left next to `path` when a run was killed. Call only while
-    holding the lock: then no live writer owns them."""
-    path = Path(path)
+def remove_stale_temps(path: str | Path, root: Path) -> list[Path]:
+    """Delete the temps write_atomic left next to `path` (inside `root`, no link on the way) when a
+    run was killed. Call only while holding the lock: then no live writer owns them."""
+    path = inside(root, Path(path))
     stale = [p for p in path.parent.glob(f"{_temp_prefix(path)}*{TEMP_SUFFIX}")
              if len(p.name) == len(_temp_prefix(path)) + 8 + len(TEMP_SUFFIX)]
     for p in stale:

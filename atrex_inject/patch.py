@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import re
+from dataclasses import dataclass
 from itertools import accumulate
 
 NO_NEWLINE = "\\ No newline at end of file\n"
@@ -186,12 +187,21 @@ def unified_diff(old: str, new: str, rel_path: str, context: int = 3) -> str:
     return f"diff --git a/{rel_path} b/{rel_path}\n--- a/{rel_path}\n+++ b/{rel_path}\n" + "".join(out)
 
 
-def apply_patch(old: str, patch: str) -> str:
-    """`old` with a patch made by unified_diff applied at its recorded positions (no fuzz)."""
-    src = split_lines(old)
+@dataclass(frozen=True)
+class Hunk:
+    """One hunk of a patch made by unified_diff: its lines as (tag, text, line of the patch)."""
+    number: int  # 1-based, in the patch's order
+    header: str  # the `@@ -a,b +c,d @@` line
+    at: int  # the header's line of the patch (1-based)
+    old_start: int  # 0-based index of its first line in the old text (the line before an empty range)
+    new_start: int  # the same in the new text
+    lines: tuple[tuple[str, str, int], ...]
+
+
+def hunks(patch: str) -> list[Hunk]:
+    """The patch's hunks (everything before the first `@@` is the file header)."""
     lines = split_lines(patch)
-    out: list[str] = []
-    pos = 0  # next unconsumed line of src
+    out: list[Hunk] = []
     i = 0
     while i < len(lines) and not lines[i].startswith("@@"):
         i += 1
@@ -199,27 +209,131 @@ def apply_patch(old: str, patch: str) -> str:
         m = HUNK.match(lines[i])
         if not m:
             raise PatchMismatch(f"patch line {i + 1} is not a hunk header")
-        start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
-        if start < pos or start > len(src):
-            raise PatchMismatch(f"hunk at patch line {i + 1} starts outside the text")
-        out += src[pos:start]
-        pos = start
+        header, at, body = lines[i].rstrip("\n"), i + 1, []
+        old_start = int(m.group(1)) - (0 if m.group(2) == "0" else 1)
+        new_start = int(m.group(3)) - (0 if m.group(4) == "0" else 1)
         i += 1
         while i < len(lines) and not lines[i].startswith("@@"):
-            tag, body = lines[i][:1], lines[i][1:]
+            tag, text = lines[i][:1], lines[i][1:]
+            if tag not in (" ", "-", "+"):
+                raise PatchMismatch(f"patch line {i + 1} is not a diff line")
             if i + 1 < len(lines) and lines[i + 1] == NO_NEWLINE:
-                body = body[:-1]
+                text = text[:-1]
                 i += 1
+            body.append((tag, text, i + 1))
+            i += 1
+        out.append(Hunk(len(out) + 1, header, at, old_start, new_start, tuple(body)))
+    return out
+
+
+def apply_patch(old: str, patch: str) -> str:
+    """`old` with a patch made by unified_diff applied at its recorded positions (no fuzz)."""
+    src = split_lines(old)
+    out: list[str] = []
+    pos = 0  # next unconsumed line of src
+    for h in hunks(patch):
+        if h.old_start < pos or h.old_start > len(src):
+            raise PatchMismatch(f"hunk at patch line {h.at} starts outside the text")
+        out += src[pos:h.old_start]
+        pos = h.old_start
+        for tag, text, at in h.lines:
             if tag in (" ", "-"):
-                if pos >= len(src) or src[pos] != body:
-                    raise PatchMismatch(f"patch line {i + 1} does not match line {pos + 1} of the text")
+                if pos >= len(src) or src[pos] != text:
+                    raise PatchMismatch(f"patch line {at} does not match line {pos + 1} of the text")
                 pos += 1
             if tag in (" ", "+"):
-                out.append(body)
-            elif tag != "-":
-                raise PatchMismatch(f"patch line {i + 1} is not a diff line")
-            i += 1
+                out.append(text)
     return "".join(out + src[pos:])
+
+
+class PatchConflict(ValueError):
+    """Edits made after a patch touch lines the patch changed; `conflicts` names each hunk."""
+
+    def __init__(self, conflicts: list[dict]):
+        self.conflicts = conflicts
+        super().__init__("; ".join(f"hunk {c['hunk']} ({c['header']})" for c in conflicts))
+
+
+@dataclass(frozen=True)
+class _Region:
+    """Lines [start, end) of the patched text replaced by `lines`: one change of the patch undone
+    (hunk > 0) or one of the user's edits (hunk 0)."""
+    start: int
+    end: int
+    lines: tuple[str, ...]
+    hunk: int = 0
+
+
+def _undo_regions(patch: str) -> list[_Region]:
+    """Each run of changed lines of the patch, as the region of the new text that takes the old lines back."""
+    out = []
+    for h in hunks(patch):
+        at, new, old = h.new_start, 0, []
+        for tag, text, _ in (*h.lines, (" ", "", 0)):  # a context line closes the last run
+            if tag == "+":
+                new += 1
+            elif tag == "-":
+                old.append(text)
+            elif new or old:
+                out.append(_Region(at, at + new, tuple(old), h.number))
+                at, new, old = at + new, 0, []
+            if tag == " ":
+                at += 1
+    return out
+
+
+def _touch(a: _Region, b: _Region) -> bool:
+    """Two regions that cannot both be applied as they are: they share a line, or one inserts at a
+    place the other covers or borders (which goes first is then undefined)."""
+    if a.start == a.end or b.start == b.end:
+        return max(a.start, b.start) <= min(a.end, b.end)
+    return max(a.start, b.start) < min(a.end, b.end)
+
+
+def _replay(base: list[str], lo: int, hi: int, regions: list[_Region]) -> list[str]:
+    """base[lo:hi] with the regions (in order, none overlapping) applied."""
+    text, at = [], lo
+    for r in regions:
+        text += base[at:r.start] + list(r.lines)
+        at = r.end
+    return text + base[at:hi]
+
+
+def unapply_keeping_edits(patched: str, edited: str, patch: str) -> str:
+    """`edited` (the patched text, then edited by hand) with the patch applied in reverse: each of
+    its changes undone where the edits left its lines alone, the edits kept. A change whose lines
+    an edit touches is a conflict (PatchConflict, naming the hunks), unless the edit made those
+    lines exactly what undoing the change makes them (the probes removed by hand, say)."""
+    base, mine = split_lines(patched), split_lines(edited)
+    undo, headers = _undo_regions(patch), [h.header for h in hunks(patch)]
+    for r in undo:
+        if r.end > len(base):
+            raise PatchMismatch(f"hunk {r.hunk} reaches past the end of the text")
+    edits = [_Region(i1, i2, tuple(mine[j1:j2])) for t, i1, i2, j1, j2 in _opcodes(base, mine) if t != "equal"]
+    regions = sorted(undo + edits, key=lambda r: (r.start, r.end))
+    clusters: list[list[_Region]] = []
+    for r in regions:
+        if clusters and any(_touch(r, c) for c in clusters[-1]):
+            clusters[-1].append(r)
+        else:
+            clusters.append([r])
+    out: list[str] = []
+    pos = shift = 0  # next line of base; lines the edits added before it, less those they removed
+    conflicts = []
+    for group in clusters:
+        lo, hi = min(r.start for r in group), max(r.end for r in group)
+        out += base[pos:lo]
+        ours, theirs = [r for r in group if r.hunk], [r for r in group if not r.hunk]
+        undone, kept = _replay(base, lo, hi, ours), _replay(base, lo, hi, theirs)
+        if ours and theirs and undone != kept:
+            conflicts += [{"hunk": r.hunk, "header": headers[r.hunk - 1], "patched_lines": [r.start + 1, r.end],
+                           "edited_lines": [lo + shift + 1, lo + shift + max(1, len(kept))]} for r in ours]
+        out += kept if theirs else undone
+        shift += sum(len(r.lines) - (r.end - r.start) for r in theirs)
+        pos = hi
+    if conflicts:
+        raise PatchConflict(conflicts)
+    return "".join(out + base[pos:])
 
 
 def diffstat(patch: str) -> tuple[int, int]:
@@ -231,3 +345,56 @@ def diffstat(patch: str) -> tuple[int, int]:
         elif line.startswith("-") and not line.startswith("---"):
             removed += 1
     return added, removed
+
+
+@dataclass(frozen=True)
+class Embedded:
+    """A text embedded whole among a patch's added lines, shown by `for_review` as one line."""
+    name: str
+    lines: int
+    sha256: str  # of the text itself (as the string's value holds it)
+    patch_line: int  # 1-based line of the full patch where it starts
+
+
+def _embedded_forms() -> dict[str, tuple[str, list[list[str]]]]:
+    """name -> (text, the lines it takes in a patch): the recorder header as a kernel.py embeds it,
+    written in a raw string as it is, in a non-raw triple-quoted one escaped (kernelpy/literal.py)."""
+    from .kernelpy.literal import _escape  # noqa: PLC0415  (how a non-raw literal spells a text)
+    from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
+    from .cuda.rewrite import HEADER  # noqa: PLC0415
+
+    text = runtime_text()
+    forms = {tuple(text.split("\n")[:-1])} | {tuple(_escape(text, q * 3, "\n").split("\n")[:-1]) for q in "\"'"}
+    return {HEADER: (text, [list(f) for f in forms])}
+
+
+def for_review(patch: str) -> tuple[str, list[Embedded]]:
+    """The patch as a reviewer reads it (`diff`, a report's excerpts): each run of added lines that
+    is an embedded recorder header (a kernel.py carries the header's text instead of including it)
+    becomes one line naming it, its length and its sha256; everything else as it is. The result
+    is for reading, not for `git apply` (its hunk headers still count the lines); the patch file
+    and `diff --full` stay complete."""
+    import hashlib  # noqa: PLC0415
+
+    lines = patch.split("\n")
+    forms = [(name, hashlib.sha256(text.encode()).hexdigest(), f)
+             for name, (text, fs) in _embedded_forms().items() for f in fs]
+    out: list[str] = []
+    found: list[Embedded] = []
+    i = 0
+    def added(at: int, form: list[str]) -> bool:  # lines[at:] start with `form`, each an added line
+        return at + len(form) <= len(lines) and all(
+            x[:1] == "+" and x[1:].removesuffix("\r") == y for x, y in zip(lines[at:at + len(form)], form))
+
+    while i < len(lines):
+        hit = next(((name, digest, f) for name, digest, f in forms if added(i, f)), None)
+        if hit is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        name, digest, f = hit
+        found.append(Embedded(name, len(f), digest, i + 1))
+        out.append(f"+[… {len(f)} lines: the recorder header {name}, embedded unchanged (sha256 {digest}); "
+                   "`atrex-inject diff --full` shows them]")
+        i += len(f)
+    return "\n".join(out), found

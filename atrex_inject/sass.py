@@ -327,6 +327,27 @@ class Build:
         return f, self.resources.get(mangled, Resources()), self.threads.get(mangled)
 
 
+_TORCH_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](?:torch|ATen|c10)/', re.M)
+
+
+def includes_torch(text: str) -> bool:
+    return _TORCH_INCLUDE.search(text) is not None
+
+
+def torch_include_dirs(text: str) -> list[str]:
+    """The include folders a torch extension is built with (torch.utils.cpp_extension.include_paths(),
+    as load_inline passes them to nvcc, and Python's, which torch/extension.h includes), when `text`
+    includes torch's headers and torch is importable; otherwise none."""
+    if not _TORCH_INCLUDE.search(text):
+        return []
+    try:
+        from torch.utils.cpp_extension import include_paths  # noqa: PLC0415
+    except Exception:  # noqa: BLE001 - not installed, or an install that does not import: nvcc then names the header
+        return []
+    import sysconfig  # noqa: PLC0415
+    return [*map(str, include_paths()), sysconfig.get_paths()["include"]]
+
+
 def nvcc() -> str:
     """nvcc from PATH (ATREX_NVCC names another); AtrexError when there is none."""
     found = os.environ.get("ATREX_NVCC") or shutil.which("nvcc")
@@ -335,21 +356,22 @@ def nvcc() -> str:
     return found
 
 
-def build(src: Path, include: Path, flags: list[str], cwd: Path | None = None) -> Build:
-    """Compile `src` (a copy of a source whose own folder is `include`) to a cubin and read it;
-    `cwd`: where the build's relative paths (-I in `flags`) are read from."""
+def build(src: Path, include: list[str], flags: list[str], cwd: Path | None = None,
+          hint: str = "pass the flags your build uses with --nvcc-flag") -> Build:
+    """Compile `src` (a copy of a source; `include`: its own folder, then any others) to a cubin and
+    read it; `cwd`: where the build's relative paths (-I in `flags`) are read from; `hint` goes with
+    nvcc's error."""
     from .assets import asset_dir  # noqa: PLC0415
 
     cubin = src.with_suffix(".cubin")
-    cmd = [nvcc(), "-cubin", "-Xptxas", "-v", f"-I{asset_dir('runtime')}", f"-I{include}", *flags, "-o",
-           str(cubin), str(src)]
+    cmd = [nvcc(), "-cubin", "-Xptxas", "-v", f"-I{asset_dir('runtime')}", *(f"-I{d}" for d in include), *flags,
+           "-o", str(cubin), str(src)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     except OSError as e:
         raise AtrexError(f"cannot run nvcc: {e}", hint="put CUDA's nvcc on PATH") from None
     if p.returncode != 0:
-        raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src),
-                         hint="pass the flags your build uses with --nvcc-flag")
+        raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src), hint=hint)
     tool = cuobjdump()
     env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
     elf = subprocess.run([tool, "-elf", str(cubin)], capture_output=True, text=True, env=env)
@@ -459,7 +481,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     spec = load_spec(spec_path, root)
     if spec.backend != "cuda":
         raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
-                         path=str(spec.path))
+                         path=str(spec.path), hint=f"check a CuTe DSL spec with `atrex-inject check-iket {spec_path}`")
     target = choice.Target.of(spec, clean_text(spec), nvcc_flags)
     picked = choice.resolve(spec, target, recorder)
     plan = make_plan(spec, picked.mode)
@@ -474,6 +496,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
             "versioned": texts["instrumented"].backend_data["perturbation"]["versioned"], **r,
             "problems": problems, "ok": r["off_identical"] and not problems, "flags": target.flags,
+            "include_dirs": target.include[1:],
             "hint": _hint(picked) if problems else None}
 
 

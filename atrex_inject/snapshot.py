@@ -6,8 +6,11 @@ each launcher the spec lists (a file whose launches of the kernel are wrapped),
 `clean/launchers/<i>/<file>` and `launcher<i>.patch`. Every file is restored or none is.
 Order of writes in apply: clean copy, patch, manifest, and only then the source (atomically), so
 any failure leaves the source as it was. revert restores only from a clean copy that, with the
-patch, reproduces the instrumented file's hash, onto a file that still has that hash, and
-archives the workspace under `.atrex/history/` so the evidence (patch, hashes) survives.
+patch, reproduces the instrumented file's hash, onto a file that still has that hash (or, with
+keep_edits, removes the probes from a file edited since and keeps the edits), and archives the
+workspace under `.atrex/history/` (the newest history_keep() per spec) so the evidence survives.
+`.atrex/` ignores itself (its own `.gitignore`), and every path written under it stays inside the
+project tree, links included (fsio.inside).
 
 One writer at a time: apply and revert hold `.atrex/lock` (an advisory flock for the whole
 project tree, so for every workspace and source file in it) and a lock per source file (for a
@@ -18,6 +21,7 @@ spec path. docs/recovery.md is the user's side of this.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import time
@@ -30,10 +34,11 @@ from . import choice, registry
 from . import manifest as mf
 from .assets import asset_dir
 from .backend import Rewrite
-from .errors import SnapshotError, SpecError
-from .fsio import locked, remove_stale_temps, sha256_bytes, source_lock_path, write_atomic
+from .errors import AtrexError, SnapshotError, SpecError
+from .fsio import inside, locked, remove_stale_temps, sha256_bytes, source_lock_path, write_atomic
 from .manifest import Manifest
-from .patch import PatchMismatch, apply_patch, diffstat, unified_diff
+from .patch import (PatchConflict, PatchMismatch, apply_patch, diffstat, for_review, unapply_keeping_edits,
+                    unified_diff)
 from .plan import Plan, make_plan
 from .spec import ProbeSpec, confine, load_spec
 
@@ -55,7 +60,19 @@ def atrex_dir(root: Path) -> Path:
 
 
 def workspace(spec: ProbeSpec) -> Path:
-    return atrex_dir(spec.root) / spec.name
+    """`.atrex/<spec name>`, refused when it (or .atrex) is a symbolic link (fsio.inside)."""
+    return inside(spec.root, atrex_dir(spec.root) / spec.name)
+
+
+IGNORE_ALL = "*\n"  # .atrex/.gitignore: the tool's state is never part of the user's repository
+
+
+def _ignore_itself(spec: ProbeSpec) -> None:
+    """Write `.atrex/.gitignore` (`*`: the folder ignores itself and everything in it) unless one is
+    there; apply and revert do, holding the lock, once they know they will write."""
+    d = atrex_dir(spec.root)
+    if not os.path.lexists(d / ".gitignore"):
+        write_atomic(d / ".gitignore", IGNORE_ALL, spec.root)
 
 
 @contextlib.contextmanager
@@ -70,15 +87,15 @@ def _writer(spec: ProbeSpec, create: bool):
     files = sorted({source_lock_path(p): rel for p, rel in
                     [(spec.source, spec.source_rel), *zip(spec.launchers, spec.launcher_rels)]}.items())
     with contextlib.ExitStack() as stack:
-        stack.enter_context(locked(d / "lock", f"the project {spec.root}"))
+        stack.enter_context(locked(inside(spec.root, d / "lock"), f"the project {spec.root}"))
         for lock, rel in files:  # in one order, so two writers sharing files cannot deadlock
             stack.enter_context(locked(lock, rel))
         ws = workspace(spec)
         for p in (spec.source, ws / mf.FILE_NAME, ws / "instrumented.patch", ws / "clean" / spec.source.name):
-            remove_stale_temps(p)
+            remove_stale_temps(p, spec.root)
         for i, lp in enumerate(spec.launchers):
             for p in (lp, ws / f"launcher{i}.patch", ws / "clean" / "launchers" / str(i) / lp.name):
-                remove_stale_temps(p)
+                remove_stale_temps(p, spec.root)
         yield ws
 
 
@@ -88,7 +105,7 @@ def _reader(spec: ProbeSpec):
     if not d.is_dir():
         yield
         return
-    with locked(d / "lock", f"the project {spec.root}", shared=True, wait_s=STATUS_WAIT_S):
+    with locked(inside(spec.root, d / "lock"), f"the project {spec.root}", shared=True, wait_s=STATUS_WAIT_S):
         yield
 
 
@@ -169,8 +186,10 @@ def _check_not_applied(spec: ProbeSpec, spec_path, clean: bytes) -> None:
             raise SnapshotError(f"{spec.source_rel} is already instrumented by spec {spec.name!r}",
                                 path=str(spec.path), hint="revert first: atrex-inject revert " + str(spec_path))
         if cur != old.source.clean_sha256:
-            raise SnapshotError(f"workspace {ws} belongs to another state of {old.source.path}",
-                                path=str(spec.path), hint=f"inspect {ws} and remove it if it is stale")
+            raise SnapshotError(f"workspace {ws} belongs to another state of {old.source.path}: the file changed "
+                                "since that apply", path=str(spec.path),
+                                hint=f"`atrex-inject revert --keep-edits {spec_path}` removes the probes still in it "
+                                     "(if any), keeps your edits and archives the workspace; then apply again")
 
 
 @dataclass(frozen=True)
@@ -267,16 +286,17 @@ def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw: Rewrite, patch:
              ("writing the instrumented source", spec.source, rw.text, clean),
              *[(f"writing {l.rel}", l.path, l.text, l.clean) for l in launchers]]
     existed = ws.exists()
+    _ignore_itself(spec)
     done: list[tuple[Path, bytes | None]] = []
     for what, path, data, undo in steps:
         try:
-            write_atomic(path, data)
+            write_atomic(path, data, spec.root)
         except OSError as e:
             for p, old in reversed(done):
                 if old is None:
                     p.unlink(missing_ok=True)
                 else:
-                    write_atomic(p, old)
+                    write_atomic(p, old, spec.root)
             if not existed:
                 shutil.rmtree(ws, ignore_errors=True)
             also = "".join(f", {l.rel}" for l in launchers)
@@ -288,18 +308,57 @@ def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw: Rewrite, patch:
     return ApplyResult(manifest, ws, patch)
 
 
-def _history(ws: Path) -> Path:
-    dest = ws.parent / "history" / f"{ws.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{time.time_ns() % 10**6}"
-    dest.parent.mkdir(parents=True, exist_ok=True)
+HISTORY_KEEP = 5  # archived workspaces kept per spec (ATREX_HISTORY_KEEP); see history_keep
+
+
+def history_keep() -> int:
+    """How many archived workspaces of a spec revert keeps, newest first: ATREX_HISTORY_KEEP, else
+    HISTORY_KEEP. An archive serves `revert --from-history` (the source instrumented again after a
+    revert, by an editor's undo or a stash) and the second revert's "already clean"; a capture
+    carries its own manifest, so old archives are not needed to read old captures. Five covers a
+    few apply/revert rounds on one spec and bounds .atrex/history to five clean copies and patches
+    per spec; at least one is kept, the last revert's."""
+    v = os.environ.get("ATREX_HISTORY_KEEP", "").strip()
+    if not v:
+        return HISTORY_KEEP
+    if not v.isdigit() or int(v) < 1:
+        raise AtrexError(f"ATREX_HISTORY_KEEP={v!r} must be a whole number of at least 1",
+                         hint=f"the archived workspaces kept per spec, newest first; unset it for {HISTORY_KEEP}")
+    return int(v)
+
+
+def _history_dir(spec: ProbeSpec) -> Path:
+    return inside(spec.root, atrex_dir(spec.root) / "history")
+
+
+def _history(spec: ProbeSpec, ws: Path) -> Path:
+    h, now = _history_dir(spec), time.time_ns()
+    dest = h / f"{ws.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime(now // 10**9))}-{now // 1000 % 10**6:06d}"
+    h.mkdir(exist_ok=True)
     ws.rename(dest)
     return dest
 
 
 def _history_entries(spec: ProbeSpec) -> list[Path]:
     """This spec's archived workspaces, newest first."""
-    h = atrex_dir(spec.root) / "history"
+    h = _history_dir(spec)
     entries = [p for p in h.glob(f"{spec.name}-*") if p.is_dir() and not p.is_symlink()] if h.is_dir() else []
-    return sorted(entries, key=lambda p: p.name.removeprefix(spec.name + "-"), reverse=True)
+
+    def when(p: Path) -> tuple[str, int]:  # `<UTC stamp>-<sub-second>`
+        stamp, _, sub = p.name.removeprefix(spec.name + "-").partition("-")
+        return stamp, int(sub) if sub.isdigit() else -1
+    return sorted(entries, key=when, reverse=True)
+
+
+def _prune(spec: ProbeSpec) -> list[str]:
+    """Remove this spec's archives past the newest history_keep(); a failure is a warning."""
+    warnings = []
+    for old in _history_entries(spec)[history_keep():]:
+        try:
+            shutil.rmtree(old)
+        except OSError as e:
+            warnings.append(f"could not remove the old archive {old} ({e.strerror}); remove it by hand")
+    return warnings
 
 
 @dataclass(frozen=True)
@@ -331,10 +390,10 @@ def _inside_ws(ws: Path, rel: str, what: str) -> Path:
     return p
 
 
-def _verified_clean(spec: ProbeSpec, ws: Path, e: _Entry) -> tuple[Path, bytes]:
-    """(the file a manifest entry names, its clean content), after proving from the workspace that
-    clean copy + patch reproduce the instrumented hash. Every manifest path is confined: the
-    file like a spec path, the clean copy and patch inside the workspace."""
+def _verified_clean(spec: ProbeSpec, ws: Path, e: _Entry) -> tuple[Path, bytes, str, str]:
+    """(the file a manifest entry names, its clean content, its instrumented text, the patch), after
+    proving from the workspace that clean copy + patch reproduce the instrumented hash. Every
+    manifest path is confined: the file like a spec path, the clean copy and patch inside the workspace."""
     where = str(ws / mf.FILE_NAME)
     src = confine(e.path, spec.root, spec.root, where, None)
     clean_copy, patch_path = _inside_ws(ws, e.clean_copy, "clean copy"), _inside_ws(ws, e.patch.path, "patch")
@@ -354,90 +413,142 @@ def _verified_clean(spec: ProbeSpec, ws: Path, e: _Entry) -> tuple[Path, bytes]:
         raise SnapshotError(f"clean copy + patch in {ws} do not reproduce the instrumented hash "
                             f"{e.instrumented_sha256[:16]}: the workspace was altered", path=where,
                             hint="do not trust this workspace; restore the source from version control")
-    return src, data
+    return src, data, rebuilt, patch.decode()
 
 
-def _restore_all(spec: ProbeSpec, ws: Path, m: Manifest) -> list[str]:
-    """Give every instrumented file of the manifest its clean bytes back; the paths restored. A file
-    already clean is left alone; one that is neither clean nor instrumented is refused before any
-    file is written, so the files are restored together or not at all."""
+def _keeping_edits(spec_path, ws: Path, e: _Entry, src: Path, instrumented: str, patch: str) -> bytes:
+    """The edited file with the probes removed (the patch applied in reverse, patch.unapply_keeping_edits)."""
+    try:
+        return unapply_keeping_edits(instrumented, src.read_bytes().decode(), patch).encode()
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{e.path} is no longer UTF-8 text; nothing was restored", path=str(src),
+                            hint="save it as UTF-8 and run the command again") from None
+    except PatchConflict as c:
+        where = "".join(f"\n  hunk {x['hunk']} {x['header']} of {ws / e.patch.path}: instrumented lines "
+                        f"{x['patched_lines'][0]}-{x['patched_lines'][1]}, now about lines "
+                        f"{x['edited_lines'][0]}-{x['edited_lines'][1]} of {e.path}" for x in c.conflicts)
+        raise SnapshotError("your edits touch lines the probes changed, so the probes cannot be removed "
+                            f"there without losing an edit; nothing was restored:{where}", path=str(src),
+                            hint=f"make those lines as instrumented (`atrex-inject diff --full {spec_path}`) or as "
+                                 f"clean (the clean copy {ws / e.clean_copy}), then run "
+                                 f"`atrex-inject revert --keep-edits {spec_path}` again") from None
+
+
+def _restore_all(spec: ProbeSpec, ws: Path, m: Manifest, spec_path, keep_edits: bool = False
+                 ) -> tuple[list[str], list[str]]:
+    """Give every instrumented file of the manifest its clean bytes back, or with `keep_edits`, a
+    file edited since apply its edits without the probes; (the paths restored, those of them whose
+    edits were kept). A file already clean is left alone; one that cannot be restored is refused
+    before any file is written, so the files are restored together or not at all."""
     todo = []
     for e in _entries(m):
         src = confine(e.path, spec.root, spec.root, str(ws / mf.FILE_NAME), None)
         cur = sha256_bytes(src.read_bytes())
         if cur == e.clean_sha256:
             continue
-        verified = _verified_clean(spec, ws, e)  # first: a workspace that lies is named as such
-        if cur != e.instrumented_sha256:
+        src, clean, instrumented, patch = _verified_clean(spec, ws, e)  # first: a workspace that lies is named as such
+        if cur == e.instrumented_sha256:
+            todo.append((e, src, clean, False))
+        elif keep_edits:
+            todo.append((e, src, _keeping_edits(spec_path, ws, e, src, instrumented, patch), True))
+        else:
             raise SnapshotError(
                 f"{e.path} changed since apply (sha256 {cur[:16]}, expected instrumented "
                 f"{e.instrumented_sha256[:16]}); refusing to overwrite your edits; nothing was restored",
-                path=str(src), hint=f"the clean source is saved at {ws / e.clean_copy} (sha256 {e.clean_sha256[:16]}); "
-                                    "copy it back to discard your edits, or undo the edits and revert again")
-        todo.append((e, *verified))
-    for e, src, data in todo:
-        write_atomic(src, data)
-        if sha256_bytes(src.read_bytes()) != e.clean_sha256:
-            raise SnapshotError(f"restored {src} but its hash differs from the clean hash",
+                path=str(src), hint=f"`atrex-inject revert --keep-edits {spec_path}` removes the probes and keeps your "
+                                    f"edits; or copy the clean source back from {ws / e.clean_copy} (sha256 "
+                                    f"{e.clean_sha256[:16]}) to discard them")
+    for e, src, data, _ in todo:
+        write_atomic(src, data, spec.root)
+        if src.read_bytes() != data:
+            raise SnapshotError(f"restored {src} but it does not read back as written",
                                 hint=f"copy {ws / e.clean_copy} by hand")
-    return [e.path for e, _, _ in todo]
+    return [e.path for e, *_ in todo], [e.path for e, _, _, kept in todo if kept]
 
 
-def _archive(ws: Path) -> tuple[str | None, list[str]]:
-    """Move the workspace to history; a failure after the source is restored is a warning, not an
-    error: the next revert (the source then being clean) archives it."""
+def _archive(spec: ProbeSpec, ws: Path) -> tuple[str | None, list[str]]:
+    """Move the workspace to history (`.atrex/` ignoring itself first) and drop the archives past
+    the bound; a failure after the source is restored is a warning, not an error: the next revert
+    (the source then being clean) archives it."""
     try:
-        return str(_history(ws)), []
-    except OSError as e:
-        return None, [f"the source is restored but the workspace {ws} could not be archived ({e.strerror}); "
+        _ignore_itself(spec)
+        dest = str(_history(spec, ws))
+    except (OSError, SnapshotError) as e:
+        why = e.strerror if isinstance(e, OSError) else e.message
+        return None, [f"the source is restored but the workspace {ws} could not be archived ({why}); "
                       "run revert again once that is fixed"]
+    return dest, _prune(spec)
 
 
-def revert(spec_path: str | Path, root: str | Path | None = None, from_history: bool = False) -> dict:
+def revert(spec_path: str | Path, root: str | Path | None = None, from_history: bool = False,
+           keep_edits: bool = False) -> dict:
+    """Exit 0 (a result) when the source ends at a clean hash the workspace or its archive
+    recorded: restored now, or already there; otherwise an error (exit 2): edits without
+    `keep_edits`, a workspace that does not prove itself, or nothing known to revert to."""
     spec = load_spec(spec_path, root)
+    keep = history_keep()  # a bad ATREX_HISTORY_KEEP, or a linked history folder, is refused before any write
+    _history_dir(spec)
     with _writer(spec, create=False) as ws:
         if from_history:
-            return _revert_from_history(spec)
+            return _revert_from_history(spec, spec_path)
         m = load_manifest(ws)
         if m is None:
-            found = _orphan(spec)
-            raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / mf.FILE_NAME})",
-                                path=str(spec.path),
-                                hint=f"{spec.source_rel} is instrumented and its clean copy is archived in {found}: "
-                                     f"run `atrex-inject revert --from-history {spec_path}`" if found else
-                                "nothing to revert; `atrex-inject status` shows the state")
-        restored = _restore_all(spec, ws, m)
-        archived, warnings = _archive(ws)
+            found = _archived(spec, "instrumented")
+            if found:
+                raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / mf.FILE_NAME})",
+                                    path=str(spec.path),
+                                    hint=f"{spec.source_rel} is instrumented and its clean copy is archived in "
+                                         f"{found}: run `atrex-inject revert --from-history {spec_path}`")
+            clean = _archived(spec, "clean")
+            if clean is None:
+                raise SnapshotError(f"no applied snapshot for spec {spec.name!r} (no {ws / mf.FILE_NAME}), and no "
+                                    f"archive of it in {atrex_dir(spec.root) / 'history'} has the source's current "
+                                    "hash as its clean hash", path=str(spec.path),
+                                    hint="nothing to revert; `atrex-inject status` shows the state")
+            return {"reverted": False, "state": "clean", "source": spec.source_rel, "archived": str(clean),
+                    "history_keep": keep, "warnings": []}
+        restored, kept = _restore_all(spec, ws, m, spec_path, keep_edits)
+        archived, warnings = _archive(spec, ws)
         if not restored:
             return {"reverted": False, "state": "clean", "source": m.source.path, "archived": archived,
-                    "warnings": warnings}
-        return {"reverted": True, "state": "clean", "source": m.source.path, "sha256": m.source.clean_sha256,
-                "restored": restored, "archived": archived, "warnings": warnings}
+                    "history_keep": keep, "warnings": warnings}
+        return {"reverted": True, "state": "edited" if kept else "clean", "source": m.source.path,
+                "sha256": sha256_bytes(spec.source.read_bytes()), "restored": restored, "kept_edits": kept,
+                "archived": archived, "history_keep": keep, "warnings": warnings}
 
 
-def _orphan(spec: ProbeSpec) -> Path | None:
-    """The newest archived workspace of this spec whose instrumented hash the source has now: the
-    source is instrumented but its clean copy is only in history."""
-    cur = sha256_bytes(spec.source.read_bytes())
+def _archived(spec: ProbeSpec, state: str) -> Path | None:
+    """The newest archived workspace of this spec whose every file has now its `state`
+    ("instrumented": the source is instrumented but its clean copy is only in history; "clean":
+    a revert already restored what that workspace applied)."""
     for h in _history_entries(spec):
         try:
             m = load_manifest(h)
-        except SnapshotError:
+            if m is None or m.source.path != spec.source_rel:
+                continue
+            if all(sha256_bytes(confine(e.path, spec.root, spec.root, str(h / mf.FILE_NAME), None).read_bytes())
+                   == getattr(e, f"{state}_sha256") for e in _entries(m)):
+                return h
+        except (SnapshotError, SpecError, OSError):
             continue
-        if m is not None and m.source.instrumented_sha256 == cur and m.source.path == spec.source_rel:
-            return h
     return None
 
 
-def _revert_from_history(spec: ProbeSpec) -> dict:
-    h = _orphan(spec)
+def _revert_from_history(spec: ProbeSpec, spec_path) -> dict:
+    h = _archived(spec, "instrumented")
     if h is None:
         raise SnapshotError(f"no archived workspace of spec {spec.name!r} has the current hash of {spec.source_rel}",
                             path=str(spec.path), hint="`atrex-inject status` shows the state; nothing was changed")
     m = load_manifest(h)
-    restored = _restore_all(spec, h, m)
+    restored, _ = _restore_all(spec, h, m, spec_path)
     return {"reverted": True, "state": "clean", "source": m.source.path, "sha256": m.source.clean_sha256,
             "restored": restored, "archived": str(h), "from_history": True, "warnings": []}
+
+
+def _history_report(spec: ProbeSpec) -> dict:
+    entries = _history_entries(spec)
+    return {"folder": str(atrex_dir(spec.root) / "history"), "archived": len(entries),
+            "newest": str(entries[0]) if entries else None, "keep": history_keep()}
 
 
 def status(spec_path: str | Path, root: str | Path | None = None) -> dict:
@@ -446,12 +557,14 @@ def status(spec_path: str | Path, root: str | Path | None = None) -> dict:
         ws = workspace(spec)
         m = load_manifest(ws)
         cur = sha256_bytes(spec.source.read_bytes())
+        history = _history_report(spec)
         if m is None:
-            found = _orphan(spec)
+            found = _archived(spec, "instrumented")
             if found is None:
-                return {"state": "not-applied", "source": spec.source_rel, "sha256": cur, "spec": spec.name}
+                return {"state": "not-applied", "source": spec.source_rel, "sha256": cur, "spec": spec.name,
+                        "history": history}
             return {"state": "instrumented-archived", "source": spec.source_rel, "sha256": cur, "spec": spec.name,
-                    "history": str(found),
+                    "archive": str(found), "history": history,
                     "hint": f"the source is instrumented but its clean copy is only in {found}; "
                             f"restore it with `atrex-inject revert --from-history {spec_path}`"}
         state = {m.source.clean_sha256: "clean", m.source.instrumented_sha256: "instrumented"}.get(cur, "modified")
@@ -462,8 +575,25 @@ def status(spec_path: str | Path, root: str | Path | None = None) -> dict:
                           .get(now, "modified")})
         if any(f["state"] != state for f in files):
             state = "modified"  # the files no longer agree: revert says which one changed
+        hint = ({"hint": f"edited since apply: `atrex-inject revert --keep-edits {spec_path}` removes the probes, keeps "
+                         "your edits and archives the workspace"} if state == "modified" else {})
         return {"state": state, "source": spec.source_rel, "sha256": cur, "spec": spec.name, "workspace": str(ws),
-                "applied_utc": m.applied_utc, "sites": len(m.sites), **launch_report(m), "launchers": files}
+                "applied_utc": m.applied_utc, "sites": len(m.sites), **launch_report(m), "launchers": files,
+                "history": history, **hint}
+
+
+def diff(spec_path: str | Path, root: str | Path | None = None, full: bool = False) -> dict:
+    """`diff`: the applied patch for review (patch.for_review: an embedded recorder header as one
+    line naming it and its sha256), or with `full` as applied; `patch_files` are the complete
+    patches in the workspace (`git apply`-able)."""
+    spec = load_spec(spec_path, root)
+    text = patch_text(spec_path, root)
+    shown, embedded = (text, []) if full else for_review(text)
+    ws = workspace(spec)
+    m = load_manifest(ws)
+    files = [ws / "instrumented.patch", *[ws / f.patch.path for f in (m.launchers if m else ())]]
+    return {"patch": shown, "full": full or not embedded, "embedded": [e.__dict__ for e in embedded],
+            "patch_files": [str(f) for f in files]}
 
 
 def patch_text(spec_path: str | Path, root: str | Path | None = None) -> str:

@@ -187,13 +187,21 @@ class _Lines:
 ROOT_MARKERS = (".git", ".atrex")
 
 
-def find_root(spec_path: Path) -> Path:
-    """The project tree: the nearest ancestor holding .git or .atrex (the tool's workspace: `mkdir
-    .atrex` marks a tree that is not a git checkout, a tarball's, say), else the spec's folder."""
-    for parent in [spec_path.parent, *spec_path.parent.parents]:
-        if any((parent / m).exists() for m in ROOT_MARKERS):
-            return parent
-    return spec_path.parent
+def _marked(path: Path) -> Path | None:
+    """The nearest folder above `path` holding .git or .atrex (the tool's workspace: `mkdir .atrex`
+    marks a tree that is not a git checkout, a tarball's, say)."""
+    return next((p for p in path.parents if any((p / m).exists() for m in ROOT_MARKERS)), None)
+
+
+def find_root(spec_path: Path, source: str | None = None) -> Path:
+    """The project tree: the source's repository, the nearest folder above the source holding .git
+    or .atrex, so a spec kept outside the source's tree needs no --root; where none is above the
+    source (or `source` is not given), the nearest one above the spec, else the spec's folder."""
+    try:
+        at_source = _marked((spec_path.parent / source).resolve()) if source else None
+    except (OSError, ValueError):  # a path confine() refuses by name
+        at_source = None
+    return at_source or _marked(spec_path) or spec_path.parent
 
 
 def load_spec(path: str | Path, root: str | Path | None = None) -> ProbeSpec:
@@ -207,7 +215,7 @@ def load_spec(path: str | Path, root: str | Path | None = None) -> ProbeSpec:
     except UnicodeDecodeError as e:
         raise SpecError(f"the spec is not UTF-8 text (byte {e.start})", path=str(path),
                         line=data[:e.start].count(b"\n") + 1, hint="save the spec as UTF-8") from None
-    return parse_spec(text, path, Path(root).resolve() if root else find_root(path))
+    return parse_spec(text, path, Path(root).resolve() if root else None)
 
 
 def _deepest_line(text: str) -> int:
@@ -222,7 +230,8 @@ def _deepest_line(text: str) -> int:
     return at
 
 
-def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
+def parse_spec(text: str, path: Path, root: Path | None) -> ProbeSpec:
+    """The spec at `path` read from `text`; its paths confined to `root` (None: find_root's)."""
     where = str(path)
     try:
         data = tomllib.loads(text)
@@ -276,6 +285,7 @@ def parse_spec(text: str, path: Path, root: Path) -> ProbeSpec:
     if backend not in registry.names():
         raise err(f"backend {backend!r} is not one of {', '.join(registry.names())}", "backend")
     src_text = typed(data, "source", str, required=True)
+    root = root or find_root(path, src_text)
     source = confine(src_text, path.parent, root, where, lines.of("source"))
     kernel, kernel_occurrence = _kernel(data, err, unknown, typed)
     launchers = _launchers(data, source, path, root, where, lines, err, typed)
@@ -428,7 +438,7 @@ def with_recorder(path: Path, recorder: str, warps: int = 0, ring: int = 0, pack
     bench/perturbation, tests)."""
     path = Path(path).resolve()
     text = path.read_text()
-    spec = parse_spec(text, path, find_root(path))
+    spec = parse_spec(text, path, None)
     if spec.capture.recorder != "auto" or (packed and spec.capture.packed):
         raise SpecError("the spec already names its recorder", path=str(path), line=spec.line_of("capture"))
     if "[capture]\n" not in text:
@@ -441,7 +451,7 @@ def with_recorder(path: Path, recorder: str, warps: int = 0, ring: int = 0, pack
     text = text.replace("[capture]\n", "[capture]\n" + "".join(f"{k}\n" for k in keys), 1)
     out = path.with_name(f"{path.stem}_{kind}.toml")
     out.write_text(text)
-    parse_spec(text, out, find_root(out))  # the copy must be a valid spec
+    parse_spec(text, out, None)  # the copy must be a valid spec
     return out
 
 def _parse_site(t, i, err, unknown, typed, lines, language: str) -> Site:
@@ -515,8 +525,8 @@ def confine(rel: str, base: Path, root: Path, where: str, line: int | None) -> P
         inside = full.relative_to(root)
     except ValueError:
         raise refuse(f"path {rel!r} leaves the project tree {root}",
-                     hint="name a file inside the project; the tree's root is the nearest folder holding .git or "
-                          ".atrex (mkdir .atrex there), or pass --root") from None
+                     hint="name a file inside the project; the tree's root is the nearest folder above the source "
+                          "holding .git or .atrex (mkdir .atrex there), or pass --root") from None
     except OSError as e:
         raise refuse(f"path {rel!r} cannot be resolved: {e.strerror}") from None
     if NEVER_TARGETS & set(inside.parts):

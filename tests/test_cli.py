@@ -126,3 +126,24 @@ def test_a_tree_without_git_is_marked_by_its_atrex_folder(tmp_path):
     (tmp_path / ".atrex").mkdir()
     assert invoke("apply", spec).exit_code == 0
     assert invoke("revert", spec).exit_code == 0
+
+
+def test_capture_of_a_program_that_launched_nothing_says_what_capture_did(project, tmp_path):
+    """A program that exits 0 without launching the kernel: the message says capture set
+    ATREX_TIMELINE_OUT itself, and what to check (the build, the launches past `skip`, status)."""
+    import shlex
+    import sys as _sys
+
+    spec = project / "examples/specs/reduce_sumsq.toml"
+    assert invoke("apply", spec).exit_code == 0
+    out = tmp_path / "cap"
+    cmd = [_sys.executable, "-c", "pass"]
+    r = invoke("capture", "--spec", spec, "--out", out, "--", *cmd)
+    assert r.exit_code == 2, r.output
+    assert (f"error: no launch of 'reduce_sumsq' was captured: capture ran `{shlex.join(cmd)}` with "
+            f"ATREX_TIMELINE_OUT={out} and ATREX_MANIFEST set (capture sets both)") in r.output
+    assert ("check that the program runs a build of the instrumented examples/cuda/reduce_sumsq.cu (rebuilt after "
+            "apply") in r.output
+    assert "launches reduce_sumsq at least 3 time(s) (the spec's [capture] skip = 2 writes from launch 3 on)" in r.output
+    assert f"`atrex-inject status {spec}`" in r.output
+    assert "with ATREX_TIMELINE_OUT set to this folder" not in r.output  # the hint for a bare run, not for capture

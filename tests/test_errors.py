@@ -81,7 +81,8 @@ def test_revert_after_edit_refused(project):
     before = tree_hashes(project)
     r = _cli(project, "revert", str(project / SPEC))
     assert r.exit_code == 2
-    assert "changed since apply" in r.output and "clean source is saved at" in r.output
+    assert "changed since apply" in r.output and "refusing to overwrite your edits" in r.output
+    assert f"atrex-inject revert --keep-edits {project / SPEC}` removes the probes and keeps your edits" in r.output
     assert tree_hashes(project) == before
 
 
@@ -103,3 +104,22 @@ def test_json_error_output(project):
 def test_spec_value_errors(project, old, new, msg):
     _edit_spec(project, old, new)
     _apply_fails(project, re.escape(msg))
+
+
+def test_messages_are_printed_as_text_never_as_markup(tmp_path):
+    """Paths, source lines and spec values reach the terminal as they are: `:100:` (an emoji code
+    to Rich) in a folder name and a candidate's `file:100:`, and `[bold]` in a spec value."""
+    from conftest import cli
+    root = tmp_path / "at:100:here"
+    root.mkdir()
+    (root / ".git").mkdir()
+    (root / "k.cu").write_text("// padding\n" * 98 + "__global__ void k(float* x) {\n"
+                               "  for (int i = 0; i < 4; ++i) x[i] = 0.f;\n}\n")
+    spec = root / "s.toml"
+    spec.write_text('version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cu"\nkernel = "k"\n'
+                    '[[site]]\nname = "a"\nanchor = { loop = "[bold]for (int j[/bold]" }\n')
+    code, out = cli("apply", spec)
+    assert code == 2, out
+    assert f"error: {spec}:7: site 'a': anchor loop '[bold]for (int j[/bold]' matches nothing" in out
+    assert "k.cu:100: for loop: for (int i = 0; i < 4; ++i)" in out
+    assert "\U0001f4af" not in out  # the emoji `:100:` names

@@ -281,7 +281,7 @@ def test_strip_mined_group_issues_its_loads_before_the_begin_probe(project, resi
                                                                                   ("global",)))
     m = snapshot.apply(spec).manifest
     src = project / m.source.path
-    build = sass.build(src, src.parent, ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"])
+    build = sass.build(src, [str(src.parent)], ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"])
     insns, _, _ = build.kernel(m.perturbation.clone)
     probed = [l for l in sass.loops(insns) if l.count("LDG") == 4 and any("GLOBALTIMER" in i for a, o, i in insns
                                                                           if l.start <= a <= l.end)]

@@ -267,11 +267,11 @@ def test_revert_in_apply_s_write_window_is_refused(project, monkeypatch):
     real = snapshot.write_atomic
     seen = []
 
-    def revert_first(path, data):
+    def revert_first(path, data, root=None):
         if Path(path) == src:
             seen.append(subprocess.run([sys.executable, "-m", "atrex_inject.cli", "revert", str(spec)],
                                        capture_output=True, text=True))
-        return real(path, data)
+        return real(path, data, root)
 
     monkeypatch.setattr(snapshot, "write_atomic", revert_first)
     snapshot.apply(spec)
