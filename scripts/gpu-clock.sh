@@ -7,7 +7,8 @@
 #   clock_phases           tests/sources/clock_phases.toml as written: the ground-truth kernel (spins of
 #                          0, 40, 200 and 2000 cycles and 5000 ns between sites) on the global path
 #   clock_phases_resident  the same spec with resident staging rings (spec.staged_copy(spec, None, 4))
-#   gemm_mma_clock         examples/specs/gemm_mma.toml renamed, with `clock = true`: a real kernel's clock
+#   gemm_mma_clock         examples/specs/gemm_mma.toml renamed, with `clock = true` and 200 warmup
+#                          launches before the written one: a real kernel's clock
 # Everything goes into one archive, $OUT/clock/clock.tar.gz; here, `python3 scripts/clock_fixtures.py
 # clock.tar.gz RUN_LABEL` turns it into tests/fixtures/h200/<name>/ with their provenance.
 set -uo pipefail
@@ -28,8 +29,9 @@ mkdir -p "$work/tests" "$work/.git" && cp -r tests/sources "$work/tests/" && cp 
 cp_spec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], None, 4))" \
   "$work/tests/sources/clock_phases.toml")
 gemm_spec="$work/examples/specs/gemm_mma_clock.toml"
+# 200 warmup launches (about 60 ms) before the written one: the SM clock has left its idle speed
 sed -e 's/^name = "gemm_mma"$/name = "gemm_mma_clock"/' -e 's/^\[capture\]$/[capture]\nclock = true/' \
-  "$work/examples/specs/gemm_mma.toml" > "$gemm_spec"
+  -e 's/^skip = 3 .*/skip = 200/' "$work/examples/specs/gemm_mma.toml" > "$gemm_spec"
 wl() { python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$1"; }
 
 # name, spec, source (relative to the work tree), program arguments
@@ -56,7 +58,7 @@ capture_one() {
 
 capture_one clock_phases "$work/tests/sources/clock_phases.toml" tests/sources/clock_phases.cu
 capture_one clock_phases_resident "$cp_spec" tests/sources/clock_phases.cu
-capture_one gemm_mma_clock "$gemm_spec" examples/cuda/gemm_mma.cu --warmup 3 --iters 10
+capture_one gemm_mma_clock "$gemm_spec" examples/cuda/gemm_mma.cu --warmup 200 --iters 10
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$D/sm_clock.txt"
 
 # one archive: the device machine returns only a few files from $OUT

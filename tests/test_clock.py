@@ -74,11 +74,17 @@ def _launch(name: str):
     return decode_file(next((FIX / name).glob("*.atrex")), m), m
 
 
-def _phase(launch, m, name: str) -> tuple[dict, object, np.ndarray]:
-    """An interval's instances, their durations and the payload of each end (what the spin measured)."""
+def _phase(launch, m, name: str) -> tuple[dict, object, np.ndarray, np.ndarray]:
+    """An interval's instances, their durations, the payload of each end (what the spin measured)
+    and whether each is warm: past its owner's first round. The fixed cost and the spins are exact
+    from a warp's second round on; in its first, a warp may be the first to run these instructions
+    on its SM sub-partition and wait on the instruction cache between a probe's clock read and its
+    spin's (the warmup launches ran the same code, but not necessarily there, or since it was
+    evicted)."""
     iv = next(i for i in m.intervals if i.name == name)
     p = pairs(launch, iv.start_id, iv.end_id)
-    return p, durations(launch, p), launch.events["payload"][p["i1"]].astype(np.int64)
+    warm = launch.events["seq"][p["i0"]] >= len(m.sites)  # each round records every site once
+    return p, durations(launch, p), launch.events["payload"][p["i1"]].astype(np.int64), warm
 
 
 def test_unwrap_and_agreement():
@@ -143,20 +149,23 @@ def test_ground_truth_is_valid_and_timed_by_cycles(name):
 def test_cycle_intervals_give_the_programmed_phases(name):
     """Each cycle-mode interval is its spin plus the recorder's fixed cost to within FEW_CYCLES,
     where the spin is what the kernel measured itself (the payload), at least its programmed length
-    and less than one trip of its loop (SPIN_TRIP) past it: every instance comes out within a few
-    cycles of its programmed length once the probe's own cost is taken off."""
+    and less than one trip of its loop (SPIN_TRIP) past it: every instance past its warp's first
+    round (_phase) comes out within a few cycles of its programmed length once the probe's own cost
+    is taken off (the first rounds: no less than it)."""
     launch, m = _launch(name)
     for phase, n in PHASES.items():
-        p, d, spun = _phase(launch, m, phase)
+        p, d, spun, warm = _phase(launch, m, phase)
         assert d.resolution == "cycles" and p["dur"].size == launch.owners["claims"].size * 16
-        assert (spun >= n).all() and (spun < n + SPIN_TRIP).all(), phase
+        assert (spun >= n).all() and (spun[warm] < n + SPIN_TRIP).all(), phase
         cost = d.cycles - spun  # the recorder's instructions between the two clock reads
-        fixed = int(np.median(cost))
-        assert 0 < fixed < 200 and np.abs(cost - fixed).max() <= FEW_CYCLES, (phase, fixed, cost.min(), cost.max())
-        assert (np.abs(d.cycles - fixed - n) < SPIN_TRIP + FEW_CYCLES).all()
+        fixed = int(np.median(cost[warm]))
+        assert 0 < fixed < 200, (phase, fixed)
+        assert np.abs(cost[warm] - fixed).max() <= FEW_CYCLES, (phase, fixed, cost[warm].min(), cost[warm].max())
+        assert (cost >= fixed - FEW_CYCLES).all()
+        assert (np.abs(d.cycles[warm] - fixed - n) < SPIN_TRIP + FEW_CYCLES).all()
     # the 0-cycle spin: a phase's cost beyond its spin (its start is the loop-begin probe's)
-    p, d, spun = _phase(launch, m, "round -> spun_0")
-    assert (spun < SPIN_TRIP).all() and np.ptp(d.cycles - spun) <= 2 * FEW_CYCLES
+    p, d, spun, warm = _phase(launch, m, "round -> spun_0")
+    assert (spun[warm] < SPIN_TRIP).all() and np.ptp((d.cycles - spun)[warm]) <= 2 * FEW_CYCLES
 
 
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
@@ -164,18 +173,19 @@ def test_ns_at_the_measured_clock_are_within_one_percent(name):
     """The ns of a cycle-mode interval are its cycles at the launch's measured rate. Against an
     independent clock: the 5000 ns spin on %globaltimer, less the recorder's cost (the 2000-cycle
     phase's: the same probes), comes out within 1% of 5000 ns and within one tick of what the spin
-    read on the timer itself; the 2000-cycle spin within 1% of its own measured length."""
+    read on the timer itself; the 2000-cycle spin within 1% of its own measured length (warm
+    instances: _phase)."""
     launch, m = _launch(name)
     rate = launch.meta["clock"]["rate_ghz"]
     tick = launch.meta["timer_resolution_ns"]
-    p, d, spun = _phase(launch, m, "spun_200 -> spun_2000")
+    p, d, spun, warm = _phase(launch, m, "spun_200 -> spun_2000")
     assert np.array_equal(d.ns, d.cycles / rate)
-    fixed = np.median(d.cycles - spun)
-    assert (np.abs((d.cycles - fixed) / rate - spun / rate) <= 0.01 * spun / rate).all()
-    p, d, spun_ns = _phase(launch, m, NS_PHASE)
-    ns = d.ns - fixed / rate
+    fixed = np.median((d.cycles - spun)[warm])
+    assert (np.abs((d.cycles - fixed) / rate - spun / rate) <= 0.01 * spun / rate)[warm].all()
+    p, d, spun_ns, warm = _phase(launch, m, NS_PHASE)
+    ns = (d.ns - fixed / rate)[warm]
     assert (np.abs(ns - NS_PROGRAMMED) <= 0.01 * NS_PROGRAMMED).all(), (ns.min(), ns.max())
-    assert (np.abs(ns - spun_ns) < tick).all(), (np.abs(ns - spun_ns).max(), tick)
+    assert (np.abs(ns - spun_ns[warm]) < tick).all(), (np.abs(ns - spun_ns[warm]).max(), tick)
 
 
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
@@ -188,11 +198,11 @@ def test_global_timer_figures_are_off_by_up_to_a_tick(name):
     tick = launch.meta["timer_resolution_ns"]
     assert tick == 32
     for phase in (*PHASES, NS_PHASE):
-        p, d, _ = _phase(launch, m, phase)
+        p, d, _, _ = _phase(launch, m, phase)
         assert (p["dur"] % tick == 0).all()
         assert (np.abs(p["dur"] - d.ns) < tick + 2 * READ_SKEW_NS).all(), (phase, np.abs(p["dur"] - d.ns).max())
-    p, d, _ = _phase(launch, m, "spun_0 -> spun_40")
-    assert set(np.unique(p["dur"]).tolist()) <= {0, tick, 2 * tick}
+    p, d, _, warm = _phase(launch, m, "spun_0 -> spun_40")
+    assert set(np.unique(p["dur"][warm]).tolist()) <= {0, tick, 2 * tick}
 
 
 @pytest.mark.parametrize("name", [_fixture(n) for n in CLOCK_FIXTURES])

@@ -6,7 +6,9 @@
 // payload. The 0-cycle spin is one read of the clock after the start read: the phase around it is
 // what a phase costs beyond its spin (the recorder's own instructions on both sides).
 //
-//   clock_phases [--launches N]      N launches (default 2: one warmup, then the captured one)
+//   clock_phases [--launches N]      N launches (default 1001: 1000 warmups, about 0.1 s, so that the SM
+//                                    clock has left its idle speed and the instrumented code has run,
+//                                    then the captured one)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -66,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) clock_phases(long long c0, long long
 }
 
 int main(int argc, char** argv) {
-  int launches = 2;
+  int launches = 1001;
   for (int i = 1; i + 1 < argc; i += 2)
     if (!std::strcmp(argv[i], "--launches")) launches = std::atoi(argv[i + 1]);
   unsigned* out;
