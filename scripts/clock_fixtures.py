@@ -21,6 +21,7 @@ from update_fixtures import FIX, SPLIT, _copy
 
 from atrex_inject.decode import decode_file
 from atrex_inject.manifest import load as load_manifest
+from atrex_inject.summary import clock_line
 
 NAMES = ("clock_phases", "clock_phases_resident", "gemm_mma_clock")
 HEADING = "## clock_phases/, clock_phases_resident/ and gemm_mma_clock/ (the SM clock)"
@@ -44,10 +45,7 @@ def section(label: str, device: list[str], rows: list[tuple[str, dict, dict, dic
              "against that source and reverted byte for byte.", ""]
     for name, side, m, clock in rows:
         lines.append(f"- `{name}/`: {SPECS[name]}; source id {m.source.source_id[:16]}…, `{side['file']}`, "
-                     f"workload `{side['workload']}`, {side.get('time_utc', '?')}; SM clock measured "
-                     f"{clock['rate_ghz']:.4f} GHz ± {clock['uncertainty_ghz']:.4f} on {clock['owners']} owners of "
-                     f"{clock['sms']} SMs (per SM {clock['sm_rate_ghz']['min']:.4f} to "
-                     f"{clock['sm_rate_ghz']['max']:.4f}).")
+                     f"workload `{side['workload']}`, {side.get('time_utc', '?')}; {clock_line(clock)}.")
     lines += ["", "These files are device output: never edit them. tests/test_clock.py reads them, and plants "
                   "faults in synthetic copies.", ""]
     return "\n".join(textwrap.fill(line, 100, subsequent_indent="  " if line.startswith("- ") else "",
@@ -63,6 +61,8 @@ def main(tar: Path, label: str) -> None:
         device = (t / "device.txt").read_text().splitlines()
         for name in NAMES:
             d = t / "cap" / name
+            if not any(d.glob("*.atrex")):
+                sys.exit(f"{tar}: no capture of {name} in it (see its {name}.capture.txt); nothing written")
             _copy(d, FIX / name, [*d.glob("*-launch*"), d / "manifest.json", d / "run.json",
                                   d / f"{name}.instrumented.cu"])
             m = load_manifest(FIX / name / "manifest.json")
@@ -79,7 +79,7 @@ def main(tar: Path, label: str) -> None:
         text = text[:start] + (text[end + 1:] if end >= 0 else "")
     at = text.index(SPLIT) if SPLIT in text else len(text)
     (FIX / "PROVENANCE.md").write_text(text[:at] + section(label, device, rows) + "\n" + text[at:])
-    print("\n".join(f"{n}: {c['rate_ghz']:.4f} GHz ± {c['uncertainty_ghz']:.4f}" for n, _, _, c in rows))
+    print("\n".join(f"{n}: {clock_line(c)}" for n, _, _, c in rows))
     print("now regenerate the golden outputs, which cover every fixture: python3 tests/golden_outputs.py tests/golden")
 
 
