@@ -51,6 +51,17 @@ def agrees(cycles: np.ndarray, ns: np.ndarray, rate_ghz: float, tick: int) -> np
     return (cycles >= 0) & (np.abs(cycles / rate_ghz - ns) <= bound_ns(ns, tick))
 
 
+def steps(owner: np.ndarray, t_ns: np.ndarray, cycles: np.ndarray, t0: np.ndarray,
+          clk0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each event's step on both clocks, from the event before it in its owner, or, for an owner's
+    first event, from the owner's start stamp (t0 and clk0 per owner, indexed by `owner`): (cycles,
+    ns, first) for events in owner-then-sequence order."""
+    first = np.r_[True, owner[1:] != owner[:-1]] if owner.size else np.zeros(0, dtype=bool)
+    dc = np.where(first, cycles - clk0[owner], cycles - np.r_[cycles[:1], cycles[:-1]])
+    dt = np.where(first, t_ns - t0[owner], t_ns - np.r_[t_ns[:1], t_ns[:-1]])
+    return dc, dt, first
+
+
 def _quantiles(x: np.ndarray) -> dict:
     return {"min": float(x.min()), "median": float(np.median(x)), "max": float(x.max())}
 

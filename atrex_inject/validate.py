@@ -25,7 +25,7 @@ from . import manifest as mf
 from . import runrecord
 from .manifest import Manifest
 from .source_id import source_id_of
-from .smclock import agrees, bound_ns
+from .smclock import agrees, bound_ns, steps
 from .summary import QUANTILES, Summarizer
 
 CHECKS = ("overflow", "truncation", "geometry", "owner_identity", "duplicate_ownership", "site_identity", "time_order",
@@ -182,23 +182,20 @@ def _check_clock(launch: Launch, m: Manifest, check: Check) -> None:
         return
     rate, tick = clock["rate_ghz"], launch.meta["timer_resolution_ns"]
     own, t, c = ev["owner"], ev["t_ns"], ev["cycles"]
-    first = np.r_[True, own[1:] != own[:-1]]
-    # each event's step from the event before it in its owner, or from the owner's start stamp
-    dc = np.where(first, c - o["clk0"][own], c - np.r_[c[:1], c[:-1]])
-    dt = np.where(first, t - o["t0"][own], t - np.r_[t[:1], t[:-1]])
+    dc, dt, first = steps(own, t, c, o["t0"], o["clk0"])
 
-    def steps(idx: np.ndarray) -> str:
+    def named(idx: np.ndarray) -> str:
         i = int(idx[0])
         return (f"{_events_str(launch, m, idx)} (first: {int(dc[i])} cycles = {dc[i] / rate:.0f} ns at {rate:.4f} "
                 f"GHz, the timer {int(dt[i])} ns)")
 
     back = np.flatnonzero(dc < 0)
     check.fail(back.size, f"{launch.name}: {back.size} events whose %clock runs backwards from the event before them "
-                          f"in their owner: {steps(back) if back.size else ''}")
+                          f"in their owner: {named(back) if back.size else ''}")
     off = np.flatnonzero((dc >= 0) & ~agrees(dc, dt, rate, tick))
     bound = f"{bound_ns(0, tick):.0f} ns + {clock['tolerance']:.0%}"
     check.fail(off.size, f"{launch.name}: {off.size} steps whose cycles at the launch's rate disagree with the global "
-                         f"timer by more than {bound}: {steps(off) if off.size else ''}")
+                         f"timer by more than {bound}: {named(off) if off.size else ''}")
     last = np.r_[first[1:], True]  # each owner's last event: its span from its start stamp
     who = own[last]
     span_c, span_t = c[last] - o["clk0"][who], t[last] - o["t0"][who]

@@ -54,6 +54,22 @@ capture_one() {
   cmp -s "$src" "$rel" && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
   $ATREX validate "$D/cap/$name" --source "$D/cap/$name/$name.instrumented.cu" || fail=1
   $ATREX summary "$D/cap/$name" | tee "$D/$name.summary.txt"
+  python3 - "$D/cap/$name" <<'PY' | tee "$D/$name.spread.txt"  # what docs/validate.md reports of the bound
+import sys
+from pathlib import Path
+import numpy as np
+from atrex_inject.decode import decode_file
+from atrex_inject.manifest import load
+from atrex_inject.smclock import bound_ns, steps
+d = Path(sys.argv[1])
+l = decode_file(next(d.glob("*.atrex")), load(d / "manifest.json"))
+c, ev, o = l.meta["clock"], l.events, l.owners
+dc, dt, _ = steps(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
+off = np.abs(dc / c["rate_ghz"] - dt)
+print(f"rate {c['rate_ghz']:.5f} GHz, uncertainty {c['uncertainty_ghz']:.5f}; owners {c['owner_rate_ghz']}, "
+      f"SMs {c['sm_rate_ghz']}; steps off the timer: max {off.max():.1f} ns, p99 {np.quantile(off, 0.99):.1f} ns, "
+      f"largest relative to the bound {np.max(off / bound_ns(dt, c['tick_ns'])):.3f}")
+PY
 }
 
 capture_one clock_phases "$work/tests/sources/clock_phases.toml" tests/sources/clock_phases.cu

@@ -22,7 +22,7 @@ from atrex_inject import sass
 from atrex_inject.decode import decode_file
 from atrex_inject.intervals import durations, pairs
 from atrex_inject.manifest import load as load_manifest
-from atrex_inject.smclock import AGREE_TICKS, TOLERANCE, agrees, unwrap
+from atrex_inject.smclock import TOLERANCE, agrees, bound_ns, steps, unwrap
 from atrex_inject.spec import staged_copy
 from atrex_inject.validate import validate_capture
 from conftest import cli, nvcc_compile
@@ -89,13 +89,13 @@ def _phase(launch, m, name: str) -> tuple[dict, object, np.ndarray, np.ndarray]:
 
 def test_unwrap_and_agreement():
     """A read past the counter's 2^32 wrap continues the owner's count from clk0; a step agrees with
-    the timer when its cycles at the rate lie within AGREE_TICKS ticks + TOLERANCE of its ns, and
-    never when they run backwards."""
+    the timer when its cycles at the rate lie within bound_ns (2 ticks + 1%) of its ns, and never
+    when they run backwards."""
     clk0 = np.array([2**32 - 10, 5], dtype=np.uint32)
     got = unwrap(np.array([5, 7], dtype=np.uint32), clk0)
     assert got.tolist() == [2**32 - 10 + 15, 7]
     tick, rate = 32, 2.0
-    edge = AGREE_TICKS * tick + TOLERANCE * 1000
+    edge = bound_ns(1000, tick)
     assert agrees(np.array([2000, int(2 * (1000 + edge)), int(2 * (1000 + edge)) + 2, -2]),
                   np.array([1000, 1000, 1000, 0]), rate, tick).tolist() == [True, True, False, False]
 
@@ -216,10 +216,8 @@ def test_the_bound_leaves_room_over_the_h200_spread(name):
     for spread in (clock["owner_rate_ghz"], clock["sm_rate_ghz"]):
         assert spread["max"] - spread["min"] < TOLERANCE / 4 * rate, spread
     ev, o = launch.events, launch.owners
-    first = np.r_[True, ev["owner"][1:] != ev["owner"][:-1]]
-    dc = np.where(first, ev["cycles"] - o["clk0"][ev["owner"]], np.diff(ev["cycles"], prepend=0))
-    dt = np.where(first, ev["t_ns"] - o["t0"][ev["owner"]], np.diff(ev["t_ns"], prepend=0))
-    assert (np.abs(dc / rate - dt) <= 0.75 * (AGREE_TICKS * tick + TOLERANCE * dt)).all()
+    dc, dt, _ = steps(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
+    assert (np.abs(dc / rate - dt) <= 0.75 * bound_ns(dt, tick)).all()
 
 
 @pytest.mark.parametrize("name", [_fixture("clock_phases")])
