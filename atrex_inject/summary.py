@@ -77,6 +77,13 @@ class Summarizer:
                 r["median"] /= self.per_ns[k]
                 self.per_owner[k].append(r)
 
+    def _note(self, k: int, resolution: str, n: int) -> str | None:
+        """Why interval k's instances by the global timer are not in cycles (None: there are none)."""
+        why = "; ".join(sorted(self.why[k]))
+        if resolution == "mixed":
+            return f"{n - self.by_cycles[k]} of {n} instances by the global timer: {why}"
+        return why or None
+
     def result(self) -> dict:
         t_launch = self.t_min or 0
         tick = self.tick or None
@@ -94,7 +101,7 @@ class Summarizer:
                               "resolution": resolution if n else None,
                               "cycles": {"count": n, **{q: st[q] for q in QUANTILES}} if resolution == CYCLES and n
                               else None,
-                              "resolution_note": "; ".join(sorted(self.why[k])) or None})
+                              "resolution_note": self._note(k, resolution, n)})
         per_site = self.times.result((self.t_ref or 0) - t_launch)[1]
         none = {"count": 0, **{q: None for q in QUANTILES}}
         marks = [{"site": s.name, "id": s.id, "offset_unit": "ns since the launch's first event",
