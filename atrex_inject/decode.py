@@ -33,12 +33,13 @@ from .errors import CaptureError
 from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
 from .launchfile import TYPE_NAMES as SIDECAR_TYPE_NAMES
-from .layout import (EVENT_BYTES, FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES, OWNER_DTYPE,
-                     PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, full_time, group_owners,
-                     slot_owners, stamp_resolution_ns)
+from .layout import (EVENT_BYTES, FLAG_CLOCK, FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES,
+                     OWNER_DTYPE, PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, full_time,
+                     group_owners, slot_owners, stamp_resolution_ns)
 from .manifest import Manifest
 from .owners import cta_name
 from .plan import Group
+from .smclock import calibrate, unwrap
 
 WINDOW_NS = 1 << 31  # %globaltimer_lo unwraps unambiguously only within 2^31 ns of the owner's full start time
 # %globaltimer counts ns since the epoch (2^62 ns is the year 2116): below it, a start plus the under
@@ -247,6 +248,8 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
               # validation bounds each owner's events by its start and end (time_order); an end of 0 is an
               # owner that never reached its exit
               "t0": full_time(own, "t0"), "t1": full_time(own, "t1"),
+              # the owner's %clock when it started, read with t0 (16-byte events with the clock)
+              "clk0": own["clk0"].astype(np.int64),
               # a resident ring counts no further than capacity + 1: its attempted count is a lower bound
               "lower_bound": (own["flags"] & 1).astype(bool),
               # a resident owner whose warp changed SM warp slot (%warpid) during the launch: its events
@@ -276,6 +279,8 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
             "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(), "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
             "timer_resolution_ns": resolution,
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
+    if int(h["flags"]) & FLAG_CLOCK and int(h["event_bytes"]) == 16:
+        meta["clock"] = _clock(buf, h, own, owners, resolution)
     return h, meta, owners, own
 
 
@@ -300,6 +305,26 @@ def _check_starts(own: np.ndarray, expected: dict, grid: np.ndarray, where: str)
                            f"at {int(mid)} ns; no event time of such an owner can be computed",
                            path=where, hint="the buffer was edited or damaged after it was written; capture again",
                            check="time_order")
+
+
+def _clock(buf: mmap.mmap | bytes, h: np.void, own: np.ndarray, owners: dict, tick: int) -> dict | None:
+    """The launch's SM clock rate (smclock.calibrate), from each owner's start stamp (t0, clk0) and
+    its last written event, read alone from the buffer (one 16-byte slot per owner), so every part
+    of the launch, and every reader of it, converts cycles with the same rate. Owners that were not
+    claimed, wrote nothing, moved (their warp's ring may hold another's events) or whose last slot
+    is torn give no span."""
+    cap = int(h["capacity"])
+    written = np.where(owners["claims"] > 0, np.minimum(owners["attempted"], cap), 0)
+    o = np.flatnonzero((written > 0) & ~owners["moved"])
+    if not o.size:
+        return None
+    slots = np.frombuffer(buf, dtype="<u4", count=own.size * cap * 4, offset=int(h["events_offset"]))
+    last = slots.reshape(own.size, cap, 4)[o, written[o] - 1]  # reads one slot per owner
+    o, last = o[last[:, 3] >= TAG_VALID], last[last[:, 3] >= TAG_VALID]
+    # each span as decode unwraps it: a uint32 difference from the owner's start
+    ns = np.subtract(last[:, 0], own["t0_lo"][o]).astype(np.int64)
+    cycles = unwrap(last[:, 1], own["clk0"][o]) - own["clk0"][o].astype(np.int64)
+    return calibrate(cycles, ns, owners["smid"][o], tick)
 
 
 def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
@@ -341,7 +366,8 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     site = (tag & np.uint32(PACKED_SITES)).astype(np.int32) - 1 if words == 1 else (tag & ~TAG_VALID).view(np.int32)
     events = {"owner": o_idx, "site": site, "seq": s_idx, "t_ns": t_ns}
     if words == 4:
-        events["cycles"] = rows[:, 1].astype(np.int64)
+        # %clock reads unwrapped against the owner's clk0 (smclock.unwrap): zero without the clock
+        events["cycles"] = unwrap(rows[:, 1], own["clk0"][o_idx])
         events["payload"] = rows[:, 2].copy()
     return events, torn, stray
 

@@ -1,5 +1,6 @@
 """Perfetto export: one process per launch, tracks SM -> CTA -> owner, one child track per interval
-under each owner holding a slice per instance named `a -> b`, and instants for marks (sites that
+under each owner holding a slice per instance named `a -> b` (from its start event's time, as long
+as its duration at the capture's finest resolution: intervals.drawn_ends), and instants for marks (sites that
 end no interval and start none). Payloads (16-byte events) become a `payload` debug annotation.
 
 Only the owners selection.choose() keeps are there in full; the owners it leaves out are summed
@@ -32,7 +33,7 @@ from perfetto.trace_builder.proto_builder import TraceProtoBuilder
 from .decode import Launch
 from .errors import AtrexError
 from .fsio import write_atomic
-from .intervals import pairs
+from .intervals import drawn_ends, durations, pairs
 from .manifest import Manifest
 from .spec import MAX_INTERVALS
 from .owners import cta_name, owner_name
@@ -143,7 +144,7 @@ def _event_rows(no: int, launch: Launch, manifest: Manifest) -> dict[str, np.nda
         p = pairs(launch, iv.start_id, iv.end_id)
         n = p["t0"].size  # begin, end, begin, end...
         uuid = track_uuid(no, KIND_INTERVAL, p["owner"].astype(np.uint64) * np.uint64(MAX_INTERVALS) + np.uint64(k))
-        parts.append({"t": np.column_stack([p["t0"], p["t1"]]).ravel(),
+        parts.append({"t": np.column_stack([p["t0"], drawn_ends(p, durations(launch, p))]).ravel(),
                       "kind": np.tile(np.array([SLICE_BEGIN, SLICE_END], dtype=np.uint8), n),
                       "uuid": np.repeat(uuid, 2), "iid": np.tile(np.array([k + 1, 0], dtype=np.uint32), n),
                       **({"payload": np.repeat(ev["payload"][p["i0"]], 2)} if wide else {})})

@@ -19,7 +19,7 @@ from .fsio import write_atomic
 from .grade import DEFAULT_TARGET
 from .manifest import Manifest
 from .selection import choose, in_memory
-from .summary import FEW_TICKS, QUANTILES
+from .summary import FEW_TICKS, QUANTILES, RESOLUTION_WORD, clock_line, quantized
 from .timeline import Window, draw, parse_window
 
 PERFETTO_UI = "https://ui.perfetto.dev"
@@ -90,16 +90,23 @@ def _validation(cap: dict) -> str:
 def _summary(s: dict) -> str:
     rows = []
     for r in s["intervals"]:
-        few = r.get("median_ticks") is not None and r["median_ticks"] < FEW_TICKS
+        few = quantized(r)
         ticks = "-" if r.get("median_ticks") is None else f"{r['median_ticks']:.0f}"
+        cycles = r.get("cycles")
         rows.append([f"<td>{_e(r['name'])}</td>", f'<td class="num">{r["count"]}</td>',
                      *(_num(r[k], 1e3) for k in QUANTILES),
-                     f'<td class="num{" flag" if few else ""}">{ticks}{" (quantized)" if few else ""}</td>'])
+                     _num(cycles and cycles["median"], fmt="{:.0f}"),
+                     f'<td class="num{" flag" if few else ""}">{ticks}{" (quantized)" if few else ""}</td>',
+                     f"<td>{_e(RESOLUTION_WORD[r.get('resolution')])}</td>"])
     tick = s.get("timer_tick_ns")
+    clock = s.get("clock")
+    timer = (f"durations by the global timer are multiples of it, and a median under {FEW_TICKS} ticks is mostly "
+             "quantization")
     return (f"<p>{s['events']} events from {s['owners']} owners over {s['span_ns'] / 1e3:.1f} µs; timer tick "
-            f"{tick if tick else '?'} ns: durations are multiples of it, and a median under {FEW_TICKS} ticks "
-            f"is mostly quantization.</p>"
-            + _table(["interval", "count", *(f"{k} (µs)" for k in QUANTILES), "median in ticks"], rows, "intervals"))
+            f"{tick if tick else '?'} ns: {timer}; {_e(clock_line(clock))}"
+            + (" (intervals by cycles are converted at that rate)" if clock else "") + ".</p>"
+            + _table(["interval", "count", *(f"{k} (µs)" for k in QUANTILES), "median (cycles)", "median in ticks",
+                      "resolution"], rows, "intervals"))
 
 
 def _picture(launch, manifest: Manifest, window: Window | None) -> str:

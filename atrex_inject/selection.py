@@ -21,7 +21,7 @@ import numpy as np
 
 from .decode import Launch
 from .errors import AtrexError
-from .intervals import pairs
+from .intervals import durations, pairs
 from .manifest import Manifest
 from .tally import Tally
 
@@ -117,6 +117,13 @@ def restricted(launch: Launch, member: np.ndarray) -> Launch:
     return replace(launch, events={k: v[idx] for k, v in launch.events.items()})
 
 
+def whole_ns(part: Launch, p: dict[str, np.ndarray]) -> np.ndarray:
+    """The instances' durations (intervals.durations) to the whole ns: integers, for the survey's
+    Tally and exact sums."""
+    ns = durations(part, p).ns
+    return ns if ns.dtype.kind == "i" else np.rint(ns).astype(np.int64)
+
+
 def _values(part: Launch, manifest: Manifest) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(label, owner, value) per instance of each interval of a part; without intervals, each
     owner's span. Owners come in runs (events are in owner order), which survey's reductions use."""
@@ -124,7 +131,7 @@ def _values(part: Launch, manifest: Manifest) -> list[tuple[str, np.ndarray, np.
         out = []
         for iv in manifest.intervals:
             p = pairs(part, iv.start_id, iv.end_id)
-            out.append((iv.name, p["owner"], p["dur"]))
+            out.append((iv.name, p["owner"], whole_ns(part, p)))
         return out
     own, t = part.events["owner"], part.events["t_ns"]
     first = np.flatnonzero(np.r_[True, own[1:] != own[:-1]]) if own.size else np.zeros(0, dtype=np.int64)
@@ -208,7 +215,7 @@ class _Bins:
             p = pairs(part, iv.start_id, iv.end_id)
             self._sum(iv.name + "/t0", np.bincount(b[p["i0"]], minlength=self.n), sign)
             self._sum(iv.name + "/t1", np.bincount(b[p["i1"]], minlength=self.n), sign)
-            self._sum(iv.name + "/dur", np.bincount(b[p["i0"]], p["dur"].astype(np.float64), self.n), sign)
+            self._sum(iv.name + "/dur", np.bincount(b[p["i0"]], whole_ns(part, p).astype(np.float64), self.n), sign)
         site = part.events["site"]
         known = site.view(np.uint32) < len(manifest.sites)  # events of unknown sites are no mark's
         cell = b + site.astype(np.int64) * self.n if known.all() else b[known] + site[known].astype(np.int64) * self.n

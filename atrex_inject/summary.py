@@ -1,7 +1,8 @@
 """Named intervals `start -> end` and marks, recomputed from canonical events (docs/summary.md):
-per interval count, quantiles, per SM and per owner; per site its offsets from the launch's first
-event. Instances come from intervals.pairs (the pairing rule); everything is numpy over the
-launch's event columns.
+per interval count, quantiles, per SM and per owner, in ns and (with the SM clock) in cycles, and
+the resolution they were timed at; per site its offsets from the launch's first event. Instances
+come from intervals.pairs (the pairing rule), their durations from intervals.durations; everything
+is numpy over the launch's event columns.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import math
 import numpy as np
 
 from .decode import PART_EVENTS, Launch, capture_files, decode_parts
-from .intervals import pairs
+from .intervals import CYCLES, durations, pairs
 from .manifest import Manifest
 from .tally import QUANTILES, Tally, run_medians, step_of
 
@@ -28,12 +29,15 @@ class Summarizer:
     """One launch's summary from its owner-range parts (decode.decode_parts) in one pass, so a
     capture larger than memory is summarized part by part. Per part, per-owner medians are final;
     each interval's durations (by SM) and every event's time (by site) go into a Tally (tally.py):
-    counts on the timer's grid, not the events themselves."""
+    counts on the timer's grid, or on cycles where the SM clock times them (Durations.grid: every
+    part of a launch has the same rate), not the events themselves."""
 
     def __init__(self, manifest: Manifest):
         self.manifest = manifest
         n = len(manifest.intervals)
-        self.dur = [Tally() for _ in range(n)]  # keyed by SM
+        self.dur = [Tally() for _ in range(n)]  # keyed by SM, on Durations.grid
+        self.per_ns = [1.0] * n  # grid steps per ns
+        self.by_cycles, self.why = [0] * n, [set() for _ in range(n)]  # instances timed by the clock; why not
         self.per_owner: list[list] = [[] for _ in range(n)]
         self.times = Tally()  # t_ns - t_ref, keyed by site
         self.launch = None
@@ -62,10 +66,23 @@ class Summarizer:
                 self.times.add(t[known], ev["site"][known])
         for k, iv in enumerate(self.manifest.intervals):
             p = pairs(part, iv.start_id, iv.end_id)
-            self.dur[k].add(p["dur"], p["sm"])
-            for r in run_medians(p["owner"], p["dur"]):
+            d = durations(part, p)
+            values, self.per_ns[k] = d.grid()
+            self.by_cycles[k] += int(np.count_nonzero(d.by_cycles))
+            if d.why and not d.by_cycles.all():
+                self.why[k].add(d.why)
+            self.dur[k].add(values, p["sm"])
+            for r in run_medians(p["owner"], values):
                 r["key"] += part.owner_base
+                r["median"] /= self.per_ns[k]
                 self.per_owner[k].append(r)
+
+    def _note(self, k: int, resolution: str, n: int) -> str | None:
+        """Why interval k's instances by the global timer are not in cycles (None: there are none)."""
+        why = "; ".join(sorted(self.why[k]))
+        if resolution == "mixed":
+            return f"{n - self.by_cycles[k]} of {n} instances by the global timer: {why}"
+        return why or None
 
     def result(self) -> dict:
         t_launch = self.t_min or 0
@@ -73,12 +90,19 @@ class Summarizer:
         intervals = []
         for k, iv in enumerate(self.manifest.intervals):
             st, per_sm = self.dur[k].result()
+            per, n = self.per_ns[k], st["count"]
+            ns = {q: None if v is None else v / per for q, v in st.items() if q in QUANTILES}
+            resolution = "globaltimer" if self.by_cycles[k] == 0 else CYCLES if self.by_cycles[k] == n else "mixed"
             spans = {"spans_iterations": self.manifest.spans[iv.name]} if iv.name in self.manifest.spans else {}
-            intervals.append({"name": iv.name, "unit": "ns", **spans, **st,
-                              "median_ticks": st["median"] / tick if tick and st["count"] else None,
-                              "per_sm": [{"key": sm, "count": r["count"], "median": r["middle"]}
+            intervals.append({"name": iv.name, "unit": "ns", **spans, "count": n, **ns,
+                              "median_ticks": ns["median"] / tick if tick and n else None,
+                              "per_sm": [{"key": sm, "count": r["count"], "median": r["middle"] / per}
                                          for sm, r in sorted(per_sm.items())],
-                              "per_owner": self.per_owner[k]})
+                              "per_owner": self.per_owner[k],
+                              "resolution": resolution if n else None,
+                              "cycles": {"count": n, **{q: st[q] for q in QUANTILES}} if resolution == CYCLES and n
+                              else None,
+                              "resolution_note": self._note(k, resolution, n)})
         per_site = self.times.result((self.t_ref or 0) - t_launch)[1]
         none = {"count": 0, **{q: None for q in QUANTILES}}
         marks = [{"site": s.name, "id": s.id, "offset_unit": "ns since the launch's first event",
@@ -86,7 +110,7 @@ class Summarizer:
         return {"launch": self.launch.name, "launch_seq": self.launch.meta["launch_seq"], "events": self.events,
                 "owners": self.owners, "t_first_ns": t_launch, "timer_tick_ns": tick,
                 "span_ns": self.t_max - t_launch if self.t_max is not None else 0,
-                "intervals": intervals, "marks": marks}
+                "intervals": intervals, "marks": marks, "clock": self.launch.meta.get("clock")}
 
 
 def summarize_launch(launch: Launch, manifest: Manifest) -> dict:
@@ -109,21 +133,46 @@ def summarize_capture(capture_dir, manifest: Manifest) -> dict:
     return {"launches": [summarize_file(f, manifest, PART_EVENTS) for f in capture_files(capture_dir)]}
 
 
+def quantized(r: dict) -> bool:
+    """An interval timed by the global timer whose median is under FEW_TICKS of its ticks."""
+    return r.get("resolution") != CYCLES and r.get("median_ticks") is not None and r["median_ticks"] < FEW_TICKS
+
+
+def clock_line(clock: dict | None) -> str:
+    """The SM clock a launch's cycles were converted with, in words (summary text, picture, report)."""
+    if not clock:
+        return "no %clock recorded: intervals are timed by the global timer"
+    sm = clock["sm_rate_ghz"]
+    return (f"SM clock {clock['rate_ghz']:.4f} GHz ± {clock['uncertainty_ghz']:.4f}, measured on {clock['owners']} "
+            f"owners of {clock['sms']} SMs (per SM {sm['min']:.4f}-{sm['max']:.4f})")
+
+
+RESOLUTION_WORD = {CYCLES: "cycles", "globaltimer": "timer", "mixed": "mixed", None: "-"}
+
+
 def render_text(summary: dict) -> str:
     def flag(r: dict) -> str:
-        few = r.get("median_ticks") is not None and r["median_ticks"] < FEW_TICKS
         spans = (f"  spans {r['spans_iterations']} iterations (a strip-mined group)"
                  if r.get("spans_iterations") else "")
-        return spans + (f"  median {r['median_ticks']:.0f} ticks: quantized" if few else "")
+        return spans + (f"  median {r['median_ticks']:.0f} ticks: quantized" if quantized(r) else "")
 
-    def table(title: str, rows: list[dict], key: str) -> list[str]:
-        head = [f"  {title:<32}{'count':>8}" + "".join(f"{k:>10}" for k in QUANTILES) + "  (us)"]
+    def cycles(r: dict) -> str:
+        """The median in cycles and the resolution (intervals only)."""
+        median = f"{r['cycles']['median']:>10.0f}" if r.get("cycles") else f"{'-':>10}"
+        return f"{median}  {RESOLUTION_WORD[r.get('resolution')]}"
+
+    def table(title: str, rows: list[dict], key: str, durations: bool) -> list[str]:
+        head = [f"  {title:<32}{'count':>8}" + "".join(f"{k:>10}" for k in QUANTILES) + "  (us)"
+                + (f"{'cycles':>10}  resolution" if durations else "")]
         return head + [f"  {r[key]:<32}{r['count']:>8}" + "".join(
-            f"{r[k] / 1e3:>10.3f}" if r[k] is not None else f"{'-':>10}" for k in QUANTILES) + flag(r) for r in rows]
+            f"{r[k] / 1e3:>10.3f}" if r[k] is not None else f"{'-':>10}" for k in QUANTILES)
+            + (cycles(r) if durations else "") + flag(r) for r in rows]
 
     tick = summary.get("timer_tick_ns")
+    clock = summary.get("clock")
+    timer = (f"{tick} ns" + ("" if clock else " (durations are multiples of it)") if tick
+             else "unknown (fewer than 2 times)")
     return "\n".join([f"{summary['launch']}: {summary['events']} events from {summary['owners']} owners, "
-                      f"span {summary['span_ns'] / 1e3:.1f} us, timer tick "
-                      + (f"{tick} ns (durations are multiples of it)" if tick else "unknown (fewer than 2 times)"),
-                      *table("interval", summary["intervals"], "name"),
-                      *table("mark (offset from first event)", summary["marks"], "site")])
+                      f"span {summary['span_ns'] / 1e3:.1f} us, timer tick {timer}; {clock_line(clock)}",
+                      *table("interval", summary["intervals"], "name", True),
+                      *table("mark (offset from first event)", summary["marks"], "site", False)])

@@ -1,5 +1,6 @@
 """The picture that answers the spec's question, for one launch: one row per interval, with the
-distribution of its durations per owner role (median, p10/p90, timer ticks) next to a swimlane
+distribution of its durations per owner role (median, p10/p90, in timer ticks, or in cycles where
+the SM clock times them: intervals.durations) next to a swimlane
 zoomed on a window that shows a few of its instances among everything else recorded there.
 
 A launch can last 600 µs while its intervals last 0.5 µs; drawn to the launch's scale they are
@@ -21,9 +22,9 @@ from .decode import Launch
 from .errors import AtrexError
 from .owners import cta_name, owner_name
 from .selection import parse_window as parse_span
-from .intervals import pairs
+from .intervals import CYCLES, Durations, drawn_ends, durations, pairs
 from .manifest import Manifest
-from .summary import FEW_TICKS, timer_tick_ns
+from .summary import FEW_TICKS, clock_line, timer_tick_ns
 
 INSTANCES_SHOWN = 3  # instances of the row's interval an auto window spans on the median instance's owner
 MARK_SPACING_PX = 7  # marks closer than this on one lane are drawn as ticks instead of symbols
@@ -48,16 +49,16 @@ def _unit(ns: float) -> tuple[str, float]:
     return ("ns", 1.0) if ns < 1e3 else ("µs", 1e3) if ns < 1e6 else ("ms", 1e6)
 
 
-def median_instance(p: dict) -> int:
-    """Index of the instance whose duration is the (lower) median."""
-    return int(np.argsort(p["dur"], kind="stable")[(p["dur"].size - 1) // 2])
+def median_instance(dur: np.ndarray) -> int:
+    """Index of the instance whose duration (intervals.durations' ns) is the (lower) median."""
+    return int(np.argsort(dur, kind="stable")[(dur.size - 1) // 2])
 
 
-def auto_window(p: dict, t_first: int, span: float) -> Window | None:
+def auto_window(p: dict, dur: np.ndarray, t_first: int, span: float) -> Window | None:
     """Around the median-duration instance: about INSTANCES_SHOWN of them on its owner."""
-    if p["dur"].size == 0:
+    if dur.size == 0:
         return None
-    m = median_instance(p)
+    m = median_instance(dur)
     t0, t1 = float(p["t0"][m] - t_first), float(p["t1"][m] - t_first)
     starts = np.sort(p["t0"][p["owner"] == p["owner"][m]])
     period = float(np.median(np.diff(starts))) if starts.size > 1 else 0.0
@@ -89,18 +90,22 @@ def lane_name(launch: Launch, manifest: Manifest, o: int) -> str:
             f"{owner_name(manifest.role_of_group(int(own['group'][o])), int(own['thread'][o]))}")
 
 
-def _distribution(ax, launch: Launch, manifest: Manifest, name: str, p: dict, tick: int | None, color) -> dict:
-    """Histogram of durations per owner role, with median and p10/p90, in the unit that fits."""
+def _distribution(ax, launch: Launch, manifest: Manifest, name: str, p: dict, d: Durations, tick: int | None,
+                  color) -> dict:
+    """Histogram of durations (intervals.durations) per owner role, with median and p10/p90, in the
+    unit that fits; timer ticks, or cycles where the SM clock times every instance."""
     ax.set_gid(f"dist:{name}")
-    if p["dur"].size == 0:
+    if d.ns.size == 0:
         ax.text(0.5, 0.5, "no instances", ha="center", va="center", transform=ax.transAxes)
         return {"count": 0}
-    dur = p["dur"].astype(np.float64)
+    dur = d.ns.astype(np.float64)
     p10, med, p90 = np.quantile(dur, [0.1, 0.5, 0.9], method="inverted_cdf")
     unit, scale = _unit(med)
     lo, hi = dur.min(), dur.max()
-    if tick and (hi - lo) / tick <= 80:  # one bar per timer value: the quantization is visible
-        edges = np.arange(lo - tick / 2, hi + tick, tick)
+    by_cycles = d.resolution == CYCLES
+    step = 1 / d.rate_ghz if by_cycles else tick  # one bar per value the clock can read
+    if step and (hi - lo) / step <= 80:  # the quantization is visible
+        edges = np.arange(lo - step / 2, hi + step, step)
     else:
         edges = np.linspace(lo, hi if hi > lo else lo + 1, 61)
     roles = np.array([g.role.value for g in manifest.groups])[launch.owners["group"][p["owner"]]]
@@ -110,9 +115,11 @@ def _distribution(ax, launch: Launch, manifest: Manifest, name: str, p: dict, ti
     for q, v, style in (("p10", p10, ":"), ("median", med, "-"), ("p90", p90, ":")):
         ax.axvline(v / scale, color="black", linestyle=style, linewidth=1.1, gid=f"{q}:{name}")
     ticks = float(med / tick) if tick else None
-    ax.set_title(f"{name}: median {med / scale:.4g} {unit}" + (f" = {ticks:.0f} ticks" if ticks else "")
+    cycles = float(np.quantile(d.cycles, 0.5, method="inverted_cdf")) if by_cycles else None
+    count = f" = {cycles:.0f} cycles" if by_cycles else f" = {ticks:.0f} ticks" if ticks else ""
+    ax.set_title(f"{name}: median {med / scale:.4g} {unit}{count}"
                  + f"  (p10 {p10 / scale:.4g}, p90 {p90 / scale:.4g} {unit})", fontsize=9, loc="left")
-    if ticks is not None and ticks < FEW_TICKS:
+    if not by_cycles and ticks is not None and ticks < FEW_TICKS:
         ax.text(0.99, 0.95, f"median under {FEW_TICKS} timer ticks ({tick} ns): quantized",
                 ha="right", va="top", color="crimson", fontsize=8, transform=ax.transAxes)
     ax.set_xlabel(f"duration ({unit}); {p['dur'].size} instances", fontsize=8)
@@ -120,8 +127,8 @@ def _distribution(ax, launch: Launch, manifest: Manifest, name: str, p: dict, ti
     ax.legend(title="owner role", fontsize=7, title_fontsize=7, frameon=False, loc="upper right",
               bbox_to_anchor=(1.0, 0.85))
     ax.tick_params(labelsize=7)
-    return {"count": int(p["dur"].size), "median_ns": float(med), "p10_ns": float(p10), "p90_ns": float(p90),
-            "unit": unit, "median_ticks": ticks}
+    return {"count": int(dur.size), "median_ns": float(med), "p10_ns": float(p10), "p90_ns": float(p90),
+            "unit": unit, "median_ticks": ticks, "resolution": d.resolution, "median_cycles": cycles}
 
 
 def _swimlane(ax, launch, manifest, k: int, w: Window, lanes, all_pairs, t_first, colors, markers) -> int:
@@ -183,15 +190,18 @@ def draw(launch: Launch, manifest: Manifest, window: Window | None = None, max_r
     span = float(ev["t_ns"].max() - t_first) if ev["t_ns"].size else 0.0
     tick = timer_tick_ns(ev["t_ns"])
     all_pairs = [pairs(launch, iv.start_id, iv.end_id) for iv in intervals]
+    all_durations = [durations(launch, p) for p in all_pairs]
+    # instances are drawn from their start event as long as they lasted (as in the Perfetto trace)
+    all_pairs = [{**p, "t1": drawn_ends(p, d)} for p, d in zip(all_pairs, all_durations)]
     colors = [plt.get_cmap("tab10")(j % 10) for j in range(len(intervals))]
     fig = plt.figure(figsize=(15, 0.9 + 2.5 * len(intervals)), dpi=110)
     grid = fig.add_gridspec(len(intervals), 2, width_ratios=[1, 2.4], hspace=0.65, wspace=0.42)
     rows = []
-    for k, (iv, p) in enumerate(zip(intervals, all_pairs)):
-        dist = _distribution(fig.add_subplot(grid[k, 0]), launch, manifest, iv.name, p, tick, colors[k])
+    for k, (iv, p, d) in enumerate(zip(intervals, all_pairs, all_durations)):
+        dist = _distribution(fig.add_subplot(grid[k, 0]), launch, manifest, iv.name, p, d, tick, colors[k])
         ax = fig.add_subplot(grid[k, 1])
-        w = window or auto_window(p, t_first, span)
-        must = int(p["owner"][median_instance(p)]) if window is None and w is not None else None
+        w = window or auto_window(p, d.ns, t_first, span)
+        must = int(p["owner"][median_instance(d.ns)]) if window is None and w is not None else None
         lanes = _lanes(launch, w, t_first, max_rows, must) if w is not None else np.zeros(0, dtype=np.int64)
         if lanes.size == 0:
             ax.set_gid(f"lanes:{iv.name}")
@@ -214,7 +224,7 @@ def draw(launch: Launch, manifest: Manifest, window: Window | None = None, max_r
                frameon=False)
     fig.suptitle(f"{manifest.question or manifest.kernel}\n{manifest.kernel} launch "
                  f"{launch.meta['launch_seq']}, {int((launch.owners['claims'] > 0).sum())} owners, timer tick "
-                 f"{tick or '?'} ns", x=0.01, ha="left", fontsize=10)
+                 f"{tick or '?'} ns; {clock_line(launch.meta.get('clock'))}", x=0.01, ha="left", fontsize=10)
     fig.subplots_adjust(left=0.05, right=0.99, top=1 - 0.85 / fig.get_figheight(), bottom=0.55 / fig.get_figheight())
     return fig, rows
 

@@ -4,8 +4,8 @@ owner by CTA, warp and thread, site) and the next step.
 
 Checks: overflow, truncation, geometry, owner_identity, duplicate_ownership, site_identity,
 time_order, interval_pairing, deterministic_counts, stale_provenance, cross_launch_mixing,
-timer_resolution, numeric_claims. A buffer decode refuses (wrong magic/version, short file, other source) fails the
-check it belongs to instead of crashing; sidecar fields are read with their types checked.
+timer_resolution, clock_consistency, numeric_claims. A buffer decode refuses (wrong magic/version,
+short file, other source) fails the check it belongs to instead of crashing; sidecar fields are read with their types checked.
 docs/validate.md describes each rule.
 """
 from __future__ import annotations
@@ -26,11 +26,12 @@ from . import runrecord
 from .manifest import Manifest
 from .pylaunch import ledger
 from .source_id import source_id_of
+from .smclock import agrees, bound_ns, steps
 from .summary import QUANTILES, Summarizer
 
 CHECKS = ("overflow", "truncation", "geometry", "owner_identity", "duplicate_ownership", "site_identity", "time_order",
           "interval_pairing", "deterministic_counts", "stale_provenance", "cross_launch_mixing", "timer_resolution",
-          "numeric_claims")
+          "clock_consistency", "numeric_claims")
 NEXT_STEP = {
     "overflow": "raise [capture] capacity in the spec (or thin the sites with every/ctas), re-apply, rebuild, recapture",
     "truncation": "recapture: the file was cut or altered, or an exit path of the kernel skipped the recorder's finish",
@@ -46,6 +47,10 @@ NEXT_STEP = {
     "stale_provenance": "rebuild from the current instrumented source and recapture, or pass the provenance that ran",
     "cross_launch_mixing": "capture each run into its own empty folder",
     "timer_resolution": "capture without [capture] packed: this timer ticks finer than the site id's bits allow",
+    "clock_consistency": "recapture; if it repeats, the SM clock changed speed during the launch (lock it: nvidia-smi "
+                         "--lock-gpu-clocks) or a CTA moved between SMs (preemption: another context or a debugger "
+                         "on the GPU); or capture without [capture] clock: intervals are then timed by the global "
+                         "timer",
     "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
 }
 FIRST = 5
@@ -157,6 +162,48 @@ def _check_time(launch: Launch, m: Manifest, check: Check) -> None:
                               f"began: {_owners_str(launch, overlong)}")
 
 
+def _check_clock(launch: Launch, m: Manifest, check: Check) -> None:
+    """An owner is one thread on one SM, so its %clock is one counter that runs forward at the SM's
+    rate: from its start stamp through each of its events, its cycles never go back and, at the
+    launch's measured rate (smclock.calibrate), agree with the global timer step by step and over
+    its whole span within smclock.bound_ns (2 ticks + 1%). A clock that runs backwards, jumps (a CTA
+    moved to another SM reads another counter; a read more than 2^32 cycles from the owner's start
+    unwraps wrong) or changes speed within a launch fails, and so does a launch whose header says
+    the clock was recorded while no owner's clock advanced."""
+    clock = launch.meta.get("clock", False)
+    ev, o = launch.events, launch.owners
+    if clock is False or not ev["owner"].size:
+        return
+    if clock is None:
+        check.fail(1, f"{launch.name}: the header says %clock was recorded, but no owner's clock advanced with the "
+                      "global timer from its start to its last event: no rate can be measured")
+        return
+    rate, tick = clock["rate_ghz"], launch.meta["timer_resolution_ns"]
+    own, t, c = ev["owner"], ev["t_ns"], ev["cycles"]
+    dc, dt, first = steps(own, t, c, o["t0"], o["clk0"])
+
+    def named(idx: np.ndarray) -> str:
+        i = int(idx[0])
+        return (f"{_events_str(launch, m, idx)} (first: {int(dc[i])} cycles = {dc[i] / rate:.0f} ns at {rate:.4f} "
+                f"GHz, the timer {int(dt[i])} ns)")
+
+    back = np.flatnonzero(dc < 0)
+    check.fail(back.size, f"{launch.name}: {back.size} events whose %clock runs backwards from the event before them "
+                          f"in their owner: {named(back) if back.size else ''}")
+    off = np.flatnonzero((dc >= 0) & ~agrees(dc, dt, rate, tick))
+    bound = f"{bound_ns(0, tick):.0f} ns + {clock['tolerance']:.0%}"
+    check.fail(off.size, f"{launch.name}: {off.size} steps whose cycles at the launch's rate disagree with the global "
+                         f"timer by more than {bound}: {named(off) if off.size else ''}")
+    last = np.r_[first[1:], True]  # each owner's last event: its span from its start stamp
+    who = own[last]
+    span_c, span_t = c[last] - o["clk0"][who], t[last] - o["t0"][who]
+    far = np.flatnonzero(~agrees(span_c, span_t, rate, tick))
+    check.fail(far.size, f"{launch.name}: {far.size} owners whose clock over their whole span disagrees with the global "
+                         f"timer at the launch's rate ({rate:.4f} GHz) by more than {bound}: " + ", ".join(
+                             f"{_owner(launch, who[i])} {int(span_c[i])} cycles = {span_c[i] / rate:.0f} ns, the timer "
+                             f"{int(span_t[i])} ns" for i in far[:FIRST]))
+
+
 def _foreign(launch: Launch, m: Manifest) -> np.ndarray:
     """Events of a known site recorded by an owner of another group than the site's. Groups are
     consecutive owner ranges and events come in owner order, so each group's events are one slice,
@@ -233,6 +280,7 @@ def _check_launch(launch: Launch, m: Manifest, checks: dict[str, Check]) -> None
     checks["site_identity"].fail(wrong.size, f"{name}: {wrong.size} events recorded by an owner of another group than "
                                              f"their site's: {_events_str(launch, m, wrong)}")
     _check_time(launch, m, checks["time_order"])
+    _check_clock(launch, m, checks["clock_consistency"])
     for iv in m.intervals:
         for what, idx in _pairing(launch, iv.start_id, iv.end_id).items():
             checks["interval_pairing"].fail(idx.size, f"{name}: {iv.name}: {idx.size} x {what}, "

@@ -1,0 +1,87 @@
+"""Copy the captures of one scripts/gpu-clock.sh run into tests/fixtures/h200/ (clock_phases/,
+clock_phases_resident/, gemm_mma_clock/) and write their section of PROVENANCE.md, before the
+section update_fixtures.py writes last (its other sections are left as they are).
+
+    python3 scripts/clock_fixtures.py clock.tar.gz RUN_LABEL
+
+RUN_LABEL: how PROVENANCE.md names that GPU call, as update_fixtures.py's does. Afterwards the
+golden outputs include the new folders: regenerate them (`python3 tests/golden_outputs.py
+tests/golden`).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+import tempfile
+import textwrap
+from pathlib import Path
+
+from update_fixtures import FIX, SPLIT, _copy
+
+from atrex_inject.decode import decode_file
+from atrex_inject.manifest import load as load_manifest
+from atrex_inject.summary import clock_line
+
+NAMES = ("clock_phases", "clock_phases_resident", "gemm_mma_clock")
+HEADING = "## clock_phases/, clock_phases_resident/ and gemm_mma_clock/ (the SM clock)"
+SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the global path)",
+         "clock_phases_resident": "the same spec with `staging = { warps = 4, resident = true }` added by "
+                                  "`atrex_inject.spec.staged_copy(spec, None, 4)` (so named `clock_phases_resident`)",
+         "gemm_mma_clock": "`examples/specs/gemm_mma.toml` renamed `gemm_mma_clock`, with `clock = true` added and "
+                           "`skip = 200` (run with `--warmup 200 --iters 10`)"}
+
+
+def section(label: str, device: list[str], rows: list[tuple[str, dict, dict, dict]]) -> str:
+    side = rows[0][1]
+    d = side["device"]
+    lines = [HEADING, "",
+             f"{label}: `bash scripts/gpu-clock.sh` on an {d['name']} (UUID {d['uuid']}, {d.get('sm_count', '?')} "
+             f"SMs, driver {device[0].split(', ')[-1] if device else '?'}, nvcc "
+             f"{device[1].strip() if len(device) > 1 else '?'}, "
+             "`-O3 -gencode=arch=compute_90a,code=sm_90a`). Each spec below (16-byte events with `%clock`) was "
+             "applied on the GPU host (each folder's `*.instrumented.cu` is the file it compiled), built, run once "
+             "with probes off, captured with `atrex-inject capture --spec … --workload … -- BUILD`, validated "
+             "against that source and reverted byte for byte.", ""]
+    for name, side, m, clock in rows:
+        lines.append(f"- `{name}/`: {SPECS[name]}; source id {m.source.source_id[:16]}…, `{side['file']}`, "
+                     f"workload `{side['workload']}`, {side.get('time_utc', '?')}; {clock_line(clock)}.")
+    lines += ["", "These files are device output: never edit them. tests/test_clock.py reads them, and plants "
+                  "faults in synthetic copies.", ""]
+    return "\n".join(textwrap.fill(line, 100, subsequent_indent="  " if line.startswith("- ") else "",
+                                   break_on_hyphens=False) if line else "" for line in lines)
+
+
+def main(tar: Path, label: str) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        with tarfile.open(tar) as f:
+            f.extractall(t, filter="data")
+        device = (t / "device.txt").read_text().splitlines()
+        for name in NAMES:
+            d = t / "cap" / name
+            if not any(d.glob("*.atrex")):
+                sys.exit(f"{tar}: no capture of {name} in it (see its {name}.capture.txt); nothing written")
+            _copy(d, FIX / name, [*d.glob("*-launch*"), d / "manifest.json", d / "run.json",
+                                  d / f"{name}.instrumented.cu"])
+            m = load_manifest(FIX / name / "manifest.json")
+            raw = next((FIX / name).glob("*.atrex"))
+            side = json.loads(raw.with_suffix(".json").read_text())
+            rows.append((name, side, m, decode_file(raw, m).meta["clock"]))
+    for name in NAMES:
+        for p in (FIX / name).iterdir():
+            p.chmod(0o644)
+    text = (FIX / "PROVENANCE.md").read_text()
+    if HEADING in text:  # replace the section this script wrote before
+        start = text.index(HEADING)
+        end = text.find("\n## ", start + len(HEADING))
+        text = text[:start] + (text[end + 1:] if end >= 0 else "")
+    at = text.index(SPLIT) if SPLIT in text else len(text)
+    (FIX / "PROVENANCE.md").write_text(text[:at] + section(label, device, rows) + "\n" + text[at:])
+    print("\n".join(f"{n}: {clock_line(c)}" for n, _, _, c in rows))
+    print("now regenerate the golden outputs, which cover every fixture: python3 tests/golden_outputs.py tests/golden")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2])

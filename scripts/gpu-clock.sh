@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Real captures with the SM clock (`[capture] clock = true`, 16-byte events) for tests/test_clock.py:
+# on the GPU host, from the repository root, with wheels in .whl/ (carry [".whl"]):
+#   bash scripts/gpu-clock.sh            (results under $OUT/clock/, default OUT=/tmp/atrex-gpu; ~1 minute)
+# Three captures, each applied, built for sm_90a, run once with probes off, captured through
+# `atrex-inject capture`, reverted byte for byte, validated and summarized:
+#   clock_phases           tests/sources/clock_phases.toml as written: the ground-truth kernel (spins of
+#                          0, 40, 200 and 2000 cycles and 5000 ns between sites) on the global path
+#   clock_phases_resident  the same spec with resident staging rings (spec.staged_copy(spec, None, 4))
+#   gemm_mma_clock         examples/specs/gemm_mma.toml renamed, with `clock = true` and 200 warmup
+#                          launches before the written one: a real kernel's clock
+# Everything goes into one archive, $OUT/clock/clock.tar.gz; here, `python3 scripts/clock_fixtures.py
+# clock.tar.gz RUN_LABEL` turns it into tests/fixtures/h200/<name>/ with their provenance.
+set -uo pipefail
+T="timeout 60"  # every GPU program: a kernel that hangs must not eat the device budget
+OUT=${OUT:-/tmp/atrex-gpu}
+D="$OUT/clock"
+mkdir -p "$D/cap"
+fail=0
+source scripts/gpu-env.sh
+
+log device
+nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee "$D/device.txt"
+nvcc --version | tail -1 | tee -a "$D/device.txt"
+nvidia-smi --query-gpu=clocks.sm,clocks.max.sm --format=csv | tee "$D/sm_clock.txt"  # idle, and the most it may run at
+
+work=$(mktemp -d)
+mkdir -p "$work/tests" "$work/.git" && cp -r tests/sources "$work/tests/" && cp -r examples "$work/"
+cp_spec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], None, 4))" \
+  "$work/tests/sources/clock_phases.toml")
+gemm_spec="$work/examples/specs/gemm_mma_clock.toml"
+# 200 warmup launches (about 60 ms) before the written one: the SM clock has left its idle speed
+sed -e 's/^name = "gemm_mma"$/name = "gemm_mma_clock"/' -e 's/^\[capture\]$/[capture]\nclock = true/' \
+  -e 's/^skip = 3 .*/skip = 200/' "$work/examples/specs/gemm_mma.toml" > "$gemm_spec"
+wl() { python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$1"; }
+
+# name, spec, source (relative to the work tree), program arguments
+capture_one() {
+  local name=$1 spec=$2 rel=$3; shift 3
+  local src="$work/$rel" bin="$work/$name.inst"
+  log "$name: apply, build, probes off, capture"
+  grep -E "^(name|capacity|clock|staging)" "$spec"
+  $ATREX apply "$spec" --root "$work" || { fail=1; return; }
+  mkdir -p "$D/cap/$name"
+  cp "$src" "$D/cap/$name/$name.instrumented.cu"
+  cp "$work/.atrex/$name/manifest.json" "$D/cap/$name/"
+  $NVCC -I"$INC" -Xptxas -v -o "$bin" "$src" 2>&1 | grep -E "registers|spill" | tail -2
+  $T "$bin" "$@" | tee "$D/$name.off.txt" || fail=1
+  local workload="clock_phases:132x128:rounds=16"
+  grep -q __ATREX_TIMELINE_SAMPLE__ "$D/$name.off.txt" && workload=$(wl "$D/$name.off.txt")
+  $T $ATREX capture --spec "$spec" --root "$work" --out "$D/cap/$name" --workload "$workload" -- "$bin" "$@" \
+    | tee "$D/$name.capture.txt" || fail=1
+  $ATREX revert "$spec" --root "$work" || fail=1
+  cmp -s "$src" "$rel" && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
+  $ATREX validate "$D/cap/$name" --source "$D/cap/$name/$name.instrumented.cu" || fail=1
+  $ATREX summary "$D/cap/$name" | tee "$D/$name.summary.txt"
+  python3 - "$D/cap/$name" <<'PY' | tee "$D/$name.spread.txt"  # what docs/validate.md reports of the bound
+import sys
+from pathlib import Path
+import numpy as np
+from atrex_inject.decode import decode_file
+from atrex_inject.manifest import load
+from atrex_inject.smclock import bound_ns, steps
+d = Path(sys.argv[1])
+l = decode_file(next(d.glob("*.atrex")), load(d / "manifest.json"))
+c, ev, o = l.meta["clock"], l.events, l.owners
+dc, dt, _ = steps(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
+off = np.abs(dc / c["rate_ghz"] - dt)
+print(f"rate {c['rate_ghz']:.5f} GHz, uncertainty {c['uncertainty_ghz']:.5f}; owners {c['owner_rate_ghz']}, "
+      f"SMs {c['sm_rate_ghz']}; steps off the timer: max {off.max():.1f} ns, p99 {np.quantile(off, 0.99):.1f} ns, "
+      f"largest relative to the bound {np.max(off / bound_ns(dt, c['tick_ns'])):.3f}")
+PY
+}
+
+capture_one clock_phases "$work/tests/sources/clock_phases.toml" tests/sources/clock_phases.cu
+capture_one clock_phases_resident "$cp_spec" tests/sources/clock_phases.cu
+capture_one gemm_mma_clock "$gemm_spec" examples/cuda/gemm_mma.cu --warmup 200 --iters 10
+nvidia-smi --query-gpu=clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$D/sm_clock.txt"
+
+# one archive: the device machine returns only a few files from $OUT
+tar -C "$D" -czf "$D/clock.tar.gz" cap $(cd "$D" && ls *.txt)
+rm -rf "$D/cap" "$work" && find "$D" -maxdepth 1 -type f ! -name clock.tar.gz -delete
+log "done (fail=$fail)"
+exit $fail
