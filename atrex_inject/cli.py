@@ -502,9 +502,9 @@ def compare(before: Path = typer.Argument(..., metavar="BEFORE", help="Capture f
     may differ, the workload and the device model may not unless allowed. Per interval, per site
     offset and for the launch's span: count, median, p10, p90 on each side; the median's change with
     a 95% bootstrap interval that resamples owners (launches first when a folder holds several); a
-    Mann-Whitney rank test on per-owner medians; and a verdict, faster/slower (earlier/later for an
-    offset) only when the interval excludes 0 and the move exceeds the timer's tick, else `no change
-    detected`. Per CTA (p90, max: stragglers), per SM and per warp it says where. With a
+    Mann-Whitney rank test on per-owner medians (per-launch when both folders hold several launches);
+    and a verdict, faster/slower (earlier/later for an offset) only when the interval excludes 0, the
+    rank test agrees and the move exceeds the timer's tick, else `no change detected`. Per CTA (p90, max: stragglers), per SM and per warp it says where. With a
     measurement of each side, the clean builds' end-to-end change too. Exit 0 with the verdicts, 2 on
     bad input (docs/compare.md)."""
     from .compare import compare as compare_captures

@@ -176,15 +176,19 @@ def _stats(values: np.ndarray) -> dict:
 
 
 def figure(vb: np.ndarray, ub: np.ndarray, wb: np.ndarray, va: np.ndarray, ua: np.ndarray, wa: np.ndarray,
-            resolution: int, words: tuple[str, str]) -> dict:
-    """Quantiles of each side, the median's change, its interval (units resampled by the weights),
-    the rank test on per-unit medians and the verdict."""
+           resolution: int, words: tuple[str, str], kb: np.ndarray | None = None,
+           ka: np.ndarray | None = None) -> dict:
+    """One figure compared: each side's values (ns), their units (ub, ua: indices into the side's
+    bootstrap weights wb, wa), and the independent unit of each value for the rank test (kb, ka: its
+    launch when both sides hold several; default its unit). Quantiles of each side, the median's
+    change, its interval, the rank test on per-unit medians, and the verdict (twosample.judge)."""
+    kb, ka = ub if kb is None else kb, ua if ka is None else ka
     grid = grid_of([vb, va], max(wb.shape[1], wa.shape[1]))
     sb, sa = _stats(vb), _stats(va)
     bb, ba = boot_quantile(vb, ub, wb, 0.5, grid), boot_quantile(va, ua, wa, 0.5, grid)
-    mb, ma = grouped_quantile(ub, vb, 0.5)[2], grouped_quantile(ua, va, 0.5)[2]
-    out = {"before": sb, "after": sa, **judge(sb["median"], sa["median"], bb, ba, resolution, words),
-           "rank_test": mann_whitney(mb, ma), "resolution_ns": resolution}
+    rank = mann_whitney(grouped_quantile(kb, vb, 0.5)[2], grouped_quantile(ka, va, 0.5)[2])
+    out = {"before": sb, "after": sa, **judge(sb["median"], sa["median"], bb, ba, resolution, words, rank),
+           "rank_test": rank, "resolution_ns": resolution}
     if grid[1] > max(resolution, 1):
         out["bootstrap_grid_ns"] = grid[1]
     return out
@@ -236,22 +240,44 @@ def _mark_instances(s: Side, site: int) -> _Instances:
     return _Instances.join(parts)
 
 
-def _interval(before: Side, after: Side, db: Draws, da: Draws, name: str, b_ids: tuple[int, int],
-              a_ids: tuple[int, int]) -> tuple[dict, dict]:
+@dataclass
+class _Pair:
+    """The two sides and their bootstrap sets. `by_launch`: both hold several launches, so the
+    rank test's independent units are launches (else owners, or CTAs for the CTA figures)."""
+    b: Side
+    a: Side
+    db: Draws
+    da: Draws
+
+    @property
+    def by_launch(self) -> bool:
+        return len(self.b.launches) > 1 and len(self.a.launches) > 1
+
+    def owners(self, ib: _Instances, ia: _Instances, words: tuple[str, str]) -> dict:
+        """A figure of instances whose units are owners."""
+        k = (self.b.owners.launch[ib.owner], self.a.owners.launch[ia.owner]) if self.by_launch else (None, None)
+        return figure(ib.values, ib.owner, self.db.owners, ia.values, ia.owner, self.da.owners,
+                      max(ib.resolution, ia.resolution), words, *k)
+
+    def ctas(self, cb: np.ndarray, vb: np.ndarray, ca: np.ndarray, va: np.ndarray, resolution: int) -> dict:
+        """A figure of one value per CTA (cb, ca: CTA units)."""
+        k = (self.b.ctas.launch[cb], self.a.ctas.launch[ca]) if self.by_launch else (None, None)
+        return figure(vb, cb, self.db.ctas, va, ca, self.da.ctas, resolution, SPEED, *k)
+
+
+def _interval(p: _Pair, name: str, b_ids: tuple[int, int], a_ids: tuple[int, int]) -> tuple[dict, dict]:
     """One interval's figures, and the arrays its picture draws."""
-    ib, ia = _interval_instances(before, *b_ids), _interval_instances(after, *a_ids)
-    res = max(ib.resolution, ia.resolution)
-    row = {"name": name, **figure(ib.values, ib.owner, db.owners, ia.values, ia.owner, da.owners, res, SPEED)}
+    ib, ia = _interval_instances(p.b, *b_ids), _interval_instances(p.a, *a_ids)
+    row = {"name": name, **p.owners(ib, ia, SPEED)}
     row["launch_medians"] = {k: [float(m) for m in grouped_quantile(s.owners.launch[i.owner], i.values, 0.5)[2]]
-                             for k, s, i in (("before", before, ib), ("after", after, ia))}
-    stragglers = {}
+                             for k, s, i in (("before", p.b, ib), ("after", p.a, ia))}
+    row["per_cta"] = {}
     for q, key in ((0.9, "cta_p90"), (1.0, "cta_max")):
-        cb, _, vb = grouped_quantile(before.cta_unit[ib.owner], ib.values, q)
-        ca, _, va = grouped_quantile(after.cta_unit[ia.owner], ia.values, q)
-        stragglers[key] = figure(vb, cb, db.ctas, va, ca, da.ctas, res, SPEED)
-    row["per_cta"] = stragglers
-    row["per_sm"] = _by(before.sm[ib.owner], ib.values, after.sm[ia.owner], ia.values, "sm")
-    row["per_warp"] = _by(before.warp[ib.owner], ib.values, after.warp[ia.owner], ia.values, "warp")
+        cb, _, vb = grouped_quantile(p.b.cta_unit[ib.owner], ib.values, q)
+        ca, _, va = grouped_quantile(p.a.cta_unit[ia.owner], ia.values, q)
+        row["per_cta"][key] = p.ctas(cb, vb, ca, va, row["resolution_ns"])
+    row["per_sm"] = _by(p.b.sm[ib.owner], ib.values, p.a.sm[ia.owner], ia.values, "sm")
+    row["per_warp"] = _by(p.b.warp[ib.owner], ib.values, p.a.warp[ia.owner], ia.values, "warp")
     return row, {"name": name, "before": ib.values, "after": ia.values, "per_sm": row["per_sm"],
                  "verdict": row["verdict"], "change": row["change"], "ci95": row["ci95"]}
 
@@ -263,12 +289,12 @@ def _spans(s: Side) -> tuple[np.ndarray, int]:
             max(timer_tick_ns(x) or 1 for x in t))
 
 
-def _span(before: Side, after: Side, db: Draws, da: Draws) -> dict:
+def _span(p: _Pair) -> dict:
     """The launch's span: one value per launch, so its units are launches (the bootstrap draws
     launches; the rank test compares the launches' spans). One launch on a side gives no interval."""
-    (sb, tb), (sa, ta) = _spans(before), _spans(after)
-    out = figure(sb, np.arange(sb.size), db.launches.astype(np.float32), sa, np.arange(sa.size),
-                 da.launches.astype(np.float32), max(tb, ta), SPEED)
+    (sb, tb), (sa, ta) = _spans(p.b), _spans(p.a)
+    out = figure(sb, np.arange(sb.size), p.db.launches.astype(np.float32), sa, np.arange(sa.size),
+                 p.da.launches.astype(np.float32), max(tb, ta), SPEED)
     if sb.size < 2 or sa.size < 2:
         out.update(ci95=None, ci95_ns=None, rank_test=mann_whitney(sb[:0], sa[:0]), verdict="not compared",
                    why="a span is one value per launch: an interval needs several launches on each side "
@@ -335,7 +361,7 @@ def compare_dirs(before: str | Path, after: str | Path, mapping: dict[str, str] 
     a = _read_side("AFTER", Path(after), ma_path)
     renamed = _match(b, a, mapping or {})
     workload, device = _identities(b, a, allow_workload_change, allow_device_change)
-    db, da = Draws.of(b), Draws.of(a)
+    p = _Pair(b, a, Draws.of(b), Draws.of(a))
     back = {v: k for k, v in renamed.items()}  # AFTER's site name -> BEFORE's
     names = [(iv.start, iv.end) for iv in a.manifest.intervals]
     names += [(renamed[iv.start], renamed[iv.end]) for iv in b.manifest.intervals
@@ -344,20 +370,19 @@ def compare_dirs(before: str | Path, after: str | Path, mapping: dict[str, str] 
     for start, end in names:
         ids_b = (b.manifest.site_ids[back[start]], b.manifest.site_ids[back[end]])
         ids_a = (a.manifest.site_ids[start], a.manifest.site_ids[end])
-        row, pic = _interval(b, a, db, da, f"{start} -> {end}", ids_b, ids_a)
+        row, pic = _interval(p, f"{start} -> {end}", ids_b, ids_a)
         if back[start] != start or back[end] != end:
             row["before_name"] = f"{back[start]} -> {back[end]}"
         rows.append(row)
         pictures.append(pic)
     marks = []
     for s in a.manifest.sites:
-        ib, ia = _mark_instances(b, b.manifest.site_ids[back[s.name]]), _mark_instances(a, s.id)
-        mark = {"site": s.name, **figure(ib.values, ib.owner, db.owners, ia.values, ia.owner, da.owners,
-                                          max(ib.resolution, ia.resolution), WHEN)}
+        mark = {"site": s.name, **p.owners(_mark_instances(b, b.manifest.site_ids[back[s.name]]),
+                                            _mark_instances(a, s.id), WHEN)}
         if back[s.name] != s.name:
             mark["before_site"] = back[s.name]
         marks.append(mark)
-    multi = len(b.launches) > 1 or len(a.launches) > 1
+    several = [len(s.launches) > 1 for s in (b, a)]
     result = {
         "before": _about(b), "after": _about(a),
         "same_kernel_source": b.manifest.source.clean_sha256 == a.manifest.source.clean_sha256,
@@ -367,14 +392,19 @@ def compare_dirs(before: str | Path, after: str | Path, mapping: dict[str, str] 
         "statistics": {
             "median": "the ceil(n/2)-th smallest value (the summary's rule), over all instances of a side",
             "bootstrap": {"sets": BOOTSTRAP, "seed": SEED, "level": 0.95,
-                          "resamples": "launches, then owners within each drawn launch" if multi else "owners",
+                          "resamples": "launches, then owners within each drawn launch" if all(several) else
+                                       "owners (launches first on the side holding several)" if any(several) else
+                                       "owners",
                           "owners_per_block": max(b.owners.block, a.owners.block)},
-            "launch_to_launch": multi,
-            "rank_test": "Mann-Whitney U, two-sided, on one value per owner (its median; per CTA for the CTA "
-                         "figures): an owner's instances are not independent, owners are",
+            "launch_to_launch": p.by_launch,
+            "rank_test": "Mann-Whitney U, two-sided, on one value per independent unit (its median): "
+                         + ("launches (both sides hold several; a launch's owners share it)" if p.by_launch else
+                            "owners (CTAs for the CTA figures): an owner's instances are not independent, owners "
+                            "are"),
             "verdict": "faster/slower (earlier/later for a site's offset) when the 95% interval of the change "
-                       "excludes 0 and the medians differ by more than the timer's tick; else no change detected"},
-        "intervals": rows, "span": _span(b, a, db, da), "marks": marks, "end_to_end": _end_to_end(b, a),
+                       "excludes 0, the rank test agrees (p < 0.05) and the medians differ by more than the "
+                       "timer's tick; else no change detected"},
+        "intervals": rows, "span": _span(p), "marks": marks, "end_to_end": _end_to_end(b, a),
     }
     result["moved"] = [f"{r['name']}: {r['verdict']}" for r in rows if r["verdict"] in SPEED]
     return Comparison(result, pictures)
@@ -415,9 +445,10 @@ def p_text(r: dict) -> str:
 def verdict_text(r: dict) -> str:
     """The verdict, with why when nothing was detected or compared."""
     if r["verdict"] == "no change detected":
-        ci = r["ci95_ns"]
-        return r["verdict"] + (" (interval includes 0)" if ci and ci[0] <= 0 <= ci[1] else
-                               " (not more than a tick)" if ci else " (too few units)")
+        why = r["why"]
+        return r["verdict"] + (" (interval includes 0)" if "includes 0" in why else
+                               " (rank test disagrees)" if "rank test" in why else
+                               " (not more than a tick)" if "tick" in why else " (too few units)")
     if r["verdict"] == "not compared":
         return r["verdict"] + (" (one launch a side)" if "launch" in r["why"] else f" ({r['why']})")
     return r["verdict"]
@@ -438,10 +469,11 @@ def about_lines(r: dict) -> list[str]:
                  f"device CHANGED (allowed): {_model(d['before'])} -> {_model(d['after'])}")
     st = r["statistics"]
     lines.append(f"statistics: medians of all instances; 95% intervals from {st['bootstrap']['sets']} bootstrap sets "
-                 f"resampling {st['bootstrap']['resamples']} (seeded); rank test: Mann-Whitney U on per-owner "
-                 "medians; a verdict needs the interval to exclude 0 and a move of more than the timer's tick"
-                 + ("" if st["launch_to_launch"] else "; one launch a side: the intervals hold owner-to-owner "
-                    "variation, not launch-to-launch (capture several launches: [capture] count)"))
+                 f"resampling {st['bootstrap']['resamples']} (seeded); rank test: Mann-Whitney U on per-"
+                 f"{'launch' if st['launch_to_launch'] else 'owner'} medians; a verdict needs the interval to exclude "
+                 "0, the rank test to agree and a move of more than the timer's tick"
+                 + ("" if st["launch_to_launch"] else "; not several launches a side: the intervals hold "
+                    "owner-to-owner variation, not launch-to-launch (capture several: [capture] count)"))
     return lines
 
 

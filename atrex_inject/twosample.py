@@ -8,8 +8,8 @@ bootstrap resamples units, never values: each side's units are drawn with replac
 first when a side holds several, then units within each drawn launch (`Design.draw`). A drawn set
 is a weight per unit; a figure under every drawn set at once is one matrix product, weights x
 (unit x value counts), and a cumulative sum (`boot_quantile`). The rank test is Mann-Whitney's U
-on one value per unit (their medians), for the same reason. Everything is seeded: the same inputs
-give the same figures.
+on one value per independent unit (its median), for the same reason. A verdict needs both
+(`judge`). Everything is seeded: the same inputs give the same figures.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import numpy as np
 from .measure import BOOTSTRAP, SEED
 
 LEVEL = 0.95
+ALPHA = 0.05  # the rank test's level, two-sided
 MAX_UNITS = 8192  # past this many units a side's units are resampled in blocks of consecutive ones
 SPARSE = 8  # gathering a cell's weights costs about this many dense product terms
 MAX_CELLS = 1 << 21  # units x distinct values of one figure; past it values are counted on a coarser grid
@@ -187,12 +188,14 @@ def interval_of(boot: np.ndarray) -> list[float] | None:
 
 
 def judge(before: float | None, after: float | None, boot_before: np.ndarray, boot_after: np.ndarray,
-          resolution: int, words: tuple[str, str]) -> dict:
+          resolution: int, words: tuple[str, str], rank: dict) -> dict:
     """The change of a figure from BEFORE to AFTER (ns and relative), its bootstrap interval (each
     set pairs a BEFORE set with an AFTER one, drawn independently), and the verdict: words[0]
-    (smaller) or words[1] (larger) when the interval excludes 0 and the figure moved by more than
-    `resolution` ns (the timer's tick: one tick can be quantization alone), else "no change
-    detected"; "not compared" when a side has no values."""
+    (smaller) or words[1] (larger) when the interval excludes 0, the rank test agrees (p < ALPHA,
+    the same direction) and the figure moved by more than `resolution` ns (the timer's tick: one
+    tick can be quantization alone); else "no change detected"; "not compared" when a side has no
+    values. The rank test guards the percentile interval where the independent units are few (it is
+    too narrow from a handful of launches), and is met by any change the units show."""
     if before is None or after is None:
         side = "BEFORE" if before is None else "AFTER"
         return {"change_ns": None, "change": None, "ci95_ns": None, "ci95": None, "verdict": "not compared",
@@ -207,9 +210,13 @@ def judge(before: float | None, after: float | None, boot_before: np.ndarray, bo
     if ci_ns[0] <= 0 <= ci_ns[1]:
         return {**out, "verdict": "no change detected",
                 "why": f"the 95% interval [{ci_ns[0]:+.0f}, {ci_ns[1]:+.0f}] ns includes 0"}
+    p, lower = rank["p"], rank["p_after_lower"]
+    if p is None or p >= ALPHA or (lower > 0.5) != (delta < 0):
+        return {**out, "verdict": "no change detected",
+                "why": "the rank test does not confirm it (" + ("no units" if p is None else f"p = {p:.2g}") + ")"}
     if abs(delta) <= resolution:
         return {**out, "verdict": "no change detected",
                 "why": f"moved {delta:+.0f} ns, not more than the timer's tick ({resolution} ns)"}
     return {**out, "verdict": words[0] if delta < 0 else words[1],
-            "why": f"the 95% interval [{ci_ns[0]:+.0f}, {ci_ns[1]:+.0f}] ns excludes 0 and the move exceeds the "
-                   f"timer's tick ({resolution} ns)"}
+            "why": f"the 95% interval [{ci_ns[0]:+.0f}, {ci_ns[1]:+.0f}] ns excludes 0, the rank test agrees "
+                   f"(p = {p:.2g}) and the move exceeds the timer's tick ({resolution} ns)"}

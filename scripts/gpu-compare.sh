@@ -28,7 +28,7 @@ spec="$work/compare/sumsq.toml"
 src="$work/compare/sumsq.cu"
 $NV -o "$work/before.clean" tests/sources/compare/sumsq.cu & $NV -o "$work/after.clean" tests/sources/compare/sumsq.after.cu &
 wait
-ARGS=(--warmup 10 --iters 20)  # the spec writes launches 10-13: after the warmup
+ARGS=(--warmup 10 --iters 20)  # the spec writes launches 10-17: after the warmup
 wl() { python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$1"; }
 
 # build: the variant's file, its folders (one per capture)

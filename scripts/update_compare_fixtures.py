@@ -45,7 +45,7 @@ def _section(t: Path) -> list[str]:
              "  `tests/sources/compare/sumsq.toml` applied (`sumsq.instrumented.cu` and `sumsq.after.instrumented.cu`",
              "  are the files built; `tests/test_compare.py` checks that apply writes the same bytes), built,",
              "  captured with `atrex-inject capture --workload W -- BUILD --warmup 10 --iters 20` (the spec writes",
-             "  launches 10-13), and reverted byte for byte. `before/` and `before_rerun/` are one binary run in two",
+             "  launches 10-17), and reverted byte for byte. `before/` and `before_rerun/` are one binary run in two",
              "  processes (the A/A pair); `after/` is the changed build.", "",
              "| folder | source | clean sha256 | instrumented source id | launches | workload |", "|---|---|---|---|---|---|"]
     for f in FOLDERS:

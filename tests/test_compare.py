@@ -129,12 +129,60 @@ def test_false_positive_rate_of_the_verdict_over_200_aa_pairs():
 
 
 def test_a_planted_shift_is_found_in_the_same_pairs():
-    """The same kind of pairs with AFTER's durations 3% longer: the streaming loop (about 1850 ticks)
-    and the loop trip (about 56 ticks) are called slower in at least 95% of them; the shuffle (2
-    ticks: 3% of it rounds to nothing) is not."""
-    moved = _aa("reduce_sumsq", 40, shift=0.03)
+    """The same kind of pairs with AFTER's durations 5% longer: the streaming loop (about 1850 ticks)
+    and the loop trip (about 56 ticks: 5% is 3 ticks) are called slower in at least 95% of them; the
+    shuffle (2 ticks: 5% of it rounds to nothing) is not."""
+    moved = _aa("reduce_sumsq", 40, shift=0.05)
     assert moved["start -> stream_done"] >= 38 and moved["iter_begin -> iter_end"] >= 38, moved
     assert moved["stream_done -> tail_done"] <= 2, moved
+
+
+def test_launch_to_launch_variation_is_not_a_change():
+    """SYNTHETIC: 60 A/A pairs of sides of 8 launches x 64 owners, each launch offset as a whole
+    (0.5% of the duration, its owners' spread 1%): with both sides' launches as the units (the
+    bootstrap draws launches first, the rank test compares launch medians) at most 5% of the pairs
+    move; taking the owners as independent, as if one launch, calls about half of them a change."""
+    rng = np.random.default_rng(11)
+    k, n = 8, 64
+    launch = np.repeat(np.arange(k), n)
+
+    def side():
+        v = 60_000 + rng.normal(0, 300, k)[:, None] + rng.normal(0, 600, (k, n))
+        return (v // 32 * 32).astype(np.int64).ravel()
+    by_launch = by_owner = 0
+    for _ in range(60):
+        vb, va = side(), side()
+        r = figure(vb, np.arange(k * n), Design.of(launch).draw(rng)[0], va, np.arange(k * n),
+                   Design.of(launch).draw(rng)[0], 32, SPEED, launch, launch)
+        by_launch += r["verdict"] != NO_CHANGE
+        one = Design.of(np.zeros(k * n, dtype=np.int64))
+        r = figure(vb, np.arange(k * n), one.draw(rng)[0], va, np.arange(k * n), one.draw(rng)[0], 32, SPEED)
+        by_owner += r["verdict"] != NO_CHANGE
+    assert by_launch <= 3 and by_owner >= 20, (by_launch, by_owner)
+
+
+def test_several_launches_a_side(tmp_path):
+    """SYNTHETIC captures of 4 launches each (synthetic.write_capture): launches are drawn first and
+    are the rank test's units; each launch's bootstrap weights add up to the launches drawn times
+    its owners; the span gets an interval."""
+    from atrex_inject import synthetic
+
+    for s in range(4):
+        synthetic.write_capture(tmp_path / "a", 20000, 64, seed=s, launch_seq=s)
+        synthetic.write_capture(tmp_path / "b", 20000, 64, seed=10 + s, launch_seq=s)
+    code, r = _json(tmp_path / "a", tmp_path / "b")
+    assert code == 0, r
+    st = r["statistics"]
+    assert st["launch_to_launch"] and st["bootstrap"]["resamples"] == "launches, then owners within each drawn launch"
+    assert "launches (both sides hold several" in st["rank_test"]
+    iv = r["intervals"][0]
+    assert len(iv["launch_medians"]["before"]) == 4 and iv["verdict"] == NO_CHANGE
+    assert r["span"]["ci95"] is not None and r["span"]["before"]["count"] == 4
+    design = Design.of(np.repeat(np.arange(3), [5, 7, 9]))
+    w, counts = design.draw(np.random.default_rng(1), 500)
+    assert (counts.sum(axis=1) == 3).all()
+    for l, (lo, hi) in enumerate(((0, 5), (5, 12), (12, 21))):
+        assert (w[:, lo:hi].sum(axis=1) == counts[:, l] * (hi - lo)).all()
 
 
 # ---- planted faults: one each, exit 2 naming the difference ----
