@@ -13,6 +13,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from atrex_inject.decode import capture_files
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import load_measurement
 
@@ -27,7 +28,7 @@ AHEAD_OF = "## rowscale_split/"  # update_fixtures.py rewrites this section and 
 def _section(t: Path) -> list[str]:
     """The PROVENANCE.md section, from the fixtures just copied and the run's device.txt."""
     sides = {f: json.loads(sorted((DEST / f).glob("*-launch*.json"))[0].read_text()) for f in FOLDERS}
-    launches = {f: sorted(p.stem for p in (DEST / f).glob("*.atrex")) for f in FOLDERS}
+    launches = {f: [p.stem for p in capture_files(DEST / f)] for f in FOLDERS}
     m = {f: load_manifest(DEST / f / "manifest.json") for f in FOLDERS}
     d = sides["before"]["device"]
     device_txt = (t / "device.txt").read_text().splitlines()
@@ -35,7 +36,7 @@ def _section(t: Path) -> list[str]:
     direct = load_measurement(DEST / "clean_before_vs_after.json")
     lines = [SECTION + " (before and after one change: `atrex-inject compare`)", "",
              f"`bash scripts/gpu-compare.sh` on the lent GPU host, copied by `python3 scripts/update_compare_fixtures.py`"
-             f" (first launch written {sides['before']['time_utc']} UTC):", "",
+             f" (first launch written {sides['before']['time_utc']}):", "",
              f"- device: {d['name']}, UUID {d['uuid']}, {d['sm_count']} SMs, compute capability {d.get('cc')}",
              f"- nvidia-smi: {device_txt[0]}",
              f"- CUDA driver API {sides['before']['driver_version']}, runtime {sides['before']['runtime_version']}",
@@ -50,7 +51,8 @@ def _section(t: Path) -> list[str]:
              "| folder | source | clean sha256 | instrumented source id | launches | workload |", "|---|---|---|---|---|---|"]
     for f in FOLDERS:
         lines.append(f"| {f} | {'sumsq.after.cu' if f == 'after' else 'sumsq.cu'} | {m[f].source.clean_sha256[:16]}… | "
-                     f"{m[f].source.source_id[:16]}… | {', '.join(launches[f])} | {sides[f]['workload']} |")
+                     f"{m[f].source.source_id[:16]}… | {len(launches[f])}: {launches[f][0]} … {launches[f][-1]} | "
+                     f"{sides[f]['workload']} |")
     lines += ["",
               "- `before/measure.json`, `after/measure.json`: `atrex-inject measure`, that build's clean binary (A)",
               "  against its instrumented one (B), ABBA BAAB, `--warmup 10 --iterations 200`: probe overhead "
