@@ -477,8 +477,8 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
     from .report import write_report
 
     def work():
-        if mapping and compare is None:
-            raise AtrexError("--map applies to --compare", hint="add --compare BEFORE")
+        if compare is None and (mapping or allow_workload_change or allow_device_change):
+            raise AtrexError("--map and --allow-* apply to --compare", hint="add --compare BEFORE")
         return write_report(capture_dir, out_file, manifest, measurement, correctness_evidence, target, source, root,
                             png_window, compare, parse_map(mapping), allow_workload_change, allow_device_change)
     _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})",

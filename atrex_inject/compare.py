@@ -24,8 +24,7 @@ from .intervals import pairs
 from .manifest import Manifest
 from .measure import BOOTSTRAP, SEED, load_measurement, summarize, validate_measurement
 from .summary import timer_tick_ns
-from .twosample import (Design, boot_quantile, grid_of, grouped_quantile, judge, mann_whitney, quantiles, rank,
-                        seed_of)
+from .twosample import Design, boot_quantile, grid_of, grouped_quantile, judge, mann_whitney, quantiles, seed_of
 from .validate import device_uuid, side, validate_dir
 
 MEASUREMENT_NAME = "measure.json"  # a capture folder's own measurement (`measure --out DIR/measure.json`)
@@ -67,9 +66,6 @@ class Side:
         key = launch * (1 << 40) + cat("cta")
         uniq, self.cta_unit = np.unique(key, return_inverse=True)
         self.owners, self.ctas = Design.of(launch), Design.of(uniq >> 40)
-
-    def name(self) -> str:
-        return f"{self.label} {self.path}"
 
 
 def _read_side(label: str, path: Path, measurement: Path | None) -> Side:
@@ -186,9 +182,9 @@ def figure(vb: np.ndarray, ub: np.ndarray, wb: np.ndarray, va: np.ndarray, ua: n
     grid = grid_of([vb, va], max(wb.shape[1], wa.shape[1]))
     sb, sa = _stats(vb), _stats(va)
     bb, ba = boot_quantile(vb, ub, wb, 0.5, grid), boot_quantile(va, ua, wa, 0.5, grid)
-    rank = mann_whitney(grouped_quantile(kb, vb, 0.5)[2], grouped_quantile(ka, va, 0.5)[2])
-    out = {"before": sb, "after": sa, **judge(sb["median"], sa["median"], bb, ba, resolution, words, rank),
-           "rank_test": rank, "resolution_ns": resolution}
+    test = mann_whitney(grouped_quantile(kb, vb, 0.5)[2], grouped_quantile(ka, va, 0.5)[2])
+    out = {"before": sb, "after": sa, **judge(sb["median"], sa["median"], bb, ba, resolution, words, test),
+           "rank_test": test, "resolution_ns": resolution}
     if grid[1] > max(resolution, 1):
         out["bootstrap_grid_ns"] = grid[1]
     return out

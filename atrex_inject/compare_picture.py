@@ -11,7 +11,7 @@ import numpy as np
 from .compare import Comparison
 from .fsio import write_atomic
 from .timeline import _unit
-from .twosample import rank
+from .tally import rank
 
 POINTS = 2000  # an ECDF is drawn through at most this many of its quantiles
 COLORS = {"before": "#4c72b0", "after": "#dd8452"}

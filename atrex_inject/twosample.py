@@ -20,17 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .measure import BOOTSTRAP, SEED
+from .tally import rank, step_of
 
 LEVEL = 0.95
 ALPHA = 0.05  # the rank test's level, two-sided
 MAX_UNITS = 8192  # past this many units a side's units are resampled in blocks of consecutive ones
 SPARSE = 8  # gathering a cell's weights costs about this many dense product terms
 MAX_CELLS = 1 << 21  # units x distinct values of one figure; past it values are counted on a coarser grid
-
-
-def rank(n: int, q: float) -> int:
-    """0-based position of quantile q among n sorted values (the summary's rule, tally.ranks)."""
-    return max(int(np.ceil(q * n)) - 1, 0)
 
 
 def quantiles(values: np.ndarray, qs=(0.10, 0.50, 0.90)) -> list[float | None]:
@@ -51,13 +47,13 @@ def grouped_quantile(keys: np.ndarray, values: np.ndarray, q: float) -> tuple[np
     k = keys[order]
     first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     n = np.diff(np.r_[first, k.size])
-    pos = first + np.maximum(np.ceil(q * n).astype(np.int64) - 1, 0)
+    pos = first + np.maximum(np.ceil(q * n).astype(np.int64) - 1, 0)  # rank(n, q), per key
     return k[first], n, values[order][pos]
 
 
 def seed_of(*names: str) -> np.random.Generator:
-    """A generator seeded by SEED and the figure's names: a figure's resamples do not depend on
-    which other figures were computed, or in which order."""
+    """A generator seeded by SEED and names (a side, what it draws): a side's sets do not depend on
+    the other side, nor on which figures are computed from them."""
     return np.random.default_rng([SEED, zlib.crc32("\0".join(names).encode())])
 
 
@@ -122,7 +118,7 @@ def grid_of(values: list[np.ndarray], n_units: int) -> tuple[int, int]:
     if allv.size == 0:
         return 0, 1
     lo, hi = int(allv.min()), int(allv.max())
-    step = int(np.gcd.reduce(allv - lo)) or 1
+    step = step_of(allv - lo) or 1
     cells = (hi - lo) // step + 1
     cap = max(MAX_CELLS // max(n_units, 1), 16)
     return lo, step if cells <= cap else step * -(-cells // cap)

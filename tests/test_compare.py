@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from atrex_inject import manifest as mf
-from atrex_inject.compare import SPEED, compare, compare_dirs, durations, figure
+from atrex_inject.compare import SPEED, compare_dirs, durations, figure
 from atrex_inject.decode import capture_files, decode_file
 from atrex_inject.summary import summarize_capture
 from atrex_inject.twosample import Design
@@ -365,7 +365,7 @@ def test_report_has_the_comparison(tmp_path):
     assert code == 2 and json.loads(out)["error"] == f"BEFORE: no manifest at {bad / 'manifest.json'}"
     assert not (tmp_path / "r2.html").exists()
     code, out = cli("report", FIX / "reduce_sumsq", "-o", tmp_path / "r3.html", "--map", "a=b", "--json")
-    assert code == 2 and "--map applies to --compare" in json.loads(out)["error"]
+    assert code == 2 and "--map and --allow-* apply to --compare" in json.loads(out)["error"]
 
 
 def test_report_comparison_in_a_browser(tmp_path):
