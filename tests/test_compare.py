@@ -369,12 +369,14 @@ def test_report_has_the_comparison(tmp_path):
 
 
 def test_report_comparison_in_a_browser(tmp_path):
-    """The section as Chromium shows it: the table's rows are the intervals and their straggler rows,
-    the picture decodes. A screenshot is left next to the report."""
+    """The section as Chromium shows it (the H200 pair once committed, else the reduction's two
+    recorders): the table's rows are the intervals and their straggler rows, the picture decodes.
+    The screenshot is left next to the report (`pytest --basetemp DIR` keeps it in DIR)."""
     from test_report import CHROMIUM, CHROMIUM_ARGS, _sync_playwright
 
-    assert cli("report", FIX / "reduce_sumsq_resident", "-o", tmp_path / "r.html", "--compare",
-               FIX / "reduce_sumsq")[0] == 0
+    before, after = ((PAIR / "before", PAIR / "after") if (PAIR / "after").is_dir() else
+                     (FIX / "reduce_sumsq", FIX / "reduce_sumsq_resident"))
+    assert cli("report", after, "-o", tmp_path / "r.html", "--compare", before)[0] == 0
     with _sync_playwright()() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -383,9 +385,12 @@ def test_report_comparison_in_a_browser(tmp_path):
         assert first[:3] == ["start -> stream_done", "per CTA: p90", "per CTA: max"]
         img = page.locator("img.comparison")
         assert img.evaluate("e => e.complete && e.naturalWidth") > 1000
-        page.locator("#comparison").scroll_into_view_if_needed()
-        page.screenshot(path=str(tmp_path / "comparison.png"), full_page=True)
+        top = page.evaluate("document.getElementById('comparison').getBoundingClientRect().top + window.scrollY")
+        height = page.evaluate("document.body.scrollHeight") - top
+        page.screenshot(path=str(tmp_path / "comparison.png"), full_page=True,
+                        clip={"x": 0, "y": top, "width": 1500, "height": height})
         browser.close()
+    assert (tmp_path / "comparison.png").stat().st_size > 10_000
 
 
 def test_demo_compares_the_bundled_pair(tmp_path, monkeypatch):
