@@ -298,23 +298,32 @@ def _span(p: _Pair) -> dict:
     return out
 
 
-def _end_to_end(before: Side, after: Side) -> dict | None:
+def _end_to_end(before: Side, after: Side, explicit: bool, notes: list[str]) -> dict | None:
     """The clean builds' change end to end (each side's measurement, arm A): median of AFTER's
-    processes over BEFORE's, with measure's seeded bootstrap."""
+    processes over BEFORE's, with measure's seeded bootstrap. A measurement named on the command line
+    must be valid and of its capture's workload (else exit 2); a folder's own measure.json that is
+    not is left out, with a note."""
     if before.measurement is None or after.measurement is None:
         return None
     arts = []
     for s in (before, after):
-        check = validate_measurement(s.measurement)
-        if not check["valid"]:
-            raise AtrexError(f"{s.label}'s measurement is rejected: " + "; ".join(check["problems"]),
-                             path=str(s.measurement), hint=check["next_step"])
-        art = load_measurement(s.measurement)
-        wl = next(x["sample"]["workload_identity"] for x in art["samples"] if x["sample"])
-        if wl != s.report["identity"]["workload"]:
-            raise AtrexError(f"{s.label}'s measurement ran workload {wl!r}, its capture "
-                             f"{s.report['identity']['workload']!r}", path=str(s.measurement),
-                             hint="measure the build that was captured, on the captured workload")
+        try:
+            check = validate_measurement(s.measurement)  # a file that is no measurement: exit 2
+        except AtrexError as e:
+            if explicit:
+                raise
+            check = {"valid": False, "problems": [e.message]}
+        art = load_measurement(s.measurement) if check["valid"] else None
+        wl = art and art["samples"][0]["sample"]["workload_identity"]  # a valid one: every sample is
+        why = (f"{s.label}'s measurement is rejected: " + "; ".join(check["problems"]) if art is None else
+               f"{s.label}'s measurement ran workload {wl!r}, its capture {s.report['identity']['workload']!r}"
+               if wl != s.report["identity"]["workload"] else None)
+        if why and explicit:
+            raise AtrexError(why, path=str(s.measurement), hint=check.get("next_step") or "measure the build that was "
+                                                                                         "captured, on its workload")
+        if why:
+            notes.append(f"no end-to-end change: {why} ({s.measurement})")
+            return None
         arts.append(art)
     out = {}
     for arm, what in (("A", "clean"), ("B", "instrumented")):
@@ -400,8 +409,11 @@ def compare_dirs(before: str | Path, after: str | Path, mapping: dict[str, str] 
             "verdict": "faster/slower (earlier/later for a site's offset) when the 95% interval of the change "
                        "excludes 0, the rank test agrees (p < 0.05) and the medians differ by more than the "
                        "timer's tick; else no change detected"},
-        "intervals": rows, "span": _span(p), "marks": marks, "end_to_end": _end_to_end(b, a),
+        "intervals": rows, "span": _span(p), "marks": marks,
     }
+    notes: list[str] = []
+    result["end_to_end"] = _end_to_end(b, a, measurement_before is not None, notes)
+    result["notes"] = notes
     result["moved"] = [f"{r['name']}: {r['verdict']}" for r in rows if r["verdict"] in SPEED]
     return Comparison(result, pictures)
 
@@ -524,4 +536,4 @@ def render_text(result: dict) -> str:
         lines.append(f"  {label}" if f is None else f"  {label:<32}{side(f['before'])}   {side(f['after'])}   "
                                                     f"{change_text(f):<27}{p_text(f):>7}  {verdict_text(f)}")
     e = end_to_end_line(r)
-    return "\n".join(lines + ([e] if e else []) + [moved_line(r)])
+    return "\n".join(lines + ([e] if e else []) + [f"note: {n}" for n in r["notes"]] + [moved_line(r)])

@@ -140,6 +140,7 @@ def _comparison(c: Comparison) -> str:
     return (f'<h2 id="comparison">Compared with <code>{_e(r["before"]["path"])}</code></h2>'
             + "".join(f"<p>{_e(x)}</p>" for x in about_lines(r))
             + _table(head, body, "comparison") + (f"<p>{_e(e)}</p>" if e else "")
+            + "".join(f"<p>note: {_e(n)}</p>" for n in r["notes"])
             + f"<p><b>{_e(moved_line(r))}</b></p>"
             + f'<img class="comparison" alt="each interval before and after: distributions and per-SM medians" '
               f'src="{_png(png_bytes(c))}">')

@@ -322,8 +322,18 @@ def test_end_to_end_from_each_sides_measurement(tmp_path):
                "--measurement-after", after)[1]
     assert f"end to end (clean builds, each side's measurement): {mb:.4f} -> {ma:.4f} ms" in text
     assert text.rstrip().splitlines()[-1].endswith(f"| end to end (clean builds) {100 * e['change']:+.1f}%")
-    # a folder's own measure.json counts only when both sides carry one
+    # a folder's own measure.json counts when both sides carry one
     assert _json(FIX / "gemm_mma", FIX / "gemm_mma_staged")[1]["end_to_end"] is None
+    own = _copy("gemm_mma", tmp_path / "gemm_mma")
+    shutil.copy(before, own / "measure.json")
+    assert _json(own, FIX / "gemm_mma_staged")[1]["end_to_end"] == r["end_to_end"] | {
+        "measurements": [str(own / "measure.json"), str(after)]}
+    # ... and is left out, with a note, when it is not of its capture's workload (the CuTe DSL fixture's
+    # measurement is of the 4096^3 problem, its capture of the small one)
+    code, r2 = _json(FIX / "cutedsl", FIX / "cutedsl")
+    assert code == 0 and r2["end_to_end"] is None
+    assert r2["notes"] == [f"no end-to-end change: BEFORE's measurement ran workload 'scale_add:n=16777216:blocks=528:"
+                           f"seed=1', its capture 'scale_add:small:seed=1' ({FIX / 'cutedsl' / 'measure.json'})"]
     code, err = _json(FIX / "gemm_mma", FIX / "gemm_mma_staged", "--measurement-before", before)
     assert code == 2 and "go together" in err["error"]
     code, err = _json(FIX / "reduce_sumsq", FIX / "reduce_sumsq", "--measurement-before", before,
