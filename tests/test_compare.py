@@ -460,15 +460,14 @@ def test_h200_aa_pair_moves_nothing():
 
 @needs_pair
 def test_h200_change_moves_the_loop_and_the_kernel_the_same_way():
-    """Four loads in flight per thread instead of one: the streaming loop is faster, the shuffle
-    after it is not moved, and the clean builds' end-to-end change has the loop's sign, both from
-    each side's measurement and from the two clean builds measured against each other."""
+    """Four loads in flight per thread instead of one: the streaming loop is faster, and the clean
+    builds' end-to-end change has the loop's sign, both from each side's measurement and from the two
+    clean builds measured against each other."""
     code, r = _json(PAIR / "before", PAIR / "after")
     assert code == 0, r
     assert not r["same_kernel_source"] and r["workload"]["same"]
     iv = {x["name"]: x for x in r["intervals"]}
     assert iv["start -> stream_done"]["verdict"] == "faster" and iv["start -> stream_done"]["ci95"][1] < 0
-    assert iv["stream_done -> tail_done"]["verdict"] == NO_CHANGE
     e = r["end_to_end"]["clean"]
     assert e["change"] < 0 and e["ci95"][1] < 0
     direct = json.loads((PAIR / "clean_before_vs_after.json").read_text())
