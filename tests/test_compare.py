@@ -431,6 +431,24 @@ def test_the_two_builds_differ_in_the_loops_unroll_alone():
     assert [(b, a) for b, a in zip(before, after) if b != a] == [("#pragma unroll 1", "#pragma unroll 4")]
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.parametrize("source,loads", [("sumsq.cu", {1}), ("sumsq.after.cu", {1, 4})])
+def test_each_build_keeps_its_loop_under_the_spec(source, loads, tmp_path):
+    """check-sass on each build (no GPU): the probes leave the kernel as compiled, and the streaming
+    loop keeps 1 load in flight in sumsq.cu, 4 in sumsq.after.cu (plus its remainder loop's 1)."""
+    import re
+
+    from atrex_inject import sass
+
+    (tmp_path / ".git").mkdir()
+    shutil.copy(SOURCES / "sumsq.toml", tmp_path / "sumsq.toml")
+    shutil.copy(SOURCES / source, tmp_path / "sumsq.cu")
+    r = sass.check(tmp_path / "sumsq.toml", tmp_path, ["-O3", "-gencode=arch=compute_90a,code=sm_90a",
+                                                       f"-I{REPO / 'examples' / 'cuda'}"])
+    assert r["ok"] and r["off_identical"] and r["versioned"], r
+    assert {int(n) for n in re.findall(r"(\d+) LDG, \1 in flight", " ".join(r["clean_loops"]))} == loads
+
+
 @needs_pair
 @pytest.mark.parametrize("folder,source", [("before", "sumsq.cu"), ("before_rerun", "sumsq.cu"),
                                            ("after", "sumsq.after.cu")])
