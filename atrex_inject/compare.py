@@ -414,7 +414,7 @@ def compare_dirs(before: str | Path, after: str | Path, mapping: dict[str, str] 
     notes: list[str] = []
     result["end_to_end"] = _end_to_end(b, a, measurement_before is not None, notes)
     result["notes"] = notes
-    result["moved"] = [f"{r['name']}: {r['verdict']}" for r in rows if r["verdict"] in SPEED]
+    result["moved"] = _moved(result)
     return Comparison(result, pictures)
 
 
@@ -510,13 +510,27 @@ def end_to_end_line(r: dict) -> str | None:
                   f"({c['processes'][0]} + {c['processes'][1]} processes)")
 
 
+def _moved(r: dict) -> list[str]:
+    """What moved: each interval whose median did, else its stragglers (per CTA p90, max) where they
+    did, and the span."""
+    def said(name: str, f: dict) -> str:
+        return f"{name} {f['verdict']} {pct(f['change']) if f['change'] is not None else ''}".rstrip()
+    out = []
+    for iv in r["intervals"]:
+        if iv["verdict"] in SPEED:
+            out.append(said(iv["name"], iv))
+        else:
+            out += [said(f"{iv['name']} ({label})", iv["per_cta"][key]) for key, label in
+                    (("cta_p90", "per CTA p90"), ("cta_max", "per CTA max")) if iv["per_cta"][key]["verdict"] in SPEED]
+    if r["span"]["verdict"] in SPEED:
+        out.append(said("launch span", r["span"]))
+    return out
+
+
 def moved_line(r: dict) -> str:
     """What moved, in one line, next to the end-to-end change when there is one."""
-    moved = [f"{iv['name']} {iv['verdict']} {pct(iv['change'])}" for iv in r["intervals"] if iv["verdict"] in SPEED]
-    if r["span"]["verdict"] in SPEED:
-        moved.append(f"launch span {r['span']['verdict']} {pct(r['span']['change'])}")
     e = r["end_to_end"]
-    return ("moved: " + ("; ".join(moved) if moved else "no interval")
+    return ("moved: " + ("; ".join(r["moved"]) if r["moved"] else "nothing")
             + (f" | end to end (clean builds) {pct(e['clean']['change'])}" if e else ""))
 
 
