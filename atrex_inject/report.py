@@ -1,8 +1,9 @@
 """`atrex-inject report`: the one HTML file a reviewer opens first. Self-contained (pictures and
 the Perfetto trace are embedded, no network needed to read it): the grade, the validation table,
-per launch the interval summary and the picture, the measurement when given, and a link that
-opens the trace in the Perfetto UI by handing it over with postMessage (the UI's documented
-"deep linking" handshake: PING until PONG, then {perfetto: {buffer, title, fileName}})."""
+per launch the interval summary and the picture, the comparison with another capture (--compare)
+and the measurement when given, and a link that opens the trace in the Perfetto UI by handing it
+over with postMessage (the UI's documented "deep linking" handshake: PING until PONG, then
+{perfetto: {buffer, title, fileName}})."""
 from __future__ import annotations
 
 import base64
