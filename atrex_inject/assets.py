@@ -1,5 +1,5 @@
-"""Where the shipped non-Python files are: the grammars, the runtime header, and the demo's example
-and real H200 capture.
+"""Where the shipped non-Python files are: the grammars, the runtime header, and the demo's example,
+its real H200 capture and the H200 captures its comparison reads (before and after one change).
 
 Installed (`pip install .`), they are folders inside the package (pyproject maps the repository's
 folders onto atrex_inject.grammars, .runtime, .examples and .demo_capture); run from a source
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 SOURCE_DIRS = {"grammars": "grammars", "runtime": "runtime", "examples": "examples",
-               "demo_capture": "tests/fixtures/h200/gemm_mma"}
+               "demo_capture": "tests/fixtures/h200/gemm_mma", "compare_captures": "tests/fixtures/h200/compare"}
 
 
 def asset_dir(kind: str) -> Path:

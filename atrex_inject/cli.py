@@ -63,6 +63,12 @@ MeasurementOpt = typer.Option(None, help="Measurement artifact (atrex-inject mea
 EvidenceOpt = typer.Option(None, help="The evaluator's JSONL correctness records (examples/evaluator.py writes one).")
 TargetOpt = typer.Option(0.10, help="Overhead target, either way (0.10 = 10%: slower or faster than the clean build).")
 SourceOpt = typer.Option(None, help="Instrumented source, for the provenance check.")
+MapOpt = typer.Option([], "--map", metavar="OLD=NEW", help="BEFORE's site OLD is AFTER's site NEW (repeatable): "
+                                                           "a site renamed between the two specs.")
+AllowWorkloadOpt = typer.Option(False, "--allow-workload-change", help="Compare captures of different workloads "
+                                                                        "(the output says so).")
+AllowDeviceOpt = typer.Option(False, "--allow-device-change", help="Compare captures from different GPU models "
+                                                                    "(the output says so).")
 
 
 def _version(show: bool) -> None:
@@ -524,16 +530,58 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
            manifest: Optional[Path] = ManifestOpt, measurement: Optional[Path] = MeasurementOpt,
            correctness_evidence: Optional[Path] = EvidenceOpt, target: float = TargetOpt,
            source: Optional[Path] = SourceOpt, root: Optional[Path] = MeasureRootOpt,
-           png_window: str = PngWindowOpt, as_json: bool = JsonOpt):
+           png_window: str = PngWindowOpt,
+           compare: Optional[Path] = typer.Option(None, "--compare", metavar="BEFORE",
+                                                  help="Also compare this capture with BEFORE's (atrex-inject compare "
+                                                       "BEFORE CAPTURE_DIR): its table and picture."),
+           mapping: list[str] = MapOpt, allow_workload_change: bool = AllowWorkloadOpt,
+           allow_device_change: bool = AllowDeviceOpt, as_json: bool = JsonOpt):
     """Write one self-contained HTML page for a reviewer: the grade, the validation table, per launch
     the interval summary and the picture, the measurement when given, and a link that opens the
-    embedded trace in the Perfetto UI."""
+    embedded trace in the Perfetto UI. With --compare BEFORE, a section comparing this capture with
+    BEFORE's (--map and --allow-* as in `compare`)."""
+    from .compare import parse_map
     from .report import write_report
 
     def work():
+        if compare is None and (mapping or allow_workload_change or allow_device_change):
+            raise AtrexError("--map and --allow-* apply to --compare", hint="add --compare BEFORE")
         return write_report(capture_dir, out_file, manifest, measurement, correctness_evidence, target, source, root,
-                            png_window)
+                            png_window, compare, parse_map(mapping), allow_workload_change, allow_device_change)
     _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})"))
+
+
+@app.command()
+def compare(before: Path = typer.Argument(..., metavar="BEFORE", help="Capture folder of the build before the change."),
+            after: Path = typer.Argument(..., metavar="AFTER", help="Capture folder of the build after it."),
+            mapping: list[str] = MapOpt, allow_workload_change: bool = AllowWorkloadOpt,
+            allow_device_change: bool = AllowDeviceOpt,
+            png: Optional[Path] = typer.Option(None, help="Write the picture: per interval both distributions "
+                                                          "(ECDF, one axis) and the per-SM medians."),
+            measurement_before: Optional[Path] = typer.Option(None, help="BEFORE's measurement (atrex-inject "
+                                                                         "measure; default BEFORE/measure.json)."),
+            measurement_after: Optional[Path] = typer.Option(None, help="AFTER's measurement (default "
+                                                                        "AFTER/measure.json)."),
+            as_json: bool = JsonOpt):
+    """Which intervals moved between two captures (each validated first; a rejected one is refused),
+    by how much, with what confidence. Sites are matched by name (--map for renamed ones); the kernels
+    may differ, the workload and the device model may not unless allowed. Per interval, per site
+    offset and for the launch's span: count, median, p10, p90 on each side; the median's change with
+    a 95% bootstrap interval that resamples owners (launches first when a folder holds several); a
+    Mann-Whitney rank test on per-owner medians (per-launch when both folders hold several launches);
+    and a verdict, faster/slower (earlier/later for an offset) only when the interval excludes 0, the
+    rank test agrees and the move exceeds the timer's tick, else `no change detected`. Per CTA (p90, max: stragglers), per SM and per warp it says where. With a
+    measurement of each side, the clean builds' end-to-end change too. Exit 0 with the verdicts, 2 on
+    bad input (docs/compare.md)."""
+    from .compare import compare as compare_captures
+    from .compare import render_text
+
+    def render(r):
+        out.print(render_text(r))
+        if r.get("png"):
+            out.print(f"png: {r['png']}")
+    _run(as_json, lambda: compare_captures(before, after, mapping, allow_workload_change, allow_device_change,
+                                           measurement_before, measurement_after, png), render)
 
 
 @app.command()

@@ -3,7 +3,8 @@
 Copies the bundled GEMM example and its spec into a work folder, applies the spec, checks that
 the bundled real H200 capture was recorded from exactly this instrumented source (same source
 id), then decodes, validates, summarizes, exports .pftrace and PNG, writes the HTML report, and reverts
-byte-exact.
+byte-exact. Then it compares two bundled H200 captures of one kernel before and after a one-line change
+(docs/compare.md), when they are bundled.
 With --live it builds the instrumented example and captures on this machine's GPU instead.
 """
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 from . import manifest as mf
 from . import snapshot
 from .assets import asset_dir
+from .compare import compare_dirs, render_text as compare_text
+from .compare_picture import render_png as compare_png
 from .decode import capture_files
 from .errors import AtrexError
 from .evidence import gather
@@ -100,8 +103,16 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     rv = snapshot.revert(spec)
     restored = sha256_file(src) == clean_sha
     _say(console, f"6. revert: {m.source.path} restored byte for byte: {'yes' if restored else 'NO'}")
+    comparison = None
+    if (asset_dir("compare_captures") / "before").is_dir():
+        caps = shutil.copytree(asset_dir("compare_captures"), work / "compare", dirs_exist_ok=True)
+        c = compare_dirs(caps / "before", caps / "after")
+        comparison = c.result
+        _say(console, f"7. compare: H200 captures of tests/sources/compare/sumsq.cu before and after one change (its "
+                      f"streaming loop unrolled by 4), picture {compare_png(c, work / 'compare.png')}")
+        _say(console, "   " + compare_text(c.result).replace("\n", "\n   "))
     _say(console, f"work folder: {work}")
     return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],
             "summaries": report["summaries"], "perfetto": trace and str(trace), "png": png and str(png),
             "panels": panels, "report": str(page),
-            "reverted_byte_exact": restored, "archived": rv["archived"], "live": live}
+            "reverted_byte_exact": restored, "archived": rv["archived"], "live": live, "comparison": comparison}

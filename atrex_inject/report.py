@@ -1,8 +1,9 @@
 """`atrex-inject report`: the one HTML file a reviewer opens first. Self-contained (pictures and
 the Perfetto trace are embedded, no network needed to read it): the grade, the validation table,
-per launch the interval summary and the picture, the measurement when given, and a link that
-opens the trace in the Perfetto UI by handing it over with postMessage (the UI's documented
-"deep linking" handshake: PING until PONG, then {perfetto: {buffer, title, fileName}})."""
+per launch the interval summary and the picture, the comparison with another capture (--compare)
+and the measurement when given, and a link that opens the trace in the Perfetto UI by handing it
+over with postMessage (the UI's documented "deep linking" handshake: PING until PONG, then
+{perfetto: {buffer, title, fileName}})."""
 from __future__ import annotations
 
 import base64
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from . import __version__
 from . import manifest as mf
+from .compare import (SPEED, WHEN, Comparison, about_lines, change_text, compare_dirs, end_to_end_line, moved_line,
+                      p_text, rows, verdict_text)
 from .evidence import Evidence, gather
 from .export import trace_bytes
 from .fsio import write_atomic
@@ -109,6 +112,10 @@ def _summary(s: dict) -> str:
                       "resolution"], rows, "intervals"))
 
 
+def _png(png: bytes) -> str:
+    return f"data:image/png;base64,{base64.b64encode(png).decode()}"
+
+
 def _picture(launch, manifest: Manifest, window: Window | None) -> str:
     import matplotlib.pyplot as plt
 
@@ -117,7 +124,34 @@ def _picture(launch, manifest: Manifest, window: Window | None) -> str:
     fig.savefig(buf, format="png")
     plt.close(fig)
     return (f'<img class="timeline" alt="intervals of {_e(launch.name)}: durations and a zoomed swimlane" '
-            f'src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">')
+            f'src="{_png(buf.getvalue())}">')
+
+
+def _comparison(c: Comparison) -> str:
+    """`report AFTER --compare BEFORE`: compare's table (docs/compare.md) and its picture."""
+    from .compare_picture import png_bytes
+    r = c.result
+    head = ["", *(f"{s} {k}" for s in ("BEFORE", "AFTER") for k in ("count", "median (µs)", "p10 (µs)", "p90 (µs)")),
+            "change [95% interval]", "rank p", "verdict"]
+    body = []
+    for depth, label, f in rows(r):
+        name = f'<td style="padding-left:{8 + 18 * depth}px">{_e(label)}</td>'
+        if f is None:
+            body.append([f'<td colspan="{len(head)}" style="padding-left:{8 + 18 * depth}px">{_e(label)}</td>'])
+            continue
+        v = _e(verdict_text(f))
+        body.append([name, *(f'<td class="num">{f[s]["count"]}</td>' if k == "count" else _num(f[s].get(k), 1e3)
+                             for s in ("before", "after") for k in ("count", "median", "p10", "p90")),
+                     f'<td class="num">{_e(change_text(f))}</td>', f'<td class="num">{_e(p_text(f))}</td>',
+                     f"<td>{f'<b>{v}</b>' if f['verdict'] in SPEED + WHEN else v}</td>"])
+    e = end_to_end_line(r)
+    return (f'<h2 id="comparison">Compared with <code>{_e(r["before"]["path"])}</code></h2>'
+            + "".join(f"<p>{_e(x)}</p>" for x in about_lines(r))
+            + _table(head, body, "comparison") + (f"<p>{_e(e)}</p>" if e else "")
+            + "".join(f"<p>note: {_e(n)}</p>" for n in r["notes"])
+            + f"<p><b>{_e(moved_line(r))}</b></p>"
+            + f'<img class="comparison" alt="each interval before and after: distributions and per-SM medians" '
+              f'src="{_png(png_bytes(c))}">')
 
 
 def _measurement(art: dict, check: dict) -> str:
@@ -151,8 +185,9 @@ def _perfetto(trace: bytes, name: str, out: Path) -> tuple[str, str]:
     return section, script
 
 
-def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | None = None) -> Path:
-    """Write the report for gathered evidence; returns its path."""
+def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | None = None,
+           comparison: Comparison | None = None) -> Path:
+    """Write the report for gathered evidence (and a comparison with another capture); returns its path."""
     out = Path(out)
     m = ev.manifest
     parts = [f"<h1>atrex-inject report: {_e(m.name)}</h1>",
@@ -175,6 +210,8 @@ def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | Non
         if len(ev.launches) > MAX_PICTURES:
             parts.append(f"<p>Pictures for the first {MAX_PICTURES} of {len(ev.launches)} launches; "
                          f"<code>atrex-inject export --png</code> draws the first launch of a folder.</p>")
+    if comparison is not None:
+        parts.append(_comparison(comparison))
     if ev.measurement is not None:
         parts.append(_measurement(ev.measurement, ev.measurement_check))
     page = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atrex-inject: {_e(m.name)}"
@@ -185,11 +222,15 @@ def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | Non
 
 def write_report(capture_dir: Path, out: str | Path, manifest: Path | None = None, measurement: Path | None = None,
                  evidence: Path | None = None, target: float = DEFAULT_TARGET, source: Path | None = None,
-                 root: Path | None = None, png_window: str = "auto") -> dict:
+                 root: Path | None = None, png_window: str = "auto", compare: Path | None = None,
+                 mapping: dict[str, str] | None = None, allow_workload_change: bool = False,
+                 allow_device_change: bool = False) -> dict:
     """`atrex-inject report`: gather the evidence of a capture folder (evidence.gather, with its
-    manifest, default CAPTURE_DIR/manifest.json) and render the page; {"report", "verdict", "grade"}."""
+    manifest, default CAPTURE_DIR/manifest.json) and render the page; {"report", "verdict", "grade"}.
+    With `compare` (BEFORE's capture folder), the page holds compare_dirs(compare, capture_dir) too."""
     w = parse_window(png_window)
+    c = compare_dirs(compare, capture_dir, mapping, allow_workload_change, allow_device_change) if compare else None
     ev = gather(capture_dir, mf.for_capture(capture_dir, manifest), measurement, evidence, target=target,
                 source=source, root=root)
-    path = render(ev, out, str(capture_dir), w)
+    path = render(ev, out, str(capture_dir), w, c)
     return {"report": str(path), "verdict": ev.capture["verdict"], "grade": ev.grade["grade"]}

@@ -45,10 +45,11 @@ def manifest(capacity: int, event_bytes: int = 8) -> Manifest:
 
 
 def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed: int = 0, packed: bool = False,
-                  tick: int = TICK) -> Manifest:
-    """Write `<kernel>-launch0.atrex` + sidecar + manifest.json holding about `events` events
-    (`per_owner` per warp, rounded to whole CTAs of 8 warps), 8-byte or `packed` 4-byte ones, the
-    timer read in steps of `tick` ns; returns the manifest."""
+                  tick: int = TICK, launch_seq: int = 0) -> Manifest:
+    """Write `<kernel>-launch<launch_seq>.atrex` + sidecar + manifest.json holding about `events`
+    events (`per_owner` per warp, rounded to whole CTAs of 8 warps), 8-byte or `packed` 4-byte ones,
+    the timer read in steps of `tick` ns; returns the manifest. Calls with other launch_seq (and
+    seed) into one folder write several launches of one run."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cap = max(2, per_owner - per_owner % 2)
@@ -56,7 +57,7 @@ def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed:
     n = ctas * WARPS
     rng = np.random.default_rng(seed)
     event_bytes = 4 if packed else 8
-    h = build_header([GROUP], (ctas, 1, 1), (WARPS * 32, 1, 1), cap, event_bytes, False, SOURCE_ID, 0)
+    h = build_header([GROUP], (ctas, 1, 1), (WARPS * 32, 1, 1), cap, event_bytes, False, SOURCE_ID, launch_seq)
     own = np.zeros(n, dtype=OWNER_DTYPE)
     o = np.arange(n)
     start = T0 + (o // WARPS // 132) * 50_000 + rng.integers(0, 2_000, n) // tick * tick  # waves of 132 CTAs
@@ -74,7 +75,7 @@ def write_capture(out_dir: str | Path, events: int, per_owner: int = 2048, seed:
         ev = np.empty((n, cap, 2), dtype="<u4")
         ev[:, :, 0] = t & 0xFFFFFFFF
         ev[:, :, 1] = TAG_VALID | site
-    write_launch(out_dir, KERNEL, 0, h.tobytes() + own.tobytes() + ev.tobytes(), [ctas, 1, 1], [WARPS * 32, 1, 1],
+    write_launch(out_dir, KERNEL, launch_seq, h.tobytes() + own.tobytes() + ev.tobytes(), [ctas, 1, 1], [WARPS * 32, 1, 1],
                  SOURCE_ID, "synthetic", {"name": "none (SYNTHETIC capture)", "uuid": "GPU-synthetic"}, RUN_ID)
     m = manifest(cap, event_bytes)
     (out_dir / "manifest.json").write_text(m.dumps())

@@ -19,9 +19,14 @@ DENSE_BINS = 1 << 22  # a grid of at most this many (key, value) cells (16 MB), 
 SAMPLE = 4096
 
 
+def rank(n: int, q: float) -> int:
+    """0-based position, in sorted order, of quantile q among n values: the ceil(q n)-th smallest."""
+    return max(int(np.ceil(q * n)) - 1, 0)
+
+
 def ranks(n: int) -> list[int]:
-    """0-based positions, in sorted order, of QUANTILES among n values (the ceil(q n)-th smallest)."""
-    return [max(int(np.ceil(q * n)) - 1, 0) for q in QUANTILES.values()]
+    """rank(n, q) of each of QUANTILES."""
+    return [rank(n, q) for q in QUANTILES.values()]
 
 
 def step_of(d: np.ndarray) -> int:

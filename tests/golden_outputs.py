@@ -1,8 +1,8 @@
 """What the user sees, computed through the CLI only, so the same code ran before a refactor (to
 write tests/golden/) and runs after it (test_golden.py compares): the demo's text, the manifest
-`apply` writes for every example spec (its time stamp blanked), and for every committed H200
+`apply` writes for every example spec (its time stamp blanked), for every committed H200
 fixture its decode report and saved columns, validation report, interval summary and default
-Perfetto trace. The trace is kept as what the trace processor reads from it (tests/pftrace.py:
+Perfetto trace, and the comparison of the reduction's two recorders (compare's seeded figures). The trace is kept as what the trace processor reads from it (tests/pftrace.py:
 each track's descriptor and events, names and times resolved), so its encoding may change and
 what the UI shows may not.
 
@@ -61,6 +61,8 @@ def outputs() -> dict[str, bytes]:
             saved = sorted(q for q in (work / f"{name}.decoded").rglob("*") if q.is_file())
             out[f"{name}.decode.json"] = clean(f"exit {code}\n{text}" + "".join(
                 f"{q.relative_to(work)} {hashlib.sha256(q.read_bytes()).hexdigest()}\n" for q in saved))
+        code, text = _cli("compare", work / "reduce_sumsq", work / "reduce_sumsq_resident", "--json")
+        out["compare.reduce_sumsq.reduce_sumsq_resident.json"] = clean(f"exit {code}\n{text}")
         project = work / "project"
         shutil.copytree(REPO / "examples", project / "examples")
         (project / ".git").mkdir()
