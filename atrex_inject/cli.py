@@ -458,16 +458,23 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
            correctness_evidence: Optional[Path] = EvidenceOpt, target: float = TargetOpt,
            source: Optional[Path] = SourceOpt, root: Optional[Path] = MeasureRootOpt,
            png_window: str = PngWindowOpt, as_json: bool = JsonOpt):
-    """Write one self-contained HTML page for a reviewer: the grade, the validation table, per launch
-    the interval summary and the picture, the measurement when given, and a link that opens the
-    embedded trace in the Perfetto UI."""
+    """Write one self-contained HTML page for a reviewer, the Perfetto trace beside it: the spec's
+    question and the answer its intervals give (computed: the longest phase, its ratio to the next
+    with a 95% interval, or why the intervals cannot answer), the intervals on one axis, where each
+    probe sits, the grade, validation, marks and per-SM tables, per launch the summary and the
+    picture, how to open the trace (offline from the file, or online in the Perfetto UI), and the
+    measurement when given."""
     from .report import write_report
 
     def work():
         return write_report(capture_dir, out_file, manifest, measurement, correctness_evidence, target, source, root,
                             png_window)
-    _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})",
-                                            markup=False))
+
+    def render(r):
+        out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']}); trace {r['trace']}",
+                  markup=False)
+        out.print(f"answer: {r['answer']}", markup=False)
+    _run(as_json, work, render)
 
 
 @app.command()
