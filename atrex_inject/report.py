@@ -134,8 +134,10 @@ def _answer_line(p: Page) -> str:
     a = p.answers[0]
     more = (f" (launch <code>{_e(a['launch'])}</code>, the first of {len(p.answers)}; each launch's answer is "
             f"under Intervals)" if len(p.answers) > 1 else "")
-    return (f'<p id="answer" class="answer{" none" if a["status"] == "none" else ""}"><b>Answer:</b> '
-            f"{_code(a['text'])}{more}</p>")
+    none = a["status"] == "none"
+    text = a["text"].removeprefix("No answer: ") if none else a["text"]
+    return (f'<p id="answer" class="answer{" none" if none else ""}"><b>{"No answer" if none else "Answer"}:</b> '
+            f"{_code(text)}{more}</p>")
 
 
 def _meta(p: Page) -> str:
@@ -209,11 +211,13 @@ def _shared_axis(p: Page) -> str:
         ci = "" if r["lo"] is None else f" [{r['lo']:.2f}, {r['hi']:.2f}]"
         return f'<td class="num">{r["value"]:.2f}×{ci}</td>'
 
+    compared = bool(a["compared"])  # no answer: no ratio column
     table = _table(["interval", "instances", "owners", f"p10 ({unit[0]})", f"median ({unit[0]})", f"p90 ({unit[0]})",
-                    "longest ÷ this [95% interval]"],
+                    *["longest ÷ this [95% interval]"] * compared],
                    [[f"<td><code>{_e(n)}</code></td>", f'<td class="num">{stats[n]["count"]}</td>',
                      f'<td class="num">{len(stats[n]["per_owner"])}</td>',
-                     *(_num(stats[n][q], unit[1], "{:.4g}") for q in ("p10", "median", "p90")), ratio_cell(n)]
+                     *(_num(stats[n][q], unit[1], "{:.4g}") for q in ("p10", "median", "p90")),
+                     *[ratio_cell(n)] * compared]
                     for n in names], "answer-intervals")
     enclosing = "".join(f"<li><code>{_e(n)}</code>: median {_e(fmt(stats[n]['median'], unit_of(stats[n]['median'])))}"
                         f" ({stats[n]['count']} instances), encloses the intervals above</li>"
@@ -420,7 +424,7 @@ def _launches(p: Page) -> str:
     for i, (launch, s) in enumerate(zip(p.ev.launches, p.ev.capture["summaries"])):
         parts.append(f"<h3>{_e(launch.name)}</h3>")
         if len(p.answers) > 1:
-            parts.append(f'<p class="launch-answer"><b>Answer:</b> {_code(p.answers[i]["text"])}</p>')
+            parts.append(f'<p class="launch-answer">{_code(p.answers[i]["text"])}</p>')
         parts.append(_summary(s))
         if i < MAX_PICTURES and m.intervals:  # the picture compares intervals: none, no picture
             parts.append(_picture(launch, m, p.window))

@@ -177,6 +177,20 @@ def test_report_json_and_grade(built):
     assert [html.index(x) for x in order] == sorted(html.index(x) for x in order)
 
 
+def test_intervals_that_cannot_answer_say_so_at_the_top(tmp_path):
+    """The header-kernel example names one interval: the line right after the question says there is
+    no answer and why; the axis still shows the interval, with no ratio column."""
+    r = invoke("report", FIX / "rowscale_split", "-o", tmp_path / "r.html", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    html = (tmp_path / "r.html").read_text()
+    body = html[html.index("</h1>") + 5:]
+    assert body.startswith('<p id="answer" class="answer none"><b>No answer:</b> the spec&#x27;s intervals cannot '
+                           "answer: the spec names one interval, <code>row_start -&gt; row_end</code>")
+    assert out["answer"].startswith("No answer: the spec's intervals cannot answer")
+    assert 'data-interval="row_start -&gt; row_end"' in html and "longest ÷ this" not in html
+
+
 def test_probe_sites_come_from_the_workspace_while_applied_and_say_where_they_were_sought(tmp_path):
     """A capture folder without the patch: the report finds it in the project's workspace (the spec
     applied: the demo's case), in its history once reverted, and otherwise says where it looked."""
