@@ -142,6 +142,24 @@ def test_report_in_a_browser(built):
         browser.close()
 
 
+def test_demo_report_opens_with_the_answer_line(tmp_path):
+    """The demo's own report, in Chromium: the question, then the line the demo printed, before
+    anything else on the page; the screenshot is the first screen a reviewer sees."""
+    r = invoke("demo", "--out", tmp_path / "demo", "--json")
+    out = json.loads(r.output)
+    shown = ("" if out["answer"].startswith("No answer:") else "Answer: ") + out["answer"].replace("`", "")
+    with _sync_playwright()() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(Path(out["report"]).as_uri())
+        assert page.evaluate("[...document.body.children].slice(0, 2).map(e => e.tagName + '#' + e.id)") == \
+            ["H1#question", "P#answer"]
+        assert page.locator("#answer").inner_text() == shown
+        assert page.locator("#answer").bounding_box()["y"] < 200  # on the first screen
+        assert page.screenshot(path=str(tmp_path / "demo-report.png"))[:8] == b"\x89PNG\r\n\x1a\n"
+        browser.close()
+
+
 def test_online_link_without_network_says_so(tmp_path, monkeypatch):
     """The Perfetto UI never answers (no network): after PONG_WAIT_S the page says the link needs the
     network and points at the trace file beside it, instead of waiting for ever."""
