@@ -536,10 +536,13 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
                                                        "BEFORE CAPTURE_DIR): its table and picture."),
            mapping: list[str] = MapOpt, allow_workload_change: bool = AllowWorkloadOpt,
            allow_device_change: bool = AllowDeviceOpt, as_json: bool = JsonOpt):
-    """Write one self-contained HTML page for a reviewer: the grade, the validation table, per launch
-    the interval summary and the picture, the measurement when given, and a link that opens the
-    embedded trace in the Perfetto UI. With --compare BEFORE, a section comparing this capture with
-    BEFORE's (--map and --allow-* as in `compare`)."""
+    """Write one self-contained HTML page for a reviewer, the Perfetto trace beside it: the spec's
+    question and the answer its intervals give (computed: the longest phase, its ratio to the next
+    with a 95% interval, or why the intervals cannot answer), the intervals on one axis, where each
+    probe sits, the grade, validation, marks and per-SM tables, per launch the summary and the
+    picture, how to open the trace (offline from the file, or online in the Perfetto UI), and the
+    measurement when given. With --compare BEFORE, a section comparing this capture with BEFORE's
+    (--map and --allow-* as in `compare`)."""
     from .compare import parse_map
     from .report import write_report
 
@@ -548,7 +551,11 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
             raise AtrexError("--map and --allow-* apply to --compare", hint="add --compare BEFORE")
         return write_report(capture_dir, out_file, manifest, measurement, correctness_evidence, target, source, root,
                             png_window, compare, parse_map(mapping), allow_workload_change, allow_device_change)
-    _run(as_json, work, lambda r: out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']})"))
+
+    def render(r):
+        out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']}); trace {r['trace']}")
+        out.print(f"answer: {r['answer']}")
+    _run(as_json, work, render)
 
 
 @app.command()

@@ -2,9 +2,9 @@
 
 Copies the bundled GEMM example and its spec into a work folder, applies the spec, checks that
 the bundled real H200 capture was recorded from exactly this instrumented source (same source
-id), then decodes, validates, summarizes, exports .pftrace and PNG, writes the HTML report, and reverts
-byte-exact. Then it compares two bundled H200 captures of one kernel before and after a one-line change
-(docs/compare.md), when they are bundled.
+id), then decodes, validates, summarizes, prints the answer line (answer.py), writes the HTML
+report with the Perfetto trace beside it and the PNG, and reverts byte-exact. Then it compares two
+bundled H200 captures of one kernel before and after a one-line change (docs/compare.md).
 With --live it builds the instrumented example and captures on this machine's GPU instead.
 """
 from __future__ import annotations
@@ -23,7 +23,6 @@ from .compare_picture import render_png as compare_png
 from .decode import capture_files
 from .errors import AtrexError
 from .evidence import gather
-from .export import export_perfetto
 from .fsio import sha256_file
 from .patch import diffstat
 from .report import render as render_report
@@ -92,27 +91,28 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     for s in report["summaries"]:
         _say(console, "   " + render_text(s).replace("\n", "\n   "))
     page = render_report(ev, work / "report.html", str(cap))
-    trace = png = panels = None
+    _say(console, f"5. answer: {page['answer']['text']}")
+    trace, png, panels = page["trace"], None, None
     if launches:
-        trace = export_perfetto(launches, m, work / "timeline.pftrace")
         png, panels = render_png(launches[0], m, work / "timeline.png")
-        _say(console, f"5. export: {trace} (open in https://ui.perfetto.dev), {png} (per interval: durations and "
-                      f"a zoomed swimlane), and {page} (validation, summary, picture, trace link: open this first)")
+        _say(console, f"6. export: {page['report']} (the question, its answer, where each probe sits, the tables: "
+                      f"open this first), {trace} (the Perfetto trace: the report says how to open it) and {png} "
+                      f"(per interval: durations and a zoomed swimlane)")
     else:
-        _say(console, f"5. export: no launch decoded, nothing to draw; {page} shows the failed checks")
+        _say(console, f"6. export: no launch decoded, nothing to draw; {page['report']} shows the failed checks")
     rv = snapshot.revert(spec)
     restored = sha256_file(src) == clean_sha
-    _say(console, f"6. revert: {m.source.path} restored byte for byte: {'yes' if restored else 'NO'}")
+    _say(console, f"7. revert: {m.source.path} restored byte for byte: {'yes' if restored else 'NO'}")
     comparison = None
     if (asset_dir("compare_captures") / "before").is_dir():
         caps = shutil.copytree(asset_dir("compare_captures"), work / "compare", dirs_exist_ok=True)
         c = compare_dirs(caps / "before", caps / "after")
         comparison = c.result
-        _say(console, f"7. compare: H200 captures of tests/sources/compare/sumsq.cu before and after one change (its "
+        _say(console, f"8. compare: H200 captures of tests/sources/compare/sumsq.cu before and after one change (its "
                       f"streaming loop unrolled by 4), picture {compare_png(c, work / 'compare.png')}")
         _say(console, "   " + compare_text(c.result).replace("\n", "\n   "))
     _say(console, f"work folder: {work}")
     return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],
-            "summaries": report["summaries"], "perfetto": trace and str(trace), "png": png and str(png),
-            "panels": panels, "report": str(page),
+            "summaries": report["summaries"], "answer": page["answer"]["text"], "perfetto": trace,
+            "png": png and str(png), "panels": panels, "report": page["report"],
             "reverted_byte_exact": restored, "archived": rv["archived"], "live": live, "comparison": comparison}

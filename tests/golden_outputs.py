@@ -9,7 +9,8 @@ what the UI shows may not.
 Paths that differ between runs (the temporary work folder) are replaced by `<WORK>`. An output
 larger than INLINE bytes (the traces, the summaries of the big fixtures) is kept as its sha256 and
 size; the others in full, so a difference reads as a diff. Regenerate only on purpose, from a
-commit whose outputs are right:
+commit whose outputs are right (files it no longer writes, an output that grew past INLINE say,
+are removed):
 
     python tests/golden_outputs.py tests/golden
 """
@@ -102,6 +103,10 @@ def stored(outs: dict[str, bytes]) -> dict[str, bytes]:
 if __name__ == "__main__":
     dest = Path(sys.argv[1])
     dest.mkdir(parents=True, exist_ok=True)
-    for name, data in stored(outputs()).items():
+    files = stored(outputs())
+    for name, data in files.items():
         (dest / name).write_bytes(data)
         print(f"{dest / name}: {len(data)} bytes")
+    for old in sorted(p for p in dest.iterdir() if p.name not in files):
+        old.unlink()
+        print(f"{old}: removed (no longer written)")

@@ -40,10 +40,11 @@ def test_gemm_geometry_and_counts():
     for key in ("owners_missing", "owners_unexpected", "owners_misplaced", "duplicate_claims", "overflow_owners",
                 "torn_events", "stray_events"):
         assert l.counts[key] == 0, key
-    k_tiles, every = 4096 // 32, 4
-    expect = {"tile_start": 1, "iter": k_tiles // every, "prefetch": -(-(k_tiles - 1) // every),
-              "stage_ready": k_tiles // every, "mma_done": k_tiles // every, "epilogue": 1, "tile_end": 1,
-              "barrier_init": 1}
+    # every site in the k-loop records every 4th of its 128 k-tiles (the load_stage call, skipped
+    # on the last k-tile, is reached on every sampled one); the others once per owner
+    k_tiles = 4096 // 32
+    expect = {s.name: k_tiles // s.every if s.every > 1 else 1 for s in m.sites}
+    assert {s.every for s in m.sites} == {1, 4}
     for site, n in expect.items():
         c = per_site(m, l, site)
         assert c.size and (c == n).all(), (site, np.unique(c))
@@ -117,12 +118,14 @@ def test_cli_decode_json(tmp_path):
     from typer.testing import CliRunner
 
     from atrex_inject.cli import app
-    d, _ = _copy(tmp_path, "gemm_mma")
+    d, m = _copy(tmp_path, "gemm_mma")
     r = CliRunner().invoke(app, ["decode", str(d), "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     (row,) = out["launches"]
-    assert row["counts"]["events"] == 16784 and Path(row["saved"]).exists()
+    per_warp = sum(4096 // 32 // s.every if s.every > 1 else 1 for s in m.sites if s.role.value == "lane0")
+    per_cta = sum(1 for s in m.sites if s.role.value == "cta")
+    assert row["counts"]["events"] == 16 * 8 * per_warp + 16 * per_cta and Path(row["saved"]).exists()
 
 
 def test_python_capture_refuses_a_buffer_the_recorder_cannot_address():

@@ -3,6 +3,7 @@ interval has a distribution panel and a swimlane whose window holds complete ins
 lanes carry the trace's names; the summary states the timer tick and flags quantized medians."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from atrex_inject.cli import app
 from atrex_inject.decode import decode_dir
 from atrex_inject.demo import run_demo
 from atrex_inject.intervals import pairs
+from atrex_inject.manifest import Interval
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.summary import render_text, summarize_launch
 from atrex_inject.timeline import draw, parse_window
@@ -82,7 +84,8 @@ def test_fixed_window_applies_to_every_row(demo):
     for row in rows:
         assert row["window_us"] == [100.0, 112.0]
         assert _axes(fig, "lanes")[row["interval"]].get_xlim() == (100.0, 112.0)
-    assert rows[2]["complete_in_window"] == 0  # a 140 µs tile cannot fit in 12 µs, and the row says so
+    tile = next(r for r in rows if r["interval"] == "tile_start -> epilogue")
+    assert tile["complete_in_window"] == 0  # a 140 µs tile cannot fit in 12 µs, and the row says so
     fig, rows = draw(launch, m, parse_window("5000:5010"))  # after the launch ended
     assert all(r["lanes"] == [] and r["complete_in_window"] == 0 for r in rows)
     assert all("no events in this window" in [t.get_text() for t in ax.texts] for ax in _axes(fig, "lanes").values())
@@ -124,16 +127,22 @@ def test_summary_states_the_tick_and_flags_quantized_medians():
 
 def test_crowded_marks_become_ticks(demo, monkeypatch):
     """Marks are symbols while they have room on a lane, and vertical ticks once they would overlap
-    (forced here by asking for more room per mark than the 32 prefetch marks per lane leave)."""
+    (forced here by asking for more room per mark than the 32 marks per lane of the site on the
+    load_stage call leave; a synthetic manifest edit names two intervals that leave it a mark)."""
     from atrex_inject import timeline
     _, m, launch = demo
+    issue = next(s.name for s in m.sites if s.anchor and s.anchor.pattern == "load_stage")
+    names = ("iter -> stage_ready", "stage_ready -> mma_done")
+    m = dataclasses.replace(m, intervals=tuple(
+        Interval(n, *n.split(" -> "), *(m.site_ids[x] for x in n.split(" -> "))) for n in names))
+    assert m.site_ids[issue] not in m.endpoint_ids
 
-    def prefetch_marker_vertices():
+    def marker_vertices():
         fig, _ = draw(launch, m, parse_window("0:601"))
         (coll,) = [c for ax in _axes(fig, "lanes").values() for c in ax.collections
-                   if c.get_gid() == "marks:prefetch"][:1]
+                   if c.get_gid() == f"marks:{issue}"][:1]
         return len(coll.get_paths()[0].vertices)
 
-    assert prefetch_marker_vertices() > 2  # a triangle
+    assert marker_vertices() > 2  # a triangle
     monkeypatch.setattr(timeline, "MARK_SPACING_PX", 100)
-    assert prefetch_marker_vertices() == 2  # a tick: one vertical segment
+    assert marker_vertices() == 2  # a tick: one vertical segment

@@ -106,7 +106,7 @@ def cuda_sites(text: str, kernel: str, path: str):
         _, loops = anchors.candidates(k, probe("loop"))
         _, calls = anchors.candidates(k, probe("call"))
         _, ptxs = anchors.candidates(k, probe("ptx"))
-    except Exception as e:  # a body the grammar rejects
+    except Exception:  # a body the grammar rejects
         return base, None  # apply reports the parse error
     sites = list(base)
     main = max(loops, key=lambda m: (m.stmt.end - m.stmt.start, -m.stmt.start), default=None)

@@ -10,7 +10,8 @@ clean (A) against (B):
             memory until exit; reduce_sumsq and layernorm: the GEMM's own shared memory leaves no room)
   all       the every-CTA build recording
   packed, resident_packed
-            spec and resident with `packed = true` (4-byte events, the site id in the timer's low bits)
+            spec and resident with `packed = true` (4-byte events, the site id in the timer's low bits;
+            not built for a spec that records the clock or payloads, which a 4-byte event cannot hold)
 It validates each recording arm's first capture, folds in the per-event loops of
 bench/probe_cost/run.py (atrex, hand-written, floor), the IKeT figures of a CuTe DSL run
 (bench/perturbation/iket.py, merged with --iket) and the CuTe DSL GEMM's rows (--cutedsl: the
@@ -48,7 +49,7 @@ from atrex_inject import measure as ms
 from atrex_inject import snapshot
 from atrex_inject.errors import AtrexError
 from atrex_inject.manifest import load as load_manifest
-from atrex_inject.spec import with_recorder
+from atrex_inject.spec import load_spec, with_recorder
 from atrex_inject.validate import validate_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -173,9 +174,13 @@ def build_with_manifests(work: Path, example: str, runtimes: dict[str, Path] | N
     bins = {"clean": work / f"{example}.clean"}
     subprocess.run([*NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
     spec = work / "examples" / "specs" / f"{example}.toml"
-    specs = [("spec", spec), ("all", every_cta(spec)), ("packed", with_recorder(spec, "global", packed=True))]
+    parsed = load_spec(spec, work)
+    packs = not (parsed.capture.clock or any(x.payload for x in parsed.sites))  # a 4-byte event holds neither
+    specs = [("spec", spec), ("all", every_cta(spec))]
+    specs += [("packed", with_recorder(spec, "global", packed=True))] if packs else []
     if example in RESIDENT:
-        specs += [("resident", with_recorder(spec, "resident", 8)), ("resident_packed", with_recorder(spec, "resident", 8, packed=True))]
+        specs += [("resident", with_recorder(spec, "resident", 8))]
+        specs += [("resident_packed", with_recorder(spec, "resident", 8, packed=True))] if packs else []
     for name, s in specs:
         inst = work / f"{example}.{name}.cu"
         with APPLY:  # apply/revert hold the project's lock: one at a time, the builds in parallel

@@ -1,0 +1,221 @@
+"""The answer line: what a spec's intervals say about its question, for one launch, computed from
+its canonical events and its summary (docs/summary.md, "The answer").
+
+Which intervals answer. Some intervals enclose others (a whole tile around its k-tiles): an
+interval encloses another when at least half of the other's instances lie inside its instances on
+the same owner. The intervals that enclose no other are the phases compared; the enclosing ones are
+context, not rivals. The phase with the largest median takes longest when the 95% interval of its
+median's ratio to the next largest median lies above 1; otherwise neither does, and the line says so.
+
+The ratio's interval is a cluster bootstrap: the launch's CTAs (which share barriers and an SM, so
+their instances are not independent) are drawn with replacement RESAMPLES times, the same draw for
+every phase, and each draw's medians (inverted CDF, as the summary's) divide. The seed is fixed:
+the same capture always gives the same interval.
+
+What the line also says. A mark (a site that starts or ends no interval) inside most instances of
+a compared phase means that phase spans more than one step of the code; two phases that overlap
+share time; a median under FEW_TICKS timer ticks is mostly quantization. When the intervals cannot
+answer (a rejected capture, fewer than two phases, a phase without instances) the line says why
+and what to change, and names no winner.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .decode import Launch
+from .intervals import pairs
+from .manifest import Manifest
+from .summary import FEW_TICKS
+from .timeline import _unit as unit_of
+
+RESAMPLES = 2000
+LEVEL = 0.95
+SEED = 0
+MAJORITY = 0.5  # an interval encloses another, a mark sits inside a phase, when it does in at least this share
+CELLS = 4_000_000  # bootstrap work per chunk of resamples (resamples x (CTA, value) pairs)
+
+
+def fmt(ns: float, unit: tuple[str, float]) -> str:
+    """A duration in the given unit (timeline's choice for the largest value on an axis)."""
+    name, scale = unit
+    v = ns / scale
+    return f"{v:.0f} {name}" if name == "ns" else f"{v:.3g} {name}"
+
+
+def _inside(outer: dict, inner: dict) -> np.ndarray:
+    """Per instance of `inner`: whether an instance of `outer` holds it (same owner, by event
+    order: an owner's events are contiguous, in sequence)."""
+    if outer["i0"].size == 0 or inner["i0"].size == 0:
+        return np.zeros(inner["i0"].size, dtype=bool)
+    j = np.searchsorted(outer["i0"], inner["i0"], side="right") - 1
+    jj = np.maximum(j, 0)
+    return (j >= 0) & (outer["i1"][jj] >= inner["i1"]) & (outer["owner"][jj] == inner["owner"])
+
+
+def _holds(p: dict, idx: np.ndarray) -> np.ndarray:
+    """Per instance of p: whether one of the events `idx` (sorted) lies strictly inside it."""
+    return np.searchsorted(idx, p["i0"], side="right") < np.searchsorted(idx, p["i1"], side="left")
+
+
+def _medians(dur: np.ndarray, cluster: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per row of `weights` (resamples x clusters, how often each cluster was drawn): the
+    inverted-CDF median of the durations, each instance counted as often as its cluster was
+    drawn; NaN where a draw holds none. Work is per distinct (cluster, duration) pair."""
+    values, v = np.unique(dur, return_inverse=True)
+    key, count = np.unique(cluster.astype(np.int64) * values.size + v, return_counts=True)
+    cl, val = key // values.size, key % values.size  # sorted by value within each cluster
+    order = np.argsort(val, kind="stable")
+    cl, val, count = cl[order], val[order], count[order].astype(np.float64)
+    starts = np.flatnonzero(np.r_[True, val[1:] != val[:-1]])
+    out = np.empty(weights.shape[0])
+    step = max(1, CELLS // max(cl.size, 1))
+    for a in range(0, weights.shape[0], step):
+        w = weights[a:a + step][:, cl] * count
+        cum = np.cumsum(np.add.reduceat(w, starts, axis=1), axis=1)
+        total = cum[:, -1]
+        at = np.argmax(cum >= np.ceil(total / 2)[:, None], axis=1)
+        out[a:a + step] = np.where(total > 0, values[val[starts][at]], np.nan)
+    return out
+
+
+def _draws(clusters: int, rng: np.random.Generator) -> np.ndarray:
+    """RESAMPLES draws of `clusters` clusters with replacement, as counts per cluster."""
+    pick = rng.integers(0, clusters, size=(RESAMPLES, clusters))
+    flat = (pick + np.arange(RESAMPLES)[:, None] * clusters).ravel()
+    return np.bincount(flat, minlength=RESAMPLES * clusters).reshape(RESAMPLES, clusters).astype(np.float64)
+
+
+def _no(launch: str, text: str, reason: str, **rest) -> dict:
+    return {"launch": launch, "status": "none", "reason": reason, "text": "No answer: " + text,
+            "compared": [], "enclosing": [], "leader": None, "runner_up": None, "ratio": None, "caveats": [], **rest}
+
+
+def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verdict: str,
+           failed: list[str] = ()) -> dict:
+    """The answer for one launch: {"launch", "status" (leader | even | none), "text" (the line),
+    "compared" (per phase: name, count, owners, median/p10/p90 in ns, ratio of the leader's median
+    to it with its interval), "enclosing", "leader", "runner_up", "ratio", "caveats", "reason"}."""
+    name = summary["launch"] if summary else (launch.name if launch else "")
+    if verdict != "valid":
+        return _no(name, f"the capture is {verdict} (failed: {', '.join(failed) or 'see the validation'}); "
+                         "a rejected capture's intervals are not evidence.", "rejected")
+    if not manifest.intervals:
+        return _no(name, "the spec names no intervals; name at least two that split the time the question is "
+                         "about (`intervals = [\"a -> b\", \"b -> c\"]`).", "no_intervals")
+    stats = {r["name"]: r for r in summary["intervals"]}
+    p = {iv.name: pairs(launch, iv.start_id, iv.end_id) for iv in manifest.intervals}
+    names = [iv.name for iv in manifest.intervals]
+    enclosing = [a for a in names if any(
+        b != a and p[b]["i0"].size and _inside(p[a], p[b]).mean() >= MAJORITY for b in names)]
+    phases = [n for n in names if n not in enclosing]
+    if len(phases) < 2:
+        why = (f"the spec names one interval, `{names[0]}`: nothing to compare it with" if len(names) == 1 else
+               f"only `{phases[0]}` encloses no other interval" if phases else "every interval encloses another")
+        return _no(name, f"the spec's intervals cannot answer: {why}; name at least two intervals that do not "
+                         "enclose each other (the wait and the work, say).", "one_phase", enclosing=enclosing)
+    empty = [n for n in phases if not stats[n]["count"]]
+    if empty:
+        return _no(name, f"{', '.join(f'`{n}`' for n in empty)} {'has' if len(empty) == 1 else 'have'} no complete "
+                         "instance in this launch; check the sites' placement and density.", "no_instances",
+                   enclosing=enclosing)
+
+    cta = launch.owners["cta"]
+    ctas, cl = np.unique(np.concatenate([cta[p[n]["owner"]] for n in phases]), return_inverse=True)
+    bounds = np.cumsum([0] + [p[n]["owner"].size for n in phases])
+    weights = _draws(ctas.size, np.random.default_rng(SEED))
+    boot = {n: _medians(p[n]["dur"], cl[bounds[k]:bounds[k + 1]], weights) for k, n in enumerate(phases)}
+    ranked = sorted(phases, key=lambda n: (-stats[n]["median"], names.index(n)))
+    leader, runner = ranked[0], ranked[1]
+    tail = (1 - LEVEL) / 2
+    compared = []
+    for n in phases:
+        r = stats[n]
+        row = {"name": n, "count": r["count"], "owners": int(np.unique(p[n]["owner"]).size),
+               **{k: r[k] for k in ("min", "p10", "median", "p90", "max")}, "median_ticks": r.get("median_ticks"),
+               "ratio": None}
+        if n != leader and r["median"] > 0:
+            q = boot[leader] / boot[n]
+            q = q[np.isfinite(q)]
+            lo, hi = (np.quantile(q, [tail, 1 - tail]).tolist() if q.size else (None, None))
+            row["ratio"] = {"value": stats[leader]["median"] / r["median"], "lo": lo, "hi": hi}
+        compared.append(row)
+    by = {r["name"]: r for r in compared}
+    ratio = by[runner]["ratio"]
+
+    caveats = []
+    marks = [s for s in manifest.sites if s.id not in manifest.endpoint_ids]
+    site = launch.events["site"]
+    for n in phases:
+        if not p[n]["i0"].size:
+            continue
+        for s in marks:
+            share = _holds(p[n], np.flatnonzero(site == s.id)).mean()
+            if share >= MAJORITY:
+                caveats.append(f"`{n}` holds the mark `{s.name}` in {100 * share:.0f}% of its instances: it times more "
+                               f"than one step (split it at `{s.name}` to time them apart).")
+    for k, a in enumerate(phases):
+        for b in phases[k + 1:]:
+            share = max(_overlap(p[a], p[b]), _overlap(p[b], p[a]))
+            if share >= MAJORITY:
+                caveats.append(f"`{a}` and `{b}` overlap in {100 * share:.0f}% of instances: they share time.")
+    if max(stats[leader]["count"], stats[runner]["count"]) > 1.5 * min(stats[leader]["count"], stats[runner]["count"]):
+        caveats.append(f"`{leader}` has {stats[leader]['count']} instances and `{runner}` {stats[runner]['count']}: "
+                       "the ratio compares one instance of each, not their total time.")
+    tick = summary.get("timer_tick_ns")
+    few = [(n, stats[n]["median_ticks"]) for n in phases
+           if stats[n].get("median_ticks") is not None and stats[n]["median_ticks"] < FEW_TICKS]
+    if few:
+        hint = ("; record the clock (`[capture] clock = true`)" if manifest.backend == "cuda"
+                and not manifest.capture.clock else "")
+        caveats.append(f"{', '.join(f'`{n}` ({t:.0f} {_ticks(t)})' for n, t in few)}: a median under {FEW_TICKS} "
+                       f"timer ticks of {tick} ns is mostly quantization{hint}.")
+
+    unit = unit_of(max(stats[n]["median"] for n in phases))
+    others = [n for n in phases if n not in (leader, runner)]
+    rest = ("; " + ", ".join(f"`{n}` {fmt(stats[n]['median'], unit)}" for n in others)) if others else ""
+    if ratio is None:  # the runner-up's median is 0: below the timer's resolution
+        ratio = {"value": None, "lo": None, "hi": None}
+        interval = f"`{runner}`'s median is 0: below the timer's resolution"
+    elif ratio["lo"] is None:
+        interval = "no interval: no draw holds both"
+    else:
+        interval = f"95% interval {ratio['lo']:.2f}–{ratio['hi']:.2f}×"
+    if ratio["value"] is None or (ratio["lo"] is not None and ratio["lo"] > 1):
+        status = "leader"
+        times = "" if ratio["value"] is None else f"{ratio['value']:.2f}× "
+        text = (f"`{leader}` takes longest: median {fmt(stats[leader]['median'], unit)} per instance, "
+                f"{times}({interval}) the next, `{runner}` ({fmt(stats[runner]['median'], unit)}){rest}.")
+    else:
+        status = "even"
+        text = (f"Neither takes clearly longer: `{leader}` ({fmt(stats[leader]['median'], unit)}) and `{runner}` "
+                f"({fmt(stats[runner]['median'], unit)}), ratio {ratio['value']:.2f}× ({interval}) includes 1"
+                f"{rest}.")
+    if caveats:
+        text += (" Caveat: " if len(caveats) == 1 else " Caveats: ") + " ".join(caveats)
+    return {"launch": name, "status": status, "reason": None, "text": text, "compared": compared,
+            "enclosing": enclosing, "leader": leader if status == "leader" else None, "runner_up": runner,
+            "ratio": {**ratio, "level": LEVEL, "resamples": RESAMPLES, "cluster": "cta",
+                      "of": f"{leader} / {runner}"}, "caveats": caveats, "unit": unit[0]}
+
+
+def _ticks(t: float) -> str:
+    return "tick" if round(t) == 1 else "ticks"
+
+
+def _overlap(a: dict, b: dict) -> float:
+    """Share of b's instances that start inside an instance of a (same owner) and end after it."""
+    if a["i0"].size == 0 or b["i0"].size == 0:
+        return 0.0
+    j = np.searchsorted(a["i0"], b["i0"], side="right") - 1
+    jj = np.maximum(j, 0)
+    part = (j >= 0) & (a["owner"][jj] == b["owner"]) & (b["i0"] < a["i1"][jj]) & (b["i1"] > a["i1"][jj])
+    return float(part.mean())
+
+
+def answers(capture: dict, launches: list[Launch], manifest: Manifest) -> list[dict]:
+    """One answer per launch of a validation report (evidence.gather's capture and launches)."""
+    failed = [c["name"] for c in capture["checks"] if not c["ok"]]
+    if not launches:
+        return [_no("", "no launch decoded"
+                    + (f" (failed: {', '.join(failed)})." if failed else "."), "no_launch")]
+    return [answer(l, manifest, s, capture["verdict"], failed) for l, s in zip(launches, capture["summaries"])]

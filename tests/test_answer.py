@@ -1,0 +1,153 @@
+"""The answer line (answer.py), computed from the spec's intervals: on real H200 captures, the
+phase with the largest median, its ratio to the next with a cluster-bootstrap interval, what
+encloses the phases, and each way the intervals can fail to answer, said plainly."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from atrex_inject import answer as ans_mod
+from atrex_inject.answer import answer, answers
+from atrex_inject.decode import decode_dir
+from atrex_inject.evidence import gather
+from atrex_inject.manifest import Interval
+from atrex_inject.manifest import load as load_manifest
+from atrex_inject.summary import summarize_launch
+from atrex_inject.synthetic import write_capture
+
+FIX = Path(__file__).parent / "fixtures" / "h200"
+
+
+def _answers(cap: Path, m=None) -> list[dict]:
+    m = m or load_manifest(cap / "manifest.json")
+    ev = gather(cap, m)
+    return answers(ev.capture, ev.launches, m)
+
+
+def _with_intervals(m, names: list[str]):
+    """A copy of a manifest naming other intervals of its own sites."""
+    return dataclasses.replace(m, intervals=tuple(
+        Interval(n, *n.split(" -> "), m.site_ids[n.split(" -> ")[0]], m.site_ids[n.split(" -> ")[1]]) for n in names))
+
+
+def test_gemm_answer_names_the_longest_phase_with_its_ratio_and_interval():
+    m = load_manifest(FIX / "gemm_mma" / "manifest.json")
+    (a,) = _answers(FIX / "gemm_mma")
+    s = summarize_launch(decode_dir(FIX / "gemm_mma", m)[0], m)
+    med = {r["name"]: r["median"] for r in s["intervals"]}
+    assert a["enclosing"] == ["tile_start -> epilogue"]  # it holds every k-tile: context, not a rival
+    phases = [iv.name for iv in m.intervals if iv.name != "tile_start -> epilogue"]
+    assert [r["name"] for r in a["compared"]] == phases
+    ranked = sorted(phases, key=lambda n: -med[n])
+    r = a["ratio"]
+    assert a["status"] == "leader" and a["leader"] == ranked[0] and a["runner_up"] == ranked[1]
+    assert r["value"] == med[ranked[0]] / med[ranked[1]] and 1 < r["lo"] <= r["value"] <= r["hi"] < 3
+    assert a["text"].startswith(f"`{ranked[0]}` takes longest: median {med[ranked[0]]:.0f} ns per instance, "
+                                f"{r['value']:.2f}× (95% interval {r['lo']:.2f}–{r['hi']:.2f}×) the next, "
+                                f"`{ranked[1]}` ({med[ranked[1]]:.0f} ns)")
+    assert _answers(FIX / "gemm_mma") == [a]  # a fixed seed: the same capture, the same interval
+
+
+def test_an_interval_holding_a_mark_is_said_to_time_more_than_one_step():
+    """Synthetic manifest edit on the real GEMM capture: `iter -> stage_ready` spans the issue of the
+    next stage's copies (the site on the load_stage call, a mark here), as the issue's user found."""
+    m = load_manifest(FIX / "gemm_mma" / "manifest.json")
+    issue = next(s.name for s in m.sites if s.anchor and s.anchor.pattern == "load_stage")
+    mm = _with_intervals(m, ["iter -> stage_ready", "stage_ready -> mma_done"])
+    (a,) = _answers(FIX / "gemm_mma", mm)
+    assert (f"`iter -> stage_ready` holds the mark `{issue}` in 100% of its instances: it times more than one step "
+            f"(split it at `{issue}` to time them apart).") in a["caveats"]
+    assert a["text"].endswith(" ".join(a["caveats"]))
+
+
+@pytest.mark.parametrize("name, reason, text", [
+    ("rowscale_split", "one_phase", "No answer: the spec's intervals cannot answer: the spec names one interval, "
+                                    "`row_start -> row_end`: nothing to compare it with"),
+    ("cutedsl", "one_phase", "No answer: the spec's intervals cannot answer: only `iter -> iter_end` encloses no "
+                             "other interval"),
+])
+def test_intervals_that_cannot_answer_say_why(name, reason, text):
+    (a,) = _answers(FIX / name)
+    assert a["status"] == "none" and a["reason"] == reason and a["text"].startswith(text)
+    assert a["leader"] is None and "name at least two intervals that do not enclose each other" in a["text"]
+
+
+def test_a_rejected_capture_gives_no_answer(tmp_path):
+    """One fault planted (synthetic): the manifest expects one `iter` event fewer per owner than the
+    spec records, so deterministic_counts fails; the launch decodes, and still nothing is answered."""
+    cap = tmp_path / "cap"
+    shutil.copytree(FIX / "gemm_mma", cap)
+    doc = json.loads((cap / "manifest.json").read_text())
+    doc["expect"]["iter"] -= 1
+    (cap / "manifest.json").write_text(json.dumps(doc))
+    (a,) = _answers(cap)
+    assert a["status"] == "none" and a["reason"] == "rejected" and a["compared"] == []
+    assert a["text"] == ("No answer: the capture is rejected (failed: deterministic_counts); a rejected capture's "
+                         "intervals are not evidence.")
+
+
+def test_a_capture_with_no_launch_decoded_gives_no_answer(tmp_path):
+    """One fault planted (synthetic): the sidecar's CRC no longer matches its file."""
+    cap = tmp_path / "cap"
+    shutil.copytree(FIX / "gemm_mma", cap)
+    side = next(cap.glob("*-launch*.json"))
+    doc = json.loads(side.read_text())
+    side.write_text(json.dumps({**doc, "crc32": doc["crc32"] ^ 1}))
+    (a,) = _answers(cap)
+    assert a["reason"] == "no_launch" and a["text"] == "No answer: no launch decoded (failed: truncation)."
+
+
+def test_a_phase_without_instances_gives_no_answer():
+    """Synthetic manifest edit: an interval between two sites that never pair (an owner's exit before
+    its entry) has no instance; the answer names it instead of comparing."""
+    m = load_manifest(FIX / "gemm_mma" / "manifest.json")
+    mm = _with_intervals(m, ["iter -> stage_ready", "tile_end -> tile_start"])
+    launch = decode_dir(FIX / "gemm_mma", mm)[0]
+    a = answer(launch, mm, summarize_launch(launch, mm), "valid")
+    assert a["reason"] == "no_instances" and a["text"] == ("No answer: `tile_end -> tile_start` has no complete "
+                                                           "instance in this launch; check the sites' placement "
+                                                           "and density.")
+
+
+def test_phases_of_one_distribution_are_even(tmp_path):
+    """SYNTHETIC capture: an iteration and the gap after it, drawn from the same distribution: the
+    ratio's interval holds 1 and the line says neither takes clearly longer. (The gap after an
+    owner's last iteration never closes, which validation rejects as unpaired: the rule is called
+    on the decoded launch directly.)"""
+    m = write_capture(tmp_path / "cap", 40_000, per_owner=200, seed=3)
+    mm = _with_intervals(m, ["iter_begin -> iter_end", "iter_end -> iter_begin"])
+    launch = decode_dir(tmp_path / "cap", mm)[0]
+    a = answer(launch, mm, summarize_launch(launch, mm), "valid")
+    r = a["ratio"]
+    assert a["status"] == "even" and a["leader"] is None and r["lo"] <= 1 <= r["hi"]
+    assert a["text"].startswith("Neither takes clearly longer: ") and "includes 1" in a["text"]
+
+
+def test_quantized_phases_are_flagged_with_the_clock_as_the_remedy():
+    (a,) = _answers(FIX / "reduce_sumsq")
+    assert a["status"] == "leader" and a["leader"] == "iter_begin -> iter_end"
+    few = [c for c in a["caveats"] if "mostly quantization" in c]
+    assert few == ["`stream_done -> tail_done` (2 ticks): a median under 10 timer ticks of 32 ns is mostly "
+                   "quantization; record the clock (`[capture] clock = true`)."]
+    assert any("the ratio compares one instance of each, not their total time" in c for c in a["caveats"])
+
+
+def test_bootstrap_medians_are_the_medians_of_the_drawn_instances():
+    """_medians with cluster weights equals the inverted-CDF median of the instances repeated as often
+    as their cluster was drawn (0: left out), row by row."""
+    rng = np.random.default_rng(7)
+    dur = rng.integers(1, 40, 500) * 32
+    cluster = rng.integers(0, 12, 500)
+    weights = np.vstack([np.ones(12), rng.integers(0, 4, (30, 12)), np.zeros(12)]).astype(float)
+    got = ans_mod._medians(dur, cluster, weights)
+    for w, g in zip(weights, got):
+        drawn = np.repeat(dur, w[cluster].astype(int))
+        if drawn.size == 0:
+            assert np.isnan(g)
+        else:
+            assert g == np.quantile(drawn, 0.5, method="inverted_cdf")
