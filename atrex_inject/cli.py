@@ -274,7 +274,7 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
     thread) and CTAs per SM, every clean loop with its loads in flight, and, in recording CTAs, the
     loads in flight of the loops they time; no more spills. Exit 1, with what to change, when any
     of that fails (docs/guide.md, "Recorder modes")."""
-    from . import sass
+    from . import sasscheck
 
     def render(r):
         regs = r["registers"]
@@ -297,7 +297,7 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
         if r["hint"]:
             out.print(f"next: {r['hint']}")
 
-    r = _run(as_json, lambda: sass.check(spec, root, nvcc_flag or None, _checked(snapshot.Options(recorder)).recorder),
+    r = _run(as_json, lambda: sasscheck.check(spec, root, nvcc_flag or None, _checked(snapshot.Options(recorder)).recorder),
              render)
     if not r["ok"]:
         raise typer.Exit(1)
@@ -580,7 +580,7 @@ def compare(before: Path = typer.Argument(..., metavar="BEFORE", help="Capture f
     rank test agrees and the move exceeds the timer's tick, else `no change detected`. Per CTA (p90, max: stragglers), per SM and per warp it says where. With a
     measurement of each side, the clean builds' end-to-end change too. Exit 0 with the verdicts, 2 on
     bad input (docs/compare.md)."""
-    from .compare import compare as compare_captures
+    from .compare_picture import compare as compare_captures
     from .compare import render_text
 
     def render(r):

@@ -424,19 +424,6 @@ def compare_dirs(before: str | Path, after: str | Path, mapping: dict[str, str] 
     return Comparison(result, pictures)
 
 
-def compare(before: str | Path, after: str | Path, mapping: list[str] | tuple[str, ...] = (),
-            allow_workload_change: bool = False, allow_device_change: bool = False,
-            measurement_before: str | Path | None = None, measurement_after: str | Path | None = None,
-            png: str | Path | None = None) -> dict:
-    """`atrex-inject compare`: compare_dirs' result, and the picture written to `png` when given."""
-    c = compare_dirs(before, after, parse_map(mapping), allow_workload_change, allow_device_change,
-                     measurement_before, measurement_after)
-    if png is not None:
-        from .compare_picture import render_png
-        c.result["png"] = str(render_png(c, png))
-    return c.result
-
-
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.1f}%"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .compare import Comparison
+from .compare import Comparison, compare_dirs, parse_map
 from .fsio import write_atomic
 from .timeline import _unit
 from .tally import rank
@@ -87,3 +87,15 @@ def render_png(comparison: Comparison, out: str | Path) -> Path:
     out = Path(out)
     write_atomic(out, png_bytes(comparison))
     return out
+
+
+def compare(before: str | Path, after: str | Path, mapping: list[str] | tuple[str, ...] = (),
+            allow_workload_change: bool = False, allow_device_change: bool = False,
+            measurement_before: str | Path | None = None, measurement_after: str | Path | None = None,
+            png: str | Path | None = None) -> dict:
+    """`atrex-inject compare`: compare_dirs' result, and the picture written to `png` when given."""
+    c = compare_dirs(before, after, parse_map(mapping), allow_workload_change, allow_device_change,
+                     measurement_before, measurement_after)
+    if png is not None:
+        c.result["png"] = str(render_png(c, png))
+    return c.result

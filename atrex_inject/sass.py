@@ -378,22 +378,6 @@ def build(src: Path, include: list[str], flags: list[str], cwd: Path | None = No
     return Build(disassemble(cubin), ptxas_resources(p.stderr), max_threads(elf.stdout))
 
 
-def clean_text(spec) -> str:
-    """The spec's clean source: the file itself, or, once applied, the clean copy apply saved."""
-    from .cuda.probes import MARK  # noqa: PLC0415
-    from .fsio import sha256_bytes  # noqa: PLC0415
-    from .snapshot import load_manifest, workspace  # noqa: PLC0415
-
-    text = spec.source.read_text()
-    if MARK not in text:
-        return text
-    ws = workspace(spec)
-    m = load_manifest(ws)
-    data = (ws / m.clean_copy).read_bytes() if m else b""
-    if not m or sha256_bytes(data) != m.source.clean_sha256:
-        raise AtrexError(f"{spec.source_rel} is instrumented and no verified clean copy is saved for spec {spec.name!r}",
-                         path=str(spec.path), hint="revert it, or run check-sass before apply")
-    return data.decode()
 
 
 REGISTERS_PER_SM, MAX_WARPS_PER_SM, MAX_CTAS_PER_SM = 65536, 64, 32  # sm_90
@@ -463,48 +447,3 @@ def compare(clean: Build, inst: Build, kernel: str, clone: str, one_copy: Build 
             "recording_fewer_in_flight": fewer + shorter_trips(found, probed(k_copy, copy_sides[1])),
             "recording_more_in_flight": more_in_flight(found, copy_sides[1]),
             "missing": short}
-
-
-def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None,
-          recorder: str | None = None) -> dict:
-    """check-sass: compile the spec's source clean, instrumented with the recorder apply chooses (or
-    chose, or `recorder`), and instrumented as one copy (no versioning), and compare them (compare);
-    `problems` lists, by the recorder choice's rules (choice.problems), why the recording run would
-    not be the clean kernel; `ok` when there is none."""
-    import tempfile  # noqa: PLC0415
-
-    from . import choice  # noqa: PLC0415
-    from .cuda.rewrite import rewrite  # noqa: PLC0415
-    from .plan import make_plan  # noqa: PLC0415
-    from .spec import load_spec  # noqa: PLC0415
-
-    spec = load_spec(spec_path, root)
-    if spec.backend != "cuda":
-        raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
-                         path=str(spec.path), hint=f"check a CuTe DSL spec with `atrex-inject check-iket {spec_path}`")
-    target = choice.Target.of(spec, clean_text(spec), nvcc_flags)
-    picked = choice.resolve(spec, target, recorder)
-    plan = make_plan(spec, picked.mode)
-    texts = {"instrumented": rewrite(plan, target.text, runtime=target.runtime),
-             "one_copy": rewrite(plan, target.text, version_body=False, runtime=target.runtime)}
-    with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
-        built = {"clean": choice.clean_build(target, Path(tmp))}
-        built.update({k: target.build(Path(tmp), k, rw.text) for k, rw in texts.items()})
-    clone = texts["instrumented"].backend_data["perturbation"]["clone"]
-    r = compare(built["clean"], built["instrumented"], target.kernel, clone, built["one_copy"], target.threads)
-    problems = choice.problems(r)
-    return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
-            "versioned": texts["instrumented"].backend_data["perturbation"]["versioned"], **r,
-            "problems": problems, "ok": r["off_identical"] and not problems, "flags": target.flags,
-            "include_dirs": target.include[1:],
-            "hint": _hint(picked) if problems else None}
-
-
-def _hint(picked) -> str:
-    """What to change when the recording run would be another kernel."""
-    if picked.how == "asked":
-        return (f"the spec (or --recorder) asks for the {picked.mode.path.value} recorder: drop [capture] recorder "
-                "(auto) and apply compiles the candidates and keeps one that leaves the kernel as it was")
-    return ("no recorder keeps this kernel (apply --dry-run --json lists each candidate's problems under "
-            "recorder.evidence): fewer sites in the timed loop, or an `every` equal to the loop's unroll, change what "
-            "the copy needs; the recording is then another kernel, and measure will show by how much")

@@ -6,7 +6,7 @@
 # `atrex-inject capture`, reverted byte for byte, validated and summarized:
 #   clock_phases           tests/sources/clock_phases.toml as written: the ground-truth kernel (spins of
 #                          0, 40, 200 and 2000 cycles and 5000 ns between sites) on the global path
-#   clock_phases_resident  the same spec with resident staging rings (spec.staged_copy(spec, None, 4))
+#   clock_phases_resident  the same spec with resident staging rings (spec.with_recorder(spec, 'resident', 4))
 #   gemm_mma_clock         examples/specs/gemm_mma.toml renamed, with `clock = true` and 200 warmup
 #                          launches before the written one: a real kernel's clock
 # Everything goes into one archive, $OUT/clock/clock.tar.gz; here, `python3 scripts/clock_fixtures.py
@@ -26,7 +26,7 @@ nvidia-smi --query-gpu=clocks.sm,clocks.max.sm --format=csv | tee "$D/sm_clock.t
 
 work=$(mktemp -d)
 mkdir -p "$work/tests" "$work/.git" && cp -r tests/sources "$work/tests/" && cp -r examples "$work/"
-cp_spec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], None, 4))" \
+cp_spec=$(python3 -c "import sys; from atrex_inject.spec import with_recorder; print(with_recorder(sys.argv[1], 'resident', 4))" \
   "$work/tests/sources/clock_phases.toml")
 gemm_spec="$work/examples/specs/gemm_mma_clock.toml"
 # 200 warmup launches (about 60 ms) before the written one: the SM clock has left its idle speed

@@ -23,7 +23,7 @@ from atrex_inject.decode import decode_file
 from atrex_inject.intervals import durations, pairs
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.smclock import TOLERANCE, agrees, bound_ns, steps, unwrap
-from atrex_inject.spec import staged_copy
+from atrex_inject.spec import with_recorder
 from atrex_inject.validate import validate_capture
 from conftest import cli, nvcc_compile
 from pftrace import by_track, read
@@ -56,7 +56,7 @@ def _ground_truth_project(tmp_path: Path, resident: bool) -> tuple[Path, Path]:
     for f in ("clock_phases.cu", "clock_phases.toml"):
         (src / f).write_bytes((Path(__file__).parent / "sources" / f).read_bytes())
     spec = src / "clock_phases.toml"
-    return (staged_copy(spec, None, 4) if resident else spec), src / "clock_phases.cu"
+    return (with_recorder(spec, "resident", 4) if resident else spec), src / "clock_phases.cu"
 
 
 def _missing(name: str) -> str:
@@ -308,7 +308,7 @@ def test_ground_truth_builds_and_reads_the_clock_right_after_the_timer(resident,
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
 def test_fixture_is_the_ground_truth_source_instrumented(name, tmp_path):
     """apply writes, from tests/sources/clock_phases.* (clock_phases_resident: with the resident
-    rings staged_copy adds), the bytes the GPU host compiled, and the capture validates against them."""
+    rings with_recorder adds), the bytes the GPU host compiled, and the capture validates against them."""
     spec, src = _ground_truth_project(tmp_path, name == "clock_phases_resident")
     code, out = cli("apply", spec)
     assert code == 0, out

@@ -6,6 +6,8 @@ demo's step. The H200 A/A pair and the real change (scripts/gpu-compare.sh) are 
 fixtures are committed."""
 from __future__ import annotations
 
+from atrex_inject import sasscheck
+
 import json
 import random
 import shutil
@@ -439,12 +441,11 @@ def test_each_build_keeps_its_loop_under_the_spec(source, loads, tmp_path):
     loop keeps 1 load in flight in sumsq.cu, 4 in sumsq.after.cu (plus its remainder loop's 1)."""
     import re
 
-    from atrex_inject import sass
 
     (tmp_path / ".git").mkdir()
     shutil.copy(SOURCES / "sumsq.toml", tmp_path / "sumsq.toml")
     shutil.copy(SOURCES / source, tmp_path / "sumsq.cu")
-    r = sass.check(tmp_path / "sumsq.toml", tmp_path, ["-O3", "-gencode=arch=compute_90a,code=sm_90a",
+    r = sasscheck.check(tmp_path / "sumsq.toml", tmp_path, ["-O3", "-gencode=arch=compute_90a,code=sm_90a",
                                                        f"-I{REPO / 'examples' / 'cuda'}"])
     assert r["ok"] and r["off_identical"] and r["versioned"], r
     assert {int(n) for n in re.findall(r"(\d+) LDG, \1 in flight", " ".join(r["clean_loops"]))} == loads

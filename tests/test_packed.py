@@ -18,7 +18,7 @@ from atrex_inject import layout, snapshot, synthetic
 from atrex_inject.decode import decode_dir
 from atrex_inject.errors import SpecError
 from atrex_inject.launchfile import raw_resolution_ns
-from atrex_inject.sass import check as sass_check
+from atrex_inject.sasscheck import check as sass_check
 from atrex_inject.plan import make_plan
 from atrex_inject.spec import load_spec, with_recorder
 from atrex_inject.validate import Provenance, validate_dir
@@ -197,7 +197,7 @@ FIX = REPO / "tests" / "fixtures" / "h200"
 def test_packed_h200_captures_hold_what_the_8_byte_one_holds(project, name, warps):
     """Captured on the H200 (run 109): valid, 4-byte events, the sidecar's timer resolution 32 ns; the
     same owners, events and events per site and owner as the 8-byte resident capture of the same spec,
-    in a file about half its size; and the source the GPU host ran is what staged_copy + apply write."""
+    in a file about half its size; and the source the GPU host ran is what with_recorder + apply write."""
     from atrex_inject.decode import site_counts
     from atrex_inject.manifest import load as load_manifest
     fix = FIX / name

@@ -1,5 +1,5 @@
 """The probes must not change the kernel they observe. Checked on the SASS (cuobjdump, no GPU) by
-`atrex-inject check-sass` (atrex_inject.sass.check, by the rules of choice.problems): with probes
+`atrex-inject check-sass` (atrex_inject.sasscheck.check, by the rules of choice.problems): with probes
 off the program runs the clean kernel itself, so the instrumented build's kernel must be the clean
 build's, instruction for instruction; the instrumented copy K__atrex keeps the clean kernel's
 registers and CTAs per SM; its clean side (CTAs that record nothing) holds every loop of the clean
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from atrex_inject import sass
+from atrex_inject import sass, sasscheck
 from atrex_inject.cli import app
 from atrex_inject.cuda import rewrite as rw
 from atrex_inject.spec import with_recorder
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 
 @pytest.mark.parametrize("example", ["reduce_sumsq", "gemm_mma"])
 def test_clean_copy_keeps_the_clean_loops(project, example):
-    r = sass.check(project / "examples" / "specs" / f"{example}.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / f"{example}.toml", project)
     assert r["versioned"] and r["off_identical"] and r["ok"], r["missing"]
     assert r["clean_loops"] and all(r["registers"].values())
     assert r["registers"]["off"] == r["registers"]["clean"]
@@ -40,7 +40,7 @@ def test_layernorm_clean_side_is_rescheduled_on_the_global_path(project):
     copy ran 14% faster on the H200: another kernel). Same instructions per trip, so only the
     loads-in-flight count sees it: check-sass fails, naming the registers, the CTAs per SM and both
     loops, and says to let the tool choose."""
-    r = sass.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global")
+    r = sasscheck.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global")
     assert r["off_identical"] and not r["ok"]
     changed = {(m["loop"]["LDG"], m["loop"]["STG"]): m for m in r["missing"]}
     assert set(changed) == {(16, 0), (12, 4)}, r["missing"]
@@ -60,7 +60,7 @@ def test_resident_copies_keep_the_clean_registers_and_schedule(project, example)
     40 on reduce_sumsq; reduce_sumsq's copy had 36 from its trips' write-back after their begin
     probe (run 83) until the entry and the table probe lost their branches (run 89: +2.4% against
     +3.5%), and has the clean kernel's 32 since."""
-    r = sass.check(with_recorder(project / "examples" / "specs" / f"{example}.toml", "resident", 8), project)
+    r = sasscheck.check(with_recorder(project / "examples" / "specs" / f"{example}.toml", "resident", 8), project)
     assert r["ok"] and not r["recording_fewer_in_flight"] and r["hint"] is None, r
     assert not r["recording_more_in_flight"], r
     assert r["registers"]["clean"] == 32 and r["registers"]["copy"] == 32, \
@@ -75,7 +75,7 @@ def test_check_sass_warns_when_a_trip_keeps_more_loads_in_flight_than_the_clean_
     fails on it; at every 4 it lists nothing (the test above)."""
     spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     spec.write_text(re.sub(r"(?m)^every = 4", "every = 8", spec.read_text()))
-    r = sass.check(spec, project)
+    r = sasscheck.check(spec, project)
     more = [(f["in_flight"], f["clean"], f["loads"], f["clean_loads"]) for f in r["recording_more_in_flight"]]
     assert not r["ok"] and more == [(8, 4, 8, 4)], r
     assert r["registers"]["copy"] > r["registers"]["clean"]
@@ -91,7 +91,7 @@ def test_check_sass_warns_when_a_trip_is_shorter_than_the_clean_loops_unroll(pro
     for the events)."""
     spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     spec.write_text(re.sub(r"(?m)^every = 4", "every = 2", spec.read_text()).replace("capacity = 80", "capacity = 160"))
-    r = sass.check(spec, project)
+    r = sasscheck.check(spec, project)
     fewer = r["recording_fewer_in_flight"]
     assert not r["ok"] and [(f["in_flight"], f["recording"]) for f in fewer] == [(4, 2)], fewer
     assert "2 LDG" in fewer[0]["trip"] and "4 LDG" in fewer[0]["loop"] and not r["recording_more_in_flight"]
@@ -106,7 +106,7 @@ def test_a_rescheduled_recording_loop_is_not_blamed_on_every(project):
     scheduled the whole copy for 48 registers. check-sass reports them as rescheduled (as many loads
     per trip), not as a trip to shorten, and fails on the clean side."""
     spec = project / "examples" / "specs" / "layernorm.toml"
-    r = sass.check(spec, project, recorder="global")
+    r = sasscheck.check(spec, project, recorder="global")
     more = r["recording_more_in_flight"]
     assert not r["ok"] and len(more) == 2 and all(f["loads"] <= f["clean_loads"] for f in more), more
     out = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project), "--recorder", "global"])
@@ -161,8 +161,8 @@ def test_check_sass_hint_says_what_to_change(project):
     choose; where the tool chose and none kept the kernel, what changes what the copy needs."""
     from atrex_inject.choice import Choice
     from atrex_inject.plan import RecorderMode
-    assert "drop [capture] recorder (auto)" in sass._hint(Choice(RecorderMode(), "asked", "the spec asks"))
-    assert sass._hint(Choice(RecorderMode(), "chosen", "none kept it")).startswith("no recorder keeps this kernel")
+    assert "drop [capture] recorder (auto)" in sasscheck._hint(Choice(RecorderMode(), "asked", "the spec asks"))
+    assert sasscheck._hint(Choice(RecorderMode(), "chosen", "none kept it")).startswith("no recorder keeps this kernel")
 
 
 @pytest.mark.parametrize("body, in_flight", [
@@ -211,7 +211,7 @@ def test_check_sass_warns_when_recording_ctas_keep_fewer_loads_in_flight(project
 
     monkeypatch.setattr(sass, "sides", halved)
     variant = _variant(project, "entry_resident", lambda site: site == "start", resident=True)
-    r = sass.check(variant, project)
+    r = sasscheck.check(variant, project)
     assert not r["ok"] and not r["missing"], r
     assert [(f["in_flight"], f["recording"]) for f in r["recording_fewer_in_flight"]] == [(4, 2)], r
     out = CliRunner().invoke(app, ["check-sass", str(variant), "--root", str(project)])
@@ -225,7 +225,7 @@ def test_recording_side_keeps_the_clean_loop_when_its_sites_are_outside_it(proje
     +17% while it kept 2 (runs 46-48) and +1.9% after (run 58)."""
     for resident in (True, False):
         variant = _variant(project, f"noloop_{resident}", lambda site: not site.startswith("iter_"), resident)
-        r = sass.check(variant, project)
+        r = sasscheck.check(variant, project)
         assert r["ok"] and r["recording_fewer_in_flight"] == [], r
 
 
@@ -240,7 +240,7 @@ def test_the_check_fails_when_the_kernel_run_with_probes_off_changes(project, mo
         return out
 
     monkeypatch.setattr(rw, "rewrite", touched)
-    r = sass.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
     assert not r["off_identical"] and not r["ok"] and not r["missing"], r
 
 
@@ -250,13 +250,13 @@ def test_the_check_fails_without_versioning(project, monkeypatch):
     real = rw.rewrite
     monkeypatch.setattr(rw, "rewrite",
                         lambda spec, text, version_body=True, runtime=None: real(spec, text, False, runtime))
-    r = sass.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
     assert not r["ok"] and any(m["loop"]["LDG"] == 4 for m in r["missing"]), r
 
 
 def test_reduce_clean_loop_is_unrolled_four_times(project):
     """The figure behind the check: clean reduce_sumsq keeps four 16-byte loads in flight per trip."""
-    r = sass.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
     assert any("4 LDG" in l for l in r["clean_loops"])
 
 
@@ -308,5 +308,5 @@ def test_check_sass_says_when_the_copy_lowers_occupancy(project):
     r = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project), "--recorder", "global"])
     assert r.exit_code == 1, r.output
     assert "occupancy: 8 CTAs per SM clean, 5 for the copy (256 threads per CTA)" in " ".join(r.output.split())
-    g = sass.check(project / "examples" / "specs" / "gemm_mma.toml", project)
+    g = sasscheck.check(project / "examples" / "specs" / "gemm_mma.toml", project)
     assert g["ctas_per_sm"]["copy"] == g["ctas_per_sm"]["clean"] == 2

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from atrex_inject import choice, sass, snapshot
+from atrex_inject import choice, sass, sasscheck, snapshot
 from atrex_inject.plan import BufferPath
 from atrex_inject.sass import allocated_registers
 from atrex_inject.errors import SpecError
@@ -37,14 +37,14 @@ def assert_keeps_the_clean_kernel(r: dict) -> None:
 
 @pytest.mark.parametrize("example", CHOSEN)
 def test_the_chosen_recorder_keeps_each_example_s_kernel(project, example):
-    r = sass.check(project / "examples" / "specs" / f"{example}.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / f"{example}.toml", project)
     assert_keeps_the_clean_kernel(r)
     code, out = cli("check-sass", project / "examples" / "specs" / f"{example}.toml", "--root", project)
     assert code == 0, out
 
 
 def test_the_acceptance_check_fails_when_layernorm_is_forced_onto_the_global_path(project):
-    r = sass.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global")
+    r = sasscheck.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global")
     with pytest.raises(AssertionError):
         assert_keeps_the_clean_kernel(r)
 

@@ -104,7 +104,7 @@ def test_staged_capture_has_the_global_captures_structure():
     assert (site_counts(s, n) == site_counts(g, n)).all()
 
 
-def test_gpu_ran_what_staged_copy_and_apply_write_here(project):
+def test_gpu_ran_what_with_recorder_and_apply_write_here(project):
     fix = FIX / "gemm_mma_staged"
     m = load_manifest(fix / "manifest.json")
     spec = with_recorder(project / "examples" / "specs" / "gemm_mma.toml", "staged", 8, 32)
@@ -366,7 +366,7 @@ def test_resident_exit_is_one_call_per_exit_path(project):
 
 def test_resident_capture_has_the_global_captures_structure(project):
     """Captured on the H200 (run 56): the same owners, events and events per site and owner as the
-    global-path capture of the same spec, and the source it ran is what staged_copy + apply write."""
+    global-path capture of the same spec, and the source it ran is what with_recorder + apply write."""
     fix = FIX / "reduce_sumsq_resident"
     res_m, glob_m = load_manifest(fix / "manifest.json"), load_manifest(FIX / "reduce_sumsq" / "manifest.json")
     assert res_m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8 + 2 * 64 * 8, True)
