@@ -15,8 +15,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def sample(probe: bool, work: Path, i: int) -> float:
-    cmd = [sys.executable, str(HERE / "iket_fma.py")]
+def sample(probe: bool, work: Path, i: int, iters: int) -> float:
+    cmd = [sys.executable, str(HERE / "iket_fma.py"), "--iters", str(iters)]
     if probe:
         cmd = [sys.executable, "-m", "iket.cli.main", "-o", str(work / f"iket-{i}"), "profile", "--postprocess",
                "none", "--", *cmd, "--probe"]
@@ -30,18 +30,20 @@ def sample(probe: bool, work: Path, i: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=1024, help="the FMA loop's trip count (bench/probe_cost's FMA_ITERATIONS)")
     ap.add_argument("--json", type=Path, required=True)
     a = ap.parse_args()
     clean, probed = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             for probe in (False, True, True, False) if r % 2 == 0 else (True, False, False, True):
-                (probed if probe else clean).append(sample(probe, Path(tmp), len(clean) + len(probed)))
+                (probed if probe else clean).append(sample(probe, Path(tmp), len(clean) + len(probed), a.iters))
     c, k = statistics.median(clean), statistics.median(probed)
     res = {"overhead": k / c - 1, "clean_ms": c, "iket_ms": k, "samples": {"clean": clean, "iket": probed},
-           "loop": "fma: 8 CTAs x 256 threads per SM, 1024 x 128 FMA per thread, one iket.mark per iteration"}
+           "iterations": a.iters,
+           "loop": f"fma: 8 CTAs x 256 threads per SM, {a.iters} x 128 FMA per thread, one iket.mark per iteration"}
     a.json.write_text(json.dumps(res, indent=2) + "\n")
-    print(f"IKeT per-event, FMA loop: {100 * res['overhead']:+.2f}% (clean {c:.4f} ms, iket {k:.4f} ms, "
+    print(f"IKeT per-event, FMA loop of {a.iters} iterations: {100 * res['overhead']:+.2f}% (clean {c:.4f} ms, iket {k:.4f} ms, "
           f"{len(clean)}+{len(probed)} processes)")
     return 0
 

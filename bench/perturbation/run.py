@@ -1,46 +1,29 @@
-"""Perturbation benchmark (run on the GPU host, one call): what the probes do to the kernels they
-observe, each figure a ratio measured side by side in fresh processes with `atrex-inject measure`.
+"""Perturbation benchmark: what the probes do to the kernels they observe, each figure a ratio of
+medians measured side by side in fresh processes with `atrex-inject measure` (ABBA then BAAB).
 
-For each CUDA example (bf16 GEMM, reduce_sumsq, layernorm) it builds the clean kernel and the kernel
-instrumented from its spec, at the spec's CTA density and with every CTA recording, and measures
-clean (A) against (B):
-  off       the spec build with probes compiled in but no buffer bound (ATREX_TIMELINE_OUT unset)
-  spec      the spec build recording (deferred writes, as `measure` runs instrumented samples)
-  resident  the spec with `recorder = "resident"\nwarps = 8` recording (events kept in shared
-            memory until exit; reduce_sumsq and layernorm: the GEMM's own shared memory leaves no room)
-  all       the every-CTA build recording
-  packed, resident_packed
-            spec and resident with `packed = true` (4-byte events, the site id in the timer's low bits;
-            not built for a spec that records the clock or payloads, which a 4-byte event cannot hold)
-It validates each recording arm's first capture, folds in the per-event loops of
-bench/probe_cost/run.py (atrex, hand-written, floor), the IKeT figures of a CuTe DSL run
-(bench/perturbation/iket.py, merged with --iket) and the CuTe DSL GEMM's rows (--cutedsl: the
-measure-off.json and measure.json, copied as measure-spec.json, that `MEASURE_OFF=1 ROUNDS=2
-ITERS=300 bash scripts/gpu-cutedsl.sh hopper_gemm` writes; IKeT records every warp, so its spec row
-is also its every-CTA row), prints one table and writes the JSON that the README's cost table comes
-from:
+For each kernel row (an example and its spec, KERNELS) it builds the clean kernel and the kernel
+instrumented from the spec with the recorder the tool chose, and measures clean (A) against (B):
+  off     the instrumented build with probes compiled in and no capture (the program runs the clean kernel)
+  spec    the instrumented build recording at the spec's density
+  clock   the spec with `[capture] clock = true` (16-byte events with %clock) recording
+Each recording arm's first capture is validated. The per-event rows of bench/probe_cost/run.py and
+NVIDIA IKeT's figure (bench/perturbation/iket.py, the same call) and the CuTe DSL GEMM's rows
+(bench/perturbation/cutedsl_gemm/, scripts/gpu-cutedsl.sh) are folded in; the results file is
+the one the cost table (docs/cost.md) is generated from.
 
-    python3 bench/perturbation/run.py [--samples 8] [--examples gemm_mma,reduce_sumsq,layernorm]
-        [--arms off,spec,resident,all] [--iket iket.json] [--cutedsl DIR] [--json OUT.json]
-        [--runtime LABEL=DIR ...]
-
-`--runtime LABEL=DIR` also builds each recording arm against the recorder headers in DIR (another
-revision's runtime/: `mkdir rt-main && git archive main runtime | tar -x -C rt-main`, then
-`--runtime main=rt-main/runtime`; an untracked folder travels to the GPU host) and measures it
-right after the arm as `ARM:LABEL`, in the same call: two recorders compared side by side, each
-against the clean build.
+    python3 bench/perturbation/run.py build WORK [--kernels gemm_mma,...]     (nvcc: here or on the GPU host)
+    python3 bench/perturbation/run.py measure WORK [--samples 8] [--arms off,spec,clock]
+        [--probe-cost F] [--iket F] [--cutedsl DIR] [--json OUT]                (the GPU host)
+    python3 bench/perturbation/run.py table [--json F] [--out docs/cost.md]   (the cost table, from the results)
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,179 +32,143 @@ from atrex_inject import measure as ms
 from atrex_inject import snapshot
 from atrex_inject.errors import AtrexError
 from atrex_inject.manifest import load as load_manifest
-from atrex_inject.spec import load_spec, with_recorder
 from atrex_inject.validate import validate_dir
 
 REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "bench" / "perturbation" / "results-h200.json"
+TABLE = REPO / "docs" / "cost.md"
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
-# example -> (warmup, timed launches per sample)
-EXAMPLES = {"gemm_mma": (10, 200), "reduce_sumsq": (10, 200), "layernorm": (10, 200)}
-RESIDENT = ("reduce_sumsq", "layernorm")  # examples measured with resident staging too (8 warps per CTA)
-ARMS = ("off", "spec", "resident", "all", "packed", "resident_packed")
+# row -> (example, CTA stride in place of the spec's (None: as written), target |overhead|, what it is)
+KERNELS = {
+    "gemm_mma": ("gemm_mma", None, 0.01, "bf16 mma.sync GEMM 4096³, 1/64 CTAs, every 4th k-tile"),
+    "sgemm_smem": ("sgemm_smem", None, 0.01, "shared-memory fp32 GEMM 4096³, 1/64 CTAs, every k-tile"),
+    "reduce_sumsq": ("reduce_sumsq", None, 0.03, "sum of squares, memory-bound, 1/8 CTAs, every 4th iteration"),
+    "reduce_sumsq_1in32": ("reduce_sumsq", 32, 0.02, "the same at 1/32 CTAs"),
+    "layernorm": ("layernorm", None, 0.02, "LayerNorm rows, memory-bound, 1/64 rows, every 4th iteration"),
+    "softmax_rows": ("softmax_rows", None, 0.02, "three-pass row softmax, memory-bound, 1/64 rows"),
+}
+ARMS = ("off", "spec", "clock")
+WARMUP, ITERATIONS = 10, 200  # per sample process: launches before timing, launches timed
+OFF_TARGET = 0.005  # probes compiled in and off: within ±0.5%
 
 
-def _probe_cost_columns() -> list[str]:
-    """bench/probe_cost/run.py's table columns (atrex, staged, ..., resident_packed), from its file."""
-    spec = importlib.util.spec_from_file_location("atrex_bench_probe_cost", REPO / "bench" / "probe_cost" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.COLUMNS
-
-
-PROBE_COST_COLUMNS = _probe_cost_columns()
-
-
-def workspace(work: Path) -> Path:
-    """A copy of the examples in `work`, made a project root (a .git marker) that specs apply in."""
-    shutil.copytree(REPO / "examples", work / "examples")
-    (work / ".git").mkdir()
-    return work
-
-
-def every_cta(spec: Path) -> Path:
-    """The spec with its CTA densities removed: every CTA records (the `all` arm)."""
-    text = re.sub(r"(?m)^ctas\s*=.*$\n?", "", spec.read_text())
-    text = re.sub(r'(?m)^name\s*=\s*"([^"]+)"', r'name = "\1_all"', text, count=1)
-    out = spec.with_name(spec.stem + "_all.toml")
+def _variant(spec: Path, row: str, stride: int | None, clock: bool) -> Path:
+    """The row's spec: the example's, with its CTA stride and clock as the row and arm ask, under its
+    own name (so its workspace and the instrumented file's first line are its own)."""
+    text = spec.read_text()
+    if stride is not None:
+        text = re.sub(r"ctas = \{ stride = \d+ \}", f"ctas = {{ stride = {stride} }}", text)
+    if clock and not re.search(r"(?m)^clock = true", text):
+        text = text.replace("[capture]\n", "[capture]\nclock = true\n", 1)
+    name = f"{row}_clock" if clock else row
+    text = re.sub(r'(?m)^name = "[^"]+"', f'name = "{name}"', text, count=1)
+    out = spec.with_name(f"{name}.toml")
     out.write_text(text)
     return out
 
 
-def arm(work: Path, example: str, bins: dict[str, Path], name: str, samples: int) -> dict:
-    warmup, iters = EXAMPLES[example]
-    argv = lambda b: [str(b), "--warmup", "{warmup}", "--iters", "{iterations}"]  # noqa: E731
-    cap = work / f"cap-{example}-{name}" if name != "off" else None
-    req = ms.Request(argv(bins["clean"]), argv(bins["spec" if name == "off" else name]), warmup, iters,
-                     "ABBA,BAAB", max(1, samples // 4), 300.0, capture_dir=str(cap) if cap else None)
-    art = ms.measure(req, work / f"measure-{example}-{name}.json")
-    row = {"kernel": example, "arm": name, "overhead": art.get("overhead"), "ci95": art.get("overhead_ci95"),
+def build(work: Path, kernels: list[str]) -> None:
+    """Every row's clean and instrumented builds into WORK, with plan.json: per row and arm, the two
+    binaries, the manifest and the recorder the tool chose. Applied and reverted one at a time (apply
+    holds the project's lock), compiled in parallel."""
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(REPO / "examples", work / "examples", dirs_exist_ok=True)
+    (work / ".git").mkdir(exist_ok=True)
+    jobs, plan = [], {}
+    inc = snapshot.runtime_header().parent
+    for row in kernels:
+        example, stride, target, what = KERNELS[row]
+        src = work / "examples" / "cuda" / f"{example}.cu"
+        jobs.append((work / f"{example}.clean", src, ()))
+        plan[row] = {"what": what, "target": target, "clean": f"{example}.clean", "arms": {}}
+        for clock in (False, True):
+            spec = _variant(work / "examples" / "specs" / f"{example}.toml", row, stride, clock)
+            m = snapshot.apply(spec, root=work).manifest
+            name = spec.stem
+            shutil.copy(src, work / f"{name}.cu")
+            (work / f"{name}.manifest.json").write_text(m.dumps())
+            snapshot.revert(spec, root=work)
+            jobs.append((work / name, work / f"{name}.cu", (f"-I{inc}", f"-I{src.parent}")))
+            arm = {"binary": name, "manifest": f"{name}.manifest.json", "recorder": m.recorder["recorder"],
+                   "recorder_why": m.recorder["why"], "clock": m.capture.clock}
+            for a in (("clock",) if clock else ("off", "spec")):
+                plan[row]["arms"][a] = arm
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda j: subprocess.run([*NVCC, *j[2], "-o", j[0], j[1]], check=True), dict.fromkeys(jobs)))
+    (work / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
+
+
+def measure_arm(work: Path, row: str, arm: str, plan: dict, samples: int) -> dict:
+    p = plan[row]
+    a = p["arms"][arm]
+    argv = lambda b: [str(work / b), "--warmup", "{warmup}", "--iters", "{iterations}"]  # noqa: E731
+    cap = work / f"cap-{row}-{arm}" if arm != "off" else None
+    req = ms.Request(argv(p["clean"]), argv(a["binary"]), WARMUP, ITERATIONS, "ABBA,BAAB", max(1, samples // 4), 300.0,
+                     capture_dir=str(cap) if cap else None)
+    art = ms.measure(req, work / f"measure-{row}-{arm}.json")
+    out = {"kernel": row, "arm": arm, "recorder": a["recorder"], "clock": a["clock"], "overhead": art.get("overhead"),
+           "ci95": art.get("overhead_ci95"), "target": OFF_TARGET if arm == "off" else p["target"],
            "samples": {"A": sum(s["arm"] == "A" for s in art["samples"]), "B": sum(s["arm"] == "B" for s in art["samples"])},
            "median_ms": art.get("median_ms"), "valid": art["valid"], "reasons": art["reasons"]}
     if cap and art["valid"]:
-        row["capture"] = capture_check(sorted(cap.iterdir())[0], work, example, name)
-    return row
+        try:
+            report, launches = validate_dir(sorted(cap.iterdir())[0], load_manifest(work / a["manifest"]))
+            out["capture"] = {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
+                              "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
+        except AtrexError as e:
+            out["capture"] = {"verdict": "rejected", "events": 0, "failed": [str(e)]}
+    return out
 
 
-def capture_check(cap: Path, work: Path, example: str, name: str) -> dict:
-    """Validation of the first recording sample's capture: the probes measured must have recorded."""
-    try:
-        report, launches = validate_dir(cap, load_manifest(work / f"manifest-{example}-{name}.json"))
-    except AtrexError as e:
-        return {"verdict": "rejected", "events": 0, "failed": [str(e)]}
-    return {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
-            "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--samples", type=int, default=8, help="fresh processes per arm and side (multiple of 4)")
-    ap.add_argument("--examples", default=",".join(EXAMPLES))
-    ap.add_argument("--arms", default=",".join(ARMS), help="arms to measure, of " + ", ".join(ARMS))
-    ap.add_argument("--probe-cost", type=Path, help="bench/probe_cost/run.py --json output to fold in")
-    ap.add_argument("--iket", type=Path, help="bench/perturbation/iket.py --json output to fold in")
-    ap.add_argument("--cutedsl", type=Path, help="folder with the CuTe DSL GEMM's measure-off.json and "
-                                                 "measure-spec.json to fold in (bench/perturbation/cutedsl_gemm)")
-    ap.add_argument("--json", type=Path, default=REPO / "bench" / "perturbation" / "results-h200.json")
-    ap.add_argument("--runtime", action="append", default=[], metavar="LABEL=DIR",
-                    help="also measure each recording arm built against the recorder headers in DIR, as ARM:LABEL")
-    a = ap.parse_args()
-    runtimes = dict(parse_runtime(r) for r in a.runtime)
-    examples = [e for e in a.examples.split(",") if e]
+def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, iket: list[Path],
+            cutedsl: Path | None) -> dict:
+    plan = json.loads((work / "plan.json").read_text())
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        work = workspace(Path(tmp))
-        with ThreadPoolExecutor(len(examples)) as pool:
-            built = dict(zip(examples, pool.map(lambda e: build_with_manifests(work, e, runtimes), examples)))
-        for ex in examples:
-            chosen = [n for n in a.arms.split(",") if n in ARMS and (n == "off" or n in built[ex])]
-            for name in (v for n in chosen for v in (n, *(f"{n}:{r}" for r in runtimes if n != "off"))):
-                t0 = time.time()
-                rows.append(arm(work, ex, built[ex], name, a.samples))
-                r = rows[-1]
-                print(f"{ex:<14}{name:<16}{_pct(r['overhead']):>9} {_ci(r['ci95']):>20}  "
-                      f"{r['samples']['A']}+{r['samples']['B']} samples, {time.time() - t0:.0f} s"
-                      + (f"  capture {r['capture']['verdict']} ({r['capture']['events']} events"
-                   f"{', failed: ' + '; '.join(r['capture']['failed']) if r['capture']['failed'] else ''})"
-                   if "capture" in r else "")
-                      + ("" if r["valid"] else f"  REJECTED: {r['reasons']}"), flush=True)
-    rows += fold_cutedsl(a.cutedsl)
-    per_event = fold_per_event(a.probe_cost, a.iket)
-    device = _device()
-    result = {"date": time.strftime("%Y-%m-%d"), "device": device, "rows": rows, "per_event": per_event}
-    a.json.parent.mkdir(parents=True, exist_ok=True)
-    a.json.write_text(json.dumps(result, indent=2) + "\n")
-    print_table(result)
-    return 0 if all(r["valid"] for r in rows) else 1
-
-
-APPLY = threading.Lock()
-
-
-def parse_runtime(arg: str) -> tuple[str, Path]:
-    """`LABEL=DIR` of --runtime: a folder holding atrex_recorder.cuh (another revision's runtime/)."""
-    label, sep, folder = arg.partition("=")
-    if not sep or not re.fullmatch(r"\w+", label) or not (Path(folder) / "atrex_recorder.cuh").is_file():
-        raise SystemExit(f"--runtime {arg!r}: expected LABEL=DIR, LABEL a word and DIR a folder with atrex_recorder.cuh")
-    return label, Path(folder).resolve()
-
-
-def build_with_manifests(work: Path, example: str, runtimes: dict[str, Path] | None = None) -> dict[str, Path]:
-    """build(), keeping each instrumented build's manifest for its capture's validation; with
-    `runtimes` (label -> recorder header folder) each instrumented source is also built against
-    those headers, as `NAME:LABEL`."""
-    src = work / "examples" / "cuda" / f"{example}.cu"
-    inc = snapshot.runtime_header().parent
-    bins = {"clean": work / f"{example}.clean"}
-    subprocess.run([*NVCC, f"-I{src.parent}", "-o", bins["clean"], src], check=True)
-    spec = work / "examples" / "specs" / f"{example}.toml"
-    parsed = load_spec(spec, work)
-    packs = not (parsed.capture.clock or any(x.payload for x in parsed.sites))  # a 4-byte event holds neither
-    specs = [("spec", spec), ("all", every_cta(spec))]
-    specs += [("packed", with_recorder(spec, "global", packed=True))] if packs else []
-    if example in RESIDENT:
-        specs += [("resident", with_recorder(spec, "resident", 8))]
-        specs += [("resident_packed", with_recorder(spec, "resident", 8, packed=True))] if packs else []
-    for name, s in specs:
-        inst = work / f"{example}.{name}.cu"
-        with APPLY:  # apply/revert hold the project's lock: one at a time, the builds in parallel
-            res = snapshot.apply(s, root=work)
-            shutil.copy(src, inst)
-            snapshot.revert(s, root=work)
-        for key, headers in ((name, inc), *((f"{name}:{r}", d) for r, d in (runtimes or {}).items())):
-            (work / f"manifest-{example}-{key}.json").write_text(res.manifest.dumps())
-            bins[key] = work / f"{example}.{key.replace(':', '@')}"
-            subprocess.run([*NVCC, f"-I{headers}", f"-I{src.parent}", "-o", bins[key], inst], check=True)
-    return bins
+    for row in plan:
+        for arm in arms:
+            if arm == "clock" and plan[row]["arms"]["spec"]["clock"]:
+                continue  # the spec records the clock already: its spec row is its clock row
+            t0 = time.time()
+            r = measure_arm(work, row, arm, plan, samples)
+            rows.append(r)
+            print(f"{row:<20}{arm:<7}{r['recorder']:<10}{_pct(r['overhead']):>9} {_ci(r['ci95']):>20}  "
+                  f"{r['samples']['A']}+{r['samples']['B']} samples, {time.time() - t0:.0f} s"
+                  + (f"  capture {r['capture']['verdict']} ({r['capture']['events']} events)" if "capture" in r else "")
+                  + ("" if r["valid"] else f"  REJECTED: {r['reasons']}"), flush=True)
+    return {"date": time.strftime("%Y-%m-%d"), "device": _device(), "rows": rows + fold_cutedsl(cutedsl),
+            "per_event": fold_per_event(probe_cost, iket)}
 
 
 def fold_cutedsl(folder: Path | None) -> list[dict]:
     """The CuTe DSL GEMM's arms from `atrex-inject measure` artifacts of scripts/gpu-cutedsl.sh."""
     rows = []
-    for name in ("off", "spec"):
-        path = folder / f"measure-{name}.json" if folder else None
+    for arm in ("off", "spec"):
+        path = folder / f"measure-{arm}.json" if folder else None
         if path and path.exists():
             art = json.loads(path.read_text())
             n = art["n"]
-            rows.append({"kernel": "cutedsl_gemm", "arm": name, "overhead": art.get("overhead"),
-                         "ci95": art.get("overhead_ci95"), "samples": {"A": n["baseline"], "B": n["instrumented"]},
-                         "median_ms": art.get("median_ms"), "valid": art["valid"], "reasons": art["reasons"],
+            rows.append({"kernel": "cutedsl_gemm", "arm": arm, "recorder": "iket", "clock": False,
+                         "overhead": art.get("overhead"), "ci95": art.get("overhead_ci95"),
+                         "target": OFF_TARGET if arm == "off" else 0.01,
+                         "samples": {"A": n["baseline"], "B": n["instrumented"]}, "median_ms": art.get("median_ms"),
+                         "valid": art["valid"], "reasons": art["reasons"],
                          "artifact": str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)})
     return rows
 
 
-def fold_per_event(probe_cost: Path | None, iket: Path | None) -> list[dict]:
-    rows = {}
-    if probe_cost and probe_cost.exists():
-        for r in json.loads(probe_cost.read_text())["rows"]:
-            # probe_cost's columns (atrex, staged, ..., resident_packed) as atrex, atrex_staged, ...
-            rows[r["loop"]] = {"loop": r["loop"], **{c if c.startswith("atrex") else f"atrex_{c}": r[f"{c}_pct"] / 100
-                                                     for c in PROBE_COST_COLUMNS if f"{c}_pct" in r},
-                               "hand_written": r["manual_pct"] / 100, "floor": r["floor_pct"] / 100}
-    if iket and iket.exists():
-        k = json.loads(iket.read_text())
-        rows.setdefault("fma", {"loop": "fma"})["iket"] = k["overhead"]
-        rows["fma"]["iket_detail"] = k
-    return list(rows.values())
+def fold_per_event(probe_cost: Path | None, iket: list[Path]) -> list[dict]:
+    """bench/probe_cost/run.py's rows, each FMA row with IKeT's figure at its trip count."""
+    rows = json.loads(probe_cost.read_text())["rows"] if probe_cost and probe_cost.exists() else []
+    by_iters = {}
+    for f in iket:
+        if f.exists():
+            k = json.loads(f.read_text())
+            by_iters[k.get("iterations", 1024)] = k
+    for r in rows:
+        k = by_iters.get(r["iterations"]) if r["loop"] == "fma" else None
+        if k is not None:
+            r["iket"] = k["overhead"]
+    return rows
 
 
 def _device() -> str:
@@ -241,20 +188,80 @@ def _ci(ci) -> str:
     return "-" if not ci else f"[{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}]"
 
 
-def print_table(result: dict) -> None:
-    print(f"\nperturbation, {result['device']}, {result['date']} (overhead vs clean, 95% CI)")
-    print(f"{'kernel':<14}" + "".join(f" {h:>25}" for h in ("off", "spec density", "spec, resident", "every CTA",
-                                                            "spec, packed", "resident, packed")))
+def met(r: dict) -> str:
+    """Whether a row meets its target, two-sided, interval included."""
+    if r["overhead"] is None or not r["valid"]:
+        return "not measured"
+    if abs(r["overhead"]) > r["target"]:
+        return "NOT met"
+    return "met" if r["ci95"] and max(abs(r["ci95"][0]), abs(r["ci95"][1])) <= r["target"] else "met (point)"
+
+
+def table(result: dict) -> str:
+    """The cost table (docs/cost.md), in markdown, from a results file."""
     by = {(r["kernel"], r["arm"]): r for r in result["rows"]}
-    cell = lambda r: "-" if r is None else f"{_pct(r['overhead'])} {_ci(r['ci95'])}"  # noqa: E731
-    for k in dict.fromkeys(r["kernel"] for r in result["rows"]):
-        print(f"{k:<14}" + "".join(f" {cell(by.get((k, n))):>25}" for n in ARMS))
-        for label in dict.fromkeys(r["arm"].partition(":")[2] for r in result["rows"] if r["kernel"] == k):
-            if label:  # the same arms built against another recorder (--runtime)
-                print(f"{'  :' + label:<14}" + "".join(f" {cell(by.get((k, f'{n}:{label}'))):>25}" for n in ARMS))
-    for p in result["per_event"]:
-        print(f"per event, {p['loop']} loop: " + ", ".join(f"{k} {_pct(v)}" for k, v in p.items()
-                                                         if k not in ("loop", "iket_detail")))
+    kernels = list(dict.fromkeys(r["kernel"] for r in result["rows"]))
+    what = {k: v[3] for k, v in KERNELS.items()} | {"cutedsl_gemm": "CuTe DSL TMA + WGMMA GEMM 4096³ under IKeT"}
+    cell = lambda r: "—" if r is None else f"{_pct(r['overhead'])} {_ci(r['ci95'])} ({met(r)})"  # noqa: E731
+    out = ["# What the probes cost", "",
+           f"Generated by `python3 bench/perturbation/run.py table` from `bench/perturbation/results-h200.json` "
+           f"({result['date']}, {result['device']}). Each figure is an overhead against the clean kernel, measured "
+           "side by side with `atrex-inject measure` (fresh processes, ABBA then BAAB), with its 95% interval and "
+           "whether it meets its target in either direction (docs/design.md says why a recording faster than the "
+           "clean kernel is not evidence either).", "",
+           "| kernel (spec density) | recorder the tool chose | probes compiled in, off (±0.5%) | recording at the "
+           "spec's density (target) | the same with `clock = true` |", "|---|---|---|---|---|"]
+    for k in kernels:
+        spec, off, clock = by.get((k, "spec")), by.get((k, "off")), by.get((k, "clock"))
+        target = f" (±{100 * spec['target']:.0f}%)" if spec else ""
+        same = spec is not None and spec.get("clock") and clock is None
+        out.append(f"| {what.get(k, k)} | {spec['recorder'] if spec else '—'} | {cell(off)} | {cell(spec)}{target} | "
+                   f"{'the spec records it' if same else cell(clock)} |")
+    if result["per_event"]:
+        out += ["", "Per event, every warp recording (bench/probe_cost; NVIDIA IKeT's `iket.mark` in the same call):",
+                "", "| loop | site | iterations | the tool's choice | global | staged | resident | hand-written lane-0 "
+                    "store | store floor | IKeT |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in result["per_event"]:
+            out.append(f"| {r['loop']} | {r['site']} | {r['iterations'] or '—'} | {_pct(r['default'])} "
+                       f"({r['default_recorder']}) | {_pct(r.get('global'))} | {_pct(r.get('staged'))} | "
+                       f"{_pct(r.get('resident'))} | {_pct(r['hand_written'])} | {_pct(r['floor'])} | "
+                       f"{_pct(r.get('iket'))} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="compile each row's builds into WORK")
+    b.add_argument("work", type=Path)
+    b.add_argument("--kernels", default=",".join(KERNELS))
+    m = sub.add_parser("measure", help="measure WORK's builds (GPU)")
+    m.add_argument("work", type=Path)
+    m.add_argument("--samples", type=int, default=8, help="fresh processes per arm and side (multiple of 4)")
+    m.add_argument("--arms", default=",".join(ARMS))
+    m.add_argument("--probe-cost", type=Path, help="bench/probe_cost/run.py --json output to fold in")
+    m.add_argument("--iket", type=Path, action="append", default=[], help="bench/perturbation/iket.py --json output")
+    m.add_argument("--cutedsl", type=Path, help="folder of the CuTe DSL GEMM's measure-off.json and measure-spec.json")
+    m.add_argument("--json", type=Path, default=RESULTS)
+    t = sub.add_parser("table", help="write the cost table from a results file")
+    t.add_argument("--json", type=Path, default=RESULTS)
+    t.add_argument("--out", type=Path, default=TABLE)
+    a = ap.parse_args()
+    if a.cmd == "build":
+        unknown = [k for k in a.kernels.split(",") if k not in KERNELS]
+        if unknown:
+            raise SystemExit(f"--kernels: {', '.join(unknown)} not among {', '.join(KERNELS)}")
+        build(a.work, a.kernels.split(","))
+        return 0
+    if a.cmd == "table":
+        a.out.write_text(table(json.loads(a.json.read_text())))
+        print(a.out.read_text())
+        return 0
+    result = measure(a.work, [x for x in a.arms.split(",") if x in ARMS], a.samples, a.probe_cost, a.iket, a.cutedsl)
+    a.json.parent.mkdir(parents=True, exist_ok=True)
+    a.json.write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
+    return 0 if all(r["valid"] for r in result["rows"]) else 1
 
 
 if __name__ == "__main__":

@@ -95,10 +95,11 @@ __global__ void copy_floor(const float4* __restrict__ in, float4* __restrict__ o
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 21;
+  const int fma_iters = argc > 2 ? std::atoi(argv[2]) : 1024;  // the FMA loop's trip count
   int sms = 0, clock_khz = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  const int fma_blocks = sms * 8, fma_iters = 1024, threads = 256;
+  const int fma_blocks = sms * 8, threads = 256;
   const int copy_blocks = sms * 16, copy_cap = 128;
   const long n4 = 1l << 26;  // 1 GiB in, 1 GiB out
   float* out;
