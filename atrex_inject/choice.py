@@ -10,10 +10,11 @@ does to a kernel that has registers to spare. So, with nvcc, the tool compiles t
 reads their SASS (sass.compare), and `problems` is the one place that says what disqualifies one.
 
 The rules, in order:
-Registers count as allocated (8 a thread); where the block size is known, more registers are a
-problem when they change the CTAs an SM holds (a tiny kernel's copy may take more registers than
-it and still fit as many CTAs: its probes' calls need about 20, which `__maxnreg__` cannot lower),
-and ptxas' schedule of the loops is checked loop by loop.
+Registers count as allocated (8 a thread) and matter through occupancy: where the block size is
+known (the kernel's __launch_bounds__ or `[capture] warps`), when they change the CTAs an SM holds;
+where it is not, when they lower the warps an SM can hold (only above 32 a thread). A tiny
+kernel's copy may take more registers than it and keep its occupancy: its probes' calls need about
+20, which `__maxnreg__` cannot lower. ptxas' schedule of the loops is checked loop by loop.
 
 1. candidates: staged and resident rings need warp-level roles and the block size (the kernel's
    __launch_bounds__, or `[capture] warps`), and must fit a CTA's static shared memory;
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -79,12 +81,13 @@ class Choice:
     why: str
     evidence: tuple[Evidence, ...] = ()
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # why candidates were not tried (no block size, rings that do not fit, ...)
     key: str = field(default="", compare=False)  # what a cached copy is valid for (Target.key)
 
     def to_json(self) -> dict:
         """The manifest's `recorder` record (docs/format.md)."""
         return {"recorder": self.mode.path.value, **_constraint(self.mode), "how": self.how, "why": self.why,
-                "evidence": [e.to_json() for e in self.evidence]}
+                "evidence": [e.to_json() for e in self.evidence], **({"notes": list(self.notes)} if self.notes else {})}
 
     def cache_json(self) -> dict:
         return {**self.to_json(), "mode": self.mode.to_json(), "warnings": list(self.warnings)}
@@ -92,7 +95,8 @@ class Choice:
     @classmethod
     def of_cache(cls, obj: dict, key: str) -> "Choice":
         return cls(RecorderMode.of_json(obj["mode"]), obj["how"], obj["why"],
-                   tuple(Evidence.from_json(e) for e in obj["evidence"]), tuple(obj["warnings"]), key)
+                   tuple(Evidence.from_json(e) for e in obj["evidence"]), tuple(obj["warnings"]),
+                   tuple(obj.get("notes", ())), key)
 
 
 def _constraint(mode: RecorderMode) -> dict:
@@ -115,6 +119,7 @@ class Target:
     include: list[str] = field(default_factory=list)  # -I folders: the source's own, then torch's for an extension
     threads: int | None = None  # threads per block: [capture] warps, else the kernel's __launch_bounds__
     kernel: str = ""  # the kernel's qualified name as the SASS check looks it up
+    not_uniform: str | None = None  # why a site may run on part of a warp (cuda/uniform.py): no staged rings
     clean: object = field(default=None, repr=False)  # the clean build (sass.Build), once built
 
     @classmethod
@@ -160,9 +165,10 @@ def problems(r: dict) -> list[str]:
     out = []
     if not r["off_identical"]:
         out.append("with probes off the program does not run the clean kernel instruction for instruction")
-    regs, ctas = r["registers"], r["ctas_per_sm"]
+    regs, ctas, warps = r["registers"], r["ctas_per_sm"], r["warps_per_sm_by_registers"]
     grew = None not in (regs["clean"], regs["copy"]) and allocated_registers(regs["copy"]) > allocated_registers(regs["clean"])
-    if grew and (ctas["clean"] is None or ctas["copy"] != ctas["clean"]):  # block size unknown: registers stand for it
+    # block size unknown: registers matter where they lower the warps an SM holds (above 32 a thread)
+    if grew and ctas["clean"] is None and warps["copy"] < warps["clean"]:
         out.append(f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']} "
                    f"({allocated_registers(regs['copy'])} against {allocated_registers(regs['clean'])} as allocated)")
     if None not in (ctas["clean"], ctas["copy"]) and ctas["copy"] != ctas["clean"]:
@@ -182,7 +188,7 @@ def problems(r: dict) -> list[str]:
     return out
 
 
-def ranked(spec: ProbeSpec, warps: int | None) -> tuple[list[BufferPath], list[str]]:
+def ranked(spec: ProbeSpec, warps: int | None, not_uniform: str | None = None) -> tuple[list[BufferPath], list[str]]:
     """The candidate buffer paths in order of preference, and why the others are not candidates."""
     notes = []
     rings = True
@@ -196,12 +202,17 @@ def ranked(spec: ProbeSpec, warps: int | None) -> tuple[list[BufferPath], list[s
     dense = any(s.every == 1 and s.position in ("loop-begin", "loop-end") for s in spec.sites)
     order = ([BufferPath.STAGED, BufferPath.RESIDENT, BufferPath.GLOBAL] if dense
              else [BufferPath.GLOBAL, BufferPath.STAGED, BufferPath.RESIDENT])
+    if rings and not_uniform:
+        notes.append(f"staged rings need every lane of a recording warp at each site and at exit: {not_uniform}")
+        order.remove(BufferPath.STAGED)
     return [p for p in order if rings or p == BufferPath.GLOBAL], notes
 
 
-def target(spec: ProbeSpec, text: str, flags: list[str] | None = None) -> Target | None:
-    """What the choice compiles for `spec` (its clean source `text`), or None where nothing is to
-    be compiled: the backend records to buffers of its own, or there is no nvcc."""
+def target(spec: ProbeSpec, text: str, flags: list[str] | None = None, rewrite=None) -> Target | None:
+    """What the choice compiles for `spec` (its clean source `text`), or None where nothing is to be
+    compiled: the backend records to buffers of its own, or there is no nvcc. `rewrite`: the CUDA
+    rewriter's result for the spec (backend.Rewrite), which names the kernel as it resolved it and
+    says whether every site runs where the whole warp runs."""
     from .sass import nvcc  # noqa: PLC0415
     if registry.info(spec.backend).own_buffers_refused:
         return None
@@ -209,7 +220,18 @@ def target(spec: ProbeSpec, text: str, flags: list[str] | None = None) -> Target
         nvcc()
     except AtrexError:
         return None
-    return Target.of(spec, text, flags)
+    t = Target.of(spec, text, flags)
+    if rewrite is not None:
+        learn(t, rewrite)
+    return t
+
+
+def learn(t: Target, rewrite) -> None:
+    """What the CUDA rewriter found (`rewrite`, backend.Rewrite): the kernel's qualified name and
+    whether staged rings can run its sites."""
+    from .cuda.clone import CLONE_SUFFIX  # noqa: PLC0415
+    p = rewrite.backend_data["perturbation"]
+    t.kernel, t.not_uniform = p["clone"].removesuffix(CLONE_SUFFIX), p.get("not_warp_uniform")
 
 
 def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
@@ -233,12 +255,14 @@ def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
     try:
         return _cached(spec, target, override, lambda: choose(spec, target, progress))
     except _Unbuildable as e:
-        return _fallback(spec, f"the clean kernel does not compile on its own with {' '.join(target.flags)} "
-                               f"({e}); pass your build's flags with --nvcc-flag or [build] nvcc_flags")
+        return _fallback(spec, f"the clean kernel could not be compiled and read on its own with "
+                               f"{' '.join(target.flags)} ({e.message}); pass your build's flags with --nvcc-flag "
+                               "or [build] nvcc_flags")
 
 
-class _Unbuildable(Exception):
-    """The clean source does not compile as the choice builds it."""
+class _Unbuildable(AtrexError):
+    """The clean source does not compile as the choice builds it, or its kernel cannot be told
+    apart in the SASS."""
 
 
 def _fallback(spec: ProbeSpec, why: str) -> Choice:
@@ -259,7 +283,9 @@ def _threads(target: Target) -> int:
 
 
 def _first_error(message: str) -> str:
-    """The line of an nvcc failure that says what failed."""
+    """The line of an nvcc failure that says what failed, its build folder's path left out (a
+    temporary folder: the same failure reads the same every time)."""
+    message = re.sub(r"\S*\.atrex-(?:choice|sass)-[^/\s]+/", "", message)
     lines = [l.strip() for l in message.splitlines() if l.strip()]
     return next((l for l in lines if "error" in l or "fatal" in l), lines[-1] if lines else message)[:300]
 
@@ -270,12 +296,12 @@ def clean_build(target: Target, tmp: Path):
     if target.clean is None:
         from .sass import function  # noqa: PLC0415
         try:
-            target.clean = target.build(tmp, "clean", target.text)
+            clean = target.build(tmp, "clean", target.text)
+            f = function(clean.funcs, target.kernel)
         except AtrexError as e:
-            raise _Unbuildable(_first_error(e.message)) from None
-        f = function(target.clean.funcs, target.kernel)
-        mangled = next(k for k, v in target.clean.funcs.items() if v is f)
-        target.threads = target.threads or target.clean.threads.get(mangled)
+            raise _Unbuildable(_first_error(e.message), hint=e.hint) from None
+        mangled = next(k for k, v in clean.funcs.items() if v is f)
+        target.clean, target.threads = clean, target.threads or clean.threads.get(mangled)
     return target.clean
 
 
@@ -292,7 +318,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             progress("compiling the clean kernel to choose its recorder (nvcc)")
         clean = clean_build(target, tmp)
         warps = -(-(target.threads or 0) // 32)
-        paths, notes = ranked(spec, warps)
+        paths, notes = ranked(spec, warps, target.not_uniform)
 
         def evaluate(mode: RecorderMode) -> Evidence | None:
             if progress:
@@ -308,7 +334,11 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             except AtrexError as e:
                 notes.append(f"{describe(mode)} does not compile: {_first_error(e.message)}")
                 return None
-            r = compare(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"], threads=target.threads)
+            try:
+                r = compare(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"], threads=target.threads)
+            except AtrexError as e:
+                notes.append(f"{describe(mode)}: {e.message}")
+                return None
             staging = mode.staging(plan.groups)
             ev = Evidence(mode, r["registers"], r["ctas_per_sm"], staging.shared_bytes_per_cta if staging else 0,
                           r["spills"], tuple(problems(r)))
@@ -328,7 +358,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
     first = seen[0]
     return Choice(first.mode, "chosen", f"no recorder keeps the clean kernel; {describe(first.mode)}, the first "
                                         "candidate, records it as another kernel: check-sass says how",
-                  tuple(seen), tuple(f"recorder {describe(first.mode)}: {p}" for p in first.problems) + tuple(notes))
+                  tuple(seen), tuple(f"recorder {describe(first.mode)}: {p}" for p in first.problems), tuple(notes))
 
 
 def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str]) -> Choice:
@@ -337,7 +367,7 @@ def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str]) -> Choice:
     return Choice(ev.mode, "chosen", f"the {describe(ev.mode)} recorder keeps the clean kernel: its copy is allocated "
                                      f"{allocated_registers(regs['copy'])} registers ({regs['copy']} used; the clean "
                                      f"kernel {regs['clean']}){occupancy}, every clean loop and its loads in flight",
-                  tuple(seen), tuple(notes))
+                  tuple(seen), notes=tuple(notes))
 
 
 def _cached(spec: ProbeSpec, target: Target, override: str | None, compute) -> Choice:
@@ -351,10 +381,7 @@ def _cached(spec: ProbeSpec, target: Target, override: str | None, compute) -> C
                 return Choice.of_cache(json.loads(path.read_text()), key)
             except (OSError, ValueError, KeyError, TypeError):
                 pass  # a damaged cache entry is computed again
-    choice = replace(compute(), key=key)
-    if os.environ.get(CACHE_ENV):
-        remember(spec, choice, Path(os.environ[CACHE_ENV]))
-    return choice
+    return replace(compute(), key=key)
 
 
 def _cache_dirs(spec: ProbeSpec) -> list[Path]:
@@ -364,13 +391,19 @@ def _cache_dirs(spec: ProbeSpec) -> list[Path]:
     return dirs
 
 
-def remember(spec: ProbeSpec, choice: Choice, folder: Path | None = None) -> None:
-    """Keep a computed choice (apply calls this once its snapshot is written)."""
+def remember(spec: ProbeSpec, choice: Choice) -> None:
+    """Keep a computed choice: apply calls this once its snapshot is written, so a failed apply
+    writes no cache entry either. In the folder CACHE_ENV names, else the project's .atrex/cache/
+    (inside the project tree, no link on the way). A cache that cannot be written is computed again
+    next time: apply does not fail for it."""
     if not choice.key or choice.how != "chosen":
         return
     data = (json.dumps(choice.cache_json(), indent=2) + "\n").encode()
-    if folder is None:  # the project's cache, inside the project tree, no link on the way
-        write_atomic(spec.root / ".atrex" / "cache" / f"choice-{choice.key}.json", data, spec.root)
-    else:
-        write_atomic(folder / f"choice-{choice.key}.json", data)
+    try:
+        if os.environ.get(CACHE_ENV):
+            write_atomic(Path(os.environ[CACHE_ENV]) / f"choice-{choice.key}.json", data)
+        else:
+            write_atomic(spec.root / ".atrex" / "cache" / f"choice-{choice.key}.json", data, spec.root)
+    except (OSError, AtrexError):
+        pass
 

@@ -192,17 +192,17 @@ def _check_mode(spec: ProbeSpec, groups: tuple[Group, ...], mode: RecorderMode) 
                              "or give the kernel __launch_bounds__ and put nvcc on PATH")
     for i, st in enumerate(spec.sites):
         if st.role.per_thread:
-            raise SpecError(f"site {st.name!r}: role {st.role.value!r} records per thread; capture.staging stages "
-                            "per warp", path=where, line=spec.line_of("site", i, "role"),
-                            hint="use a warp-level role (lane0, warpgroup, cta) or drop staging")
+            raise SpecError(f"site {st.name!r}: role {st.role.value!r} records per thread; the {mode.path.value} "
+                            "recorder's rings stage per warp", path=where, line=spec.line_of("site", i, "role"),
+                            hint='use a warp-level role (lane0, warpgroup, cta), or recorder = "global" or "auto"')
     staging = mode.staging(groups)
     if staging.shared_bytes_per_cta > MAX_STATIC_SHARED:
         rings = (f"one ring per warp that can own it (at most {mode.warps}) x {mode.ring} "
                  "+ 2 slots (the capacity, an overflow slot and the start time) + 1 sink slot, "
                  "and a 512-byte table of the warps' next slots"
                  if mode.resident else f"{mode.warps} + 1 rings x {mode.ring} events")
-        raise SpecError(f"capture.staging needs {staging.shared_bytes_per_cta} bytes of static shared memory per CTA "
+        raise SpecError(f"the {mode.path.value} recorder's rings need {staging.shared_bytes_per_cta} bytes of static shared memory per CTA "
                         f"({len(groups)} owner groups x {rings}, {mode.slot_bytes}-byte slots); a CTA declares at "
                         f"most {MAX_STATIC_SHARED}", path=where, line=spec.line_of("capture", "recorder"),
                         hint=("lower capacity or warps, or let sites share owner groups" if mode.resident
-                              else "lower staging events or warps, or let sites share owner groups"))
+                              else "lower ring or warps, or let sites share owner groups"))

@@ -37,7 +37,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     `problems` lists, by the recorder choice's rules (choice.problems), why the recording run would
     not be the clean kernel; `ok` when there is none."""
     from .cuda.rewrite import rewrite  # noqa: PLC0415
-    from .plan import make_plan  # noqa: PLC0415
+    from .plan import BufferPath, make_plan, requested_mode  # noqa: PLC0415
     from .spec import load_spec  # noqa: PLC0415
 
     spec = load_spec(spec_path, root)
@@ -45,6 +45,9 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
                          path=str(spec.path), hint=f"check a CuTe DSL spec with `atrex-inject check-iket {spec_path}`")
     target = choice.Target.of(spec, clean_text(spec), nvcc_flags)
+    # the global path's rewrite says any anchor error, and names the kernel as the rewriter resolved it
+    first = rewrite(make_plan(spec, requested_mode(spec, BufferPath.GLOBAL)), target.text, runtime=target.runtime)
+    choice.learn(target, first)
     picked = choice.resolve(spec, target, recorder)
     plan = make_plan(spec, picked.mode)
     texts = {"instrumented": rewrite(plan, target.text, runtime=target.runtime),

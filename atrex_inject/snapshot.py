@@ -39,7 +39,7 @@ from .fsio import inside, locked, remove_stale_temps, sha256_bytes, source_lock_
 from .manifest import Manifest
 from .patch import (PatchConflict, PatchMismatch, apply_patch, diffstat, for_review, unapply_keeping_edits,
                     unified_diff)
-from .plan import Plan, make_plan
+from .plan import BufferPath, Plan, make_plan, requested_mode
 from .spec import ProbeSpec, confine, load_spec
 
 PREVIEW_CONTEXT = 3  # lines shown above and below each landing by `apply --dry-run`
@@ -224,12 +224,21 @@ def _prepare(spec_path: str | Path, root: str | Path | None, options: Options = 
     spec = load_spec(spec_path, root)
     clean, text = _read_source(spec)
     _check_not_applied(spec, spec_path, clean)
-    picked = choice.resolve(spec, choice.target(spec, text, list(options.nvcc_flags)), options.recorder,
-                            options.progress)
-    plan = make_plan(spec, picked.mode)
     read = [(p, rel, *_read_source(spec, p)) for p, rel in zip(spec.launchers, spec.launcher_rels)]
     backend = registry.get(spec.backend)
-    rw = backend.rewrite(plan, text, {rel: t for _, rel, _, t in read}) if read else backend.rewrite(plan, text)
+
+    def rewrite(plan):
+        return backend.rewrite(plan, text, {rel: t for _, rel, _, t in read}) if read else backend.rewrite(plan, text)
+
+    # the default recorder's rewrite first: every spec, anchor and launch error is said there, and it
+    # names the kernel the choice compiles
+    plan = make_plan(spec, requested_mode(spec, BufferPath.GLOBAL))
+    rw = rewrite(plan)
+    picked = choice.resolve(spec, choice.target(spec, text, list(options.nvcc_flags), rw), options.recorder,
+                            options.progress)
+    if picked.mode != plan.mode:
+        plan = make_plan(spec, picked.mode)
+        rw = rewrite(plan)
     patch = unified_diff(text, rw.text, spec.source_rel)
     launchers = [_Launcher(i, p, rel, data, rw.launchers[rel], unified_diff(t, rw.launchers[rel], rel))
                  for i, (p, rel, data, t) in enumerate(read)]
@@ -286,7 +295,6 @@ def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw: Rewrite, patch:
              ("writing the instrumented source", spec.source, rw.text, clean),
              *[(f"writing {l.rel}", l.path, l.text, l.clean) for l in launchers]]
     existed = ws.exists()
-    _ignore_itself(spec)
     done: list[tuple[Path, bytes | None]] = []
     for what, path, data, undo in steps:
         try:
@@ -305,6 +313,10 @@ def _write_snapshot(spec: ProbeSpec, ws: Path, clean: bytes, rw: Rewrite, patch:
                                 path=str(spec.path),
                                 hint="fix the cause (disk space, permissions) and apply again") from e
         done.append((path, undo))
+    try:  # last, so a failed apply leaves nothing in .atrex; without it .atrex shows in `git status`, nothing more
+        _ignore_itself(spec)
+    except OSError:
+        pass
     return ApplyResult(manifest, ws, patch)
 
 

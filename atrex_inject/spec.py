@@ -29,7 +29,7 @@ ANCHOR_POSITIONS = {
     "exit": ("exit",),
 }
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,31}$")
-RESERVED_NAMES = {"history", "lock"}  # entries of .atrex/ that are not workspaces
+RESERVED_NAMES = {"history", "lock", "cache"}  # entries of .atrex/ that are not workspaces
 NEVER_TARGETS = {".atrex", ".git"}  # the tool's own state and git's are never instrumented
 I64 = (1 << 63) - 1
 MAX_INTERVALS = 16  # the Perfetto export numbers an owner's interval tracks owner * MAX_INTERVALS + k

@@ -1,44 +1,48 @@
 #!/usr/bin/env bash
-# The perturbation check in one GPU call, from the repository root, with carry [".whl", ".device"]
-# (scripts/fetch-gpu-wheels.sh; the CuTe DSL bundle of ../shared/device/ in .device/):
-#   bash scripts/gpu-perturbation.sh          (results under $OUT, default /tmp/atrex-perturbation)
-# 1. bench/perturbation/designs.cu: recorder designs side by side on the per-event FMA and copy loops
-#    and reduce_sumsq's strip-mined loop (one process);
-# 2. bench/probe_cost/run.py: per-event cost of atrex probes, hand-written probe and floor;
-# 3. bench/perturbation/iket.py: IKeT's per-event cost on the same FMA loop (CuTe DSL);
-# 4. bench/perturbation/run.py: clean vs off / spec / every-CTA for each CUDA example (8+8 processes),
-#    with the CuTe DSL GEMM's rows of bench/perturbation/cutedsl_gemm/ folded in.
-# DESIGNS=0, PER_EVENT=0 (2 and 3) and EXAMPLES=0 (4) leave steps out; PACKED=1 adds the packed builds to
-# 2; PROBE_COST=F and IKET=F fold an earlier call's JSON of 2 and 3 into 4 (the table in two calls).
+# The perturbation benchmarks on the GPU host, from the repository root (wheels in .whl/; the CuTe
+# DSL bundle in .device/ for IKeT and the CuTe DSL GEMM), each part within one device call:
+#   bash scripts/gpu-perturbation.sh examples   every kernel row of bench/perturbation/run.py: off, at the
+#                                               spec's density with the tool's recorder, with the clock
+#   bash scripts/gpu-perturbation.sh per-event  bench/probe_cost (every recorder, both sites, 1024 and 2048
+#                                               iterations), IKeT's iket.mark at each trip count, and the
+#                                               CuTe DSL GEMM (scripts/gpu-cutedsl.sh)
+# Results under $OUT (default /tmp/atrex-perturbation); back here, `python3 bench/perturbation/run.py fold`
+# puts the per-event and CuTe DSL figures into results-h200.json and `run.py table` writes docs/cost.md.
+# ATREX_CHOICE_CACHE (a folder carried with the call) holds the recorder choices made here, so the
+# GPU host compiles only the builds.
 set -uo pipefail
 OUT=${OUT:-/tmp/atrex-perturbation}
 mkdir -p "$OUT"
-T="timeout 280"
+T="timeout 560"
 fail=0
 source scripts/gpu-env.sh
 { nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nvcc --version | tail -2; date -u; } \
   | tee "$OUT/device.txt"
-if [ "${DESIGNS:-1}" = 1 ]; then
-  echo "== recorder designs side by side"
-  nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o /tmp/designs bench/perturbation/designs.cu \
-    && $T /tmp/designs | tee "$OUT/designs.json" || fail=1
-fi
-if [ "${PER_EVENT:-1}" = 1 ]; then
-  echo "== probe cost (per event)"
-  $T python3 bench/probe_cost/run.py --rounds ${PC_ROUNDS:-2} --reps 21 $([ "${PACKED:-0}" = 1 ] && echo --packed) \
-    --json "$OUT/probe_cost.json" || fail=1
-  if [ -f .device/cutedsl.tar.xz ]; then
-    echo "== IKeT per event (CuTe DSL FMA loop)"
-    ( eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" \
-      && $T python3 bench/perturbation/iket.py --rounds ${IKET_ROUNDS:-1} --json "$OUT/iket.json" ) || fail=1
-  fi
-fi
-if [ "${EXAMPLES:-1}" = 1 ]; then
-  echo "== perturbation of the examples"
-  timeout ${EXAMPLES_TIMEOUT:-420} python3 bench/perturbation/run.py --samples ${SAMPLES:-8} \
-    --probe-cost "${PROBE_COST:-$OUT/probe_cost.json}" --iket "${IKET:-$OUT/iket.json}" \
-    --cutedsl bench/perturbation/cutedsl_gemm --arms "${ARMS:-off,spec,resident,all,packed,resident_packed}" \
-    --json "$OUT/results-h200.json" || fail=1
-fi
-echo "== done (fail=$fail)"
+work=$(mktemp -d)
+case "${1:-}" in
+  examples)
+    log "perturbation of the examples"
+    python3 bench/perturbation/run.py build "$work/examples" ${KERNELS:+--kernels $KERNELS} || exit 1
+    $T python3 bench/perturbation/run.py measure "$work/examples" --samples "${SAMPLES:-8}" --arms "${ARMS:-off,spec,clock}" \
+      --json "$OUT/results-h200.json" || fail=1
+    ;;
+  per-event)
+    log "probe cost, per event"
+    python3 bench/probe_cost/run.py build "$work/probe_cost" || exit 1
+    timeout 200 python3 bench/probe_cost/run.py run "$work/probe_cost" --rounds "${PC_ROUNDS:-2}" \
+      --json "$OUT/probe_cost.json" || fail=1
+    if [ -f .device/cutedsl.tar.xz ]; then
+      eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" || exit 1
+      for n in 1024 2048; do
+        log "IKeT per event, FMA loop of $n iterations"
+        timeout 150 python3 bench/perturbation/iket.py --iters "$n" --rounds "${IKET_ROUNDS:-1}" \
+          --json "$OUT/iket-$n.json" || fail=1
+      done
+      log "the CuTe DSL GEMM under IKeT"
+      OUT="$OUT" bash scripts/gpu-cutedsl.sh hopper_gemm || fail=1
+    fi
+    ;;
+  *) echo "usage: bash scripts/gpu-perturbation.sh examples|per-event" >&2; exit 2 ;;
+esac
+log "done (fail=$fail)"
 exit $fail

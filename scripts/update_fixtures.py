@@ -1,6 +1,6 @@
 """Copy the captures of a GPU run into tests/fixtures/h200/ and write their part of PROVENANCE.md:
 
-    python scripts/update_fixtures.py RESULTS.tar.gz RUN_LABEL        a scripts/gpu-suite.sh archive
+    python scripts/update_fixtures.py RESULTS.tar.gz LABEL            a scripts/gpu-examples.sh archive
     python scripts/update_fixtures.py --demo DEMO.tar.gz RUN_LABEL    a scripts/gpu-demo.sh archive
 
 The demo's GEMM (gemm_mma/, gemm_mma_staged/, measure/: scripts/gpu-demo.sh, which the suite runs
@@ -121,13 +121,13 @@ def main(tar: Path, label: str, demo_only: bool = False) -> None:
         at, end = old.index(DEMO), old.index(KEEP_FROM)
         (FIX / "PROVENANCE.md").write_text(old[:at] + demo + "\n" + old[end:])
         return
-    demo = demo_section(device_txt, f"`LARGE=0 bash scripts/gpu-suite.sh` ({label}), which runs `scripts/gpu-demo.sh`")
+    demo = demo_section(device_txt, f"`bash scripts/gpu-suite.sh captures` ({label}), which runs `scripts/gpu-demo.sh`")
     kept = (old[old.index(KEEP_FROM):] if KEEP_FROM in old else "").split(SPLIT)[0]
     lines = ["# H200 captures used as test fixtures", "",
-             f"Real captures from `LARGE=0 bash scripts/gpu-suite.sh` ({label}) on the lent GPU host, copied by",
+             f"Real captures from `bash scripts/gpu-suite.sh captures` ({label}) on the lent GPU host, copied by",
              "`python scripts/update_fixtures.py`:", "",
              *_machine(rows[0][2], device_txt),
-             "- command: `bash scripts/gpu-suite.sh`: each example applied from its spec, built, captured with",
+             "- command: `bash scripts/gpu-suite.sh captures` (scripts/gpu-examples.sh): each example applied from its spec, built, captured with",
              "  `atrex-inject capture --workload W -- BUILD --warmup 3 --iters 10` (W the identity the clean run",
              "  printed; `run.json` names the binary), reverted; `pycapture/` is the same reduction launched from Python by",
              "  `scripts/pycapture_check.py` (cuda-python)", "",

@@ -15,7 +15,7 @@ from atrex_inject import answer as ans_mod
 from atrex_inject.answer import answer, answers
 from atrex_inject.decode import decode_dir
 from atrex_inject.evidence import gather
-from atrex_inject.manifest import Interval
+from atrex_inject.spec import Interval
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.summary import summarize_launch
 from atrex_inject.synthetic import write_capture
@@ -32,7 +32,7 @@ def _answers(cap: Path, m=None) -> list[dict]:
 def _with_intervals(m, names: list[str]):
     """A copy of a manifest naming other intervals of its own sites."""
     return dataclasses.replace(m, intervals=tuple(
-        Interval(n, *n.split(" -> "), m.site_ids[n.split(" -> ")[0]], m.site_ids[n.split(" -> ")[1]]) for n in names))
+        Interval(*n.split(" -> "), m.site_ids[n.split(" -> ")[0]], m.site_ids[n.split(" -> ")[1]]) for n in names))
 
 
 def test_gemm_answer_names_the_longest_phase_with_its_ratio_and_interval():

@@ -15,7 +15,7 @@ from atrex_inject.cli import app
 from atrex_inject.decode import decode_dir
 from atrex_inject.demo import run_demo
 from atrex_inject.intervals import pairs
-from atrex_inject.manifest import Interval
+from atrex_inject.spec import Interval
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.summary import render_text, summarize_launch
 from atrex_inject.timeline import draw, parse_window
@@ -134,7 +134,7 @@ def test_crowded_marks_become_ticks(demo, monkeypatch):
     issue = next(s.name for s in m.sites if s.anchor and s.anchor.pattern == "load_stage")
     names = ("iter -> stage_ready", "stage_ready -> mma_done")
     m = dataclasses.replace(m, intervals=tuple(
-        Interval(n, *n.split(" -> "), *(m.site_ids[x] for x in n.split(" -> "))) for n in names))
+        Interval(*n.split(" -> "), *(m.site_ids[x] for x in n.split(" -> "))) for n in names))
     assert m.site_ids[issue] not in m.endpoint_ids
 
     def marker_vertices():

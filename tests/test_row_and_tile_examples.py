@@ -60,7 +60,7 @@ def spec_path(name: str) -> Path:
 def captured(name: str):
     return pytest.mark.skipif(
         not (FIX / name / "manifest.json").exists(),
-        reason=f"no H200 capture of {name} yet: on the H200 run `LARGE=0 bash scripts/gpu-suite.sh`, then here "
+        reason=f"no H200 capture of {name} yet: on the H200 run `bash scripts/gpu-suite.sh captures`, then here "
                f"`python scripts/update_fixtures.py results.tar.gz LABEL` (writes tests/fixtures/h200/{name}/)")
 
 

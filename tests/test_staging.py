@@ -48,7 +48,7 @@ def test_staging_needs_warp_level_roles(project):
     spec = _spec_with(project, ("[capture]\n", STAGING), ('role = "cta"', 'role = "thread"'))
     line = next(i for i, t in enumerate(spec.read_text().splitlines(), 1) if t == 'role = "thread"')
     # the spec's word, never the enum's repr (<Role.THREAD: 'thread'>)
-    with pytest.raises(SpecError, match="role 'thread' records per thread; capture.staging stages per warp") as e:
+    with pytest.raises(SpecError, match="role 'thread' records per thread; the staged recorder's rings stage per warp") as e:
         make_plan(load_spec(spec))
     assert e.value.line == line
 
@@ -127,7 +127,7 @@ def test_staging_that_overflows_static_shared_memory_is_refused_at_its_line(proj
     50688 bytes: more than the 48 KiB of static shared memory a CTA may declare."""
     spec = _spec_with(project, ("[capture]\n", "[capture]\nrecorder = 'staged'\nring = 32\nwarps = 32\nclock = true\n"))
     spec.write_text(spec.read_text() + '\n[[site]]\nname = "wg"\nanchor = { entry = true }\nrole = "warpgroup"\n')
-    with pytest.raises(SpecError, match=r"needs 50688 bytes of static shared memory per CTA \(3 owner groups") as e:
+    with pytest.raises(SpecError, match=r"need 50688 bytes of static shared memory per CTA \(3 owner groups") as e:
         make_plan(load_spec(spec))
     assert e.value.line == 12
     spec.write_text(spec.read_text().replace("warps = 32", "warps = 16"))  # 17 x 32 x 16 x 3 = 26112: fits
@@ -171,7 +171,7 @@ def test_resident_rings_over_static_shared_memory_are_refused(project):
     slots for the lane0 group and 1 for the cta group, more than the 48 KiB a CTA may declare."""
     spec = _spec_with(project, ("[capture]\n", RESIDENT), ("capacity = 80 ", "capacity = 1024 "))
     need = ((8 * 1026 + 1) + (1 * 1026 + 1)) * 8 + 2 * 64 * 8
-    with pytest.raises(SpecError, match=re.escape(f"needs {need} bytes of static shared memory per CTA (2 owner "
+    with pytest.raises(SpecError, match=re.escape(f"need {need} bytes of static shared memory per CTA (2 owner "
                                                   "groups x one ring per warp that can own it (at most 8) x 1024 + 2 "
                                                   "slots")) as e:
         make_plan(load_spec(spec))

@@ -46,8 +46,8 @@ def test_check_sass_without_torch_says_what_to_do(project, no_torch):
     code, out = cli("check-sass", project / SPEC)
     assert code == 2, out
     assert "fatal error: torch/extension.h: No such file or directory" in out
-    assert ("hint: the source includes torch's headers and torch is not importable here: install torch (check-sass "
-            "then passes its include paths), or pass them with --nvcc-flag=-I<folder>") in out
+    assert ("hint: the source includes torch's headers and torch is not importable here: install torch (its include "
+            "paths are then passed), or pass them with --nvcc-flag=-I<folder>") in out
     code, out = cli("check-sass", project / SPEC, f"--nvcc-flag=-I{STUBS}", "--nvcc-flag=-O3",
                     "--nvcc-flag=-gencode=arch=compute_90a,code=sm_90a", "--nvcc-flag=-std=c++17")
     assert code in (0, 1) and "probes off: the clean kernel, instruction for instruction" in out, out

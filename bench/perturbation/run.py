@@ -14,6 +14,8 @@ the one the cost table (docs/cost.md) is generated from.
     python3 bench/perturbation/run.py build WORK [--kernels gemm_mma,...]     (nvcc: here or on the GPU host)
     python3 bench/perturbation/run.py measure WORK [--samples 8] [--arms off,spec,clock]
         [--probe-cost F] [--iket F] [--cutedsl DIR] [--json OUT]                (the GPU host)
+    python3 bench/perturbation/run.py fold [--json F] [--probe-cost F] [--iket F ...] [--cutedsl DIR]
+        (another call's per-event and CuTe DSL figures into the results)
     python3 bench/perturbation/run.py table [--json F] [--out docs/cost.md]   (the cost table, from the results)
 """
 from __future__ import annotations
@@ -243,6 +245,11 @@ def main() -> int:
     m.add_argument("--iket", type=Path, action="append", default=[], help="bench/perturbation/iket.py --json output")
     m.add_argument("--cutedsl", type=Path, help="folder of the CuTe DSL GEMM's measure-off.json and measure-spec.json")
     m.add_argument("--json", type=Path, default=RESULTS)
+    f = sub.add_parser("fold", help="fold another call's per-event and CuTe DSL figures into a results file")
+    f.add_argument("--json", type=Path, default=RESULTS)
+    f.add_argument("--probe-cost", type=Path)
+    f.add_argument("--iket", type=Path, action="append", default=[])
+    f.add_argument("--cutedsl", type=Path)
     t = sub.add_parser("table", help="write the cost table from a results file")
     t.add_argument("--json", type=Path, default=RESULTS)
     t.add_argument("--out", type=Path, default=TABLE)
@@ -252,6 +259,14 @@ def main() -> int:
         if unknown:
             raise SystemExit(f"--kernels: {', '.join(unknown)} not among {', '.join(KERNELS)}")
         build(a.work, a.kernels.split(","))
+        return 0
+    if a.cmd == "fold":
+        result = json.loads(a.json.read_text())
+        if a.cutedsl:
+            result["rows"] = [r for r in result["rows"] if r["kernel"] != "cutedsl_gemm"] + fold_cutedsl(a.cutedsl)
+        if a.probe_cost:
+            result["per_event"] = fold_per_event(a.probe_cost, a.iket)
+        a.json.write_text(json.dumps(result, indent=2) + "\n")
         return 0
     if a.cmd == "table":
         a.out.write_text(table(json.loads(a.json.read_text())))
