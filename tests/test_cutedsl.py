@@ -229,11 +229,12 @@ def test_the_first_cta_only_applies_as_written_and_capture_asks_iket_for_it(proj
     assert prepare_run_iket(m, tmp_path / "cap", cmd, trk) == [
         *head, "--clobber", "profile", "--use-tracker-dir", str(trk), "--postprocess", "none",
         "--enabled-cluster-config", str(select), "--", *cmd]
-    # without the selection: every CTA, and no selection file
+    # without the selection: every CTA, and no selection file (an earlier capture's is removed)
     assert prepare_run_iket(every, tmp_path / "all", cmd) == [
         sys.executable, "-u", "-m", "iket.cli.main", "-o", str(tmp_path / "all" / "iket"), "--log-level", "warn",
         "profile", "--postprocess", "json", "--", *cmd]
     assert not (tmp_path / "all").exists()
+    assert "--enabled-cluster-config" not in prepare_run_iket(every, tmp_path / "cap", cmd) and not select.exists()
 
 
 def test_run_iket_takes_the_selection(project, tmp_path):
@@ -319,6 +320,52 @@ def test_a_first_cta_capture_normalizes_validates_and_refuses_another_cta(projec
     assert list(out.iterdir()) == []
 
 
+FIX_CTA0 = FIXC.parent / "cutedsl_gemm_cta0"
+
+
+@pytest.mark.skipif(not (FIX_CTA0 / "manifest.json").is_file(),
+                    reason="the H200 capture of the Hopper GEMM's first CTA is not committed yet: on the GPU host "
+                           "`MEASURE_OFF=1 ROUNDS=2 ITERS=300 bash scripts/gpu-cutedsl.sh hopper_gemm`, then here "
+                           "`python3 scripts/cutedsl_fixtures.py results.tar.gz`")
+def test_real_first_cta_capture_of_the_hopper_gemm(project, tmp_path):
+    """On the H200, capture gave run-iket the selection the spec asks for, and IKeT recorded that CTA
+    alone: every record of the kernel in its decoded trace is of CTA (0, 0, 0); normalizing that trace
+    again writes the committed launch byte for byte; it validates with CTA 0's 4 warps as its owners,
+    every k-tile paired; and the spec and instrumented source are those committed here."""
+    import json
+
+    from atrex_inject.cutedsl.backend import prepare_run_iket
+    from atrex_inject.cutedsl.normalize import launches_of, normalize_trace
+    from atrex_inject.manifest import load as load_manifest
+    from atrex_inject.validate import validate_capture
+    m = load_manifest(FIX_CTA0 / "manifest.json")
+    assert [(g.cta_stride, g.cta_limit) for g in m.groups] == [(1, 1)]
+    prepare_run_iket(m, tmp_path, ["prog"])
+    assert (tmp_path / "iket-select.json").read_bytes() == (FIX_CTA0 / "iket-select.json").read_bytes()
+    trace = json.loads((FIX_CTA0 / "iket_trace.json").read_text())
+    loc = trace["locationTable"]
+    for launch in launches_of(trace, m.kernel):
+        used = ([x["locIdx"] for x in launch["markers"]] + [i for x in launch["ranges"] for i in x["warpLocIdxs"]]
+                + [x["locIdx"] for x in launch["warpLifetimes"]])
+        assert used and {tuple(loc[i]["ctaId"]) for i in used} == {(0, 0, 0)}
+    side = json.loads((FIX_CTA0 / "gemm_kernel-launch0.json").read_text())
+    again = tmp_path / "again"
+    again.mkdir()
+    normalize_trace(FIX_CTA0 / "iket_trace.json", m, again, side["workload"], side["device"])
+    assert (again / "gemm_kernel-launch0.atrex").read_bytes() == (FIX_CTA0 / "gemm_kernel-launch0.atrex").read_bytes()
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    for f in FIX_CTA0.glob("gemm_kernel-launch0.*"):
+        shutil.copy(f, cap / f.name)
+    r = validate_capture(cap, m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+    s = r["summaries"][0]
+    assert s["owners"] == 4 and [iv["count"] for iv in s["intervals"]] == [4 * 16, 4 * 16]  # 1024^3: 16 k-tiles
+    here = snapshot.apply(project / "examples/specs/hopper_gemm_cutedsl.toml").manifest
+    assert (here.spec.sha256, here.source.source_id) == (m.spec.sha256, m.source.source_id)
+    assert here.source.source_id == sha(FIXC.parent / "cutedsl_gemm" / "hopper_gemm.instrumented.py")
+
+
 # (fixture folder, launch file stem, owners, intervals, pairs per interval): one launch of each
 # example, captured on the H200 through run-iket and normalized (tests/fixtures/h200/PROVENANCE.md)
 REAL_CUTEDSL = [
@@ -393,3 +440,28 @@ def test_a_one_line_loop_body_gets_its_probes_on_lines_of_their_own(tmp_path, lo
                                   '        iket.mark("b")  # atrex: site b (id 1, loop-end)']
     snapshot.revert(spec)
     assert src.read_text() == clean
+
+
+def test_the_perturbation_table_says_what_recorded_in_each_cutedsl_row(project, tmp_path):
+    """bench/perturbation/run.py folds the CuTe DSL GEMM's measurements with what recorded on their
+    instrumented side, read from the command measured: the real every-CTA artifact (the GEMM under
+    run-iket before its spec selected) says so; the same artifact with the command the GPU script now
+    builds for the spec (synthetic) says the first CTA; with the runner alone (synthetic), nothing."""
+    import json
+
+    from atrex_inject.cutedsl.backend import prepare_run_iket
+    from test_bench_run import run
+    art = json.loads((FIXC.parent / "cutedsl_gemm" / "measure.json").read_text())
+    every, runner = art["commands"]["B"], art["commands"]["B"][art["commands"]["B"].index("--") + 1:]
+    m = snapshot.apply(project / "examples/specs/hopper_gemm_cutedsl.toml").manifest
+    first = prepare_run_iket(m, tmp_path / "rec", runner, tmp_path / "trk" / "tracker")
+    got = {}
+    for b in (every, first, runner):
+        (tmp_path / "measure-spec.json").write_text(json.dumps({**art, "commands": {**art["commands"], "B": b}}))
+        (row,) = run.fold_cutedsl(tmp_path)
+        got[row["records"]] = row["overhead"]
+        label = run.table({"date": "SYNTHETIC", "device": "none", "per_event": [], "rows": [row]}).splitlines()[-1]
+        assert label.startswith("| CuTe DSL TMA + WGMMA GEMM 4096³ under IKeT" + (f", {row['records']} |"
+                                                                                 if row["records"] else " |"))
+    assert got == {"every CTA": art["overhead"], "the first CTA (IKeT's selection)": art["overhead"],
+                   None: art["overhead"]}

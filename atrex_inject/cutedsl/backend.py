@@ -33,7 +33,7 @@ def prepare_run_iket(manifest, out_dir: Path, cmd: list[str], tracker: Path | No
     OUT_DIR/iket/ (decoded to JSON for normalize.py), with warnings in its output (iketlog.py).
     When the spec records the first CTA only, this writes OUT_DIR/iket-select.json, IKeT's
     per-kernel selection: the target kernel's cluster 0,0,0 (its first CTA), every other kernel of
-    the program as run-iket records it by default, and passes it. With `tracker` (the tracker/
+    the program as run-iket records it by default, and passes it (else removes an earlier one). With `tracker` (the tracker/
     folder of an earlier `run-iket profile --keep` of the program) the discovery pass is skipped,
     nothing is decoded, and OUT_DIR/iket/ is overwritten: each process runs the program once, as a
     measurement's recording side needs (one sample line per process)."""
@@ -44,12 +44,13 @@ def prepare_run_iket(manifest, out_dir: Path, cmd: list[str], tracker: Path | No
         argv += ["--clobber", "profile", "--use-tracker-dir", str(tracker), "--postprocess", "none"]
     else:
         argv += ["profile", "--postprocess", "json"]
-    if selects_first_cta(manifest.groups):
-        select = out_dir / SELECT_NAME
-        out_dir.mkdir(parents=True, exist_ok=True)
-        select.write_text(json.dumps({entry_prefix(manifest.kernel): [0, 0, 0]}) + "\n")
-        argv += ["--enabled-cluster-config", str(select)]
-    return [*argv, "--", *cmd]
+    select = out_dir / SELECT_NAME
+    if not selects_first_cta(manifest.groups):
+        select.unlink(missing_ok=True)  # an earlier capture's selection in this folder would mislead its reader
+        return [*argv, "--", *cmd]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    select.write_text(json.dumps({entry_prefix(manifest.kernel): [0, 0, 0]}) + "\n")
+    return [*argv, "--enabled-cluster-config", str(select), "--", *cmd]
 
 
 class CuteDslBackend:
