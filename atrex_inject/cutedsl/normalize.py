@@ -80,9 +80,10 @@ def _not_selected(launch: dict, seq: int, manifest: Manifest, ev: np.ndarray, wh
     applied = "" if active is None else f" (IKeT's trace says singleClusterActive = {active} for this launch)"
     raise CaptureError(f"launch {seq}: IKeT recorded {first}: the spec records the first CTA only ({FIRST_CTA}), "
                        f"IKeT's selection of cluster 0,0,0{applied}",
-                       hint="capture through `atrex-inject capture`, which passes run-iket that selection "
-                            f"(--enabled-cluster-config {SELECT_NAME}); a kernel launched with clusters records "
-                            "every CTA of its first cluster: remove ctas.limit from the spec there")
+                       hint="run by hand, run-iket needs that selection: capture through `atrex-inject capture`, "
+                            f"which passes it (--enabled-cluster-config {SELECT_NAME}); where capture passed it, IKeT "
+                            "did not apply it to this kernel, or the kernel is launched with clusters (its first "
+                            "cluster holds several CTAs): remove ctas.limit from the spec there")
 
 
 def _fits(seq: int, grid, block, n_owner: int, owner_event_bytes: int) -> None:
