@@ -91,6 +91,21 @@ def _spec(tmp_path, body: str, intervals: str = "") -> tuple:
      'role = "cta"\n', 'intervals = ["a -> b"]', "must be warp-uniform"),
     ('[[site]]\nname = "a_name_that_is_much_too_long_for_iket"\nanchor = { entry = true }\n', "",
      "at most 32 characters"),
+    # what records is IKeT's to select, per kernel: every CTA or the first (ctas = { limit = 1 } on every site)
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\nctas = { limit = 2 }\n', "",
+     "site 'a': ctas = { stride = 1, limit = 2 } is not a selection IKeT can make: IKeT records every CTA, or one "
+     "(the first: ctas = { limit = 1 } on every site), chosen per kernel outside it (run-iket's cluster selection)"),
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\nctas = { stride = 4, limit = 1 }\n', "",
+     "site 'a': ctas = { stride = 4, limit = 1 } is not a selection IKeT can make"),
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\nctas = { limit = 1 }\n[[site]]\nname = "b"\n'
+     'anchor = { exit = true }\n', "", "site 'b' records every CTA while site 'a' records the first only (ctas = "
+     "{ limit = 1 }): IKeT selects what records per kernel, not per site"),
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\nctas = { limit = 1 }\n[[site]]\nname = "b"\n'
+     'anchor = { exit = true }\nctas = { stride = 2 }\n', "", "site 'b' records every CTA while site 'a'"),
+    ('[[site]]\nname = "a"\nanchor = { entry = true }\nctas = { limit = 1 }\nwarps = [0]\n[[site]]\nname = "b"\n'
+     'anchor = { exit = true }\nctas = { limit = 1 }\nwarps = [0]\n', 'intervals = ["a -> b"]',
+     "site 'a' is an interval end and must be warp-uniform: role lane0, all warps, and every CTA or IKeT's "
+     "selection of the first (ctas = { limit = 1 })"),
 ])
 def test_bad_inputs_change_nothing(tmp_path, body, intervals, msg):
     spec, root = _spec(tmp_path, body, intervals)
@@ -185,6 +200,172 @@ def test_normalize_real_iket_subset(tmp_path):
     assert (np.unique(launch.column("cta_x")) == np.arange(8)).all()
 
 
+def first_cta_only(spec):
+    """The spec with `ctas = { limit = 1 }` on every site: IKeT's selection of the first CTA."""
+    spec.write_text(spec.read_text().replace("[[site]]\n", "[[site]]\nctas = { limit = 1 }\n"))
+    return spec
+
+
+def test_the_first_cta_only_applies_as_written_and_capture_asks_iket_for_it(project, tmp_path):
+    """`ctas = { limit = 1 }` on every site (interval ends included) changes nothing in the kernel
+    (IKeT selects outside it): apply writes the bytes it writes without it, into one owner group that
+    selects one CTA; and the run-iket command capture runs passes IKeT the kernel's cluster 0,0,0."""
+    import json
+
+    from atrex_inject.cutedsl.backend import prepare_run_iket
+    every = snapshot.apply(project / "examples/specs/scale_add_cutedsl.toml").manifest
+    snapshot.revert(project / "examples/specs/scale_add_cutedsl.toml")
+    spec = first_cta_only(project / "examples/specs/scale_add_cutedsl.toml")
+    m = snapshot.apply(spec).manifest
+    assert m.source.instrumented_sha256 == every.source.instrumented_sha256
+    assert [(g.cta_stride, g.cta_limit) for g in m.groups] == [(1, 1)]
+    cmd = ["python3", "run.py", "--iters", "1"]
+    head = [sys.executable, "-u", "-m", "iket.cli.main", "-o", str(tmp_path / "cap" / "iket"), "--log-level", "warn"]
+    select = tmp_path / "cap" / "iket-select.json"
+    assert prepare_run_iket(m, tmp_path / "cap", cmd) == [
+        *head, "profile", "--postprocess", "json", "--enabled-cluster-config", str(select), "--", *cmd]
+    assert json.loads(select.read_text()) == {"kernel_cutlass_scale_add_kernel_": [0, 0, 0]}
+    trk = tmp_path / "trk" / "tracker"  # a measurement's recording side: one pass, nothing decoded, same selection
+    assert prepare_run_iket(m, tmp_path / "cap", cmd, trk) == [
+        *head, "--clobber", "profile", "--use-tracker-dir", str(trk), "--postprocess", "none",
+        "--enabled-cluster-config", str(select), "--", *cmd]
+    # without the selection: every CTA, and no selection file (an earlier capture's is removed)
+    assert prepare_run_iket(every, tmp_path / "all", cmd) == [
+        sys.executable, "-u", "-m", "iket.cli.main", "-o", str(tmp_path / "all" / "iket"), "--log-level", "warn",
+        "profile", "--postprocess", "json", "--", *cmd]
+    assert not (tmp_path / "all").exists()
+    assert "--enabled-cluster-config" not in prepare_run_iket(every, tmp_path / "cap", cmd) and not select.exists()
+
+
+def test_run_iket_takes_the_selection(project, tmp_path):
+    """The real run-iket, here without a GPU, parses the command capture gives it and the selection
+    file (it refuses a bad one before running anything), runs the program, then fails for want of
+    a discovery result."""
+    pytest.importorskip("iket.cli.main", reason="nvidia-cutlass-dsl is not installed")
+    from atrex_inject.cutedsl.backend import BACKEND
+    from atrex_inject.errors import CaptureError
+    m = snapshot.apply(first_cta_only(project / "examples/specs/scale_add_cutedsl.toml")).manifest
+    cmd = [sys.executable, "-c", "print('synthetic program ran')"]
+    with pytest.raises(CaptureError, match="run-iket exited with status"):
+        BACKEND.capture(m, cmd, tmp_path, dict(os.environ))
+    log = (tmp_path / "run-iket.log").read_text()
+    assert "synthetic program ran" in log and "[run-iket] " in log
+    assert "enabled-cluster" not in log and "unrecognized arguments" not in log, log[-2000:]
+    (tmp_path / "iket-select.json").write_text('{"kernel_cutlass_scale_add_kernel_": [0, 0]}')  # planted fault
+    p = subprocess.run([sys.executable, "-m", "iket.cli.main", "-o", str(tmp_path / "bad"), "profile",
+                        "--enabled-cluster-config", str(tmp_path / "iket-select.json"), "--", *cmd],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "must be [x, y, z]" in p.stderr and "synthetic program ran" not in p.stdout
+
+
+def _cta0_trace(trace: dict) -> dict:
+    """The real trace's launch cut down to CTA 0's records, as IKeT writes it when told to select it."""
+    loc = trace["locationTable"]
+    first = lambda i: loc[i]["ctaId"] == [0, 0, 0]  # noqa: E731
+    launch = trace["launches"][0]
+    return {**trace, "launches": [{**launch, "markers": [x for x in launch["markers"] if first(x["locIdx"])],
+                                   "ranges": [x for x in launch["ranges"] if first(x["warpLocIdxs"][0])],
+                                   "warpLifetimes": [x for x in launch["warpLifetimes"] if first(x["locIdx"])]}]}
+
+
+def test_a_first_cta_capture_normalizes_validates_and_refuses_another_cta(project, tmp_path):
+    """The real IKeT trace (CTAs 0-7) cut down to CTA 0 normalizes into one owner per warp of CTA 0:
+    the slot arithmetic (layout), decode and validate agree on those 8 owners and the capture is
+    valid. A real record of CTA 1 planted in it (a marker and its warp's lifetime) is refused,
+    naming the CTA, the warp and the site, and nothing is written."""
+    import json
+
+    from atrex_inject.cutedsl.normalize import normalize_trace
+    from atrex_inject.decode import decode_dir
+    from atrex_inject.layout import group_owners, slot_owners
+    from atrex_inject.validate import validate_capture
+    m = snapshot.apply(first_cta_only(project / "examples/specs/scale_add_cutedsl.toml")).manifest
+    trace = json.loads((FIXC / "iket_trace.cta0-7.json").read_text())
+    cut = _cta0_trace(trace)
+    src = tmp_path / "cta0.json"
+    src.write_text(json.dumps(cut))
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    normalize_trace(src, m, cap, "w", {"uuid": "GPU-x"})
+    shutil.copy(project / ".atrex" / "scale_add_cutedsl" / "manifest.json", cap / "manifest.json")
+    (launch,) = decode_dir(cap, m)
+    grid, block = (528, 1, 1), (256, 1, 1)
+    assert group_owners(m.groups, grid, block) == [8]
+    cta, thread = slot_owners(m.groups[0], 8, grid, block)
+    assert cta.tolist() == [0] * 8 and thread.tolist() == [32 * w for w in range(8)]
+    assert launch.owners["cta"].tolist() == [0] * 8 and launch.owners["thread"].tolist() == thread.tolist()
+    assert launch.counts["owners_claimed"] == 8
+    r = validate_capture(cap, m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+    assert r["summaries"][0]["owners"] == 8
+    assert [iv["count"] for iv in r["summaries"][0]["intervals"]] == [8, 16]
+
+    full = trace["launches"][0]
+    loc = trace["locationTable"]
+    marker = next(x for x in full["markers"] if loc[x["locIdx"]]["ctaId"] == [1, 0, 0])
+    life = next(x for x in full["warpLifetimes"] if x["locIdx"] == marker["locIdx"])
+    planted = cut["launches"][0]
+    planted.update(markers=[*planted["markers"], marker], warpLifetimes=[*planted["warpLifetimes"], life])
+    src.write_text(json.dumps(cut))
+    out = tmp_path / "refused"
+    out.mkdir()
+    with pytest.raises(AtrexError) as e:
+        normalize_trace(src, m, out, "w", {})
+    warp, site = loc[marker["locIdx"]]["warpId"], trace["stringTable"][marker["markerNameIdx"]]
+    assert str(e.value).startswith(f"launch 0: IKeT recorded 1 event(s) of warps the spec does not record; first: "
+                                   f"CTA (1, 0, 0) warp {warp}, site {site!r}: ")
+    assert "the spec records the first CTA only (ctas = { limit = 1 }), IKeT's selection of cluster 0,0,0 " \
+           "(IKeT's trace says singleClusterActive = 0 for this launch)" in str(e.value)
+    assert "--enabled-cluster-config iket-select.json" in e.value.hint
+    assert list(out.iterdir()) == []
+
+
+FIX_CTA0 = FIXC.parent / "cutedsl_gemm_cta0"
+
+
+@pytest.mark.skipif(not (FIX_CTA0 / "manifest.json").is_file(),
+                    reason="the H200 capture of the Hopper GEMM's first CTA is not committed yet: on the GPU host "
+                           "`MEASURE_OFF=1 ROUNDS=2 ITERS=300 bash scripts/gpu-cutedsl.sh hopper_gemm`, then here "
+                           "`python3 scripts/cutedsl_fixtures.py results.tar.gz`")
+def test_real_first_cta_capture_of_the_hopper_gemm(project, tmp_path):
+    """On the H200, capture gave run-iket the selection the spec asks for, and IKeT recorded that CTA
+    alone: every record of the kernel in its decoded trace is of CTA (0, 0, 0); normalizing that trace
+    again writes the committed launch byte for byte; it validates with CTA 0's 4 warps as its owners,
+    every k-tile paired; and the spec and instrumented source are those committed here."""
+    import json
+
+    from atrex_inject.cutedsl.backend import prepare_run_iket
+    from atrex_inject.cutedsl.normalize import launches_of, normalize_trace
+    from atrex_inject.manifest import load as load_manifest
+    from atrex_inject.validate import validate_capture
+    m = load_manifest(FIX_CTA0 / "manifest.json")
+    assert [(g.cta_stride, g.cta_limit) for g in m.groups] == [(1, 1)]
+    prepare_run_iket(m, tmp_path, ["prog"])
+    assert (tmp_path / "iket-select.json").read_bytes() == (FIX_CTA0 / "iket-select.json").read_bytes()
+    trace = json.loads((FIX_CTA0 / "iket_trace.json").read_text())
+    loc = trace["locationTable"]
+    for launch in launches_of(trace, m.kernel):
+        used = ([x["locIdx"] for x in launch["markers"]] + [i for x in launch["ranges"] for i in x["warpLocIdxs"]]
+                + [x["locIdx"] for x in launch["warpLifetimes"]])
+        assert used and {tuple(loc[i]["ctaId"]) for i in used} == {(0, 0, 0)}
+    side = json.loads((FIX_CTA0 / "gemm_kernel-launch0.json").read_text())
+    again = tmp_path / "again"
+    again.mkdir()
+    normalize_trace(FIX_CTA0 / "iket_trace.json", m, again, side["workload"], side["device"])
+    assert (again / "gemm_kernel-launch0.atrex").read_bytes() == (FIX_CTA0 / "gemm_kernel-launch0.atrex").read_bytes()
+    cap = tmp_path / "cap"
+    cap.mkdir()
+    for f in FIX_CTA0.glob("gemm_kernel-launch0.*"):
+        shutil.copy(f, cap / f.name)
+    r = validate_capture(cap, m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+    s = r["summaries"][0]
+    assert s["owners"] == 4 and [iv["count"] for iv in s["intervals"]] == [4 * 16, 4 * 16]  # 1024^3: 16 k-tiles
+    here = snapshot.apply(project / "examples/specs/hopper_gemm_cutedsl.toml").manifest
+    assert (here.spec.sha256, here.source.source_id) == (m.spec.sha256, m.source.source_id)
+    assert here.source.source_id == sha(FIXC.parent / "cutedsl_gemm" / "hopper_gemm.instrumented.py")
+
+
 # (fixture folder, launch file stem, owners, intervals, pairs per interval): one launch of each
 # example, captured on the H200 through run-iket and normalized (tests/fixtures/h200/PROVENANCE.md)
 REAL_CUTEDSL = [
@@ -259,3 +440,28 @@ def test_a_one_line_loop_body_gets_its_probes_on_lines_of_their_own(tmp_path, lo
                                   '        iket.mark("b")  # atrex: site b (id 1, loop-end)']
     snapshot.revert(spec)
     assert src.read_text() == clean
+
+
+def test_the_perturbation_table_says_what_recorded_in_each_cutedsl_row(project, tmp_path):
+    """bench/perturbation/run.py folds the CuTe DSL GEMM's measurements with what recorded on their
+    instrumented side, read from the command measured: the real every-CTA artifact (the GEMM under
+    run-iket before its spec selected) says so; the same artifact with the command the GPU script now
+    builds for the spec (synthetic) says the first CTA; with the runner alone (synthetic), nothing."""
+    import json
+
+    from atrex_inject.cutedsl.backend import prepare_run_iket
+    from test_bench_run import run
+    art = json.loads((FIXC.parent / "cutedsl_gemm" / "measure.json").read_text())
+    every, runner = art["commands"]["B"], art["commands"]["B"][art["commands"]["B"].index("--") + 1:]
+    m = snapshot.apply(project / "examples/specs/hopper_gemm_cutedsl.toml").manifest
+    first = prepare_run_iket(m, tmp_path / "rec", runner, tmp_path / "trk" / "tracker")
+    got = {}
+    for b in (every, first, runner):
+        (tmp_path / "measure-spec.json").write_text(json.dumps({**art, "commands": {**art["commands"], "B": b}}))
+        (row,) = run.fold_cutedsl(tmp_path)
+        got[row["records"]] = row["overhead"]
+        label = run.table({"date": "SYNTHETIC", "device": "none", "per_event": [], "rows": [row]}).splitlines()[-1]
+        assert label.startswith("| CuTe DSL TMA + WGMMA GEMM 4096³ under IKeT" + (f", {row['records']} |"
+                                                                                 if row["records"] else " |"))
+    assert got == {"every CTA": art["overhead"], "the first CTA (IKeT's selection)": art["overhead"],
+                   None: art["overhead"]}

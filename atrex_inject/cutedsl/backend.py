@@ -1,16 +1,56 @@
 """The CuTe DSL backend: the libcst rewriter that inserts NVIDIA IKeT calls (rewrite.py), and
 capture under IKeT's run-iket, normalized to format-2 files (normalize.py). IKeT records per
 warp and names its events, so this backend refuses what IKeT cannot record (check) and sizes each
-capture to its fullest owner (IKeT keeps no fixed per-owner capacity)."""
+capture to its fullest owner (IKeT keeps no fixed per-owner capacity).
+
+What records is IKeT's to select, outside the kernel: every CTA, or one cluster of the launch
+(`run-iket profile --enabled-cluster-config`; a kernel launched without clusters is a grid of 1x1x1
+clusters, so one CTA). A spec asks for the second with `ctas = { limit = 1 }` on every site, and
+capture passes IKeT the target kernel's cluster 0,0,0: its first CTA (prepare_run_iket)."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from ..backend import check_expressions, check_own_buffers
 from ..errors import CaptureError, SpecError
+from .check import entry_prefix
 
 LOG_NAME = "run-iket.log"
+SELECT_NAME = "iket-select.json"  # the selection capture gives run-iket, kept beside its log
+FIRST_CTA = "ctas = { limit = 1 }"  # how a spec asks IKeT to record the first CTA only
+
+
+def selects_first_cta(groups) -> bool:
+    """Whether a manifest's owner groups record the first CTA only, IKeT's one selection (check()
+    lets through this or every CTA, on all sites alike)."""
+    return any(g.cta_limit for g in groups)
+
+
+def prepare_run_iket(manifest, out_dir: Path, cmd: list[str], tracker: Path | None = None) -> list[str]:
+    """The run-iket command line that records `cmd`'s launches of the manifest's kernel into
+    OUT_DIR/iket/ (decoded to JSON for normalize.py), with warnings in its output (iketlog.py).
+    When the spec records the first CTA only, this writes OUT_DIR/iket-select.json, IKeT's
+    per-kernel selection: the target kernel's cluster 0,0,0 (its first CTA), every other kernel of
+    the program as run-iket records it by default, and passes it (else removes an earlier one). With `tracker` (the tracker/
+    folder of an earlier `run-iket profile --keep` of the program) the discovery pass is skipped,
+    nothing is decoded, and OUT_DIR/iket/ is overwritten: each process runs the program once, as a
+    measurement's recording side needs (one sample line per process)."""
+    out_dir = Path(out_dir)
+    # -u: run-iket's own lines reach the terminal as printed, not when its pipe buffer fills
+    argv = [sys.executable, "-u", "-m", "iket.cli.main", "-o", str(out_dir / "iket"), "--log-level", "warn"]
+    if tracker is not None:
+        argv += ["--clobber", "profile", "--use-tracker-dir", str(tracker), "--postprocess", "none"]
+    else:
+        argv += ["profile", "--postprocess", "json"]
+    select = out_dir / SELECT_NAME
+    if not selects_first_cta(manifest.groups):
+        select.unlink(missing_ok=True)  # an earlier capture's selection in this folder would mislead its reader
+        return [*argv, "--", *cmd]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    select.write_text(json.dumps({entry_prefix(manifest.kernel): [0, 0, 0]}) + "\n")
+    return [*argv, "--enabled-cluster-config", str(select), "--", *cmd]
 
 
 class CuteDslBackend:
@@ -30,11 +70,13 @@ class CuteDslBackend:
         return "holds a comment" if comments else None
 
     def check(self, spec) -> None:
-        """IKeT's rules: warp-level roles, no PTX anchors, no `every` or `ctas.limit`, one range per
-        interval end, warp-uniform interval ends with the same payload shape."""
+        """IKeT's rules: warp-level roles, no PTX anchors, no `every`, what IKeT can select of the CTAs
+        (check_selection), one range per interval end, warp-uniform interval ends with the same
+        payload shape."""
         from .ranges import interval_ends
         where = str(spec.path)
         check_expressions(spec, self)
+        check_selection(spec)
         if spec.kernel_occurrence is not None:
             raise SpecError("kernel.occurrence applies to the cuda backend", path=where,
                             line=spec.line_of("kernel", "occurrence"),
@@ -65,13 +107,12 @@ class CuteDslBackend:
             if s.every > 1:
                 raise SpecError(f"site {s.name!r}: `every` is not supported on the cutedsl backend", path=where,
                                 line=s.line)
-            dense = s.role == "lane0" and s.cta_stride == 1 and not s.cta_limit and s.warps is None
+            # IKeT's selection of the first CTA is made outside the kernel: no `if` around the probe
+            dense = s.role == "lane0" and s.cta_stride == 1 and s.warps is None
             if (s.name in starts or s.name in ends) and not dense:
-                raise SpecError(f"site {s.name!r} is an interval end and must be warp-uniform: role lane0, all CTAs "
-                                "and warps (range tokens cannot cross a role's `if`)", path=where, line=s.line)
-            if s.cta_limit:
-                raise SpecError(f"site {s.name!r}: ctas.limit is not supported on the cutedsl backend", path=where,
-                                line=s.line)
+                raise SpecError(f"site {s.name!r} is an interval end and must be warp-uniform: role lane0, all warps, "
+                                f"and every CTA or IKeT's selection of the first ({FIRST_CTA}) (range tokens cannot "
+                                "cross a role's `if`)", path=where, line=s.line)
         for iv in spec.intervals:
             if bool(by[iv.start].payload) != bool(by[iv.end].payload):
                 raise SpecError(f"interval {iv.name!r}: IKeT needs the same payload shape on both ends "
@@ -82,25 +123,43 @@ class CuteDslBackend:
         return rewrite(plan, text)
 
     def capture(self, manifest, cmd: list[str], out_dir: Path, env: dict[str, str]) -> None:
-        """run-iket profiles the program (two passes), its output relayed to the terminal and kept in
-        CAPTURE_DIR/run-iket.log (beside iket/, which run-iket owns and refuses to reuse), with the
-        warnings through which IKeT reports dropped trace data; its decoded output for the target
-        kernel is normalized into the capture folder, with what that log says (iketlog.py)."""
+        """run-iket profiles the program (two passes; prepare_run_iket, with IKeT's selection when the
+        spec makes one), its output relayed to the terminal and kept in CAPTURE_DIR/run-iket.log
+        (beside iket/, which run-iket owns and refuses to reuse), with the warnings through which IKeT
+        reports dropped trace data; its decoded output for the target kernel is normalized into the
+        capture folder, with what that log says (iketlog.py)."""
         from ..relay import relay
         from .normalize import normalize_run
         iket_dir, log = out_dir / "iket", out_dir / LOG_NAME
-        # -u: run-iket's own lines reach the terminal as printed, not when its pipe buffer fills
-        argv = [sys.executable, "-u", "-m", "iket.cli.main", "-o", str(iket_dir), "--log-level", "warn", "profile",
-                "--postprocess", "json", "--", *cmd]
         try:
-            status = relay(argv, env, log)
+            status = relay(prepare_run_iket(manifest, out_dir, cmd), env, log)
         except OSError as e:
-            raise CaptureError(f"cannot run run-iket or keep its log: {e.strerror}", path=e.filename or str(log),
+            raise CaptureError(f"cannot run run-iket or write its files: {e.strerror}", path=e.filename or str(log),
                                hint="check that the capture folder is writable") from None
         if status != 0:
             raise CaptureError(f"run-iket exited with status {status}: the program failed, or IKeT could "
                                f"not record or decode its capture", path=str(log), hint="its output is in this log")
         normalize_run(iket_dir, manifest, out_dir, env.get("ATREX_WORKLOAD", ""), log)
+
+
+def check_selection(spec) -> None:
+    """IKeT selects what records per kernel, outside it: every CTA, or the one cluster it is told
+    (the first CTA of a kernel launched without clusters). So `ctas.limit` is 1 on every site or on
+    none, with no stride beside it; other densities are refused, saying what IKeT can select."""
+    where = str(spec.path)
+    limited = [s for s in spec.sites if s.cta_limit]
+    can = (f"IKeT records every CTA, or one (the first: {FIRST_CTA} on every site), chosen per kernel outside it "
+           "(run-iket's cluster selection)")
+    for s in limited:
+        if s.cta_limit != 1 or s.cta_stride != 1:
+            raise SpecError(f"site {s.name!r}: ctas = {{ stride = {s.cta_stride}, limit = {s.cta_limit} }} is not a "
+                            f"selection IKeT can make: {can}", path=where, line=s.line,
+                            hint=f"write {FIRST_CTA} on every site, or leave ctas.limit out (every CTA records)")
+    if limited and len(limited) < len(spec.sites):
+        other = next(s for s in spec.sites if not s.cta_limit)
+        raise SpecError(f"site {other.name!r} records every CTA while site {limited[0].name!r} records the first only "
+                        f"({FIRST_CTA}): IKeT selects what records per kernel, not per site", path=where,
+                        line=other.line, hint=f"write {FIRST_CTA} on every site, or on none")
 
 
 BACKEND = CuteDslBackend()

@@ -66,12 +66,18 @@ def markers(ptx: str, body: str) -> dict[str, tuple[int | None, int]]:
     return {name: (int(i), counts.get(int(i), 0)) for name, i in _DECL.findall(ptx)}
 
 
+def entry_prefix(kernel: str) -> str:
+    """How the DSL begins the name of the spec's `kernel` (`Fwd.kernel` for a method): its entry is
+    `kernel_cutlass_<function>_<its arguments>`, a method's with its class among the arguments
+    (`kernel_cutlass_kernel___main__Fwd_object_at_...`)."""
+    return f"kernel_cutlass_{kernel.rsplit('.', 1)[-1]}_"
+
+
 def compiled_from(entry: str, kernel: str) -> bool:
-    """The DSL names a kernel's entry `kernel_cutlass_<function>_<its arguments>`, a method's with
-    its class among the arguments (`kernel_cutlass_kernel___main__Fwd_object_at_...`): `kernel` is
-    the spec's (`Fwd.kernel`)."""
-    *classes, name = kernel.split(".")
-    return entry.startswith(f"kernel_cutlass_{name}_") and all(f"_{c}_" in entry for c in classes)
+    """Whether a PTX entry was compiled from the spec's `kernel` (entry_prefix, its classes among
+    the arguments)."""
+    *classes, _ = kernel.split(".")
+    return entry.startswith(entry_prefix(kernel)) and all(f"_{c}_" in entry for c in classes)
 
 
 def verify(manifest, ptx_files: dict[str, str]) -> dict:

@@ -10,6 +10,9 @@ an event of its site; a range `a` becomes a start event of site `a` and an end e
 interval's end site. Owners are the (CTA, warp) locations in
 each site group's slots (docs/format.md); each warp lifetime claims its owner (two lifetimes of one
 (CTA, warp) are a duplicate claim) and bounds its events: an event outside it refuses the trace.
+Where the spec records the first CTA only (IKeT's selection, backend.py), its groups hold that
+CTA's warps alone: an event of another CTA refuses the trace, naming it (a lifetime of a warp no
+group holds claims nothing).
 IKeT reports warp records it dropped (a warp past maxTsCntPerWarp), and trace data it could not
 collect, only in its log: its decoded JSON has no drop counter. Given run-iket's log (what
 `atrex-inject capture` keeps), normalize_run reads it (iketlog.py) and every launch's sidecar
@@ -26,6 +29,7 @@ import numpy as np
 
 from ..errors import CaptureError
 from ..launchfile import write_launch
+from .backend import FIRST_CTA, SELECT_NAME, selects_first_cta
 from .iketlog import iket_kernel_name, read_log
 from ..layout import (HEADER_BYTES, MAX_BUFFER_BYTES, OWNER_BYTES, OWNER_DTYPE, TAG_VALID, build_header,
                       group_owners, owner_slots)
@@ -61,6 +65,25 @@ def _check_lifetimes(ev: np.ndarray, life_loc, life_t0, life_t1, n_loc: int, whe
         raise CaptureError(f"launch {seq}: IKeT recorded {out.size} events outside their warp's lifetime; first: "
                            f"{where(int(loc[i]))}, site {site_name(int(ev[i, 1]))!r} at {int(ts[i])} ns, lifetime "
                            f"{span}", hint="the trace mixes launches or was edited: capture again with run-iket")
+
+
+def _not_selected(launch: dict, seq: int, manifest: Manifest, ev: np.ndarray, where, site_name) -> None:
+    """Refuse events of warps the spec does not record (`ev`, rows of normalize_launch): of a CTA
+    other than the first where the spec selects it (IKeT was not given, or did not apply, its
+    selection), or of a warp a role or `warps` leaves out (a trace of another instrumented source)."""
+    first = f"{len(ev)} event(s) of warps the spec does not record; first: {where(int(ev[0, 0]))}, site " \
+            f"{site_name(int(ev[0, 1]))!r}"
+    if not selects_first_cta(manifest.groups):
+        raise CaptureError(f"launch {seq}: IKeT recorded {first}", hint="the trace comes from another instrumented "
+                           "source than this manifest's: apply the spec, rerun and capture again")
+    active = launch.get("singleClusterActive")
+    applied = "" if active is None else f" (IKeT's trace says singleClusterActive = {active} for this launch)"
+    raise CaptureError(f"launch {seq}: IKeT recorded {first}: the spec records the first CTA only ({FIRST_CTA}), "
+                       f"IKeT's selection of cluster 0,0,0{applied}",
+                       hint="run by hand, run-iket needs that selection: capture through `atrex-inject capture`, "
+                            f"which passes it (--enabled-cluster-config {SELECT_NAME}); where capture passed it, IKeT "
+                            "did not apply it to this kernel, or the kernel is launched with clusters (its first "
+                            "cluster holds several CTAs): remove ctas.limit from the spec there")
 
 
 def _fits(seq: int, grid, block, n_owner: int, owner_event_bytes: int) -> None:
@@ -111,10 +134,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
         raise CaptureError(f"launch {seq}: IKeT location {i} names CTA {tuple(loc_xyz[i].tolist())} warp "
                            f"{int(loc_warp[i])}, outside grid {list(grid)} x block {list(block)} ({n_warps} warps)",
                            hint="the trace was damaged or mixes launches: capture again with run-iket")
-    life_t1 = np.array([w["endTs"] for w in life], dtype=np.int64)
-    _check_lifetimes(ev, life_loc, life_t0, life_t1, len(loc),
-                     lambda i: f"CTA {tuple(loc[i]['ctaId'])} warp {loc[i]['warpId']}",
-                     lambda sid: manifest.sites[sid].name, seq)
+    where = lambda i: f"CTA {tuple(loc[i]['ctaId'])} warp {loc[i]['warpId']}"  # noqa: E731
+    site_name = lambda sid: manifest.sites[sid].name  # noqa: E731
 
     groups = manifest.groups
     sizes = group_owners(groups, grid, block)
@@ -125,11 +146,13 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
     e_group = np.array(manifest.site_group, dtype=np.int64)[e_site] if ev.size else np.zeros(0, np.int64)
     owner = np.zeros(e_loc.size, dtype=np.int64)
     for gi, g in enumerate(groups):
-        sel = e_group == gi
+        sel = np.flatnonzero(e_group == gi)
         slot, ok = owner_slots(g, block, loc_cta[e_loc[sel]], loc_warp[e_loc[sel]])
         if not ok.all():
-            raise CaptureError(f"launch {seq}: IKeT recorded site events from warps outside their group's owners")
+            _not_selected(launch, seq, manifest, ev[sel[~ok]], where, site_name)
         owner[sel] = bases[gi] + slot
+    life_t1 = np.array([w["endTs"] for w in life], dtype=np.int64)
+    _check_lifetimes(ev, life_loc, life_t0, life_t1, len(loc), where, site_name, seq)
     order = np.lexsort((ev[:, 2], owner))
     owner, ev = owner[order], ev[order]
     counts = np.bincount(owner, minlength=n_owner)
