@@ -361,7 +361,7 @@ def _embedded_forms() -> dict[str, tuple[str, list[list[str]]]]:
     written in a raw string as it is, in a non-raw triple-quoted one escaped (kernelpy/literal.py)."""
     from .kernelpy.literal import _escape  # noqa: PLC0415  (how a non-raw literal spells a text)
     from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
-    from .cuda.rewrite import HEADER  # noqa: PLC0415
+    from .cuda.probes import HEADER  # noqa: PLC0415
 
     text = runtime_text()
     forms = {tuple(text.split("\n")[:-1])} | {tuple(_escape(text, q * 3, "\n").split("\n")[:-1]) for q in "\"'"}
