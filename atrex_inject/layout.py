@@ -162,7 +162,7 @@ def resident_rings(g: OwnerGroup, warps: int) -> int:
 
 def staging_bytes(events: int, warps: int, slot_bytes: int, groups: Sequence[OwnerGroup],
                   resident: bool = False) -> int:
-    """Static shared memory the staging rings take per CTA (`[capture] staging`): each group keeps
+    """Static shared memory the staged or resident rings take per CTA (docs/guide.md): each group keeps
     warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`; resident, each
     group keeps one ring per warp that can own it (resident_rings) of `events` (the capacity) + 2
     slots (an overflow slot, and the owner's start time), one sink slot for warps that own no ring,

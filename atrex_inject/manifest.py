@@ -109,7 +109,7 @@ class NotStripMined:
 @dataclass(frozen=True)
 class Perturbation:
     """How the CUDA rewriter kept the clean kernel for launches and CTAs that record nothing
-    (docs/perturbation.md): the instrumented copy's name, and how its body is versioned."""
+    (docs/design.md): the instrumented copy's name, and how its body is versioned."""
     clone: str | None  # KERNEL__atrex, launched only while recording (None in older manifests)
     versioned: bool
     not_versioned_because: str | None

@@ -1,7 +1,7 @@
 """What the compiler made of a kernel's loops, read from its SASS (no GPU needed).
 
 The probes' worst cost is indirect: their presence can make nvcc give up unrolling a loop, and with
-it the loads a clean kernel keeps in flight (docs/perturbation.md). So the check compares loops,
+it the loads a clean kernel keeps in flight (docs/design.md). So the check compares loops,
 not instruction totals: a loop is the span between a backward branch and its target, and each is
 described by how many memory and tensor instructions of each kind it issues per trip and how many
 of its global loads are in flight before the first use of one. The clean side of an instrumented
@@ -254,7 +254,7 @@ def more_in_flight(clean: list[Loop], recording: list[Loop]) -> list[dict]:
     (the loop's LDG per trip) against `clean_loads` (the most of a clean loop): more loads per trip is
     a strip-mined trip, its body written out `every` times and scheduled as one block
     (`reduce_sumsq` at every = 8: 8 loads, all in flight, against the clean loop's 4, 50 registers;
-    +0.98% against +2.43% at every = 4, H200 run 125: cheaper because it is another loop); as many
+    on an H200 it recorded cheaper than at every = 4 because it is another loop); as many
     is a loop ptxas rescheduled for the copy's registers (`layernorm` on the global path). Loops of
     cp.async or TMA copies are not compared."""
     ldg = [l for l in clean if l.count("LDG")]

@@ -33,7 +33,7 @@ struct KernelPlan {
   uint64_t scratch_bytes;
   unsigned char* bound;      // pointer last bound to atrex_tl_buffer: rebinding costs a copy per launch
   uint32_t scratch_dims[6];  // geometry the scratch header was written for
-  uint32_t staging_warps = 0;  // spec [capture] staging: warps per CTA its shared rings were sized for
+  uint32_t staging_warps = 0;  // staged or resident rings: warps per CTA they were sized for
   bool staging_refused = false;  // a launch was refused for too many warps (reported once)
   bool too_big_refused = false;  // a launch was refused for a buffer over 4 GiB (reported once)
   LaunchHeader bound_header = {};  // last copy bound to atrex_tl_header (launch_seq 0; magic 0: none yet)

@@ -1,7 +1,7 @@
 // atrex_recorder.cuh — atrex-inject's device recorder: the buffer format and the code that writes it.
 //
 // For CUDA engineers reading instrumented code: the rewriter copies the target kernel K to K__atrex,
-// puts the probes in the copy, and launches the copy only while recording (docs/perturbation.md).
+// puts the probes in the copy, and launches the copy only while recording (docs/design.md).
 // In the copy, one atrex::Recorder per owner group is constructed at entry; each probe is one
 // Recorder::rec(site) call, and each exit path calls atrex::finish(r0, r1, ...). Nothing here allocates, blocks, or
 // uses atomics on the hot path; the host side (atrex_capture.cuh) owns the buffer.
@@ -27,8 +27,8 @@
 // base is a constant-bank operand) and one predicated 8- or 16-byte store: no atomics, no branch,
 // no local memory. Threads that are not the group's writer (or whose CTA/warp the density
 // excludes) get an empty slot range, so the same predicate that guards overflow also masks them.
-// With the spec's [capture] staging, atrex::BasicRecorder<K, W, G> stages events in a per-warp
-// shared-memory ring instead and copies it out coalesced (see BasicRecorder).
+// With staged or resident rings (docs/guide.md), atrex::BasicRecorder<K, W, G> stages events in a
+// per-warp shared-memory ring instead and copies it out coalesced (see BasicRecorder).
 #pragma once
 #ifdef __CUDACC_RTC__  // NVRTC (CUDA source in a Python string, docs/kernelpy.md): no host headers
 typedef unsigned char uint8_t;
@@ -151,7 +151,7 @@ __host__ __device__ inline uint32_t ctas_selected(const GroupDesc& d, uint32_t n
 // geometry changes): a recording owner's entry and exit read their group, capacity and offsets
 // from the constant cache, which every CTA of an SM shares, instead of loading the buffer's header
 // from global memory (hundreds of cycles at entry and again at exit, on the critical path of a
-// kernel whose recording CTAs live its whole length: docs/perturbation.md).
+// kernel whose recording CTAs live its whole length: docs/design.md).
 #ifdef __CUDACC_RDC__
 static __constant__ unsigned char* atrex_tl_buffer = nullptr;
 static __constant__ atrex::LaunchHeader atrex_tl_header;
@@ -191,7 +191,7 @@ __device__ __forceinline__ uint32_t lane_id() {
 
 // The warp's slot on its SM and the lane, read afresh at each use (`asm volatile`): ptxas keeps
 // a %tid or %laneid read from kernel entry live to its last use, and one live register across a
-// clean loop is enough to change the registers ptxas gives the whole copy (docs/perturbation.md).
+// clean loop is enough to change the registers ptxas gives the whole copy (docs/design.md).
 __device__ __forceinline__ uint32_t warp_slot() {
   uint32_t w;
   asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
@@ -281,7 +281,7 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
 // Publishes an owner's attempt count and end time at kernel exit, from its slot range [first, end)
 // and next slot `off`; one-off work, kept out of line like claim(). The slot range it needs stays live through
 // the kernel: on layernorm that alone takes the instrumented kernel from 32 to 46 registers
-// (docs/perturbation.md).
+// (docs/design.md).
 static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
   const LaunchHeader* h = &atrex_tl_header;
   const uint32_t per_owner = h->capacity * kEventBytes;
@@ -292,7 +292,7 @@ static __device__ __noinline__ void publish(uint32_t off, uint32_t end) {
 }
 
 // An inline-asm block whose `@p` instructions run on the lanes where operand `on` (an operand index)
-// is nonzero: a predicate, not a branch (resident probes and entry: no BSSY/BSYNC, docs/perturbation.md §5).
+// is nonzero: a predicate, not a branch (resident probes and entry: no BSSY/BSYNC, docs/design.md).
 #define ATREX_ON(on, body) "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %" #on ", 0;\n\t" body "\n\t}"
 
 // Shared-memory staging rings of one owner group: W + 1 rings of K slots, one per warp of the CTA
@@ -312,7 +312,7 @@ struct StageRing<0u, W, G> {  // no staging
   __device__ __forceinline__ static bool too_many(uint32_t) { return false; }
 };
 
-// Resident rings of one owner group ([capture] staging = { resident = true }): R rings, one per warp
+// Resident rings of one owner group ([capture] recorder = "resident"): R rings, one per warp
 // that can own the group's recorder (its rank among them), each of K slots (the capacity), an
 // overflow slot and a start slot (the owner's start time, kept here from entry to exit), plus one
 // sink slot for warps that own no ring.
@@ -422,15 +422,15 @@ __device__ __forceinline__ void publish_owner(const ResidentExit& e, uint32_t ct
 }
 
 // A warp's resident exit, every owner group's at once, in one out-of-line call (the recorders'
-// types Rs). Exit is where a resident recorder's cost lies (docs/perturbation.md): the recording
+// types Rs). Exit is where a resident recorder's cost lies (docs/design.md): the recording
 // CTAs are the grid's stragglers, so what the last warp runs at exit shows in the kernel's time
 // (reduce_sumsq, H200: a close per group, +2.7 to +2.9%; one call for both, +2.4 to +2.6%). So it
 // runs in phases over all the warp's groups: first every group's table entry, owner, header words
 // and ring words are read (their latencies overlap, where one group's close after the other's
-// chained them: about 0.4 us per group in the run 92 capture, from the exit probe to the end-time
+// chained them: about 0.4 us per group in a reduce_sumsq capture, from the exit probe to the end-time
 // read), then `lanes` lanes of the warp (32, or the owner's lane alone when the warp is not
 // converged here) copy the rings out, taking slots lane, lane + lanes, ..., then the owner's lane
-// writes each header (H200 run 95: +2.45% and +2.48% against +2.68% and +2.62% group by group).
+// writes each header (on an H200: +2.45% and +2.48% against +2.68% and +2.62% group by group).
 // Everything it needs is read here (the table, %tid, %ctaid), none of it kept from entry. A warp
 // that reaches an exit in parts (lanes past a bounds check return early) leaves it to the part with
 // the owner's lane, lane 0: the others return at once, so each owner is copied out and claimed
@@ -449,7 +449,7 @@ static __device__ __noinline__ void resident_close(bool all) {
 }
 
 // K = 0: events go straight to global memory (predicated store per event).
-// K > 0 (spec [capture] staging): every lane of a recording warp stores the same event into its
+// K > 0 (staged rings): every lane of a recording warp stores the same event into its
 // warp's shared-memory ring of K slots, and when the ring is full the 32 lanes copy it to global
 // memory together (coalesced), checking capacity once per slot there instead of per event. Each
 // lane later reads back only slots it wrote itself, so this needs the whole warp at every site
@@ -571,7 +571,7 @@ class BasicRecorder {
   // Staged: copies the ring's events out now, the whole warp together, and empties it. `n`: how many
   // it holds, where the caller knows (a trip's events): counted from the ring's pointer after a
   // trip's loop instead, the count became two more induction variables in that loop, two more
-  // instructions an event (bench/probe_cost's FMA loop, H200 run 97: +7.98% against +5.50%).
+  // instructions an event (bench/probe_cost's FMA loop on an H200: +7.98% against +5.50%).
   __device__ __forceinline__ void flush(uint32_t n = ~0u) {
     static_assert(!R, "flush is the staged rings' (resident rings are copied out at exit)");
     drain(n != ~0u ? n : (a_ - (ring_end_ - K * kSlotBytes)) / kSlotBytes);
@@ -579,8 +579,8 @@ class BasicRecorder {
   // release(ahead): written back `ahead` slots on, so that a trip whose probes are its loop-begin
   // and loop-end ones writes its entry back right after the begin probes, while its loads are in
   // flight, and runs nothing but its probes at its end: what runs there delays the next trip's
-  // loads, and a recording warp of a grid-stride loop is its grid's straggler (reduce_sumsq, H200
-  // run 83: +3.63% against +4.02% written back at the trip's end; layernorm unchanged). Written
+  // loads, and a recording warp of a grid-stride loop is its grid's straggler (reduce_sumsq on an
+  // H200: +3.63% against +4.02% written back at the trip's end; layernorm unchanged). Written
   // back at the trip's start instead (with the hold), layernorm's copy took 44 registers.
   __device__ __forceinline__ void release(uint32_t ahead = 0u) {
     const uint32_t a = ahead == 0u ? a_ : min(a_ + ahead * kSlotBytes, ring_end_);
@@ -659,7 +659,7 @@ class BasicRecorder {
   // buffer bound the rings fill all the same and the exit writes nothing), its start time kept in
   // the ring, and every warp's lane 0 writes the warp's table entry: its ring, or the sink. Straight
   // code, the stores predicated on the lane: a branch per group here, and around each table probe,
-  // held back reduce_sumsq's recording CTAs (H200 run 89: +3.5% with them, +2.4% without).
+  // held back reduce_sumsq's recording CTAs (on an H200: +3.5% with them, +2.4% without).
   __device__ __forceinline__ void resident_open() {
     using Ring = ResidentRing<K, W, G>;
     const uint32_t tid = linear_thread();

@@ -4,7 +4,7 @@ section update_fixtures.py writes last (its other sections are left as they are)
 
     python3 scripts/clock_fixtures.py clock.tar.gz RUN_LABEL
 
-RUN_LABEL: how PROVENANCE.md names that GPU call, as update_fixtures.py's does. Afterwards the
+RUN_LABEL: how PROVENANCE.md names that GPU call, as update_fixtures.py's does (its date). Afterwards the
 golden outputs include the new folders: regenerate them (`python3 tests/golden_outputs.py
 tests/golden`).
 """

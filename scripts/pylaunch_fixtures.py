@@ -3,6 +3,8 @@ their section of tests/fixtures/h200/PROVENANCE.md ("## pylaunch/", after the ke
 that scripts/update_fixtures.py keeps it).
 
     python scripts/pylaunch_fixtures.py RESULTS.tar.gz RUN_LABEL
+
+RUN_LABEL: how PROVENANCE.md names that GPU call, as update_fixtures.py's does (its date).
 """
 from __future__ import annotations
 

@@ -3,6 +3,9 @@
     python scripts/update_fixtures.py RESULTS.tar.gz LABEL            a scripts/gpu-examples.sh archive
     python scripts/update_fixtures.py --demo DEMO.tar.gz RUN_LABEL    a scripts/gpu-demo.sh archive
 
+RUN_LABEL: how PROVENANCE.md names that GPU call: its date (and time, where one date saw several
+calls), e.g. "2026-12-02, 14:05 UTC"; a reason is a sentence, never an internal run number.
+
 The demo's GEMM (gemm_mma/, gemm_mma_staged/, measure/: scripts/gpu-demo.sh, which the suite runs
 too) is copied and described by one function either way; a suite archive also brings the other CUDA
 examples, the header and rowscale_split's section. The sections of other scripts (cutedsl/ on) are

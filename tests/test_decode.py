@@ -59,7 +59,7 @@ def test_reduce_geometry_and_counts():
     lane0 = l.owners["group"] == 0
     gtid = l.owners["cta"][lane0] * threads + l.owners["thread"][lane0]
     iters = -(-(n4 - gtid) // (grid * threads))
-    sampled = iters // 4  # strip-mined by 4 (docs/perturbation.md): one sample per full group of 4 iterations
+    sampled = iters // 4  # strip-mined by 4 (docs/spec.md, "Density"): one sample per full group of 4 iterations
     counts = site_counts(l, len(m.sites))[lane0[l.owners["claims"] > 0]]
     assert (counts[:, 1] == sampled).all() and (counts[:, 2] == sampled).all()  # iter_begin, iter_end
     for sid in (0, 3, 4, 6):  # start, stream_done, tail_done, finish: once per warp

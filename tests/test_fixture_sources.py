@@ -1,6 +1,6 @@
 """Real H200 captures of the examples whose kernel is not a plain .cu (tests/fixtures/h200/
-PROVENANCE.md): the two kernel.py examples (run 35) and the header kernel launched from another
-file (run 37). Each validates against the instrumented source it came from, and a copy edited
+PROVENANCE.md): the two kernel.py examples and the header kernel launched from another file.
+Each validates against the instrumented source it came from, and a copy edited
 after the capture is refused as stale."""
 from __future__ import annotations
 

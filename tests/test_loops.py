@@ -1,5 +1,5 @@
 """Which loops the rewriter strip-mines and which kernels it versions, and the refusals it reports
-(docs/perturbation.md). Each case is a small kernel written here; the rewritten sources compile
+(docs/design.md). Each case is a small kernel written here; the rewritten sources compile
 for sm_90a and revert byte for byte."""
 from __future__ import annotations
 

@@ -195,7 +195,7 @@ FIX = REPO / "tests" / "fixtures" / "h200"
 
 @pytest.mark.parametrize("name, warps", [("reduce_sumsq_resident_packed", 8), ("reduce_sumsq_packed", 0)])
 def test_packed_h200_captures_hold_what_the_8_byte_one_holds(project, name, warps):
-    """Captured on the H200 (run 109): valid, 4-byte events, the sidecar's timer resolution 32 ns; the
+    """Captured on the H200: valid, 4-byte events, the sidecar's timer resolution 32 ns; the
     same owners, events and events per site and owner as the 8-byte resident capture of the same spec,
     in a file about half its size; and the source the GPU host ran is what with_recorder + apply write."""
     from atrex_inject.decode import site_counts

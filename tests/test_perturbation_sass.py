@@ -58,8 +58,8 @@ def test_resident_copies_keep_the_clean_registers_and_schedule(project, example)
     no recording loop keeping fewer loads in flight, and layernorm's copy has the clean kernel's 32
     registers. The recorder that kept its state in registers had 44 there (-13.7% on the H200) and
     40 on reduce_sumsq; reduce_sumsq's copy had 36 from its trips' write-back after their begin
-    probe (run 83) until the entry and the table probe lost their branches (run 89: +2.4% against
-    +3.5%), and has the clean kernel's 32 since."""
+    probe until the entry and the table probe lost their branches (+2.4% against +3.5% on the
+    H200), and has the clean kernel's 32 since."""
     r = sasscheck.check(with_recorder(project / "examples" / "specs" / f"{example}.toml", "resident", 8), project)
     assert r["ok"] and not r["recording_fewer_in_flight"] and r["hint"] is None, r
     assert not r["recording_more_in_flight"], r
@@ -222,7 +222,7 @@ def test_recording_side_keeps_the_clean_loop_when_its_sites_are_outside_it(proje
     """The same without the loop's sites but with those after it: every site's recorder state lives
     across the clean loop, yet since a warp's resident recorders finish in one call (and on the
     global path) the recording side keeps its four loads in flight; resident, this variant recorded
-    +17% while it kept 2 (runs 46-48) and +1.9% after (run 58)."""
+    +17% on the H200 while it kept 2, and +1.9% once it kept all four."""
     for resident in (True, False):
         variant = _variant(project, f"noloop_{resident}", lambda site: not site.startswith("iter_"), resident)
         r = sasscheck.check(variant, project)
@@ -275,7 +275,7 @@ def test_check_sass_command(project):
 def test_strip_mined_group_issues_its_loads_before_the_begin_probe(project, resident):
     """In reduce_sumsq's recording copy, the strip-mined loop (the one with four LDG.E.128 and the
     probes' timer reads) issues all four loads before its first timer read: a begin probe ahead of
-    them held back the group's later loads behind its store (docs/perturbation.md)."""
+    them held back the group's later loads behind its store (docs/design.md)."""
     from atrex_inject import snapshot
     spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", *(("resident", 8) if resident else
                                                                                   ("global",)))

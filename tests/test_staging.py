@@ -87,7 +87,7 @@ def test_staged_probe_sass(tmp_path):
     assert not [o for o in ops if o.startswith(("ATOM", "RED", "LDL", "STL"))], ops
 
 
-# ---- the staged GEMM captured on the H200 (run 15) next to the global-path capture (run 7) ----
+# ---- the staged GEMM captured on the H200 next to the global-path capture of the same spec ----
 
 def test_staged_capture_has_the_global_captures_structure():
     """Same spec, same launch: staging changes where events wait, not which events exist."""
@@ -182,7 +182,7 @@ def test_resident_probe_sass(tmp_path):
     """A resident probe keeps nothing in registers: every lane loads the warp's table entry
     (`%warpid`) and lane 0 (`%laneid` read afresh) stores the event and the next slot to shared
     memory, as predicated stores: no branch (a branch around them cost reduce_sumsq's recording
-    CTAs their start, bench/RESULTS.md run 89), no global store, no atomic, no local memory. In a
+    CTAs their start on the H200), no global store, no atomic, no local memory. In a
     strip-mined trip (hold .. rec_held .. release) the probe is a timer read, one shared store and
     one saturating add, with no branch."""
     import test_sass
@@ -226,7 +226,7 @@ def test_a_dense_resident_loop_holds_its_slot_across_the_loop(tmp_path, case):
     """A resident loop site recording every iteration (bench/probe_cost's copy loop): in a canonical
     loop the warp's slot is held across the loop, so the recording loop has no table load; the
     table probe that a loop with a `break` keeps instead loads the entry at every probe and stores
-    it back on lane 0 (copy loop, H200: +4.08% in run 72), and so does a site under an `if` of the
+    it back on lane 0 (copy loop: +4.08% on the H200), and so does a site under an `if` of the
     body, which lane 0 may skip while other lanes run it. Neither has a branch around its stores."""
     from atrex_inject import sass
 
@@ -347,7 +347,7 @@ def _closing_calls(insns) -> dict[int, int]:
 def test_resident_exit_is_one_call_per_exit_path(project):
     """A warp's resident recorders (reduce_sumsq: a lane0 group and a cta group) finish together:
     each of the copy's two exit paths makes one call that claims (the integer REDG) and copies out,
-    where one call per group cost about +0.3% more on the H200 (bench/RESULTS.md, runs 55c-55d)."""
+    where one call per group cost about +0.3% more on the H200."""
     from atrex_inject import sass
 
     spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
@@ -365,7 +365,7 @@ def test_resident_exit_is_one_call_per_exit_path(project):
 
 
 def test_resident_capture_has_the_global_captures_structure(project):
-    """Captured on the H200 (run 56): the same owners, events and events per site and owner as the
+    """Captured on the H200: the same owners, events and events per site and owner as the
     global-path capture of the same spec, and the source it ran is what with_recorder + apply write."""
     fix = FIX / "reduce_sumsq_resident"
     res_m, glob_m = load_manifest(fix / "manifest.json"), load_manifest(FIX / "reduce_sumsq" / "manifest.json")
@@ -385,7 +385,7 @@ def test_resident_capture_has_the_global_captures_structure(project):
 
 
 def test_resident_exit_reached_in_parts_claims_each_owner_once_on_the_h200(project):
-    """Captured on the H200 (run 121): saxpy_tail's block 390 has one warp, its last, with 7 lanes
+    """Captured on the H200: saxpy_tail's block 390 has one warp, its last, with 7 lanes
     in range, so that warp reached the copy's two exits in two parts. Every owner of blocks 0 and
     390 was claimed once, the partial warp's by its lane 0 (thread 224), with its three events; the
     review's capture with every lane of a part claiming had 32 claims there and was refused. The

@@ -47,10 +47,10 @@ def guard(plan: Plan) -> str:
     of a CTA takes the same side, so barriers stay matched. The copy runs only while a buffer is
     bound (the launch picks it), so the guard does not test the buffer: that test loaded
     `atrex_tl_buffer` from constant memory before every CTA's first branch, cold at the kernel's
-    start (reduce_sumsq, copy launched with no CTA recording: +0.54% with it, H200 run 90). The
-    leading `gridDim.x != 0u` is always true and costs a compare of a value the selection loads
-    anyway; it keeps the branch's shape, without which ptxas gives layernorm's resident copy 44
-    registers instead of the clean kernel's 32 (docs/perturbation.md §2)."""
+    start (reduce_sumsq's copy launched with no CTA recording measured +0.54% with it on an H200, and
+    within noise without it). The leading `gridDim.x != 0u` is always true and costs a compare of a
+    value the selection loads anyway; it keeps the branch's shape, without which ptxas gives
+    layernorm's resident copy 44 registers instead of the clean kernel's 32 (docs/design.md)."""
     sel = list(dict.fromkeys((g.cta_stride, g.cta_limit) for g in plan.groups))
     return "gridDim.x != 0u && (" + " || ".join(f"atrex::cta_selected({a}u, {b}u)" for a, b in sel) + ")"
 

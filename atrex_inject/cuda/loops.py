@@ -1,7 +1,7 @@
 """Canonical counted loops: the ones a sampled probe may strip-mine without changing what they do.
 
 A sampled site (`every = N`) in a loop used to test a hit counter every iteration, and the test
-alone made nvcc give up unrolling the loop (../docs/perturbation.md). In a canonical loop
+alone made nvcc give up unrolling the loop (docs/design.md). In a canonical loop
 
     for (INIT; i < E; i += S) BODY        (also `i <= E`, `++i`, `i++`)
 
