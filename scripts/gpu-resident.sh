@@ -11,7 +11,7 @@
 #                                           rings, as written: the fixture saxpy_tail/)
 #   RUNTIME=DIR ...                         (built against the recorder runtime in DIR, another
 #                                           checkout's runtime/, instead of this one's)
-# The reduce_sumsq spec with `staging = { warps = 8, resident = true }` (atrex_inject.spec.staged_copy)
+# The reduce_sumsq spec with `recorder = "resident"`, `warps = 8` (atrex_inject.spec.with_recorder)
 # is applied, built, captured with `atrex-inject capture`, validated and reverted byte for byte; the
 # capture, its manifest and the instrumented source go into one archive.
 set -uo pipefail
@@ -30,12 +30,12 @@ $NVCC -o "$work/clean" "$src" || exit 1
 $T "$work/clean" --warmup 3 --iters 10 | tee "$OUT/clean.txt"
 workload=$(python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startswith('__ATREX_TIMELINE_SAMPLE__=')]; print(json.loads(l[-1].split('=',1)[1])['workload_identity'])" "$OUT/clean.txt")
 spec="$work/examples/specs/$EX.toml"
-[ "$EX" = reduce_sumsq ] && spec=$(python3 -c "import sys; from atrex_inject.spec import staged_copy; print(staged_copy(sys.argv[1], None, int(sys.argv[2]), packed=sys.argv[3] == '1'))" \
+[ "$EX" = reduce_sumsq ] && spec=$(python3 -c "import sys; from atrex_inject.spec import with_recorder; w = int(sys.argv[2]); print(with_recorder(sys.argv[1], 'resident' if w else 'global', w, packed=sys.argv[3] == '1'))" \
   "$spec" "$([ "${RESIDENT:-1}" = 1 ] && echo 8 || echo 0)" "${PACKED:-0}")
 name=$(python3 -c "import sys; from atrex_inject.spec import load_spec; print(load_spec(sys.argv[1]).name)" "$spec")
 [ -n "${CLOCK:-}" ] && sed -i 's/^\[capture\]$/[capture]\nclock = true/' "$spec"
 [ -n "${CAPACITY:-}" ] && sed -i "s/^capacity = [0-9]*/capacity = $CAPACITY/" "$spec"
-grep -E "^(capacity|clock|staging|packed)" "$spec"
+grep -E "^(capacity|clock|recorder|warps|packed)" "$spec"
 $ATREX apply "$spec" --root "$work" || exit 1
 cp "$src" "$OUT/cap/$name.instrumented.cu"
 $NVCC -I"$INC" -Xptxas -v -o "$work/inst" "$src" 2>&1 | grep -E "registers|spill" | tail -2
