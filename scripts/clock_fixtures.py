@@ -27,7 +27,7 @@ NAMES = ("clock_phases", "clock_phases_resident", "gemm_mma_clock")
 HEADING = "## clock_phases/, clock_phases_resident/ and gemm_mma_clock/ (the SM clock)"
 SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the global path)",
          "clock_phases_resident": "the same spec with `recorder = \"resident\"`, `warps = 4` added by "
-                                  "`atrex_inject.spec.with_recorder(spec, "resident", 4)` (so named `clock_phases_resident`)",
+                                  "`atrex_inject.spec.with_recorder(spec, 'resident', 4)` (so named `clock_phases_resident`)",
          "gemm_mma_clock": "`examples/specs/gemm_mma.toml` renamed `gemm_mma_clock`, with `clock = true` added and "
                            "`skip = 200` (run with `--warmup 200 --iters 10`)"}
 

@@ -86,7 +86,7 @@ def demo_section(device_txt: list[str], ran: str) -> str:
         "  folder), its validation, the example evaluator's correctness records (instrumented and clean) and the",
         "  verdict computed from them.",
         "- `gemm_mma_staged/`: the same spec with `recorder = \"staged\"`, `ring = 32`, `warps = 8`, written by",
-        "  `atrex_inject.spec.with_recorder(examples/specs/gemm_mma.toml, "staged", 8, 32)` (so named `gemm_mma_staged`),",
+        "  `atrex_inject.spec.with_recorder(examples/specs/gemm_mma.toml, 'staged', 8, 32)` (so named `gemm_mma_staged`),",
         "  applied, built and captured the same way (`gemm_mma_staged.instrumented.cu` is the file the GPU host",
         "  compiled: tests check that with_recorder + apply write the same bytes); `measure.json` is clean against",
         f"  the staged build, {how(meas['gemm_mma_staged/measure.json'])}.", "",
