@@ -7,6 +7,8 @@ if [ -z "${ATREX_ENV_READY:-}" ]; then
   fi
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --upgrade --target /tmp/site . || exit 1
   export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 ATREX_ENV_READY=1
+  # the recorder choices made where the call was prepared (carry [".gpu-cache"]): the host compiles only the builds
+  [ -d .gpu-cache ] && export ATREX_CHOICE_CACHE=$PWD/.gpu-cache
 fi
 ATREX="python3 -m atrex_inject.cli"
 INC=$($ATREX include-dir)
