@@ -159,9 +159,11 @@ class Target:
         return sha256_bytes("\0\0".join(parts).encode())[:32]
 
 
-def problems(r: dict) -> list[str]:
+def problems(r: dict, clean_side: bool = True) -> list[str]:
     """Why a recording run of this build would not be the clean kernel with probes added (r: what
-    sass.compare read). The rules of the choice, and check-sass's, in one place."""
+    sass.compare read). The rules of the choice, and check-sass's, in one place. `clean_side`: some
+    CTAs record nothing, so the copy keeps a clean side that must hold every clean loop (where every
+    CTA records, the recording side is the whole copy, checked by its loads in flight)."""
     out = []
     if not r["off_identical"]:
         out.append("with probes off the program does not run the clean kernel instruction for instruction")
@@ -176,7 +178,7 @@ def problems(r: dict) -> list[str]:
                    f"(registers and static shared memory, {r['threads_per_block']} threads per CTA)")
     if r["spills"]["copy"] > r["spills"]["clean"]:
         out.append(f"the copy spills {r['spills']['copy']} bytes against the clean kernel's {r['spills']['clean']}")
-    for m in r["missing"]:
+    for m in r["missing"] if clean_side else []:
         have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
         out.append(f"the copy lost or rescheduled {m['missing']} clean loop(s) with {have} per trip")
     for f in r["recording_fewer_in_flight"]:
@@ -186,6 +188,12 @@ def problems(r: dict) -> list[str]:
         out.append(f"recording CTAs run {f['loop']} with {f['in_flight']} loads in flight where the clean kernel's "
                    f"loops keep at most {f['clean']}: a rescheduled loop, not the clean one")
     return out
+
+
+def some_ctas_idle(plan) -> bool:
+    """Some CTAs record nothing (an owner group's CTA stride or limit): the copy's body keeps a
+    clean side for them."""
+    return any(g.cta_stride > 1 or g.cta_limit for g in plan.groups)
 
 
 def ranked(spec: ProbeSpec, warps: int | None, not_uniform: str | None = None) -> tuple[list[BufferPath], list[str]]:
@@ -341,7 +349,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                 return None
             staging = mode.staging(plan.groups)
             ev = Evidence(mode, r["registers"], r["ctas_per_sm"], staging.shared_bytes_per_cta if staging else 0,
-                          r["spills"], tuple(problems(r)))
+                          r["spills"], tuple(problems(r, some_ctas_idle(plan))))
             seen.append(ev)
             return ev
 

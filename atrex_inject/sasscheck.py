@@ -57,7 +57,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         built.update({k: target.build(Path(tmp), k, rw.text) for k, rw in texts.items()})
     clone = texts["instrumented"].backend_data["perturbation"]["clone"]
     r = compare(built["clean"], built["instrumented"], target.kernel, clone, built["one_copy"], target.threads)
-    problems = choice.problems(r)
+    problems = choice.problems(r, choice.some_ctas_idle(plan))
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
             "versioned": texts["instrumented"].backend_data["perturbation"]["versioned"], **r,
             "problems": problems, "ok": r["off_identical"] and not problems, "flags": target.flags,

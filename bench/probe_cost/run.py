@@ -58,7 +58,7 @@ def _spec(work: Path, loop: str, site: str, recorder: str) -> Path:
     text = re.sub(r'(?m)^name = "[^"]+"', f'name = "bench_{name}"', text, count=1)
     spec = work / f"{name}.toml"
     spec.write_text(text)
-    return spec if recorder == "default" else with_recorder(spec, recorder, WARPS)
+    return spec if recorder == "default" else with_recorder(spec, recorder)
 
 
 def build(work: Path) -> None:
