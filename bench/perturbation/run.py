@@ -123,9 +123,12 @@ def measure_arm(work: Path, row: str, arm: str, plan: dict, samples: int) -> dic
 
 
 def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, iket: list[Path],
-            cutedsl: Path | None) -> dict:
+            cutedsl: Path | None, out: Path | None = None) -> dict:
+    """Every row's arms in turn; the results so far are written to `out` after each arm, so a call
+    cut short keeps what it measured."""
     plan = json.loads((work / "plan.json").read_text())
     rows = []
+    result = {"date": time.strftime("%Y-%m-%d"), "device": _device(), "rows": rows, "per_event": []}
     for row in plan:
         for arm in arms:
             if arm == "clock" and plan[row]["arms"]["spec"]["clock"]:
@@ -137,8 +140,12 @@ def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, 
                   f"{r['samples']['A']}+{r['samples']['B']} samples, {time.time() - t0:.0f} s"
                   + (f"  capture {r['capture']['verdict']} ({r['capture']['events']} events)" if "capture" in r else "")
                   + ("" if r["valid"] else f"  REJECTED: {r['reasons']}"), flush=True)
-    return {"date": time.strftime("%Y-%m-%d"), "device": _device(), "rows": rows + fold_cutedsl(cutedsl),
-            "per_event": fold_per_event(probe_cost, iket)}
+            if out is not None:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(json.dumps(result, indent=2) + "\n")
+    rows += fold_cutedsl(cutedsl)
+    result["per_event"] = fold_per_event(probe_cost, iket)
+    return result
 
 
 def fold_cutedsl(folder: Path | None) -> list[dict]:
@@ -278,7 +285,8 @@ def main() -> int:
         a.out.write_text(table(json.loads(a.json.read_text())))
         print(a.out.read_text())
         return 0
-    result = measure(a.work, [x for x in a.arms.split(",") if x in ARMS], a.samples, a.probe_cost, a.iket, a.cutedsl)
+    result = measure(a.work, [x for x in a.arms.split(",") if x in ARMS], a.samples, a.probe_cost, a.iket, a.cutedsl,
+                     a.json)
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps(result, indent=2) + "\n")
     print(table(result))
