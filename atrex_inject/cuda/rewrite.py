@@ -24,7 +24,7 @@ from .launches import find_all
 from .names import KernelName, select_kernel
 from .probes import MARK, loop_site, prefix, recorders, site_code, site_label, static_suffix
 from .sampling import Sampling, interval_spans, sample_loops, strip_mine, trips
-from .uniform import not_uniform
+from .uniform import barrier_loop, not_uniform
 from .wrap import wrap_launches
 from .source import JUMP_KINDS, Kernel, Kind, SourceFile, Stmt, parse_source
 
@@ -74,6 +74,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
                  f"loop in recording CTAs" for r in sampling.refused]
     perturbation = {"clone": kernel.qualname + CLONE_SUFFIX, "versioned": versioned,
                     "not_warp_uniform": not_uniform(kernel, src.text, anchored, spec.sites, src.lines),
+                    "barrier_loop": barrier_loop(kernel, anchored, spec.sites, src.lines),
                     "not_versioned_because": None if versioned else split,
                     "strip_mined": [{"line": src.lines.line(sm.loop.stmt.start), "every": sm.every,
                                      "sites": [s.name for s in sm.sites], **({"trip": sm.trip} if sm.trip else {})}

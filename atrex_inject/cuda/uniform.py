@@ -76,3 +76,29 @@ def not_uniform(kernel: Kernel, text: str, anchored: dict[str, Stmt], sites, lin
             if why:
                 return f"site {site.name!r} at line {lines.line(stmt.start)} runs in a loop that {why}"
     return None
+
+
+BARRIERS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "bar.sync",
+                      "barrier.sync", "bar.arrive", "barrier.cluster.arrive"})
+
+
+def barrier_loop(kernel: Kernel, anchored: dict[str, Stmt], sites, lines) -> int | None:
+    """The line of a loop that records a site at every iteration and waits at a CTA barrier (None:
+    none does). There a staged ring's copy-out, which holds its warp for the copy, holds every warp
+    of the CTA at the next barrier: staged rings are then tried after the others (choice.ranked)."""
+    for site in sites:
+        stmt = anchored.get(site.name)
+        if stmt is None or site.every != 1:
+            continue
+        loop = stmt if stmt.kind in LOOP_KINDS and site.position in ("loop-begin", "loop-end") else None
+        p = stmt.parent
+        while loop is None and p is not None and p is not kernel.body:
+            loop = p if p.kind in LOOP_KINDS else None
+            p = p.parent
+        if loop is None:
+            continue
+        words = {t.value.strip() for s in loop.walk() for t in s.own}
+        text = " ".join(t.value for s in loop.walk() for t in s.own)
+        if words & BARRIERS or any(b in text for b in BARRIERS if "." in b):
+            return lines.line(loop.start)
+    return None
