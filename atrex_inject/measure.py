@@ -87,10 +87,15 @@ def _sha_or_none(path: Path) -> str | None:
         return None
 
 
+SCRIPTS = (".py", ".sh", ".pl", ".rb", ".js")  # run by an interpreter, importing what lies beside them
+
+
 def same_program(a: list[str], b: list[str], base: Path) -> str | None:
     """Why two commands that differ in spelling run the same thing, or None: wherever they differ, the
     two arguments are one path spelled two ways (dir/prog, dir/./prog), one file, or two files with
-    one sha256. Relative paths are taken under `base` (the folder the samples ran in)."""
+    one sha256 (but for two scripts in two folders: a runner copied beside each build imports that
+    build, as the CuTe DSL runners do). Relative paths are taken under `base` (the folder the samples
+    ran in)."""
     if len(a) != len(b):
         return None
     same = []
@@ -100,7 +105,8 @@ def same_program(a: list[str], b: list[str], base: Path) -> str | None:
         fx, fy = _file_of(x, base, i == 0), _file_of(y, base, i == 0)
         if fx and fy and fx == fy:
             same.append(f"{x} and {y} are one file")
-        elif fx and fy and (sha := _sha_or_none(fx)) and sha == _sha_or_none(fy):
+        elif fx and fy and not (fx.suffix in SCRIPTS and fx.parent != fy.parent) \
+                and (sha := _sha_or_none(fx)) and sha == _sha_or_none(fy):
             same.append(f"{x} and {y} are two files with one sha256 {sha[:16]}…")
         elif not (fx or fy) and (i or "/" in x and "/" in y) and os.path.normpath(x) == os.path.normpath(y):
             same.append(f"{x} and {y} are one path")

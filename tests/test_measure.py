@@ -12,7 +12,7 @@ import pytest
 
 from atrex_inject.errors import AtrexError
 from atrex_inject.fsio import sha256_file
-from atrex_inject.measure import Request, measure, validate_measurement
+from atrex_inject.measure import Request, measure, same_program, validate_measurement
 
 PROG = str(Path(__file__).parent / "sample_prog.py")
 
@@ -102,20 +102,31 @@ def test_a_blocked_schedule_is_refused_before_any_sample(tmp_path):
 
 
 @pytest.mark.parametrize("spelling,why", [
-    (lambda tmp: f"{Path(PROG).parent}/./{Path(PROG).name}", "are one file"),  # pathlib would drop the "."
-    (lambda tmp: shutil.copy(PROG, tmp / "copy_of_sample_prog.py"), "are two files with one sha256"),
+    (lambda tmp: (PROG, f"{Path(PROG).parent}/./{Path(PROG).name}"), "are one file"),  # pathlib would drop the "."
+    (lambda tmp: (shutil.copy(PROG, tmp / "a.py"), shutil.copy(PROG, tmp / "b.py")), "are two files with one sha256"),
 ])
 def test_one_program_under_two_names_is_refused(tmp_path, spelling, why):
-    """The baseline and instrumented arms running one program, spelled two ways or copied: refused
-    like identical commands, before any sample."""
-    other = str(spelling(tmp_path))
-    req = Request(cmd("good", 1.0), [sys.executable, other, *cmd("good", 1.0)[2:]], warmup=3, iterations=7)
+    """The baseline and instrumented arms running one program, spelled two ways or copied beside
+    it: refused like identical commands, before any sample."""
+    first, other = map(str, spelling(tmp_path))
+    req = Request([sys.executable, first, *cmd("good", 1.0)[2:]], [sys.executable, other, *cmd("good", 1.0)[2:]],
+                  warmup=3, iterations=7)
     with pytest.raises(AtrexError) as e:
         measure(req, tmp_path / "m.json")
-    assert e.value.message == (f"the baseline and instrumented commands run the same program ({PROG} and {other} "
+    assert e.value.message == (f"the baseline and instrumented commands run the same program ({first} and {other} "
                                f"{why}{' ' + sha256_file(PROG)[:16] + '…' if 'sha256' in why else ''}): that "
                                "measures nothing")
     assert not (tmp_path / "m.json").exists()
+
+
+def test_one_runner_beside_each_build_is_two_programs(tmp_path):
+    """A script copied beside each build (the CuTe DSL runners: one runner, importing the kernel module
+    beside it) runs two programs: the same bytes in two folders are not refused."""
+    for side in ("clean", "inst"):
+        (tmp_path / side).mkdir()
+        shutil.copy(PROG, tmp_path / side / "run.py")
+    assert same_program([sys.executable, str(tmp_path / "clean" / "run.py")],
+                        [sys.executable, str(tmp_path / "inst" / "run.py")], tmp_path) is None
 
 
 def test_two_binaries_with_one_sha256_are_refused(tmp_path):
