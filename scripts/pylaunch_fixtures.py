@@ -68,10 +68,14 @@ def main(tar: Path, label: str) -> None:
         t = Path(tmp)
         with tarfile.open(tar) as f:
             f.extractall(t, filter="data")
-        for name in RUNS:
+        for name in list(RUNS):
             src, dest = t / "cap" / name, FIX / "pylaunch" / name
             if not any(src.glob("*.atrex")):
                 raise SystemExit(f"{tar}: no capture in cap/{name}: see {name}.capture.txt in the archive")
+            if not (src / "manifest.json").is_file():  # the run failed before capture copied it: not evidence
+                print(f"{name}: the capture did not complete (no manifest.json): not copied", file=sys.stderr)
+                del RUNS[name]
+                continue
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir(parents=True)
             for pattern in KEEP:
