@@ -62,8 +62,8 @@ def outputs() -> dict[str, bytes]:
             saved = sorted(q for q in (work / f"{name}.decoded").rglob("*") if q.is_file())
             out[f"{name}.decode.json"] = clean(f"exit {code}\n{text}" + "".join(
                 f"{q.relative_to(work)} {hashlib.sha256(q.read_bytes()).hexdigest()}\n" for q in saved))
-        code, text = _cli("compare", work / "reduce_sumsq", work / "reduce_sumsq_resident", "--json")
-        out["compare.reduce_sumsq.reduce_sumsq_resident.json"] = clean(f"exit {code}\n{text}")
+        code, text = _cli("compare", work / "reduce_sumsq_global", work / "reduce_sumsq_resident", "--json")
+        out["compare.reduce_sumsq_global.reduce_sumsq_resident.json"] = clean(f"exit {code}\n{text}")
         project = work / "project"
         shutil.copytree(REPO / "examples", project / "examples")
         (project / ".git").mkdir()

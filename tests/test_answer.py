@@ -132,7 +132,7 @@ def test_quantized_phases_are_flagged_with_the_clock_as_the_remedy():
     (a,) = _answers(FIX / "reduce_sumsq")
     assert a["status"] == "leader" and a["leader"] == "iter_begin -> iter_end"
     few = [c for c in a["caveats"] if "mostly quantization" in c]
-    assert few == ["`stream_done -> tail_done` (2 ticks): a median under 10 timer ticks of 32 ns is mostly "
+    assert few == ["`stream_done -> tail_done` (3 ticks): a median under 10 timer ticks of 32 ns is mostly "
                    "quantization; record the clock (`[capture] clock = true`)."]
     assert any("the ratio compares one instance of each, not their total time" in c for c in a["caveats"])
 

@@ -71,7 +71,7 @@ def test_two_recorders_of_one_kernel(tmp_path):
     source, another instrumented build, same run): the streaming loop is faster with the rings; the
     warp's shuffle moved by exactly one tick (2 -> 3 ticks, +50%, its interval excludes 0), which
     the verdict does not count. Every figure is seeded: a second run prints the same bytes."""
-    args = (FIX / "reduce_sumsq", FIX / "reduce_sumsq_resident")
+    args = (FIX / "reduce_sumsq_global", FIX / "reduce_sumsq_resident")
     code, text = cli("compare", *args, "--json")
     assert code == 0
     assert cli("compare", *args, "--json") == (code, text)
@@ -367,7 +367,7 @@ def test_png_has_a_row_per_interval(tmp_path):
 
 def test_report_has_the_comparison(tmp_path):
     code, out = cli("report", FIX / "reduce_sumsq_resident", "-o", tmp_path / "r.html", "--compare",
-                    FIX / "reduce_sumsq", "--json")
+                    FIX / "reduce_sumsq_global", "--json")
     assert code == 0, out
     html = (tmp_path / "r.html").read_text()
     assert '<table class="comparison">' in html and html.count('<img class="comparison"') == 1
@@ -406,19 +406,15 @@ def test_report_comparison_in_a_browser(tmp_path):
     assert (tmp_path / "comparison.png").stat().st_size > 10_000
 
 
-def test_demo_compares_the_bundled_pair(tmp_path, monkeypatch):
-    """The demo's comparison step on a bundled pair: here two real captures standing in for the
-    H200 pair until it is committed (the reduction's two recorders)."""
-    from atrex_inject import demo
-
-    pair = tmp_path / "pair"
-    _copy("reduce_sumsq", pair / "before")
-    _copy("reduce_sumsq_resident", pair / "after")
-    real = demo.asset_dir
-    monkeypatch.setattr(demo, "asset_dir", lambda kind: pair if kind == "compare_captures" else real(kind))
+def test_demo_compares_the_bundled_pair(tmp_path):
+    """The demo's comparison step on the bundled H200 pair (tests/fixtures/h200/compare/: the
+    reduction before and after unrolling its streaming loop by 4): the streaming interval, the launch
+    span and the clean builds' end-to-end time all moved faster, and the picture is written."""
     code, out = cli("demo", "--out", tmp_path / "d")
-    assert code == 0 and "7. compare: H200 captures of tests/sources/compare/sumsq.cu" in out
-    assert "moved: start -> stream_done faster -3.2%" in out and (tmp_path / "d" / "compare.png").is_file()
+    assert code == 0 and "8. compare: H200 captures of tests/sources/compare/sumsq.cu before and after" in out
+    assert ("moved: start -> stream_done faster -12.6%; tail_done -> finish faster -56.9%; launch span faster "
+            "-16.2% | end to end (clean builds) -14.9%") in out
+    assert (tmp_path / "d" / "compare.png").is_file()
 
 
 # ---- the H200 pairs of scripts/gpu-compare.sh ----

@@ -428,8 +428,8 @@ def _respelled(doc) -> None:
     (_blocked, "pattern 'AAAABBBB' gives the schedule AAAABBBBAAAABBBB: every block of four samples must be ABBA or "
                "BAAB, so that drift (clocks, temperature, other work on the machine) falls on both arms alike; a "
                "blocked schedule such as AAAABBBB lets drift pass for overhead"),
-    (_respelled, "the baseline and instrumented commands run the same program (/tmp/tmp.TZLIvKJjT4/gemm_mma.clean "
-                 "and /tmp/tmp.TZLIvKJjT4/./gemm_mma.clean are one path): that measures nothing"),
+    (_respelled, "the baseline and instrumented commands run the same program (/tmp/tmp.WUicS4SaWm/gemm_mma.clean "
+                 "and /tmp/tmp.WUicS4SaWm/./gemm_mma.clean are one path): that measures nothing"),
     (lambda d: d["binaries"][1].update(sha256=d["binaries"][0]["sha256"]),
      "binaries gemm_mma.clean and gemm_mma.inst have one sha256: the clean and the instrumented build are one program "
      "(rebuild the instrumented one after apply)"),
