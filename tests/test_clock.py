@@ -37,8 +37,9 @@ NS_PHASE, NS_PROGRAMMED = "spun_2000 -> spun_5000ns", 5000
 # The recorder's own instructions between a phase's two %clock reads (its end probe's timer read
 # and address arithmetic before the clock read, its start probe's store, which the spin's first
 # clock read waits on) are the same for every phase of one shape; where they land relative to the
-# issue slots, and when the store releases its registers, moves by a few cycles.
-FEW_CYCLES = 8
+# issue slots, and when the store releases its registers, moves by a few cycles: on the H200 all but
+# a handful of 7920 warm instances per phase lay within 8 cycles of the median, none beyond 11.
+FEW_CYCLES = 12
 # The spin reads the clock once per trip of its loop (six dependent instructions, about 34 cycles
 # by the SASS' stall counts on sm_90a), so it stops less than one trip past its length.
 SPIN_TRIP = 64
@@ -172,8 +173,9 @@ def test_cycle_intervals_give_the_programmed_phases(name):
 def test_ns_at_the_measured_clock_are_within_one_percent(name):
     """The ns of a cycle-mode interval are its cycles at the launch's measured rate. Against an
     independent clock: the 5000 ns spin on %globaltimer, less the recorder's cost (the 2000-cycle
-    phase's: the same probes), comes out within 1% of 5000 ns and within one tick of what the spin
-    read on the timer itself; the 2000-cycle spin within 1% of its own measured length (warm
+    phase's: the same probes), comes out within 1% of what the spin read on the timer itself (at
+    least 5000 ns, up to a tick and a trip past it), and within one tick of it, give or take the
+    recorder's few cycles; the 2000-cycle spin within 1% of its own measured length (warm
     instances: _phase)."""
     launch, m = _launch(name)
     rate = launch.meta["clock"]["rate_ghz"]
@@ -183,33 +185,38 @@ def test_ns_at_the_measured_clock_are_within_one_percent(name):
     fixed = np.median((d.cycles - spun)[warm])
     assert (np.abs((d.cycles - fixed) / rate - spun / rate) <= 0.01 * spun / rate)[warm].all()
     p, d, spun_ns, warm = _phase(launch, m, NS_PHASE)
-    ns = (d.ns - fixed / rate)[warm]
-    assert (np.abs(ns - NS_PROGRAMMED) <= 0.01 * NS_PROGRAMMED).all(), (ns.min(), ns.max())
-    assert (np.abs(ns - spun_ns[warm]) < tick).all(), (np.abs(ns - spun_ns[warm]).max(), tick)
+    ns, read = (d.ns - fixed / rate)[warm], spun_ns[warm]
+    assert (read >= NS_PROGRAMMED).all() and (read < NS_PROGRAMMED + 2 * tick).all()
+    assert (np.abs(ns - read) <= 0.01 * read).all(), (ns.min(), ns.max())
+    assert (np.abs(ns - read) < tick + FEW_CYCLES / rate).all(), (np.abs(ns - read).max(), tick)
 
 
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
 def test_global_timer_figures_are_off_by_up_to_a_tick(name):
     """The same instances by the global timer alone: multiples of its tick, each within one tick of
     the cycle-mode ns (the timer truncates both ends; READ_SKEW_NS more for the probe reading the
-    clock a few instructions after the timer, at each end), so a 40-cycle phase reads 0, 1 or 2
-    ticks."""
+    clock a few instructions after the timer, at each end; and the owners' rates' spread about the
+    launch's, on the interval's length), so the 40-cycle phase, one length within a few cycles, reads
+    as two or three neighbouring multiples of the tick."""
     launch, m = _launch(name)
-    tick = launch.meta["timer_resolution_ns"]
+    tick, clock = launch.meta["timer_resolution_ns"], launch.meta["clock"]
+    spread = (clock["owner_rate_ghz"]["max"] - clock["owner_rate_ghz"]["min"]) / clock["rate_ghz"]
     assert tick == 32
     for phase in (*PHASES, NS_PHASE):
         p, d, _, _ = _phase(launch, m, phase)
         assert (p["dur"] % tick == 0).all()
-        assert (np.abs(p["dur"] - d.ns) < tick + 2 * READ_SKEW_NS).all(), (phase, np.abs(p["dur"] - d.ns).max())
+        off = np.abs(p["dur"] - d.ns)
+        assert (off < tick + 2 * READ_SKEW_NS + spread * d.ns).all(), (phase, off.max())
     p, d, _, warm = _phase(launch, m, "spun_0 -> spun_40")
-    assert set(np.unique(p["dur"][warm]).tolist()) <= {0, tick, 2 * tick}
+    assert np.ptp(d.ns[warm]) < tick / 4  # by cycles: one length, within a few cycles
+    assert len(np.unique(p["dur"][warm])) >= 2 and np.ptp(p["dur"][warm]) <= 2 * tick  # by the timer: ±1 tick
 
 
-@pytest.mark.parametrize("name", [_fixture(n) for n in CLOCK_FIXTURES])
+@pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
 def test_the_bound_leaves_room_over_the_h200_spread(name):
-    """On every real clock capture the owners' rates lie within a quarter of the tolerance of the
-    launch's, the SMs' too, and no step strays past three quarters of the bound (docs/validate.md
-    states what the H200 showed)."""
+    """On the ground truth's real captures (a steady clock) the owners' rates lie within a quarter of
+    the tolerance of the launch's, the SMs' too, and no step strays past three quarters of the bound
+    (docs/validate.md states what the H200 showed)."""
     launch, m = _launch(name)
     clock = launch.meta["clock"]
     rate, tick = clock["rate_ghz"], launch.meta["timer_resolution_ns"]
@@ -218,6 +225,27 @@ def test_the_bound_leaves_room_over_the_h200_spread(name):
     ev, o = launch.events, launch.owners
     dc, dt, _ = steps(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
     assert (np.abs(dc / rate - dt) <= 0.75 * bound_ns(dt, tick)).all()
+
+
+@pytest.mark.parametrize("name", [_fixture("gemm_mma_clock")])
+def test_a_real_clock_that_changes_speed_is_rejected(name):
+    """The bf16 GEMM captured with `clock = true` on the H200 (real, unedited): under its tensor-core
+    load the SM clock ran at different speeds within the launch (the owners' whole-span rates differ
+    by more than the 1% tolerance), so cycles are not one time base: clock_consistency, and nothing
+    else, rejects it, naming the owners; summary times the instances whose cycles disagree with the
+    timer by the global timer and says how many."""
+    launch, m = _launch(name)
+    rates = launch.meta["clock"]["owner_rate_ghz"]
+    assert rates["max"] - rates["min"] > TOLERANCE * launch.meta["clock"]["rate_ghz"]
+    r = validate_capture(FIX / name, m)
+    assert r["verdict"] == "rejected" and set(failing(r)) == {"clock_consistency"}
+    details = next(c for c in r["checks"] if c["name"] == "clock_consistency")["details"]
+    assert any("owners whose clock over their whole span disagrees with the global timer" in d for d in details)
+    code, out = cli("summary", FIX / name, "--json")
+    rows = json.loads(out)["launches"][0]["intervals"]
+    mixed = [r for r in rows if r["resolution"] == "mixed"]
+    assert code == 0 and mixed and all(re.match(r"\d+ of \d+ instances by the global timer", r["resolution_note"])
+                                       for r in mixed)
 
 
 @pytest.mark.parametrize("name", [_fixture("clock_phases")])
