@@ -212,7 +212,7 @@ def test_the_first_cta_only_applies_as_written_and_capture_asks_iket_for_it(proj
     selects one CTA; and the run-iket command capture runs passes IKeT the kernel's cluster 0,0,0."""
     import json
 
-    from atrex_inject.cutedsl.backend import prepare_run_iket
+    from atrex_inject.cutedsl.runiket import prepare_run_iket
     every = snapshot.apply(project / "examples/specs/scale_add_cutedsl.toml").manifest
     snapshot.revert(project / "examples/specs/scale_add_cutedsl.toml")
     spec = first_cta_only(project / "examples/specs/scale_add_cutedsl.toml")
@@ -334,7 +334,7 @@ def test_real_first_cta_capture_of_the_hopper_gemm(project, tmp_path):
     every k-tile paired; and the spec and instrumented source are those committed here."""
     import json
 
-    from atrex_inject.cutedsl.backend import prepare_run_iket
+    from atrex_inject.cutedsl.runiket import prepare_run_iket
     from atrex_inject.cutedsl.normalize import launches_of, normalize_trace
     from atrex_inject.manifest import load as load_manifest
     from atrex_inject.validate import validate_capture
@@ -449,7 +449,7 @@ def test_the_perturbation_table_says_what_recorded_in_each_cutedsl_row(project, 
     builds for the spec (synthetic) says the first CTA; with the runner alone (synthetic), nothing."""
     import json
 
-    from atrex_inject.cutedsl.backend import prepare_run_iket
+    from atrex_inject.cutedsl.runiket import prepare_run_iket
     from test_bench_run import run
     art = json.loads((FIXC.parent / "cutedsl_gemm" / "measure.json").read_text())
     every, runner = art["commands"]["B"], art["commands"]["B"][art["commands"]["B"].index("--") + 1:]

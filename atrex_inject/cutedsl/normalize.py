@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import CaptureError
 from ..launchfile import write_launch
-from .backend import FIRST_CTA, SELECT_NAME, selects_first_cta
+from .runiket import FIRST_CTA, SELECT_NAME, selects_first_cta
 from .iketlog import iket_kernel_name, read_log
 from ..layout import (HEADER_BYTES, MAX_BUFFER_BYTES, OWNER_BYTES, OWNER_DTYPE, TAG_VALID, build_header,
                       group_owners, owner_slots)
