@@ -94,10 +94,13 @@ def stamp_resolution_ns(own: np.ndarray) -> int:
     """The largest power of two (ns) that divides every start and end stamp (full %globaltimer) of the
     claimed owners in an owner table (OWNER_DTYPE rows): the timer's tick, or a multiple of it when few
     owners recorded; 0 with no stamp. A packed capture needs at least 2**PACKED_SITE_BITS: its events
-    keep the site id in the bits below (the sidecar's timer_resolution_ns; decode recomputes it)."""
+    keep the site id in the bits below (the sidecar's timer_resolution_ns; decode recomputes it). An
+    end stamp before its start is left out: it is no reading of the timer (validation's time_order
+    names it)."""
     claimed = own["claims"] > 0
-    s = np.concatenate([full_time(own, p)[claimed].view(np.uint64) for p in ("t0", "t1")])
-    s = s[s != 0]  # an owner that never reached its exit has no end stamp
+    t0, t1 = (full_time(own, p)[claimed] for p in ("t0", "t1"))
+    s = np.concatenate([t0, t1[(t1 != 0) & (t1 >= t0)]]).view(np.uint64)  # no end stamp: never reached its exit
+    s = s[s != 0]
     return int(np.min(s & (~s + np.uint64(1)))) if s.size else 0
 
 
