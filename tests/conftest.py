@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -68,10 +69,13 @@ def edit_file(path: Path, *edits: tuple[str, str]) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def choice_cache(tmp_path_factory) -> Path:
-    """One recorder-choice cache for the session (choice.CACHE_ENV): an example's recorder is chosen
-    by compiling its candidates once, whatever number of tests apply it."""
+    """One recorder-choice cache for the run (choice.CACHE_ENV): an example's recorder is chosen by
+    compiling its candidates once, whatever number of tests apply it. Parallel workers (pytest -n)
+    share it: each has a base folder of its own under the run's, and the cache's writes are atomic."""
     from atrex_inject.choice import CACHE_ENV
-    folder = tmp_path_factory.mktemp("choice-cache")
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "choice-cache"
+    folder.mkdir(exist_ok=True)
     mp = pytest.MonkeyPatch()
     mp.setenv(CACHE_ENV, str(folder))
     yield folder
