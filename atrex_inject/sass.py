@@ -9,6 +9,8 @@ kernel's copy must contain every loop of the clean kernel with the same counts a
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -21,7 +23,7 @@ from .errors import AtrexError
 
 # Opcode families whose count per trip says how much work a loop keeps in flight, and the local
 # loads and stores of spilled registers: a clean side that keeps a loop's loads in flight by
-# spilling (the out-of-line clean body of bench/perturbation/variants.py) is not the clean loop.
+# spilling is not the clean loop.
 FAMILIES = ("LDG", "LDGSTS", "STG", "LDS", "STS", "HMMA", "LDSM", "UTMALDG", "HGMMA", "LDL", "STL")
 _INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 # a branch's target, after the second predicate ptxas may give it (`@P0 BRA P1, 0x7d0`: taken when both hold)
@@ -321,6 +323,15 @@ class Build:
     resources: dict[str, Resources]
     threads: dict[str, int]  # __launch_bounds__ maximum threads per block
 
+    def to_json(self) -> dict:
+        return {"funcs": self.funcs, "resources": {k: vars(v) for k, v in self.resources.items()},
+                "threads": self.threads}
+
+    @classmethod
+    def of_json(cls, obj: dict) -> "Build":
+        return cls({k: [tuple(i) for i in v] for k, v in obj["funcs"].items()},
+                   {k: Resources(**v) for k, v in obj["resources"].items()}, dict(obj["threads"]))
+
     def kernel(self, name: str) -> tuple[list[Insn], Resources, int | None]:
         f = function(self.funcs, name)
         mangled = next(k for k, v in self.funcs.items() if v is f)
@@ -364,8 +375,14 @@ def build(src: Path, include: list[str], flags: list[str], cwd: Path | None = No
     from .assets import asset_dir  # noqa: PLC0415
 
     cubin = src.with_suffix(".cubin")
-    cmd = [nvcc(), "-cubin", "-Xptxas", "-v", f"-I{asset_dir('runtime')}", *(f"-I{d}" for d in include), *flags,
-           "-o", str(cubin), str(src)]
+    folders = [str(asset_dir("runtime")), *include]
+    cmd = [nvcc(), "-cubin", "-Xptxas", "-v", *(f"-I{d}" for d in folders), *flags, "-o", str(cubin), str(src)]
+    cached = _cache_path(src, folders, flags, cwd)
+    if cached is not None and cached.is_file():
+        try:
+            return Build.of_json(json.loads(cached.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a damaged entry is built again
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     except OSError as e:
@@ -375,7 +392,37 @@ def build(src: Path, include: list[str], flags: list[str], cwd: Path | None = No
     tool = cuobjdump()
     env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
     elf = subprocess.run([tool, "-elf", str(cubin)], capture_output=True, text=True, env=env)
-    return Build(disassemble(cubin), ptxas_resources(p.stderr), max_threads(elf.stdout))
+    built = Build(disassemble(cubin), ptxas_resources(p.stderr), max_threads(elf.stdout))
+    if cached is not None:
+        from .fsio import write_atomic  # noqa: PLC0415
+        try:
+            write_atomic(cached, json.dumps(built.to_json()).encode())
+        except OSError:
+            pass  # an unwritable cache is built again next time
+    return built
+
+
+BUILD_CACHE_ENV = "ATREX_BUILD_CACHE"  # a folder that keeps builds across runs (the tests' shared cache)
+_HEADERS = (".h", ".hh", ".hpp", ".cuh", ".inc", ".inl", ".cu")
+
+
+def _cache_path(src: Path, folders: list[str], flags: list[str], cwd: Path | None) -> Path | None:
+    """Where a build is kept when BUILD_CACHE_ENV names a folder: keyed by nvcc, the flags, the
+    source's bytes and those of the headers directly in each include folder (the runtime's, the
+    source's, the flags' -I, read from `cwd`), not by where they lie. A header deeper down, or a
+    system header, is not in the key: a cache for test runs, which compile the same sources from
+    many copies of a project, not a build system."""
+    root = os.environ.get(BUILD_CACHE_ENV)
+    if not root:
+        return None
+    h = hashlib.sha256(json.dumps([nvcc(), flags]).encode() + src.read_bytes())
+    extra = [Path(cwd or ".") / f[2:] for f in flags if f.startswith("-I") and len(f) > 2]
+    for d in [*map(Path, folders), *extra]:
+        h.update(b"\1")
+        for f in sorted(d.glob("*")) if d.is_dir() else ():
+            if f.suffix in _HEADERS and f.is_file() and f.resolve() != src.resolve():
+                h.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return Path(root) / f"build-{h.hexdigest()[:32]}.json"
 
 
 

@@ -68,16 +68,19 @@ def edit_file(path: Path, *edits: tuple[str, str]) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def choice_cache(tmp_path_factory) -> Path:
-    """One recorder-choice cache for the run (choice.CACHE_ENV): an example's recorder is chosen by
-    compiling its candidates once, whatever number of tests apply it. Parallel workers (pytest -n)
-    share it: each has a base folder of its own under the run's, and the cache's writes are atomic."""
+def shared_caches(tmp_path_factory) -> Path:
+    """One recorder-choice cache (choice.CACHE_ENV) and one build cache (sass.BUILD_CACHE_ENV) for
+    the run: an example's recorder is chosen, and a source compiled for the SASS check, once,
+    whatever number of tests do it. Parallel workers (pytest -n) share them: each has a base folder
+    of its own under the run's, and the caches' writes are atomic."""
     from atrex_inject.choice import CACHE_ENV
+    from atrex_inject.sass import BUILD_CACHE_ENV
     base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "choice-cache"
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-cache"
     folder.mkdir(exist_ok=True)
     mp = pytest.MonkeyPatch()
     mp.setenv(CACHE_ENV, str(folder))
+    mp.setenv(BUILD_CACHE_ENV, str(folder))
     yield folder
     mp.undo()
 

@@ -65,3 +65,26 @@ def test_probe_path_instructions(tmp_path):
     assert any(o.startswith("CS2R") or o.startswith("S2R") for o in ops), ops  # the timer read
     # timer read, compare, 64-bit address (constant-bank base + 32-bit offset: 2), store, increment, tag
     assert 2 <= net <= 7, ops
+
+
+def test_a_build_is_kept_by_content_and_read_back_without_nvcc(tmp_path, monkeypatch):
+    """With a build cache (sass.BUILD_CACHE_ENV), a second build of the same source and headers from
+    another folder reads the first back without running nvcc; editing a header beside the source
+    compiles again."""
+    from atrex_inject import sass
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(sass.BUILD_CACHE_ENV, str(cache))
+    text = "#include \"h.cuh\"\n__global__ void k(float* x) { x[threadIdx.x] *= SCALE; }\n"
+    builds = []
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "h.cuh").write_text("#define SCALE 2.0f\n" if name != "c" else "#define SCALE 3.0f\n")
+        (tmp_path / name / "k.cu").write_text(text)
+        builds.append(sass.build(tmp_path / name / "k.cu", [str(tmp_path / name)], ["-arch=sm_90a"]))
+    assert builds[0] == builds[1] and len(list(cache.glob("build-*.json"))) == 2
+    assert builds[2].funcs != builds[0].funcs  # another header: compiled, not read back
+
+    def no_nvcc(*a, **k):
+        raise AssertionError("nvcc ran")
+    monkeypatch.setattr(sass.subprocess, "run", no_nvcc)
+    assert sass.build(tmp_path / "a" / "k.cu", [str(tmp_path / "a")], ["-arch=sm_90a"]) == builds[0]
