@@ -45,8 +45,8 @@ from . import __version__, registry
 from .errors import AtrexError, SpecError
 from .fsio import sha256_bytes, write_atomic
 from .plan import DEFAULT_PATH, BufferPath, RecorderMode, make_plan, requested_mode
-from .sass import allocated_registers
-from .spec import ProbeSpec
+from .sass import allocated_registers, include_digest
+from .spec import RECORDERS, ProbeSpec
 
 DEFAULT_FLAGS = ("-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17")
 CACHE_ENV = "ATREX_CHOICE_CACHE"  # a folder that keeps choices across projects (the tests' session cache)
@@ -124,6 +124,7 @@ class Target:
     not_uniform: str | None = None  # why a site may run on part of a warp (cuda/uniform.py): no staged rings
     barrier_loop: int | None = None  # line of a loop recorded every iteration that waits at a CTA barrier
     clean: object = field(default=None, repr=False)  # the clean build (sass.Build), once built
+    built: dict = field(default_factory=dict, repr=False)  # RecorderMode -> (its rewrite, its sass.Build), as choose built them
 
     @classmethod
     def of(cls, spec: ProbeSpec, text: str, flags: list[str] | None = None) -> "Target":
@@ -154,12 +155,13 @@ class Target:
             "paths are then passed), or pass them with --nvcc-flag=-I<folder>" if torch else
             "pass the flags your build uses with --nvcc-flag"))
 
-    def key(self, override: str | None) -> str:
-        """What a cached choice is valid for: the clean source, the spec, the flags, the runtime, the tool."""
+    def key(self) -> str:
+        """What a cached choice is valid for: the clean source, the spec, the tool, and what a build
+        of it depends on besides (sass.include_digest: nvcc, the flags, the runtime's and the
+        include folders' headers)."""
         from .assets import asset_dir  # noqa: PLC0415
-        runtime = b"".join(p.read_bytes() for p in sorted(asset_dir("runtime").glob("*.cuh")))
-        parts = [self.text, self.spec.text, "\0".join(self.flags), sha256_bytes(runtime), __version__, override or ""]
-        return sha256_bytes("\0\0".join(parts).encode())[:32]
+        deps = include_digest([str(asset_dir("runtime")), *self.include], self.flags, self.spec.path.parent)
+        return sha256_bytes("\0\0".join([self.text, self.spec.text, deps, __version__]).encode())[:32]
 
 
 def problems(r: dict, clean_side: bool = True) -> list[str]:
@@ -255,6 +257,9 @@ def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
     """The recorder for `spec`: the one it (or `override`) asks for, or, for "auto", the one chosen
     by compiling the candidates (`target` None: no build possible, the fallback)."""
     asked = override or spec.capture.recorder
+    if asked not in RECORDERS:  # the spec's own value is checked when it loads: this is --recorder's
+        raise AtrexError(f"--recorder {asked!r} is not one of {', '.join(RECORDERS)}",
+                         hint="auto lets the tool choose (docs/guide.md)")
     if registry.info(spec.backend).own_buffers_refused:
         return Choice(requested_mode(spec), "backend", registry.info(spec.backend).own_buffers_refused)
     if asked != "auto":
@@ -269,7 +274,7 @@ def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
     if target is None:
         return _fallback(spec, "no nvcc to compile the candidates")
     try:
-        return _cached(spec, target, override, lambda: choose(spec, target, progress))
+        return _cached(spec, target, lambda: choose(spec, target, progress))
     except _Unbuildable as e:
         return _fallback(spec, f"the clean kernel could not be compiled and read on its own with "
                                f"{' '.join(target.flags)} ({e.message}); pass your build's flags with --nvcc-flag "
@@ -310,14 +315,12 @@ def clean_build(target: Target, tmp: Path):
     """The clean build (once per target), and the block size from its launch bounds when the spec
     gives none."""
     if target.clean is None:
-        from .sass import function  # noqa: PLC0415
         try:
             clean = target.build(tmp, "clean", target.text)
-            f = function(clean.funcs, target.kernel)
+            threads = clean.kernel(target.kernel)[2]
         except AtrexError as e:
             raise _Unbuildable(_first_error(e.message), hint=e.hint) from None
-        mangled = next(k for k, v in clean.funcs.items() if v is f)
-        target.clean, target.threads = clean, target.threads or clean.threads.get(mangled)
+        target.clean, target.threads = clean, target.threads or threads
     return target.clean
 
 
@@ -350,6 +353,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             except AtrexError as e:
                 notes.append(f"{describe(mode)} does not compile: {_first_error(e.message)}")
                 return None
+            target.built[mode] = (rw, inst)
             try:
                 r = compare(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"], threads=target.threads)
             except AtrexError as e:
@@ -386,10 +390,10 @@ def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str]) -> Choice:
                   tuple(seen), notes=tuple(notes))
 
 
-def _cached(spec: ProbeSpec, target: Target, override: str | None, compute) -> Choice:
+def _cached(spec: ProbeSpec, target: Target, compute) -> Choice:
     """A choice from the cache when the same source, spec, flags, runtime and tool made it; the
     cache is `.atrex/cache/` of the project (written by apply) or the folder CACHE_ENV names."""
-    key = target.key(override)
+    key = target.key()
     for folder in _cache_dirs(spec):
         path = folder / f"choice-{key}.json"
         if path.is_file():

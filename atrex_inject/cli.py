@@ -14,7 +14,6 @@ from typer.core import TyperCommand
 from . import __version__, snapshot
 from . import manifest as mf
 from .errors import AtrexError, user_error
-from .spec import RECORDERS
 
 class _Command(TyperCommand):
     """Usage lines name positional arguments by their metavar (`SPEC`, `CAPTURE_DIR`, `-- CMD...`),
@@ -123,13 +122,6 @@ def _progress(what: str) -> None:
     err.print(f"... {what}")
 
 
-def _checked(options: "snapshot.Options") -> "snapshot.Options":
-    if options.recorder is not None and options.recorder not in RECORDERS:
-        raise AtrexError(f"--recorder {options.recorder!r} is not one of {', '.join(RECORDERS)}",
-                         hint="auto lets the tool choose (docs/guide.md)")
-    return options
-
-
 def _render_recorder(rec: dict | None) -> None:
     """The recorder apply chose, and the evidence for it (choice.py)."""
     if not rec:
@@ -206,9 +198,9 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
             out.print(f"warning: {w}")
     options = snapshot.Options(recorder, tuple(nvcc_flag), None if as_json else _progress)
     if dry_run:
-        _run(as_json, lambda: snapshot.preview(spec, root, _checked(options)), render_preview)
+        _run(as_json, lambda: snapshot.preview(spec, root, options), render_preview)
     else:
-        _run(as_json, lambda: snapshot.apply(spec, root, _checked(options)).to_json(), render)
+        _run(as_json, lambda: snapshot.apply(spec, root, options).to_json(), render)
 
 
 @app.command()
@@ -297,7 +289,7 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
         if r["hint"]:
             out.print(f"next: {r['hint']}")
 
-    r = _run(as_json, lambda: sasscheck.check(spec, root, nvcc_flag or None, _checked(snapshot.Options(recorder)).recorder),
+    r = _run(as_json, lambda: sasscheck.check(spec, root, nvcc_flag or None, recorder),
              render)
     if not r["ok"]:
         raise typer.Exit(1)

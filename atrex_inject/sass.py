@@ -91,14 +91,19 @@ def cuobjdump() -> str:
 Insn = tuple[int, str, str]  # address, opcode with modifiers (predicate dropped), the whole instruction
 
 
-def disassemble(cubin: Path) -> dict[str, list[Insn]]:
-    """Function (mangled name) -> its instructions."""
+def _cuobjdump(cubin: Path, what: str) -> str:
+    """cuobjdump's `-sass` or `-elf` text of a cubin (its own bin/ on PATH, for the tools it runs)."""
     tool = cuobjdump()
     env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
-    out = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, env=env)
+    out = subprocess.run([tool, what, str(cubin)], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise AtrexError(f"cuobjdump failed on {cubin}: {out.stderr.strip()}", path=str(cubin))
-    return parse(out.stdout)
+    return out.stdout
+
+
+def disassemble(cubin: Path) -> dict[str, list[Insn]]:
+    """Function (mangled name) -> its instructions."""
+    return parse(_cuobjdump(cubin, "-sass"))
 
 
 def parse(text: str) -> dict[str, list[Insn]]:
@@ -389,10 +394,7 @@ def build(src: Path, include: list[str], flags: list[str], cwd: Path | None = No
         raise AtrexError(f"cannot run nvcc: {e}", hint="put CUDA's nvcc on PATH") from None
     if p.returncode != 0:
         raise AtrexError(f"nvcc failed on {src.name}: {p.stderr.strip()[-1500:]}", path=str(src), hint=hint)
-    tool = cuobjdump()
-    env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
-    elf = subprocess.run([tool, "-elf", str(cubin)], capture_output=True, text=True, env=env)
-    built = Build(disassemble(cubin), ptxas_resources(p.stderr), max_threads(elf.stdout))
+    built = Build(disassemble(cubin), ptxas_resources(p.stderr), max_threads(_cuobjdump(cubin, "-elf")))
     if cached is not None:
         from .fsio import write_atomic  # noqa: PLC0415
         try:
@@ -407,22 +409,29 @@ _HEADERS = (".h", ".hh", ".hpp", ".cuh", ".inc", ".inl", ".cu")
 
 
 def _cache_path(src: Path, folders: list[str], flags: list[str], cwd: Path | None) -> Path | None:
-    """Where a build is kept when BUILD_CACHE_ENV names a folder: keyed by nvcc, the flags, the
-    source's bytes and those of the headers directly in each include folder (the runtime's, the
-    source's, the flags' -I, read from `cwd`), not by where they lie. A header deeper down, or a
-    system header, is not in the key: a cache for test runs, which compile the same sources from
-    many copies of a project, not a build system."""
+    """Where a build is kept when BUILD_CACHE_ENV names a folder: keyed by the source's bytes and
+    include_digest (its own folder first: a header is compiled through a unit beside it), not by
+    where they lie: a cache for test runs, which compile the same sources from many copies of a
+    project, not a build system."""
     root = os.environ.get(BUILD_CACHE_ENV)
     if not root:
         return None
-    h = hashlib.sha256(json.dumps([nvcc(), flags]).encode() + src.read_bytes())
+    digest = include_digest([str(src.parent), *folders], flags, cwd)
+    return Path(root) / f"build-{hashlib.sha256(digest.encode() + src.read_bytes()).hexdigest()[:32]}.json"
+
+
+def include_digest(folders: list[str], flags: list[str], cwd: Path | None) -> str:
+    """What a build depends on besides its source: nvcc, the flags, and the headers directly in each
+    include folder (and in the flags' -I folders, read from `cwd`), by content. A header deeper down,
+    or a system header, is not in it."""
+    h = hashlib.sha256(json.dumps([nvcc(), flags]).encode())
     extra = [Path(cwd or ".") / f[2:] for f in flags if f.startswith("-I") and len(f) > 2]
     for d in [*map(Path, folders), *extra]:
         h.update(b"\1")
         for f in sorted(d.glob("*")) if d.is_dir() else ():
-            if f.suffix in _HEADERS and f.is_file() and f.resolve() != src.resolve():
+            if f.suffix in _HEADERS and f.is_file():
                 h.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
-    return Path(root) / f"build-{h.hexdigest()[:32]}.json"
+    return h.hexdigest()
 
 
 
@@ -477,10 +486,11 @@ def compare(clean: Build, inst: Build, kernel: str, clone: str, one_copy: Build 
     threads = threads or bound
     found = loops(k_clean)
     copy_sides = sides(k_copy)
-    short, fewer = compare_loops(found, loops(one_copy.kernel(clone)[0]) if one_copy else [], copy_sides)
+    k_one, r_one, _ = one_copy.kernel(clone) if one_copy else ([], None, None)
+    short, fewer = compare_loops(found, loops(k_one), copy_sides)
     res = {"clean": r_clean, "off": r_off, "copy": r_copy}
     if one_copy is not None:
-        res["one_copy"] = one_copy.kernel(clone)[1]
+        res["one_copy"] = r_one
     return {"off_identical": [i[2] for i in k_off] == [i[2] for i in k_clean],
             "registers": {k: r.registers for k, r in res.items()},
             "shared": {k: r.shared for k, r in res.items()},

@@ -46,15 +46,19 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
                          path=str(spec.path), hint=f"check a CuTe DSL spec with `atrex-inject check-iket {spec_path}`")
     target = choice.Target.of(spec, clean_text(spec), nvcc_flags)
     # the global path's rewrite says any anchor error, and names the kernel as the rewriter resolved it
-    first = rewrite(make_plan(spec, requested_mode(spec, BufferPath.GLOBAL)), target.text, runtime=target.runtime)
+    global_mode = requested_mode(spec, BufferPath.GLOBAL)
+    first = rewrite(make_plan(spec, global_mode), target.text, runtime=target.runtime)
     choice.learn(target, first)
     picked = choice.resolve(spec, target, recorder)
     plan = make_plan(spec, picked.mode)
-    texts = {"instrumented": rewrite(plan, target.text, runtime=target.runtime),
+    # what the choice compiled just now is not compiled again (a cached choice compiled nothing)
+    made, inst = target.built.get(picked.mode, (first if picked.mode == global_mode else None, None))
+    texts = {"instrumented": made or rewrite(plan, target.text, runtime=target.runtime),
              "one_copy": rewrite(plan, target.text, version_body=False, runtime=target.runtime)}
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
-        built = {"clean": choice.clean_build(target, Path(tmp))}
-        built.update({k: target.build(Path(tmp), k, rw.text) for k, rw in texts.items()})
+        built = {"clean": choice.clean_build(target, Path(tmp)),
+                 "instrumented": inst or target.build(Path(tmp), "instrumented", texts["instrumented"].text),
+                 "one_copy": target.build(Path(tmp), "one_copy", texts["one_copy"].text)}
     clone = texts["instrumented"].backend_data["perturbation"]["clone"]
     r = compare(built["clean"], built["instrumented"], target.kernel, clone, built["one_copy"], target.threads)
     problems = choice.problems(r, choice.some_ctas_idle(plan))

@@ -88,3 +88,17 @@ def test_a_build_is_kept_by_content_and_read_back_without_nvcc(tmp_path, monkeyp
         raise AssertionError("nvcc ran")
     monkeypatch.setattr(sass.subprocess, "run", no_nvcc)
     assert sass.build(tmp_path / "a" / "k.cu", [str(tmp_path / "a")], ["-arch=sm_90a"]) == builds[0]
+
+
+def test_a_header_compiled_through_a_unit_is_kept_by_the_header_s_content(tmp_path, monkeypatch):
+    """A header source is compiled through a one-line unit that includes it from the unit's own
+    folder: two headers of one name and other code are two builds, not one read back."""
+    from atrex_inject import sass
+    monkeypatch.setenv(sass.BUILD_CACHE_ENV, str(tmp_path / "cache"))
+    builds = []
+    for name, scale in (("a", "2.0f"), ("b", "3.0f")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "k.cuh").write_text(f"__global__ void k(float* x) {{ x[threadIdx.x] *= {scale}; }}\n")
+        (tmp_path / name / "k.cu").write_text('#include "k.cuh"\n')
+        builds.append(sass.build(tmp_path / name / "k.cu", [], ["-arch=sm_90a"]))
+    assert builds[0].funcs != builds[1].funcs
