@@ -25,10 +25,19 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
    elsewhere (sampled or straight-line sites, a bounded number of events an
    owner) the fixed cost decides: the global path has no rings to copy out at exit, staged rings
    copy out what is left, resident rings copy out every event;
-3. the first candidate with no problem is chosen; where none has, each is compiled again with its
-   copy's registers held to the clean kernel's allocation (`__maxnreg__` on the copy's head) and the
-   first with no problem, spills included, is chosen; where still none has, the first candidate is
-   kept and its problems are apply's warnings (check-sass fails on it).
+3. the first candidate that keeps the kernel is chosen; where none does, each is compiled again with
+   its copy's registers held to the clean kernel's allocation (`__maxnreg__` on the copy's head) and
+   the first that keeps it, spills included, is chosen; where still none does, the first candidate
+   SASS cannot decide ("unsure") is kept and `measure` decides; where every candidate is another
+   kernel, the first is kept and its problems are apply's warnings (check-sass fails on it).
+
+What SASS decides (`judge`, the one judgment apply and check-sass give): a change every CTA of a
+recording run pays is a problem: probes off not the clean kernel, fewer CTAs or warps per SM
+(registers, shared memory), more spills. A change in the schedule of a loop (a clean loop the copy
+no longer has as it was, fewer or more loads in flight where recording CTAs time a loop) is a doubt:
+only the recording CTAs run it, and on kernels nobody here wrote such copies measured within target
+as often as not (bench/realkernels, docs/realkernels.md), so the SASS says "unsure" and `measure`
+decides.
 Without nvcc the spec's recorder is the documented default, the global path, and apply says so.
 """
 from __future__ import annotations
@@ -60,17 +69,31 @@ class Evidence:
     ctas_per_sm: dict  # clean, copy (None: block size unknown)
     shared_added: int  # bytes of static shared memory the copy adds per CTA
     spills: dict  # clean, off, copy: bytes
-    problems: tuple[str, ...]
+    problems: tuple[str, ...]  # what makes the recording another kernel (judge)
+    doubts: tuple[str, ...] = ()  # what SASS cannot decide: measure does (judge)
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self.problems, self.doubts)
 
     def to_json(self) -> dict:
         return {"recorder": describe(self.mode), "mode": self.mode.to_json(), "registers": self.registers,
                 "ctas_per_sm": self.ctas_per_sm, "shared_added": self.shared_added, "spills": self.spills,
-                "problems": list(self.problems)}
+                "verdict": self.verdict, "problems": list(self.problems), "doubts": list(self.doubts)}
 
     @classmethod
     def from_json(cls, obj: dict) -> "Evidence":
         return cls(RecorderMode.of_json(obj["mode"]), obj["registers"], obj["ctas_per_sm"], obj["shared_added"],
-                   obj["spills"], tuple(obj["problems"]))
+                   obj["spills"], tuple(obj["problems"]), tuple(obj.get("doubts", ())))
+
+
+KEEPS, UNSURE, ANOTHER = "keeps", "unsure", "another kernel"
+
+
+def verdict(problems, doubts) -> str:
+    """The SASS's word on a recording: it keeps the clean kernel, it is another kernel, or SASS
+    cannot decide and measure does."""
+    return ANOTHER if problems else UNSURE if doubts else KEEPS
 
 
 @dataclass(frozen=True)
@@ -85,10 +108,12 @@ class Choice:
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # why candidates were not tried (no block size, rings that do not fit, ...)
     key: str = field(default="", compare=False)  # what a cached copy is valid for (Target.key)
+    verdict: str = ""  # a chosen recorder's SASS verdict (KEEPS, UNSURE, ANOTHER); "" where none was compiled
 
     def to_json(self) -> dict:
         """The manifest's `recorder` record (docs/format.md)."""
         return {"recorder": self.mode.path.value, **_constraint(self.mode), "how": self.how, "why": self.why,
+                **({"verdict": self.verdict} if self.verdict else {}),
                 "evidence": [e.to_json() for e in self.evidence], **({"notes": list(self.notes)} if self.notes else {})}
 
     def cache_json(self) -> dict:
@@ -98,7 +123,7 @@ class Choice:
     def of_cache(cls, obj: dict, key: str) -> "Choice":
         return cls(RecorderMode.of_json(obj["mode"]), obj["how"], obj["why"],
                    tuple(Evidence.from_json(e) for e in obj["evidence"]), tuple(obj["warnings"]),
-                   tuple(obj.get("notes", ())), key)
+                   tuple(obj.get("notes", ())), key, obj.get("verdict", ""))
 
 
 def _constraint(mode: RecorderMode) -> dict:
@@ -164,35 +189,37 @@ class Target:
         return sha256_bytes("\0\0".join([self.text, self.spec.text, deps, __version__]).encode())[:32]
 
 
-def problems(r: dict, clean_side: bool = True) -> list[str]:
-    """Why a recording run of this build would not be the clean kernel with probes added (r: what
-    sass.compare read). The rules of the choice, and check-sass's, in one place. `clean_side`: some
-    CTAs record nothing, so the copy keeps a clean side that must hold every clean loop (where every
-    CTA records, the recording side is the whole copy, checked by its loads in flight)."""
-    out = []
+def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
+    """(problems, doubts): why a recording run of this build would be another kernel, and what SASS
+    cannot decide about it (r: what sass.compare read; module docstring). The one judgment of the
+    choice and of check-sass. `clean_side`: some CTAs record nothing, so the copy keeps a clean side
+    that should hold every clean loop (where every CTA records, the recording side is the whole
+    copy, checked by its loads in flight)."""
+    problems, doubts = [], []
     if not r["off_identical"]:
-        out.append("with probes off the program does not run the clean kernel instruction for instruction")
+        problems.append("with probes off the program does not run the clean kernel instruction for instruction")
     regs, ctas, warps = r["registers"], r["ctas_per_sm"], r["warps_per_sm_by_registers"]
     grew = None not in (regs["clean"], regs["copy"]) and allocated_registers(regs["copy"]) > allocated_registers(regs["clean"])
     # block size unknown: registers matter where they lower the warps an SM holds (above 32 a thread)
     if grew and ctas["clean"] is None and warps["copy"] < warps["clean"]:
-        out.append(f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']} "
-                   f"({allocated_registers(regs['copy'])} against {allocated_registers(regs['clean'])} as allocated)")
+        problems.append(f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']} "
+                        f"({allocated_registers(regs['copy'])} against {allocated_registers(regs['clean'])} as allocated)")
     if None not in (ctas["clean"], ctas["copy"]) and ctas["copy"] != ctas["clean"]:
-        out.append(f"the copy fits {ctas['copy']} CTAs per SM against the clean kernel's {ctas['clean']} "
-                   f"(registers and static shared memory, {r['threads_per_block']} threads per CTA)")
+        problems.append(f"the copy fits {ctas['copy']} CTAs per SM against the clean kernel's {ctas['clean']} "
+                        f"(registers and static shared memory, {r['threads_per_block']} threads per CTA)")
     if r["spills"]["copy"] > r["spills"]["clean"]:
-        out.append(f"the copy spills {r['spills']['copy']} bytes against the clean kernel's {r['spills']['clean']}")
+        problems.append(f"the copy spills {r['spills']['copy']} bytes against the clean kernel's {r['spills']['clean']}")
     for m in r["missing"] if clean_side else []:
         have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
-        out.append(f"the copy lost or rescheduled {m['missing']} clean loop(s) with {have} per trip")
+        doubts.append(f"the copy's clean side does not hold {m['missing']} clean loop(s) with {have} per trip as the "
+                      "clean kernel schedules them")
     for f in r["recording_fewer_in_flight"]:
-        out.append(f"recording CTAs keep {f['recording']} loads in flight in their copy of the clean {f['loop']} "
-                   f"against {f['in_flight']}")
+        doubts.append(f"recording CTAs keep {f['recording']} loads in flight in their copy of the clean {f['loop']} "
+                      f"against {f['in_flight']}")
     for f in r["recording_more_in_flight"]:
-        out.append(f"recording CTAs run {f['loop']} with {f['in_flight']} loads in flight where the clean kernel's "
-                   f"loops keep at most {f['clean']}: a rescheduled loop, not the clean one")
-    return out
+        doubts.append(f"recording CTAs run {f['loop']} with {f['in_flight']} loads in flight where the clean "
+                      f"kernel's loops keep at most {f['clean']}")
+    return problems, doubts
 
 
 def some_ctas_idle(plan) -> bool:
@@ -360,25 +387,33 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                 notes.append(f"{describe(mode)}: {e.message}")
                 return None
             staging = mode.staging(plan.groups)
+            problems, doubts = judge(r, some_ctas_idle(plan))
             ev = Evidence(mode, r["registers"], r["ctas_per_sm"], staging.shared_bytes_per_cta if staging else 0,
-                          r["spills"], tuple(problems(r, some_ctas_idle(plan))))
+                          r["spills"], tuple(problems), tuple(doubts))
             seen.append(ev)
             return ev
 
         for path in paths:
             ev = evaluate(requested_mode(spec, path, warps))
-            if ev is not None and not ev.problems:
+            if ev is not None and ev.verdict == KEEPS:
                 return _chosen(ev, seen, notes)
         for ev in [e for e in seen if e.registers["clean"]]:
             held = evaluate(replace(ev.mode, max_registers=allocated_registers(ev.registers["clean"])))
-            if held is not None and not held.problems:
+            if held is not None and held.verdict == KEEPS:
                 return _chosen(held, seen, notes)
     if not seen:
         raise AtrexError(f"no recorder can record spec {spec.name!r}: {'; '.join(notes)}", path=str(spec.path))
+    unsure = next((e for e in seen if e.verdict == UNSURE), None)
+    if unsure is not None:
+        return Choice(unsure.mode, "chosen", f"the {describe(unsure.mode)} recorder keeps the clean kernel's "
+                                             f"occupancy and spills; SASS cannot decide the rest: "
+                                             f"{'; '.join(unsure.doubts)}; measure decides",
+                      tuple(seen), notes=tuple(notes), verdict=UNSURE)
     first = seen[0]
     return Choice(first.mode, "chosen", f"no recorder keeps the clean kernel; {describe(first.mode)}, the first "
                                         "candidate, records it as another kernel: check-sass says how",
-                  tuple(seen), tuple(f"recorder {describe(first.mode)}: {p}" for p in first.problems), tuple(notes))
+                  tuple(seen), tuple(f"recorder {describe(first.mode)}: {p}" for p in first.problems), tuple(notes),
+                  verdict=ANOTHER)
 
 
 def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str]) -> Choice:
@@ -387,7 +422,7 @@ def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str]) -> Choice:
     return Choice(ev.mode, "chosen", f"the {describe(ev.mode)} recorder keeps the clean kernel: its copy is allocated "
                                      f"{allocated_registers(regs['copy'])} registers ({regs['copy']} used; the clean "
                                      f"kernel {regs['clean']}){occupancy}, every clean loop and its loads in flight",
-                  tuple(seen), notes=tuple(notes))
+                  tuple(seen), notes=tuple(notes), verdict=KEEPS)
 
 
 def _cached(spec: ProbeSpec, target: Target, compute) -> Choice:

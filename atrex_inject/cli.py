@@ -128,8 +128,9 @@ def _render_recorder(rec: dict | None) -> None:
         return
     out.print(f"  recorder: {rec['recorder']} ({rec['how']}: {rec['why']})")
     for e in rec.get("evidence", []):
-        if e["problems"]:
-            out.print(f"    {e['recorder']}: not kept: {'; '.join(e['problems'])}")
+        if e["problems"] or e.get("doubts"):
+            out.print(f"    {e['recorder']}: {e.get('verdict', 'another kernel')}: "
+                      f"{'; '.join([*e['problems'], *e.get('doubts', [])])}")
 
 
 RecorderOpt = typer.Option(None, "--recorder", metavar="auto|global|staged|resident",
@@ -259,21 +260,22 @@ def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that wa
 def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML) of a CUDA kernel."),
                root: Optional[Path] = RootOpt, recorder: Optional[str] = RecorderOpt,
                nvcc_flag: list[str] = NvccFlagOpt, as_json: bool = JsonOpt):
-    """Is the recording run the kernel it observes? Compiles the spec's source clean, instrumented
-    with the recorder apply chooses (or chose, or --recorder), and instrumented without versioning
-    (no GPU), and checks, in the SASS: with probes off the program runs the clean kernel instruction
-    for instruction; the instrumented copy keeps the clean kernel's registers (as allocated, 8 per
-    thread) and CTAs per SM, every clean loop with its loads in flight, and, in recording CTAs, the
-    loads in flight of the loops they time; no more spills. Exit 1, with what to change, when any
-    of that fails (docs/guide.md, "Recorder modes")."""
+    """Is the recording run the kernel it observes? Compiles the spec's source clean and
+    instrumented with the recorder apply chooses (or chose, or --recorder), no GPU needed, and
+    judges the SASS as apply's choice does (one build, one answer). Another kernel (exit 1, with what
+    to change): with probes off the program does not run the clean kernel instruction for
+    instruction, or the copy fits fewer CTAs or warps per SM, or spills more. Unsure (exit 0, and the
+    measure command to run): the copy keeps those, but a loop's schedule changed (a clean loop not
+    held as it was, loads in flight in recording CTAs): only a measurement decides. Keeps (exit 0):
+    neither (docs/guide.md, "Recorder modes")."""
     from . import sasscheck
 
     def render(r):
         regs = r["registers"]
         rec = r["recorder"]
         out.print(f"{r['kernel']}: recorder {rec['recorder']} ({rec['how']}); registers clean {regs['clean']}, with "
-                  f"probes off {regs['off']}, instrumented copy {r['copy']} {regs['copy']} (one copy "
-                  f"{regs.get('one_copy')}); copy's body {'versioned' if r['versioned'] else 'NOT versioned'}")
+                  f"probes off {regs['off']}, instrumented copy {r['copy']} {regs['copy']}; copy's body "
+                  f"{'versioned' if r['versioned'] else 'NOT versioned'}")
         ctas = r["ctas_per_sm"]
         if ctas["clean"]:
             out.print(f"occupancy: {ctas['clean']} CTAs per SM clean, {ctas['copy']} for the copy "
@@ -284,8 +286,13 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
             out.print(f"  clean {l}")
         for p in r["problems"]:
             out.print(f"  PROBLEM: {p}")
-        out.print("the recording run is the clean kernel with probes added" if r["ok"] else
-                  "the recording run would be another kernel: its timeline would not describe this one")
+        for d in r["doubts"]:
+            out.print(f"  UNSURE: {d}")
+        out.print({"keeps": "the recording run is the clean kernel with probes added",
+                   "unsure": "unsure: the recording keeps the kernel's occupancy and spills; whether its loops' "
+                             "schedule matters only a measurement decides",
+                   "another kernel": "the recording run would be another kernel: its timeline would not describe "
+                                     "this one"}[r["verdict"]])
         if r["hint"]:
             out.print(f"next: {r['hint']}")
 

@@ -141,15 +141,42 @@ def loops(insns: list[Insn]) -> list[Loop]:
     return out
 
 
+_SOURCE_NAME = re.compile(r"(\d+)")
+
+
+def qualified_name(mangled: str) -> tuple[str, ...] | None:
+    """The source names of a function's (possibly nested) name, read from its Itanium mangling
+    (`_Z[L]<len><name>[I…E]<params>` or `_Z[L]N<len><name>…[I…E]E<params>`), anonymous namespaces
+    dropped: `_Z1kiPf` -> ("k",), `_ZN4slow4stepIfEEvPT_` -> ("slow", "step"). Reading stops at the
+    function's template arguments or its parameters, which are never read, so a kernel whose first
+    parameter is a scalar (`i`, `f`, `x`, `b`, a struct's `<len><name>`) is found like any other.
+    A kernel is a free function, so only its own name can carry template arguments. None: not a
+    mangled name (an `extern "C"` kernel's name is its own)."""
+    m = re.match(r"_ZL?(N)?(St)?", mangled)
+    if not m:
+        return None
+    nested, i = m.group(1) is not None, m.end()
+    names = ["std"] if m.group(2) else []
+    while True:
+        d = _SOURCE_NAME.match(mangled, i)
+        if not d:
+            return None
+        n, i = int(d.group()), d.end()
+        if i + n > len(mangled):
+            return None
+        if not mangled.startswith("_GLOBAL__N", i):
+            names.append(mangled[i:i + n])
+        i += n
+        if not nested or mangled.startswith(("I", "E"), i):
+            return tuple(names) or None
+
+
 def function(funcs: dict[str, list[Insn]], kernel: str) -> list[Insn]:
-    """The function whose (mangled) name holds the kernel's name; a qualified name (`slow::step`)
-    is looked for as the Itanium ABI writes it nested (`4slow4step`)."""
-    parts = kernel.split("::")
-    if len(parts) > 1:
-        pattern = rf"(?<!\d){re.escape(''.join(f'{len(p)}{p}' for p in parts))}(?=[EI])"
-    else:
-        pattern = rf"(^|[^A-Za-z0-9_]|\d){re.escape(kernel)}($|[^A-Za-z0-9_]|I|P|E|v)"
-    hits = [k for k in funcs if re.search(pattern, k) or k == kernel]
+    """The function whose name is the kernel's, by the structure of its mangled name
+    (qualified_name): `step` matches `slow::step` and `step`, `slow::step` only the nested one; an
+    `extern "C"` kernel by its name itself."""
+    want = tuple(kernel.split("::"))
+    hits = [k for k in funcs if k == kernel or (qualified_name(k) or ())[-len(want):] == want]
     if len(hits) != 1:
         raise AtrexError(f"kernel {kernel!r} matches {len(hits)} functions in the SASS: {sorted(funcs)}")
     return funcs[hits[0]]
@@ -206,15 +233,12 @@ def sides(insns: list[Insn]) -> tuple[list[Loop], list[Loop]]:
     return clean, recording
 
 
-def compare_loops(clean: list[Loop], one_copy: list[Loop], copy: tuple[list[Loop], list[Loop]]
-                  ) -> tuple[list[dict], list[dict]]:
-    """(missing, fewer): the copy's clean side must hold every loop of the clean kernel, with the
-    same memory and tensor instructions per trip and as many global loads in flight, and its
-    recording side one loop with the instructions of each loop of the one-copy rewrite (loads in
-    flight there depend on where the recorder's state lives, so they are compared with the clean
-    loop's instead: `fewer` lists the recording side's copies of a clean loop that keep fewer of
-    its loads in flight, which recording CTAs then run slower). `copy` is (clean side, recording
-    side), from sides()."""
+def compare_loops(clean: list[Loop], copy: tuple[list[Loop], list[Loop]]) -> tuple[list[dict], list[dict]]:
+    """(missing, fewer): the copy's clean side should hold every loop of the clean kernel, with the
+    same memory and tensor instructions per trip and as many global loads in flight; `fewer` lists
+    the recording side's copies of a clean loop that keep fewer of its loads in flight, which
+    recording CTAs then run slower (loads in flight there depend on where the recorder's state
+    lives). `copy` is (clean side, recording side), from sides()."""
     def key(l: Loop) -> tuple:
         return l.signature, l.in_flight
 
@@ -224,11 +248,6 @@ def compare_loops(clean: list[Loop], one_copy: list[Loop], copy: tuple[list[Loop
                 "copy_in_flight": sorted(f2 for s2, f2 in have.elements() if s2 == s)}
                for (s, f), n in want.items() if have[(s, f)] < n]
     rest = Counter(key(l) for l in copy[1] if any(l.signature))  # the recording side's loops
-    by_sig = Counter(s for s, _ in rest.elements())
-    for s, n in Counter(l.signature for l in one_copy if any(l.signature)).items():
-        if by_sig[s] < n:
-            missing.append({"loop": dict(zip(FAMILIES, s)), "in_flight": None, "missing": n - by_sig[s],
-                            "copy_in_flight": []})
     fewer = [{"loop": describe(l), "in_flight": l.in_flight, "recording": f, "trip": None}
              for l in clean if l.count("LDG")
              for (s, f) in sorted(set(rest.elements())) if s == l.signature and f < l.in_flight]
@@ -466,14 +485,12 @@ def ctas_per_sm(regs: int | None, shared: int, threads: int | None) -> int | Non
     return min(limits)
 
 
-def compare(clean: Build, inst: Build, kernel: str, clone: str, one_copy: Build | None = None,
-            threads: int | None = None) -> dict:
+def compare(clean: Build, inst: Build, kernel: str, clone: str, threads: int | None = None) -> dict:
     """What the probes did to the kernel, read from the SASS of a clean and an instrumented build:
     - probes off: the instrumented build's kernel must be the clean build's kernel, instruction for
       instruction (the probes live in the copy K__atrex, launched only while recording);
     - CTAs that record nothing: the copy must hold every loop of the clean kernel, with the same
-      memory and tensor instructions per trip and loads in flight (compare_loops), plus, given the
-      one-copy rewrite's build, its loops;
+      memory and tensor instructions per trip and loads in flight (compare_loops);
     - recording CTAs: their loops that keep fewer loads in flight than the clean loop they stand for
       (a probed loop with a shorter trip too: shorter_trips), or more than any clean loop
       (more_in_flight);
@@ -486,11 +503,8 @@ def compare(clean: Build, inst: Build, kernel: str, clone: str, one_copy: Build 
     threads = threads or bound
     found = loops(k_clean)
     copy_sides = sides(k_copy)
-    k_one, r_one, _ = one_copy.kernel(clone) if one_copy else ([], None, None)
-    short, fewer = compare_loops(found, loops(k_one), copy_sides)
+    short, fewer = compare_loops(found, copy_sides)
     res = {"clean": r_clean, "off": r_off, "copy": r_copy}
-    if one_copy is not None:
-        res["one_copy"] = r_one
     return {"off_identical": [i[2] for i in k_off] == [i[2] for i in k_clean],
             "registers": {k: r.registers for k, r in res.items()},
             "shared": {k: r.shared for k, r in res.items()},

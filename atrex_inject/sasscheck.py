@@ -1,7 +1,7 @@
 """`atrex-inject check-sass`: is the recording run the kernel it observes? The spec's source is
-compiled clean, instrumented with the recorder apply chooses (or chose, or --recorder), and
-instrumented as one copy, and sass.compare reads what the probes did; choice.problems says, by the
-rules the recorder choice applies, why the recording would be another kernel."""
+compiled clean and instrumented with the recorder apply chooses (or chose, or --recorder), and
+sass.compare reads what the probes did; choice.judge, the judgment the recorder choice applies,
+says whether the recording keeps the kernel, is another kernel, or SASS cannot decide."""
 from __future__ import annotations
 
 import tempfile
@@ -32,10 +32,11 @@ def clean_text(spec) -> str:
 
 def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None,
           recorder: str | None = None) -> dict:
-    """check-sass: compile the spec's source clean, instrumented with the recorder apply chooses (or
-    chose, or `recorder`), and instrumented as one copy (no versioning), and compare them (compare);
-    `problems` lists, by the recorder choice's rules (choice.problems), why the recording run would
-    not be the clean kernel; `ok` when there is none."""
+    """check-sass: compile the spec's source clean and instrumented with the recorder apply chooses
+    (or chose, or `recorder`), compare them (sass.compare), and judge the recording as the choice
+    judges it (choice.judge: one build, one answer): `verdict` keeps / unsure / another kernel,
+    `problems` why it would be another kernel, `doubts` what SASS cannot decide (measure does);
+    `ok` unless it is another kernel."""
     from .cuda.rewrite import rewrite  # noqa: PLC0415
     from .plan import BufferPath, make_plan, requested_mode  # noqa: PLC0415
     from .spec import load_spec  # noqa: PLC0415
@@ -53,24 +54,28 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     plan = make_plan(spec, picked.mode)
     # what the choice compiled just now is not compiled again (a cached choice compiled nothing)
     made, inst = target.built.get(picked.mode, (first if picked.mode == global_mode else None, None))
-    texts = {"instrumented": made or rewrite(plan, target.text, runtime=target.runtime),
-             "one_copy": rewrite(plan, target.text, version_body=False, runtime=target.runtime)}
+    made = made or rewrite(plan, target.text, runtime=target.runtime)
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
-        built = {"clean": choice.clean_build(target, Path(tmp)),
-                 "instrumented": inst or target.build(Path(tmp), "instrumented", texts["instrumented"].text),
-                 "one_copy": target.build(Path(tmp), "one_copy", texts["one_copy"].text)}
-    clone = texts["instrumented"].backend_data["perturbation"]["clone"]
-    r = compare(built["clean"], built["instrumented"], target.kernel, clone, built["one_copy"], target.threads)
-    problems = choice.problems(r, choice.some_ctas_idle(plan))
+        clean = choice.clean_build(target, Path(tmp))
+        inst = inst or target.build(Path(tmp), "instrumented", made.text)
+    clone = made.backend_data["perturbation"]["clone"]
+    r = compare(clean, inst, target.kernel, clone, target.threads)
+    problems, doubts = choice.judge(r, choice.some_ctas_idle(plan))
+    verdict = choice.verdict(problems, doubts)
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
-            "versioned": texts["instrumented"].backend_data["perturbation"]["versioned"], **r,
-            "problems": problems, "ok": r["off_identical"] and not problems, "flags": target.flags,
-            "include_dirs": target.include[1:],
-            "hint": _hint(picked) if problems else None}
+            "versioned": made.backend_data["perturbation"]["versioned"], **r, "verdict": verdict,
+            "problems": problems, "doubts": doubts, "ok": verdict != choice.ANOTHER, "flags": target.flags,
+            "include_dirs": target.include[1:], "hint": _hint(picked, verdict)}
 
 
-def _hint(picked) -> str:
-    """What to change when the recording run would be another kernel."""
+def _hint(picked, verdict: str) -> str | None:
+    """What to do next when the recording is not known to keep the kernel."""
+    if verdict == choice.UNSURE:
+        return ("SASS cannot decide whether the recording keeps the kernel: time the clean build against the "
+                "instrumented one with `atrex-inject measure --baseline '[CLEAN, ...]' --instrumented '[BUILD, ...]'` "
+                "(docs/measure.md); within the spec's target, the recording is the kernel it observes")
+    if verdict == choice.KEEPS:
+        return None
     if picked.how == "asked":
         return (f"the spec (or --recorder) asks for the {picked.mode.path.value} recorder: drop [capture] recorder "
                 "(auto) and apply compiles the candidates and keeps one that leaves the kernel as it was")

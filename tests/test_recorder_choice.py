@@ -63,7 +63,7 @@ def test_apply_records_the_choice_and_its_evidence(project, example, recorder):
     rec = json.loads(out)["recorder"]
     assert (rec["recorder"], rec["how"]) == (recorder, "chosen"), rec
     kept = rec["evidence"][-1]
-    assert kept["problems"] == [] and all(e["problems"] for e in rec["evidence"][:-1])
+    assert kept["verdict"] == "keeps" and all(e["verdict"] != "keeps" for e in rec["evidence"][:-1])
     assert kept["ctas_per_sm"]["copy"] == kept["ctas_per_sm"]["clean"]
     assert cli("revert", spec)[0] == 0
 

@@ -102,3 +102,44 @@ def test_a_header_compiled_through_a_unit_is_kept_by_the_header_s_content(tmp_pa
         (tmp_path / name / "k.cu").write_text('#include "k.cuh"\n')
         builds.append(sass.build(tmp_path / name / "k.cu", [], ["-arch=sm_90a"]))
     assert builds[0].funcs != builds[1].funcs
+
+
+SCALAR_FIRST = {  # a kernel whose first parameter is each kind of scalar: the mangled name's parameters
+    "int": "int", "unsigned": "unsigned", "float": "float", "double": "double",  # follow its name directly
+    "long_long": "long long", "bool": "bool", "struct": "Params", "char": "char",
+}
+
+
+def test_a_kernel_whose_first_parameter_is_a_scalar_is_found_in_the_sass(tmp_path):
+    """`__global__ void k_int(int n, float* x)` mangles as `_Z5k_intiPf`: the name is read from its
+    length prefix, so no parameter kind that follows it hides the kernel (nor does a namespace, a
+    template or an anonymous namespace)."""
+    from atrex_inject import sass
+    src = ["struct Params { int n; float a; };"]
+    src += [f"__global__ void k_{name}({ty} v, float* x) {{ x[threadIdx.x] += (float)sizeof(v); }}"
+            for name, ty in SCALAR_FIRST.items()]
+    src += ["namespace outer { template <int N> __global__ void k_tpl(int n, float* x) { x[threadIdx.x] += N; } }",
+            "template __global__ void outer::k_tpl<4>(int, float*);",
+            "namespace { __global__ void k_anon(long n, float* x) { x[threadIdx.x] += n; } }",
+            "void launch(float* x) { k_anon<<<1, 32>>>(1, x); }",
+            'extern "C" __global__ void k_c(int n, float* x) { x[threadIdx.x] += n; }']
+    (tmp_path / "k.cu").write_text("\n".join(src) + "\n")
+    built = sass.build(tmp_path / "k.cu", [], ["-gencode=arch=compute_90a,code=sm_90a"])
+    for name in [*SCALAR_FIRST, "anon", "c"]:
+        assert any(op.startswith("STG") for _, op, _ in built.kernel(f"k_{name}")[0]), name
+    assert built.kernel("outer::k_tpl")[0] == built.kernel("k_tpl")[0]
+    with pytest.raises(sass.AtrexError, match="matches 0 functions"):
+        built.kernel("k_in")  # a prefix of a kernel's name is not its name
+
+
+def test_qualified_names_are_read_from_the_mangling():
+    from atrex_inject.sass import qualified_name
+    assert qualified_name("_Z1kiPf") == ("k",)
+    assert qualified_name("_Z1kbPf") == ("k",)
+    assert qualified_name("_Z6reduce6ParamsPf") == ("reduce",)
+    assert qualified_name("_ZN4slow4stepIfEEvPT_") == ("slow", "step")
+    assert qualified_name("_ZN10flashinfer4norm13RMSNormKernelILj8E13__nv_bfloat16EEvPT0_S4_S4_jjjjf") == (
+        "flashinfer", "norm", "RMSNormKernel")
+    assert qualified_name("_ZN12_GLOBAL__N_16kernelEPf") == ("kernel",)
+    assert qualified_name("k_c") is None
+    assert qualified_name("_Z12truncated") is None

@@ -31,12 +31,10 @@ from .source import JUMP_KINDS, Kernel, Kind, SourceFile, Stmt, parse_source
 Item = tuple[str, str]  # (code, label) of one inserted statement
 
 
-def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | None = None,
-            launchers: dict[str, str] | None = None) -> Rewrite:
+def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[str, str] | None = None) -> Rewrite:
     """The instrumented source of the plan's spec, and each launcher (rel path -> text) with its
-    launches of the kernel wrapped. `version_body=False` keeps one instrumented copy of the body
-    (what the SASS check compares against: versioned = that copy + the clean kernel). `runtime`:
-    the recorder headers' text to embed instead of including them (probes.prefix)."""
+    launches of the kernel wrapped. `runtime`: the recorder headers' text to embed instead of
+    including them (probes.prefix)."""
     spec = plan.spec
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
@@ -45,7 +43,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     kernel = _kernel(spec, src)
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}
-    split = kernel_split(src, kernel, anchored) if version_body else "not asked for"
+    split = kernel_split(src, kernel, anchored)
     versioned = isinstance(split, int)
     sampling = sample_loops(plan, anchored, src.text)
     spans = interval_spans(plan, sampling, anchored, src)
