@@ -182,3 +182,44 @@ def test_intervals_a_strip_mined_loop_keeps_are_labelled(tmp_path):
     snapshot.revert(spec)
     spec.write_text(ROW_SITES.format(start="row", end="merged"))
     assert snapshot.apply(spec).manifest.spans == {}
+
+
+SCALAR_FIRST = """\
+__global__ void __launch_bounds__(256) saxpy(int n, float a, const float* __restrict__ x, float* __restrict__ y) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    y[i] = a * x[i] + y[i];
+  }
+}
+"""
+
+SCALAR_FIRST_SPEC = """\
+version = 1
+name = "s"
+question = "how long does a CTA take per grid-stride trip?"
+backend = "cuda"
+source = "k.cu"
+kernel = "saxpy"
+intervals = ["start -> end"]
+
+[[site]]
+name = "start"
+anchor = { entry = true }
+role = "cta"
+
+[[site]]
+name = "end"
+anchor = { exit = true }
+role = "cta"
+"""
+
+
+def test_the_choice_runs_for_a_kernel_whose_first_parameter_is_a_scalar(tmp_path):
+    """`saxpy(int n, ...)` mangles as `_Z5saxpyifPKfPf`: its name is read from the mangling's length
+    prefix, so the clean kernel is found in the SASS and the recorder is chosen, not fallen back to."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "k.cu").write_text(SCALAR_FIRST)
+    (tmp_path / "s.toml").write_text(SCALAR_FIRST_SPEC)
+    code, out = cli("apply", tmp_path / "s.toml", "--dry-run", "--json")
+    assert code == 0, out
+    rec = json.loads(out)["recorder"]
+    assert rec["how"] == "chosen" and rec["verdict"] == "keeps", rec
