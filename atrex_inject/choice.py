@@ -46,6 +46,7 @@ import json
 import os
 import re
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -352,55 +353,85 @@ def clean_build(target: Target, tmp: Path):
 
 
 def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | None = None) -> Choice:
-    """Compile the candidates in order of preference and take the first that keeps the clean
-    kernel (module docstring, rules 1-3)."""
+    """Compile the candidates and take the first, in order of preference, that keeps the clean
+    kernel (module docstring, rules 1-3). The builds run side by side, one nvcc per core: the clean
+    build beside the global path's (a candidate whatever the block size), then each candidate
+    beside the next ones while it is judged, in order; once one keeps the kernel, builds not yet
+    started are dropped."""
     from .cuda.rewrite import rewrite  # noqa: PLC0415
     from .sass import compare  # noqa: PLC0415
 
     seen: list[Evidence] = []
-    with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-choice-") as tmp:
+    notes: list[str] = []
+    jobs = max(2, os.cpu_count() or 2)
+    with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-choice-") as tmp, \
+            ThreadPoolExecutor(max_workers=jobs) as pool:
         tmp = Path(tmp)
-        if progress:
-            progress("compiling the clean kernel to choose its recorder (nvcc)")
-        clean = clean_build(target, tmp)
-        warps = -(-(target.threads or 0) // 32)
-        paths, notes = ranked(spec, warps, target.not_uniform, target.barrier_loop)
+        started: dict[RecorderMode, Future] = {}
 
-        def evaluate(mode: RecorderMode) -> Evidence | None:
-            if progress:
-                progress(f"compiling the {describe(mode)} recorder's build")
+        def build(mode: RecorderMode, name: str):
+            """(plan, rewrite, build) of one candidate, or the note that says why it is none."""
             try:
                 plan = make_plan(spec, mode)
             except SpecError as e:  # rings that do not fit a CTA's shared memory
-                notes.append(f"{describe(mode)}: {e.message}")
-                return None
+                return f"{describe(mode)}: {e.message}"
             rw = rewrite(plan, target.text, runtime=target.runtime)
             try:
-                inst = target.build(tmp, f"inst_{len(seen)}", rw.text)
+                return plan, rw, target.build(tmp, name, rw.text)
             except AtrexError as e:
-                notes.append(f"{describe(mode)} does not compile: {_first_error(e.message)}")
+                return f"{describe(mode)} does not compile: {_first_error(e.message)}"
+
+        def start(mode: RecorderMode) -> None:
+            if mode not in started:
+                if progress:
+                    progress(f"compiling the {describe(mode)} recorder's build")
+                started[mode] = pool.submit(build, mode, f"inst_{len(started)}")
+
+        def evaluate(mode: RecorderMode) -> Evidence | None:
+            start(mode)
+            built = started[mode].result()
+            if isinstance(built, str):
+                notes.append(built)
                 return None
+            plan, rw, inst = built
             target.built[mode] = (rw, inst)
             try:
                 r = compare(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"], threads=target.threads)
             except AtrexError as e:
                 notes.append(f"{describe(mode)}: {e.message}")
                 return None
-            staging = mode.staging(plan.groups)
             problems, doubts = judge(r, some_ctas_idle(plan))
+            staging = mode.staging(plan.groups)
             ev = Evidence(mode, r["registers"], r["ctas_per_sm"], staging.shared_bytes_per_cta if staging else 0,
                           r["spills"], tuple(problems), tuple(doubts))
             seen.append(ev)
             return ev
 
-        for path in paths:
-            ev = evaluate(requested_mode(spec, path, warps))
-            if ev is not None and ev.verdict == KEEPS:
-                return _chosen(ev, seen, notes)
-        for ev in [e for e in seen if e.registers["clean"]]:
-            held = evaluate(replace(ev.mode, max_registers=allocated_registers(ev.registers["clean"])))
-            if held is not None and held.verdict == KEEPS:
-                return _chosen(held, seen, notes)
+        def first_keeping(modes: list[RecorderMode]) -> Evidence | None:
+            for i, mode in enumerate(modes):
+                for ahead in modes[i:i + jobs]:  # the next candidates build while this one is judged
+                    start(ahead)
+                ev = evaluate(mode)
+                if ev is not None and ev.verdict == KEEPS:
+                    return ev
+            return None
+
+        if progress:
+            progress("compiling the clean kernel to choose its recorder (nvcc)")
+        clean_future = pool.submit(clean_build, target, tmp)
+        start(requested_mode(spec, BufferPath.GLOBAL))
+        try:
+            clean = clean_future.result()
+            warps = -(-(target.threads or 0) // 32)
+            paths, ranked_notes = ranked(spec, warps, target.not_uniform, target.barrier_loop)
+            notes += ranked_notes
+            kept = first_keeping([requested_mode(spec, path, warps) for path in paths]) or first_keeping(
+                [replace(e.mode, max_registers=allocated_registers(e.registers["clean"])) for e in list(seen)
+                 if e.registers["clean"]])
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)  # no build outlives its folder
+    if kept is not None:
+        return _chosen(kept, seen, notes)
     if not seen:
         raise AtrexError(f"no recorder can record spec {spec.name!r}: {'; '.join(notes)}", path=str(spec.path))
     unsure = next((e for e in seen if e.verdict == UNSURE), None)
