@@ -223,3 +223,60 @@ def test_the_choice_runs_for_a_kernel_whose_first_parameter_is_a_scalar(tmp_path
     assert code == 0, out
     rec = json.loads(out)["recorder"]
     assert rec["how"] == "chosen" and rec["verdict"] == "keeps", rec
+
+
+TRANSPOSE = """\
+#define TILE 32
+__global__ void __launch_bounds__(256) transpose(const float* __restrict__ in, float* __restrict__ out, int n) {
+  __shared__ float tile[TILE][TILE + 1];
+  for (int t = 0; t < 4; ++t) {
+    const int bx = (blockIdx.x * 4 + t) * TILE, by = blockIdx.y * TILE;
+    for (int j = threadIdx.y; j < TILE; j += 8) tile[j][threadIdx.x] = in[(size_t)(by + j) * n + bx + threadIdx.x];
+    __syncthreads();
+    for (int j = threadIdx.y; j < TILE; j += 8) out[(size_t)(bx + j) * n + by + threadIdx.x] = tile[threadIdx.x][j];
+    __syncthreads();
+  }
+}
+"""
+
+TRANSPOSE_SPEC = """\
+version = 1
+name = "t"
+question = "does a tile's barrier wait cost more than its loads?"
+backend = "cuda"
+source = "k.cu"
+kernel = "transpose"
+intervals = ["tile -> tile_end"]
+
+[capture]
+capacity = 16
+
+[[site]]
+name = "tile"
+anchor = { loop = "for (int t = 0" }
+position = "loop-begin"
+role = "cta"
+
+[[site]]
+name = "tile_end"
+anchor = { loop = "for (int t = 0" }
+position = "loop-end"
+role = "cta"
+"""
+
+
+def test_apply_and_check_sass_give_one_answer_for_one_build(tmp_path):
+    """A shared-memory transpose with a barrier per tile (the kernel a new user brought): apply's
+    choice and check-sass judge the same build by the same rules, so they say the same word, and
+    check-sass exits 1 only where that word is "another kernel"."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "k.cu").write_text(TRANSPOSE)
+    (tmp_path / "t.toml").write_text(TRANSPOSE_SPEC)
+    code, out = cli("apply", tmp_path / "t.toml", "--json")
+    assert code == 0, out
+    rec = json.loads(out)["recorder"]
+    code, out = cli("check-sass", tmp_path / "t.toml", "--json")
+    r = json.loads(out)
+    assert (r["recorder"]["recorder"], r["verdict"]) == (rec["recorder"], rec["verdict"]), (r, rec)
+    assert code == (1 if r["verdict"] == "another kernel" else 0)
+    assert cli("revert", tmp_path / "t.toml")[0] == 0
