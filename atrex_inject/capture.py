@@ -39,7 +39,7 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
         raise CaptureError(f"{manifest.source.path} is not the instrumented source of spec {spec.name!r}",
                            hint="apply the spec (and rebuild) before capturing")
     ran = runrecord.record(cmd, env)  # a program that cannot be recorded is refused before anything is written
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir).absolute()  # the program's processes may change their working folder before writing
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in ledger.read_paths(out_dir):  # a ledger speaks for its run: an earlier run's would be added in
         old.unlink()

@@ -106,6 +106,27 @@ def test_capture_command_cuda(project, tmp_path):
     assert r.exit_code == 2 and "not the instrumented source" in r.output
 
 
+def test_a_relative_out_reaches_a_program_that_changes_its_working_folder(project, tmp_path, monkeypatch):
+    """`--out cap`, given relative, names the folder where capture was started: a program that
+    changes its working folder before its recorder writes (a stand-in copying the real H200
+    capture) still writes there, and capture finds the launch."""
+    import sys as _sys
+
+    spec = project / "examples/specs/gemm_mma.toml"
+    assert invoke("apply", spec).exit_code == 0
+    (tmp_path / "elsewhere").mkdir()
+    prog = tmp_path / "prog.py"
+    prog.write_text("import os, shutil, glob\nos.chdir('elsewhere')\n"
+                    f"for f in glob.glob({str(FIX / 'gemm_mma')!r} + '/*-launch*'):\n"
+                    "    shutil.copy(f, os.environ['ATREX_TIMELINE_OUT'])\n")
+    monkeypatch.chdir(tmp_path)
+    r = invoke("capture", "--spec", spec, "--out", "cap", "--json", "--", _sys.executable, prog)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output) | {"program": None} == {
+        "out": str(tmp_path / "cap"), "launches": ["gemm_bf16-launch3.atrex"], "program": None}
+    assert not (tmp_path / "elsewhere" / "cap").exists()
+
+
 def test_manifest_option_takes_any_file_name(tmp_path):
     """--manifest names a file, whatever it is called (a copy kept next to the program, say)."""
     cap = tmp_path / "cap"
