@@ -244,6 +244,89 @@ def test_cupy_classes_are_hooked(project, tmp_path):
     assert got == [True, True, ["absmax_scale", "absmax_scale__atrex"]]
 
 
+CUPY_STUB = '''"""A stand-in for CuPy's two classes the hooks subclass (CuPy is not installed here)."""
+class RawKernel:
+    def __init__(self, code, name, **options):
+        self.code, self.name = code, name
+
+    def __call__(self, grid, block, args, **kwargs):
+        return f"{self.name} ran"
+
+
+class RawModule:
+    def __init__(self, code=None, *, name_expressions=None, **options):
+        self.code, self.name_expressions = code, name_expressions
+
+    def get_function(self, name):
+        return RawKernel(self.code, name)
+'''
+
+OTHER_KERNELS = '''
+import json, sys
+from pathlib import Path
+import cupy
+from cuda.bindings import nvrtc
+from cuda.core import Program, ProgramOptions
+clean = Path(sys.argv[1]).read_text()  # the kernel's clean string: the spec names its kernel, not this text
+other = 'extern "C" __global__ void scale_by_two(float* x) { x[threadIdx.x] *= 2.0f; }'
+
+def nvrtc_compile(text, expr):
+    prog = nvrtc.nvrtcCreateProgram(text.encode(), b"k.cu", 0, [], [])[1]
+    nvrtc.nvrtcAddNameExpression(prog, expr.encode())
+    err = int(nvrtc.nvrtcCompileProgram(prog, 1, [b"--gpu-architecture=sm_90a"])[0])
+    return err, nvrtc.nvrtcGetLoweredName(prog, expr.encode())[1].decode() if err == 0 else None
+
+def core_compile(text, expr):
+    oc = Program(text, "c++", ProgramOptions(arch="sm_90a")).compile("cubin", name_expressions=(expr,))
+    return {k: v.decode() for k, v in oc.symbol_mapping.items()}
+
+module = cupy.RawModule(code=clean, name_expressions=["rmsnorm_rows"])
+print(json.dumps({"nvrtc_clean": nvrtc_compile(clean, "rmsnorm_rows"), "nvrtc_other": nvrtc_compile(other, "scale_by_two"),
+                  "core_clean": core_compile(clean, "rmsnorm_rows"), "core_other": core_compile(other, "scale_by_two"),
+                  "cupy_names": module.name_expressions, "cupy_other": cupy.RawKernel(other, "scale_by_two")(1, 32, ()),
+                  "cupy_module_other": module.get_function("scale_by_two")(1, 32, ())}))
+'''
+
+
+@needs_nvrtc
+def test_programs_of_other_kernels_run_under_the_hooks_as_without_them(project, tmp_path):
+    """A program that compiles, through NVRTC, cuda.core and CuPy (a stand-in: not installed here),
+    the kernel's clean string and a kernel the spec does not name gets exactly what it gets without
+    `capture`: the copy's name expression goes only into a compile of the instrumented text, and
+    nothing of the other kernels is touched."""
+    pytest.importorskip("cuda.core")
+    (tmp_path / "stub" / "cupy").mkdir(parents=True)
+    (tmp_path / "stub" / "cupy" / "__init__.py").write_text(CUPY_STUB)
+    clean = tmp_path / "clean.cu"
+    clean.write_text(string_of(REPO / "examples" / "kernelpy" / "nvrtc" / "kernel.py", "RMSNORM_SRC"))
+    manifest = applied(project, "rmsnorm_nvrtc")
+    args = (str(clean),)
+    alone = last_json(hooked(OTHER_KERNELS, None, None, *args, extra_path=str(tmp_path / "stub")))
+    under = hooked(OTHER_KERNELS, manifest, tmp_path / "cap", *args, extra_path=str(tmp_path / "stub"))
+    assert last_json(under) == alone and alone["nvrtc_clean"] == [0, "rmsnorm_rows"], under.stderr
+    assert alone["cupy_names"] == ["rmsnorm_rows"] and alone["cupy_other"] == "scale_by_two ran"
+    (rec,) = ledger.read(tmp_path / "cap")
+    assert {"cuda.bindings.nvrtc", "cuda.core", "cupy"} <= set(rec["hooked"]) and rec["launches"] == 0
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("where", ["under a file", "a file", "in /proc", "too long"])
+def test_an_unwritable_capture_folder_leaves_the_program_running(project, tmp_path, where):
+    """ATREX_TIMELINE_OUT that cannot be made (synthetic: set by hand as a broken run would): the
+    program's imports of the launch APIs succeed, each process says on stderr why its launches are
+    not captured, and it runs as without the hooks."""
+    (tmp_path / "stub" / "cupy").mkdir(parents=True)
+    (tmp_path / "stub" / "cupy" / "__init__.py").write_text(CUPY_STUB)
+    (tmp_path / "f").write_text("")
+    out = {"under a file": tmp_path / "f" / "cap", "a file": tmp_path / "f", "in /proc": Path("/proc/atrex-cap"),
+           "too long": tmp_path / ("x" * 300)}[where]
+    code = "import json, cupy\nfrom cuda.bindings import driver\nprint(json.dumps(hasattr(driver.cuLaunchKernel, '__wrapped__')))"
+    proc = hooked(code, applied(project, "rmsnorm_nvrtc"), out, extra_path=str(tmp_path / "stub"))
+    assert last_json(proc) is False
+    assert f"atrex: launches from Python are not captured: ATREX_TIMELINE_OUT={str(out)!r} is not a folder this " \
+           "process can make or write" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_copy_names():
     """The copy's symbol for each way a program names the kernel; None for anything else."""
     m = load_manifest(REPO / "tests" / "fixtures" / "h200" / "kernelpy" / "rmsnorm_nvrtc" / "manifest.json")

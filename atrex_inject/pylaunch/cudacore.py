@@ -1,7 +1,8 @@
 """Hooks on cuda-python's cuda.core (`cuda.core`, or `cuda.core.experimental` before 1.0):
-`Program` becomes a subclass that keeps the text of each ObjectCode it compiles (and adds the
-copy's name expression to the kernel's), and `launch(stream, config, kernel, *args)` routes each
-launch of the kernel through Session.launch (docs/launches.md, "Launches from Python").
+`Program` becomes a subclass that keeps the text of each ObjectCode it compiles (and, compiling
+the instrumented text, adds the copy's name expression to the kernel's), and `launch(stream,
+config, kernel, *args)` routes each launch of the kernel through Session.launch
+(docs/launches.md, "Launches from Python").
 
 The launched Kernel's name and library come from the driver (cuKernelGetName,
 cuKernelGetLibrary); the library is matched to an ObjectCode compiled here; the copy is that
@@ -78,7 +79,8 @@ def patch(core) -> None:
             s = current()
             names = args[0] if args else kwargs.get("name_expressions")
             if s is not None and names:
-                names = tuple(names) + tuple(c for c in map(s.copy_expression, names) if c is not None)
+                names = tuple(names) + tuple(c for c in (s.copy_expression(n, self._atrex_origin.text) for n in names)
+                                             if c is not None)
                 args, kwargs = ((names,) + args[1:], kwargs) if args else (args, dict(kwargs, name_expressions=names))
             oc = super().compile(target_type, *args, **kwargs)
             _objects.append((oc, self._atrex_origin))

@@ -4,8 +4,9 @@ the kernel through Session.launch (docs/launches.md, "Launches from Python").
 - `RawKernel(code, name, ...)(grid, block, args, ...)`: the text is the kernel's `code`; the copy is
   taken from the module CuPy built for it (`kernel.module.get_function`) and launched by CuPy with
   the same arguments, stream and shared memory.
-- `RawModule(code=..., name_expressions=...)`: a name expression of the kernel is followed by the
-  copy's (a template kernel's copy must be instantiated too); `get_function(name)` of the kernel
+- `RawModule(code=..., name_expressions=...)`: where `code` is the instrumented source, a name
+  expression of the kernel is followed by the copy's (a template kernel's copy must be instantiated
+  too); `get_function(name)` of the kernel
   returns the RawKernel CuPy made, wrapped so its calls come here (every attribute read or set goes
   to it); any other function is returned as CuPy made it.
 
@@ -87,7 +88,9 @@ def patch(cupy) -> None:
             s, names = current(), kwargs.get("name_expressions")
             if s is not None and names is not None:
                 names = list(names)
-                kwargs["name_expressions"] = names + [c for c in map(s.copy_expression, names) if c is not None]
+                code = kwargs.get("code", args[0] if args else None)
+                kwargs["name_expressions"] = names + [c for c in (s.copy_expression(n, code) for n in names)
+                                                      if c is not None]
             super().__init__(*args, **kwargs)
 
         def get_function(self, name):

@@ -1,9 +1,9 @@
 """Hooks on cuda-python's cuda.bindings (docs/launches.md, "Launches from Python").
 
 NVRTC: each program's text is kept (nvrtcCreateProgram), and so is the text behind each image it
-hands out (nvrtcGetCUBIN, nvrtcGetPTX, nvrtcGetLTOIR: keyed by the image's bytes); a name
-expression of the kernel (nvrtcAddNameExpression) is followed by the copy's, so that a template
-kernel's copy is instantiated and has a lowered name.
+hands out (nvrtcGetCUBIN, nvrtcGetPTX, nvrtcGetLTOIR: keyed by the image's bytes); in a program
+of the instrumented text, a name expression of the kernel (nvrtcAddNameExpression) is followed by
+the copy's, so that a template kernel's copy is instantiated and has a lowered name.
 
 Driver: each module and library is tied to the image it was loaded from (cuModuleLoadData,
 cuModuleLoadDataEx, cuModuleLoadFatBinary, cuModuleLoad, cuLibraryLoadData,
@@ -242,8 +242,8 @@ def patch_nvrtc(nvrtc) -> None:
     def add_expression(orig):
         def nvrtcAddNameExpression(prog, name_expression):
             r = orig(prog, name_expression)
-            s = current()
-            copy = s.copy_expression(name_expression) if s is not None else None
+            s, origin = current(), _programs.get(int(prog))
+            copy = s.copy_expression(name_expression, origin and origin.text) if s is not None else None
             if int(r[0]) == 0 and copy is not None:
                 orig(prog, copy.encode())
             return r

@@ -77,7 +77,12 @@ class Session:
         number -1, since it is no launch of the program's count."""
         self._missed(-1, api, reason, hint)
 
-    def copy_expression(self, expression: str | bytes) -> str | None:
+    def copy_expression(self, expression: str | bytes, text: str | None) -> str | None:
+        """The copy's name expression to add beside `expression` in a compile of `text`; None unless
+        `text` is the instrumented source: any other compile (the clean string, another program with
+        a kernel of the same name) goes to the compiler exactly as the program made it."""
+        if text is None or source_id_of(text) != self.manifest.source.source_id:
+            return None
         return copy_expression(self.manifest, expression)
 
     # one launch
@@ -182,10 +187,15 @@ def current() -> Session | None:
             m = mf.load_if_present(Path(path))
             if m is None:
                 raise CaptureError(f"ATREX_MANIFEST names {path}, which does not exist", hint="apply the spec first")
+            Path(out).mkdir(parents=True, exist_ok=True)
         except AtrexError as e:
             sys.stderr.write(f"atrex: launches from Python are not captured: {e}\n")
             return None
-        Path(out).mkdir(parents=True, exist_ok=True)
+        except (OSError, ValueError) as e:  # the program runs as written; only its capture is lost
+            sys.stderr.write(f"atrex: launches from Python are not captured: ATREX_TIMELINE_OUT={out!r} is not a "
+                             f"folder this process can make or write ({type(e).__name__}: {e}); give capture's "
+                             "--out a writable folder\n")
+            return None
         _session = Session(m, Path(out))
         atexit.register(_session.save)
     return _session
