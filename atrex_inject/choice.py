@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -53,13 +54,16 @@ from typing import Callable
 
 from . import __version__, registry
 from .errors import AtrexError, SpecError
-from .fsio import sha256_bytes, write_atomic
+from .fsio import inside, sha256_bytes, write_atomic
 from .plan import DEFAULT_PATH, BufferPath, RecorderMode, make_plan, requested_mode
-from .sass import allocated_registers, include_digest
+from .sass import allocated_registers, dependency_digest
 from .spec import RECORDERS, ProbeSpec
 
 DEFAULT_FLAGS = ("-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17")
 CACHE_ENV = "ATREX_CHOICE_CACHE"  # a folder that keeps choices across projects (the tests' session cache)
+# the choice's builds go in the machine's temp folder, never beside the source: a run killed while
+# nvcc compiles leaves nothing in the user's tree
+SCRATCH_PREFIX = ".atrex-choice-"
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ class Choice:
                 "evidence": [e.to_json() for e in self.evidence], **({"notes": list(self.notes)} if self.notes else {})}
 
     def cache_json(self) -> dict:
-        return {**self.to_json(), "mode": self.mode.to_json(), "warnings": list(self.warnings)}
+        return {**self.to_json(), "mode": self.mode.to_json(), "warnings": list(self.warnings), "key": self.key}
 
     @classmethod
     def of_cache(cls, obj: dict, key: str) -> "Choice":
@@ -166,28 +170,41 @@ class Target:
                    [str(spec.source.parent), *torch_include_dirs(text)], spec.capture.warps * 32 or None,
                    "::".join(KernelName.parse(spec.kernel).parts))
 
-    def build(self, tmp: Path, name: str, text: str):
-        """Compile `text` as the spec's source; a header is compiled through a .cu that includes it."""
-        from . import sass  # noqa: PLC0415
+    def unit(self, tmp: Path, name: str, text: str) -> Path:
+        """`text` written into `tmp` as the spec's source, and the file nvcc compiles: the source, or
+        for a header a .cu that includes it."""
         src = tmp / f"{name}{self.suffix}"
         src.write_text(text)
         if self.suffix != ".cu":
             unit = tmp / f"{name}.cu"
             unit.write_text(f'#include "{src.name}"\n')
             src = unit
+        return src
+
+    def build(self, tmp: Path, name: str, text: str):
+        """Compile `text` as the spec's source (unit)."""
+        from . import sass  # noqa: PLC0415
         torch = sass.includes_torch(self.text) and len(self.include) == 1
-        return sass.build(src, self.include, self.flags, cwd=self.spec.path.parent, hint=(
+        return sass.build(self.unit(tmp, name, text), self.include, self.flags, cwd=self.spec.path.parent, hint=(
             "the source includes torch's headers and torch is not importable here: install torch (its include "
             "paths are then passed), or pass them with --nvcc-flag=-I<folder>" if torch else
             "pass the flags your build uses with --nvcc-flag"))
 
     def key(self) -> str:
-        """What a cached choice is valid for: the clean source, the spec, the tool, and what a build
-        of it depends on besides (sass.include_digest: nvcc, the flags, the runtime's and the
-        include folders' headers)."""
+        """What a cached choice is valid for: the spec, the tool and its recorder runtime, and every
+        file a build of the clean source reads, by content (sass.dependency_digest: the source, each
+        header it includes however deep, nvcc's version, the flags); "" when nvcc cannot list those
+        files (the choice is then not cached)."""
         from .assets import asset_dir  # noqa: PLC0415
-        deps = include_digest([str(asset_dir("runtime")), *self.include], self.flags, self.spec.path.parent)
-        return sha256_bytes("\0\0".join([self.text, self.spec.text, deps, __version__]).encode())[:32]
+        runtime = asset_dir("runtime")
+        with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
+            deps = dependency_digest(self.unit(Path(tmp), "clean", self.text), [str(runtime), *self.include],
+                                     self.flags, self.spec.path.parent)
+        if deps is None:
+            return ""
+        recorder = [f"{p.relative_to(runtime)}\0{sha256_bytes(p.read_bytes())}" for p in sorted(runtime.rglob("*"))
+                    if p.is_file() and p.suffix in (".cuh", ".h")]
+        return sha256_bytes("\0\0".join([self.spec.text, deps, *recorder, __version__]).encode())[:32]
 
 
 def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
@@ -324,7 +341,7 @@ def _fallback(spec: ProbeSpec, why: str) -> Choice:
 def _threads(target: Target) -> int:
     """Threads per block from the clean build's launch bounds (0: none, or it does not build)."""
     try:
-        with tempfile.TemporaryDirectory(dir=target.spec.source.parent, prefix=".atrex-choice-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
             clean_build(target, Path(tmp))
     except _Unbuildable:
         return 0
@@ -364,7 +381,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
     seen: list[Evidence] = []
     notes: list[str] = []
     jobs = max(2, os.cpu_count() or 2)
-    with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-choice-") as tmp, \
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp, \
             ThreadPoolExecutor(max_workers=jobs) as pool:
         tmp = Path(tmp)
         started: dict[RecorderMode, Future] = {}
@@ -457,23 +474,65 @@ def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str]) -> Choice:
 
 
 def _cached(spec: ProbeSpec, target: Target, compute) -> Choice:
-    """A choice from the cache when the same source, spec, flags, runtime and tool made it; the
-    cache is `.atrex/cache/` of the project (written by apply) or the folder CACHE_ENV names."""
+    """A choice from the cache when the same spec, tool and build inputs made it (Target.key) and it
+    is one the tool could have chosen (_check_cached); the cache is `.atrex/cache/` of the project
+    (written by apply) or the folder CACHE_ENV names. An entry that fails the check, or a project
+    cache folder reached through a link, is said on stderr and the choice is computed again."""
     key = target.key()
-    for folder in _cache_dirs(spec):
+    for folder in _cache_dirs(spec) if key else ():
         path = folder / f"choice-{key}.json"
         if path.is_file():
             try:
-                return Choice.of_cache(json.loads(path.read_text()), key)
-            except (OSError, ValueError, KeyError, TypeError):
-                pass  # a damaged cache entry is computed again
+                return _check_cached(json.loads(path.read_text()), key, spec, target)
+            except (OSError, ValueError) as e:
+                sys.stderr.write(f"atrex: the cached recorder choice {path} is not used ({e}); choosing again\n")
     return replace(compute(), key=key)
 
 
+def _check_cached(obj, key: str, spec: ProbeSpec, target: Target) -> Choice:
+    """The cached choice `obj`, or ValueError saying why it is not one the tool could have made for
+    this key: a mode that is not a candidate of this spec (ranked, requested_mode), registers held to
+    other than the clean kernel's allocation, a verdict that is not its evidence's."""
+    def check(ok: bool, what: str) -> None:
+        if not ok:
+            raise ValueError(what)
+
+    check(isinstance(obj, dict) and obj.get("key") == key and obj.get("how") == "chosen",
+          "not a chosen recorder stored under this key")
+    try:
+        got = Choice.of_cache(obj, key)
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise ValueError(f"not a recorder choice: {type(e).__name__} {e}") from None
+    mode, warps = got.mode, got.mode.warps
+    check(mode.path == BufferPath.GLOBAL or (type(warps) is int and 0 < warps <= 32
+                                              and warps == (spec.capture.warps or warps)),
+          f"rings sized for {warps!r} warps")
+    check(mode.path in ranked(spec, warps, target.not_uniform, target.barrier_loop)[0]
+          and mode == replace(requested_mode(spec, mode.path, warps), max_registers=mode.max_registers),
+          f"recorder {describe(mode)} with {mode.event_bytes}-byte events is not a candidate of this spec")
+    for e in got.evidence:
+        check(all(isinstance(d, dict) and all(v is None or type(v) is int for v in d.values())
+                  for d in (e.registers, e.ctas_per_sm, e.spills)) and type(e.shared_added) is int
+              and all(isinstance(t, str) for t in (*e.problems, *e.doubts)), "evidence that is not counts and text")
+    held = {allocated_registers(e.registers.get("clean")) for e in got.evidence
+            if e.mode == replace(mode, max_registers=0)}
+    check(mode.max_registers == 0 or mode.max_registers in held,
+          f"registers held to {mode.max_registers}, not the clean kernel's allocation")
+    mine = [e for e in got.evidence if e.mode == mode]
+    check(len(mine) == 1 and mine[0].verdict == got.verdict, "a verdict its evidence does not give")
+    return got
+
+
 def _cache_dirs(spec: ProbeSpec) -> list[Path]:
-    dirs = [spec.root / ".atrex" / "cache"]
+    """Where cached choices are read: the folder CACHE_ENV names, then the project's .atrex/cache/,
+    refused (said on stderr) when it or .atrex is a link: it may lead out of the project."""
+    dirs = []
     if os.environ.get(CACHE_ENV):
-        dirs.insert(0, Path(os.environ[CACHE_ENV]))
+        dirs.append(Path(os.environ[CACHE_ENV]))
+    try:
+        dirs.append(inside(spec.root, spec.root / ".atrex" / "cache"))
+    except AtrexError as e:
+        sys.stderr.write(f"atrex: the recorder-choice cache is not read: {e.message}\n")
     return dirs
 
 

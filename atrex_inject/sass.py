@@ -9,12 +9,14 @@ kernel's copy must contain every loop of the clean kernel with the same counts a
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -352,7 +354,24 @@ class Build:
                 "threads": self.threads}
 
     @classmethod
-    def of_json(cls, obj: dict) -> "Build":
+    def of_json(cls, obj) -> "Build":
+        """A build as to_json wrote it; ValueError naming what is not (a cache entry damaged or
+        edited: every function's instructions, and resources with integer registers for each)."""
+        def check(ok: bool, what: str) -> None:
+            if not ok:
+                raise ValueError(what)
+
+        check(isinstance(obj, dict) and all(isinstance(obj.get(k), dict) for k in ("funcs", "resources", "threads")),
+              "not an object with funcs, resources and threads")
+        for name, insns in obj["funcs"].items():
+            check(isinstance(insns, list) and all(isinstance(i, list) and len(i) == 3 and type(i[0]) is int
+                                                  and all(isinstance(x, str) for x in i[1:]) for i in insns),
+                  f"the instructions of {name} are not [address, opcode, text] triples")
+            r = obj["resources"].get(name)
+            check(isinstance(r, dict) and set(r) == {"registers", "shared", "spills"}
+                  and all(type(v) is int and v >= 0 for v in r.values()),
+                  f"the resources of {name} are not integer registers, shared and spills")
+        check(all(type(v) is int for v in obj["threads"].values()), "a launch bound is not an integer")
         return cls({k: [tuple(i) for i in v] for k, v in obj["funcs"].items()},
                    {k: Resources(**v) for k, v in obj["resources"].items()}, dict(obj["threads"]))
 
@@ -405,8 +424,8 @@ def build(src: Path, include: list[str], flags: list[str], cwd: Path | None = No
     if cached is not None and cached.is_file():
         try:
             return Build.of_json(json.loads(cached.read_text()))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # a damaged entry is built again
+        except (OSError, ValueError) as e:  # damaged or edited: built again, and said
+            sys.stderr.write(f"atrex: the build cache entry {cached} is not a build ({e}); building it again\n")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     except OSError as e:
@@ -424,35 +443,46 @@ def build(src: Path, include: list[str], flags: list[str], cwd: Path | None = No
 
 
 BUILD_CACHE_ENV = "ATREX_BUILD_CACHE"  # a folder that keeps builds across runs (the tests' shared cache)
-_HEADERS = (".h", ".hh", ".hpp", ".cuh", ".inc", ".inl", ".cu")
 
 
 def _cache_path(src: Path, folders: list[str], flags: list[str], cwd: Path | None) -> Path | None:
-    """Where a build is kept when BUILD_CACHE_ENV names a folder: keyed by the source's bytes and
-    include_digest (its own folder first: a header is compiled through a unit beside it), not by
-    where they lie: a cache for test runs, which compile the same sources from many copies of a
-    project, not a build system."""
+    """Where a build is kept when BUILD_CACHE_ENV names a folder: keyed by dependency_digest, what
+    the build reads, not where it lies: a cache for test runs, which compile the same sources from
+    many copies of a project, not a build system. None without the folder, or when nvcc cannot list
+    what the build reads."""
     root = os.environ.get(BUILD_CACHE_ENV)
-    if not root:
+    digest = dependency_digest(src, folders, flags, cwd) if root else None
+    return None if digest is None else Path(root) / f"build-{digest[:32]}.json"
+
+
+@functools.cache
+def _nvcc_version(path: str) -> str:
+    try:
+        return subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return ""
+
+
+def dependency_digest(src: Path, folders: list[str], flags: list[str], cwd: Path | None) -> str | None:
+    """What a build of `src` (with -I `folders`, then `flags`, run in `cwd`) depends on, wherever its
+    files lie: nvcc's version, the flags, and the content of every file the preprocessor reads for it,
+    `src` first (`nvcc -M`: headers in subfolders, system headers, those only the device pass
+    includes). None when nvcc cannot list them: the build then fails and says why."""
+    cmd = [nvcc(), "-M", *(f"-I{d}" for d in folders), *flags, str(src)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    except OSError:
         return None
-    digest = include_digest([str(src.parent), *folders], flags, cwd)
-    return Path(root) / f"build-{hashlib.sha256(digest.encode() + src.read_bytes()).hexdigest()[:32]}.json"
-
-
-def include_digest(folders: list[str], flags: list[str], cwd: Path | None) -> str:
-    """What a build depends on besides its source: nvcc, the flags, and the headers directly in each
-    include folder (and in the flags' -I folders, read from `cwd`), by content. A header deeper down,
-    or a system header, is not in it."""
-    h = hashlib.sha256(json.dumps([nvcc(), flags]).encode())
-    extra = [Path(cwd or ".") / f[2:] for f in flags if f.startswith("-I") and len(f) > 2]
-    for d in [*map(Path, folders), *extra]:
-        h.update(b"\1")
-        for f in sorted(d.glob("*")) if d.is_dir() else ():
-            if f.suffix in _HEADERS and f.is_file():
-                h.update(f.name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    if p.returncode != 0 or ":" not in p.stdout:
+        return None
+    h = hashlib.sha256(json.dumps([_nvcc_version(cmd[0]), flags]).encode())
+    rule = p.stdout.replace("\\\n", " ").split(":", 1)[1]  # `x.o : a.cu \<newline> b.h`, a space in a name as `\ `
+    for dep in re.findall(r"(?:\\ |\S)+", rule):
+        try:
+            h.update(hashlib.sha256((Path(cwd or ".") / dep.replace("\\ ", " ")).read_bytes()).digest())
+        except OSError:
+            return None
     return h.hexdigest()
-
-
 
 
 REGISTERS_PER_SM, MAX_WARPS_PER_SM, MAX_CTAS_PER_SM = 65536, 64, 32  # sm_90

@@ -55,7 +55,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     # what the choice compiled just now is not compiled again (a cached choice compiled nothing)
     made, inst = target.built.get(picked.mode, (first if picked.mode == global_mode else None, None))
     made = made or rewrite(plan, target.text, runtime=target.runtime)
-    with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=".atrex-sass-") as tmp:  # not beside the source (choice.SCRATCH_PREFIX)
         clean = choice.clean_build(target, Path(tmp))
         inst = inst or target.build(Path(tmp), "instrumented", made.text)
     clone = made.backend_data["perturbation"]["clone"]
