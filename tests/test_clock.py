@@ -271,12 +271,13 @@ def test_backward_clock_within_an_owner_is_rejected_by_name(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", [_fixture("gemm_mma_clock")])
-def test_a_real_clock_that_changes_speed_is_valid_and_reported(name):
+def test_a_real_clock_that_changes_speed_is_valid_and_reported(name, tmp_path):
     """The bf16 GEMM captured with `clock = true` on the H200 (real, unedited): under its tensor-core
     load the SM clock ran at 1.66 to 1.79 GHz at different times of the launch, the same on every
     SM. It validates; the summary times every interval by cycles at the local rate, reports the
     change (the slowest and the fastest reading, where and when) and flags the instances of the
-    whole-tile interval inside which the clock changed speed; the text says so."""
+    whole-tile interval inside which the clock changed speed; the text, the report and compare say
+    so."""
     r = validate_capture(FIX / name, _launch(name)[1])
     assert r["verdict"] == "valid", failing(r)
     code, out = cli("summary", FIX / name, "--json")
@@ -289,6 +290,14 @@ def test_a_real_clock_that_changes_speed_is_valid_and_reported(name):
     assert rows["tile_start -> epilogue"]["varied"] > 0 and rows["mma_done -> synced"]["varied"] == 0
     code, text = cli("summary", FIX / name)
     assert "the clock changed speed: 1.6" in text and "instances: the clock changed speed inside" in text
+    code, out = cli("report", FIX / name, "-o", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "the clock changed speed: 1.6" in page
+    row = re.search(r"tile_start -&gt; epilogue</td>(.*?)</tr>", page[page.index('<table class="intervals">'):])[1]
+    assert f">cycles; {rows['tile_start -> epilogue']['varied']} with a speed change inside<" in row
+    code, out = cli("compare", FIX / name, FIX / name)
+    varied = rows["tile_start -> epilogue"]["varied"]
+    assert code == 0 and f"clock: tile_start -> epilogue: BEFORE cycles ({varied} with a speed change inside)" in out
 
 
 @pytest.mark.parametrize("name", [_fixture("clock_phases")])
@@ -456,8 +465,10 @@ def test_trace_picture_and_report_show_the_cycle_durations(name, tmp_path):
             if track[0].name == iv.name:
                 got += [b.ts - a.ts for a, b in zip(track[0::2], track[1::2])]
         assert sorted(got) == want, iv.name
-    for panel in json.loads(out)["panels"]:
-        assert panel["resolution"] == "cycles"
+    exported = json.loads(out)
+    assert "at its owner's rate (local:" in exported["slice_durations"]
+    for panel in exported["panels"]:
+        assert panel["resolution"] == "cycles" and panel["rate_model"].startswith("local:") and panel["varied"] == 0
         assert panel["median_cycles"] == summary[panel["interval"]]["cycles"]["median"]
     code, out = cli("report", FIX / name, "-o", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
