@@ -48,8 +48,8 @@ CHANGE = 0.10
 # How far either side of a span its owner's readings measure the local rate: long enough that the
 # timer's truncation costs about 1%, short enough to follow the clock's changes (tens of us).
 LOCAL_NS = 3200
-MODEL = ("local: each owner's cycles over its global timer's ns, from its reading 3.2 us before a span to its "
-         "reading 3.2 us after it")
+MODEL = (f"local: each owner's cycles over its global timer's ns, from its reading {LOCAL_NS / 1e3:g} us before a "
+         f"span to its reading {LOCAL_NS / 1e3:g} us after it")
 
 
 def unwrap(c_lo: np.ndarray, clk0: np.ndarray) -> np.ndarray:

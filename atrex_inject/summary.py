@@ -14,7 +14,7 @@ from .decode import PART_EVENTS, Launch, capture_files, decode_parts
 from .errors import AtrexError
 from .intervals import CYCLES, durations, pairs
 from .manifest import Manifest
-from .smclock import MODEL, merge, readings, speed
+from .smclock import LOCAL_NS, MODEL, merge, readings, speed
 from .tally import QUANTILES, Tally, run_medians, step_of
 
 FEW_TICKS = 10  # a median under this many timer ticks is mostly quantization: flagged
@@ -191,7 +191,7 @@ def clock_line(clock: dict | None) -> str:
     sm = clock["sm_rate_ghz"]
     line = (f"SM clock {clock['rate_ghz']:.4f} GHz ± {clock['uncertainty_ghz']:.4f} over the owners' spans, measured "
             f"on {clock['owners']} owners of {clock['sms']} SMs (per SM {sm['min']:.4f}-{sm['max']:.4f}); cycles "
-            "converted at each owner's local rate (3.2 us either side)")
+            f"converted at each owner's local rate ({LOCAL_NS / 1e3:g} us either side)")
     speed = clock.get("speed")
     if not speed:
         return line
