@@ -187,6 +187,8 @@ def counter_of(r: Readings, sm: np.ndarray, i: int, rate_ghz: float, tick: int) 
     within a group cannot be seen, and changes no interval's cycles."""
     who, t, c = int(r.owner[i]), int(r.t[i]), int(r.c[i])
     others = np.flatnonzero(r.owner != who)
+    near = others[np.abs(r.t[others] - t) <= 100 * LOCAL_NS]  # the readings that predict it best, where there are
+    others = near if near.size else others
     where = sm[r.owner[others]]
     agree = []
     for s in np.unique(where).tolist():
