@@ -468,15 +468,21 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
 
 
 @app.command()
-def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt, as_json: bool = JsonOpt):
+def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt, as_json: bool = JsonOpt,
+            fixed_cost: Optional[str] = typer.Option(
+                None, "--fixed-cost", metavar="INTERVAL",
+                help="With the SM clock: an interval between two probes with nothing between them; its median "
+                     "cycles are reported as the recorder's fixed cost and taken off every interval in a "
+                     "column of its own.")):
     """Per launch: each interval `a -> b` (count, min, p10, median, p90, max; per SM and per owner in
     --json) and each site's offsets from the launch's first event, recomputed from canonical events
     (streamed part by part, so a capture larger than memory is summarized). Text in µs, JSON in ns.
-    Prints the timer tick and flags medians under 10 ticks (quantized)."""
+    Prints the timer tick and flags medians under 10 ticks (quantized); with the SM clock, the
+    cycles, the rate model and where the clock changed speed (docs/summary.md)."""
     from .summary import render_text, summarize_capture
 
     def work():
-        return summarize_capture(capture_dir, mf.for_capture(capture_dir, manifest))
+        return summarize_capture(capture_dir, mf.for_capture(capture_dir, manifest), fixed_cost)
     _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"]))))
 
 

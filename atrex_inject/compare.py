@@ -21,6 +21,7 @@ from . import manifest as mf
 from .decode import Launch
 from .errors import AtrexError
 from .intervals import durations as interval_durations
+from .smclock import MODEL
 from .intervals import pairs
 from .manifest import Manifest
 from .measure import BOOTSTRAP, SEED, load_measurement, summarize, validate_measurement
@@ -34,16 +35,20 @@ WHEN = ("earlier", "later")  # a site's offset from the launch's first event
 QS = (0.10, 0.50, 0.90)
 
 
-def durations(launch: Launch, start: int, end: int) -> tuple[dict, float | None]:
+def durations(launch: Launch, start: int, end: int) -> tuple[dict, float | None, dict | None]:
     """An interval's instances in one launch (intervals.pairs: owner, SM, dur in ns, each timed as
-    the summary times it: intervals.durations, in SM cycles where the capture can) and the resolution
-    of their durations in ns: a cycle where the clock times them all, else the timer's tick. Compare
-    reads every duration through this one call."""
+    the summary times it: intervals.durations, in SM cycles at the owner's local rate where the
+    capture can), the resolution of their durations in ns (a cycle where the clock times them all,
+    else the timer's tick) and, with the SM clock, how they were timed (resolution, rate model,
+    instances inside which the clock changed speed). Compare reads every duration through this one
+    call."""
     p = pairs(launch, start, end)
     d = interval_durations(launch, p)
+    timed = None if d.rates is None else {"resolution": d.resolution, "rate_model": MODEL,
+                                          "varied": int(np.count_nonzero(d.varied))}
     if d.rate_ghz and d.by_cycles.size and d.by_cycles.all():
-        return {**p, "dur": d.ns}, 1.0 / d.rate_ghz
-    return {**p, "dur": d.ns}, timer_tick_ns(launch.events["t_ns"])
+        return {**p, "dur": d.ns}, 1.0 / d.rate_ghz, timed
+    return {**p, "dur": d.ns}, timer_tick_ns(launch.events["t_ns"]), timed
 
 
 @dataclass
@@ -216,19 +221,23 @@ class _Instances:
     values: np.ndarray
     owner: np.ndarray
     resolution: int
+    timed: dict | None = None  # with the SM clock: how the side's durations were timed (durations)
 
     @classmethod
-    def join(cls, parts: list[tuple[np.ndarray, np.ndarray, int | None]]) -> "_Instances":
+    def join(cls, parts: list[tuple[np.ndarray, np.ndarray, int | None]], timed: list[dict] = ()) -> "_Instances":
+        both = {"resolution": timed[0]["resolution"] if len({t["resolution"] for t in timed}) == 1 else "mixed",
+                "rate_model": MODEL, "varied": sum(t["varied"] for t in timed)} if timed else None
         return cls(np.concatenate([p[0] for p in parts]).astype(np.int64),
-                   np.concatenate([p[1] for p in parts]).astype(np.int64), max((p[2] or 1) for p in parts))
+                   np.concatenate([p[1] for p in parts]).astype(np.int64), max((p[2] or 1) for p in parts), both)
 
 
 def _interval_instances(s: Side, start: int, end: int) -> _Instances:
-    parts = []
+    parts, timed = [], []
     for l, launch in enumerate(s.launches):
-        p, res = durations(launch, start, end)
+        p, res, how = durations(launch, start, end)
         parts.append((p["dur"], p["owner"].astype(np.int64) + s.offset[l], res))
-    return _Instances.join(parts)
+        timed += [how] if how else []
+    return _Instances.join(parts, timed)
 
 
 def _mark_instances(s: Side, site: int) -> _Instances:
@@ -271,6 +280,8 @@ def _interval(p: _Pair, name: str, b_ids: tuple[int, int], a_ids: tuple[int, int
     """One interval's figures, and the arrays its picture draws."""
     ib, ia = _interval_instances(p.b, *b_ids), _interval_instances(p.a, *a_ids)
     row = {"name": name, **p.owners(ib, ia, SPEED)}
+    if ib.timed or ia.timed:
+        row["timed"] = {"before": ib.timed, "after": ia.timed}
     row["launch_medians"] = {k: [float(m) for m in grouped_quantile(s.owners.launch[i.owner], i.values, 0.5)[2]]
                              for k, s, i in (("before", p.b, ib), ("after", p.a, ia))}
     row["per_cta"] = {}
@@ -543,4 +554,18 @@ def render_text(result: dict) -> str:
         lines.append(f"  {label}" if f is None else f"  {label:<32}{side(f['before'])}   {side(f['after'])}   "
                                                     f"{change_text(f):<27}{p_text(f):>7}  {verdict_text(f)}")
     e = end_to_end_line(r)
-    return "\n".join(lines + ([e] if e else []) + [f"note: {n}" for n in r["notes"]] + [moved_line(r)])
+    return "\n".join(lines + ([e] if e else []) + [f"note: {n}" for n in r["notes"]] + clock_lines(r)
+                     + [moved_line(r)])
+
+
+def clock_lines(result: dict) -> list[str]:
+    """How the intervals of a side with the SM clock were timed: the rate model once, then per
+    interval each side's resolution and the instances inside which the clock changed speed."""
+    rows = [row for row in result["intervals"] if row.get("timed")]
+    if not rows:
+        return []
+    word = lambda t: "-" if t is None else t["resolution"] + (f" ({t['varied']} with a speed change inside)"
+                                                             if t["varied"] else "")
+    return [f"clock: durations by SM cycles are at the owner's local rate ({MODEL})"] + [
+        f"clock: {row['name']}: BEFORE {word(row['timed']['before'])}, AFTER {word(row['timed']['after'])}"
+        for row in rows]

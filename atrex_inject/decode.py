@@ -308,9 +308,10 @@ def _check_starts(own: np.ndarray, expected: dict, grid: np.ndarray, where: str)
 
 
 def _clock(buf: mmap.mmap | bytes, h: np.void, own: np.ndarray, owners: dict, tick: int) -> dict | None:
-    """The launch's SM clock rate (smclock.calibrate), from each owner's start stamp (t0, clk0) and
-    its last written event, read alone from the buffer (one 16-byte slot per owner), so every part
-    of the launch, and every reader of it, converts cycles with the same rate. Owners that were not
+    """The launch's SM clock over the owners' spans (smclock.calibrate), from each owner's start stamp
+    (t0, clk0) and its last written event, read alone from the buffer (one 16-byte slot per owner),
+    so every part of the launch has the same scale for pictures and resampling grids (intervals are
+    converted at local rates: intervals.durations). Owners that were not
     claimed, wrote nothing, moved (their warp's ring may hold another's events) or whose last slot
     is torn give no span."""
     cap = int(h["capacity"])

@@ -34,6 +34,7 @@ from .decode import Launch
 from .errors import AtrexError
 from .fsio import write_atomic
 from .intervals import drawn_ends, durations, pairs
+from .smclock import MODEL
 from .manifest import Manifest
 from .spec import MAX_INTERVALS
 from .owners import cta_name, owner_name
@@ -302,6 +303,9 @@ def export_capture(capture_dir: str | Path, manifest: Manifest, perfetto: str | 
         choices = choose(parts, manifest, owners, ctas, trace_window, everything, budget)
         r["perfetto"] = str(write_trace(choices, manifest, perfetto))
         r["selection"] = [c.to_json() for c in choices]
+        if manifest.capture.clock:
+            r["slice_durations"] = (f"each slice lasts its cycles at its owner's rate ({MODEL}) where the SM clock "
+                                    "times it, else the global timer's ns (summary says which)")
     if png:
         path, panels = render_png(decode_file(files[0], manifest), manifest, png, w, rows)
         r["png"], r["panels"] = str(path), panels

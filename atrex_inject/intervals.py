@@ -11,10 +11,12 @@ Durations (docs/summary.md, "Resolution"): `durations` is the one place that say
 instance lasted, in ns and, where the capture carries the SM clock, in cycles; every consumer (the
 summary, the picture, the Perfetto slices, the report, compare) reads it. An instance is timed by
 the clock when the launch recorded %clock (`[capture] clock = true`) and its rate could be measured
-(smclock.calibrate, decode's meta["clock"]), and its cycles agree with the global timer within
-smclock's bound: both ends were then recorded by one owner on one SM (pairing keeps both ends on
-one owner; a CTA moved to another SM would read another SM's counter, which the bound catches). Its
-ns are its cycles at the launch's rate. Every other instance keeps the global timer's ns, in steps of
+(decode's meta["clock"]): pairing keeps both its ends on one owner, one thread on one SM, so its
+cycles are what that SM counted. Its ns are its cycles at its owner's local rate around it
+(smclock.local_rates: the SM clock changes speed within a launch), and it is flagged `varied` when
+the local rates at its start and at its end differ by more than their own uncertainty (the clock
+changed speed inside it). An instance whose cycles imply a rate the device cannot run at
+(smclock.RATE_GHZ; validate's clock_consistency names them) keeps the global timer's ns, in steps of
 its tick (32 ns on an H200), and `why` says why.
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .decode import Launch
-from .smclock import agrees
+from .smclock import RATE_GHZ, READ_TICKS, local_rates, readings
 
 CYCLES, TIMER, MIXED = "cycles", "globaltimer", "mixed"
 
@@ -56,18 +58,26 @@ def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
     return {"i0": i0, "i1": i1, "owner": o, "sm": launch.owners["col_sm"][o], "t0": t0, "t1": t1, "dur": t1 - t0}
 
 
+NS_STEPS = 16  # a clock-timed duration's ns are tallied to 1/16 ns (Durations.grid)
+
+
 @dataclass(frozen=True)
 class Durations:
     """How long each instance of an interval lasted (module docstring). `ns`: float64 where the
-    launch has a calibrated clock (cycles / rate where `by_cycles`, else the timer's ns), else the
-    timer's int64 ns as they are; `cycles`: int64, -1 where not `by_cycles`, None without a
-    calibrated clock; `rate_ghz`: cycles per ns (None without); `why`: why instances that are not
-    timed by the clock are not ("" when all are)."""
+    launch has a calibrated clock (cycles at the local rate where `by_cycles`, else the timer's ns),
+    else the timer's int64 ns as they are; `cycles`: int64, -1 where not `by_cycles`, None without a
+    calibrated clock; `rates`: each instance's local rate in GHz (NaN where not `by_cycles`, None
+    without) and `uncertainty` its relative uncertainty (smclock.local_rates); `varied`: the clock changed speed inside the instance; `rate_ghz`: the launch's
+    whole-span rate (the scale of a cycle in ns for pictures and resampling grids; None without);
+    `why`: why instances that are not timed by the clock are not ("" when all are)."""
     ns: np.ndarray
     cycles: np.ndarray | None
     by_cycles: np.ndarray
     rate_ghz: float | None
     why: str
+    rates: np.ndarray | None = None
+    uncertainty: np.ndarray | None = None
+    varied: np.ndarray | None = None
 
     @property
     def resolution(self) -> str:
@@ -76,12 +86,12 @@ class Durations:
         return TIMER if n == 0 else CYCLES if n == self.by_cycles.size else MIXED
 
     def grid(self) -> tuple[np.ndarray, float]:
-        """The durations as integers and how many of them make a ns, for exact tallies: cycles (the
-        timer's instances at the launch's rate, rounded to a cycle) and the rate with a calibrated
-        clock; else the timer's ns and 1. A value / that is its ns, as in `ns`."""
+        """The durations as integers and how many of them make a ns, for exact tallies: the timer's
+        ns and 1 without a calibrated clock, else the ns to 1/NS_STEPS ns (local rates make the ns
+        of one cycle count differ between instances). A value / that is its ns, as in `ns`."""
         if self.rate_ghz is None:
             return self.ns, 1.0
-        return np.where(self.by_cycles, self.cycles, np.rint(self.ns * self.rate_ghz)).astype(np.int64), self.rate_ghz
+        return np.rint(self.ns * NS_STEPS).astype(np.int64), float(NS_STEPS)
 
 
 def durations(launch: Launch, p: dict[str, np.ndarray]) -> Durations:
@@ -95,14 +105,24 @@ def durations(launch: Launch, p: dict[str, np.ndarray]) -> Durations:
     if clock is None:
         return Durations(dur, None, np.zeros(dur.size, dtype=bool), None,
                          "no owner's %clock advanced with the global timer: its rate could not be measured")
-    rate = clock["rate_ghz"]
-    c = launch.events["cycles"]
-    cycles = c[p["i1"]] - c[p["i0"]]
-    ok = agrees(cycles, dur, rate, launch.meta["timer_resolution_ns"])
-    ns = np.where(ok, cycles / rate, dur.astype(np.float64))
-    why = "" if ok.all() else ("their cycles disagree with the global timer beyond the bound (validate's "
-                               "clock_consistency names them)")
-    return Durations(ns, np.where(ok, cycles, -1), ok, rate, why)
+    ev, o = launch.events, launch.owners
+    r = readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
+    a, b = r.point[p["i0"]], r.point[p["i1"]]
+    cycles = r.c[b] - r.c[a]
+    tick = launch.meta["timer_resolution_ns"]
+    rates, u = local_rates(r, a, b, tick)
+    read = READ_TICKS * tick
+    lo, hi = RATE_GHZ
+    ok = ((cycles >= 0) & (cycles <= hi * (dur + read)) & (cycles >= lo * (dur - read))
+          & (rates >= lo) & (rates <= hi))
+    ns = np.where(ok, cycles / np.where(ok, rates, 1.0), dur.astype(np.float64))
+    start, u0 = local_rates(r, a, a, tick)
+    end, u1 = local_rates(r, b, b, tick)
+    varied = ok & (np.abs(end - start) > u0 * start + u1 * end)
+    why = "" if ok.all() else ("their cycles, or their owner's readings around them, imply a rate the SM clock "
+                               "cannot run at (validate's clock_consistency names them)")
+    return Durations(ns, np.where(ok, cycles, -1), ok, clock["rate_ghz"], why, np.where(ok, rates, np.nan),
+                     np.where(ok, u, np.nan), varied)
 
 
 def drawn_ends(p: dict[str, np.ndarray], d: Durations) -> np.ndarray:

@@ -402,14 +402,14 @@ def _summary(s: dict) -> str:
                      *(_num(r[k], 1e3) for k in QUANTILES),
                      _num(cycles and cycles["median"], fmt="{:.0f}"),
                      f'<td class="num{" flag" if few else ""}">{ticks}{" (quantized)" if few else ""}</td>',
-                     f"<td>{_e(RESOLUTION_WORD[r.get('resolution')])}</td>"])
+                     f"<td>{_e(RESOLUTION_WORD[r.get('resolution')])}"
+                     + (f"; {r['varied']} with a speed change inside" if r.get("varied") else "") + "</td>"])
     tick = s.get("timer_tick_ns")
     clock = s.get("clock")
     timer = (f"durations by the global timer are multiples of it, and a median under {FEW_TICKS} ticks is mostly "
              "quantization")
     return (f"<p>{s['events']} events from {s['owners']} owners over {s['span_ns'] / 1e3:.1f} µs; timer tick "
-            f"{tick if tick else '?'} ns: {timer}; {_e(clock_line(clock))}"
-            + (" (intervals by cycles are converted at that rate)" if clock else "") + ".</p>"
+            f"{tick if tick else '?'} ns: {timer}; {_e(clock_line(clock))}.</p>"
             + _table(["interval", "count", *(f"{k} (µs)" for k in QUANTILES), "median (cycles)", "median in ticks",
                       "resolution"], rows, "intervals"))
 

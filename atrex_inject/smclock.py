@@ -1,6 +1,6 @@
 """The SM cycle clock of a capture recorded with `[capture] clock = true` (docs/summary.md,
-"Resolution"): unwrapping its 32-bit reads, measuring its rate against the global timer in the
-same launch, and the bound within which the two clocks must agree.
+"Resolution"; docs/validate.md, clock_consistency): unwrapping its 32-bit reads, the local model
+that converts cycles to ns, and what no correct capture can show.
 
 Each event of such a capture carries `%clock` (the low 32 bits of the SM's cycle counter, read a
 few instructions after `%globaltimer`), and each owner header the clock and full timer read when
@@ -8,29 +8,48 @@ the owner was claimed (clk0, t0). One owner is one thread on one SM, so within a
 is one counter: an interval's cycles are its end's clock less its start's. decode unwraps each read
 against its owner's clk0, as it unwraps the timer against t0: exact while the event lies within
 2^32 cycles of the owner's start (2.17 s at 1.98 GHz), which validation's 2^31 ns window
-(time_order) guarantees for any clock up to 2 GHz; a longer or faster clock could only show as a
-disagreement with the timer, which the `clock_consistency` check reports.
+(time_order) guarantees for any clock up to 2 GHz.
 
-The rate (cycles per ns, i.e. GHz) is measured per launch: each owner's cycles from its claim to
-its last event against the global timer's ns over the same span; the launch's rate is the sum of
-the cycles over the sum of the ns of the owners whose span is long enough to measure it to 1%
-(MIN_SPAN_TICKS, while any is) and whose own rate lies within the tolerance of the median owner's
-(the others are the check's to report), and its spread is given across owners and across SMs.
+Why one rate per launch failed on real kernels: the H200's SM clock changes speed over time,
+the same way on every SM (the GPU's frequency, not the SM's). On the bf16 GEMM (gemm_mma_clock) the
+rate over 2.5 us steps went 1.71 -> 1.77 -> 1.67 -> 1.77 GHz within the launch's 580 us, so steps
+in the slow stretch missed the launch's average by up to 6% (281 ns on a 4.5 us step) while every
+owner's and SM's whole-span rate, averaged over the same stretches, agreed within 1.5%. Owners
+that ran at different times averaged different stretches; the timer's truncation (one tick on a
+difference of two readings) and the clock read a few instructions after the timer account for the
+rest, which is why short steps pass and long ones fail.
+
+So the model is local: each owner's rate near a span is its cycles over its timer's ns from its
+reading LOCAL_NS before the span to its reading LOCAL_NS after it (piecewise between the owner's
+own readings; `local_rates`). What cannot happen on a correct capture (`impossible`): a step whose
+cycles run backward, or imply a rate outside RATE_GHZ whatever the two readings' truncation and
+skew (READ_TICKS), or disagree with the rate of the owner's neighbouring readings by more than the
+truncation of both plus a speed change of CHANGE over the step.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 U32 = np.uint64(1 << 32)
-# How far (relative) a step's cycles at the launch's rate may stray from the global timer's ns,
-# beyond the timer's own error (AGREE_TICKS ticks): the SM clock's rate varying within a launch.
-TOLERANCE = 0.01
-# One tick: the timer truncates both ends of a step; one more: the clock is read a few instructions
-# after the timer in an event, and at another distance in the owner's start stamp.
-AGREE_TICKS = 2
-# An owner whose span is shorter than this many ticks measures the rate worse than 1% (the timer
-# truncates its ends): such owners calibrate only a launch that has no longer one.
-MIN_SPAN_TICKS = 100
+# The rates an SM clock can run at: an H200 lists SM clocks of 345 to 1980 MHz (nvidia-smi -q -d
+# SUPPORTED_CLOCKS); a few percent of margin either side. A launch at 2x or 4x its clock is not one.
+RATE_GHZ = (0.3, 2.1)
+# How far two readings of the timer and the clock may disagree on one step, in ticks: the timer
+# truncates each reading (one tick on their difference), and the clock is read a few instructions
+# after the timer, at another distance in an owner's start stamp. Under load that read can lag by
+# a tick: on the GEMM, two events 0 ns apart on the timer were 107 cycles (61 ns) apart on the
+# clock. Two ticks for the lag leave room.
+READ_TICKS = 3
+# How much the SM clock's speed may change between a step and the owner's readings around it
+# (LOCAL_NS either side): the GEMM's fastest change was 6% over 20 us; 10% leaves room.
+CHANGE = 0.10
+# How far either side of a span its owner's readings measure the local rate: long enough that the
+# timer's truncation costs about 1%, short enough to follow the clock's changes (tens of us).
+LOCAL_NS = 3200
+MODEL = (f"local: each owner's cycles over its global timer's ns, from its reading {LOCAL_NS / 1e3:g} us before a "
+         f"span to its reading {LOCAL_NS / 1e3:g} us after it")
 
 
 def unwrap(c_lo: np.ndarray, clk0: np.ndarray) -> np.ndarray:
@@ -41,25 +60,144 @@ def unwrap(c_lo: np.ndarray, clk0: np.ndarray) -> np.ndarray:
     return (base + ((c - base) & (U32 - np.uint64(1)))).view(np.int64)
 
 
-def bound_ns(ns: np.ndarray | float, tick: int) -> np.ndarray | float:
-    """How far a step's cycles (at the launch's rate) may lie from its global-timer ns."""
-    return AGREE_TICKS * tick + TOLERANCE * np.abs(ns)
+@dataclass(frozen=True)
+class Readings:
+    """Every owner's readings of both clocks in order, its start stamp (t0, clk0) first, then its
+    events: `point[i]` is event i's reading, `point[i] - 1` the one before it in its owner."""
+    t: np.ndarray
+    c: np.ndarray
+    key: np.ndarray  # owner rank * 2^34 + ns since the owner's start: sorted within an owner
+    first: np.ndarray  # per reading: its owner's first and last reading
+    last: np.ndarray
+    point: np.ndarray
+    owner: np.ndarray  # per reading
 
 
-def agrees(cycles: np.ndarray, ns: np.ndarray, rate_ghz: float, tick: int) -> np.ndarray:
-    """Per step: the cycles run forward and, at the launch's rate, agree with the timer's ns."""
-    return (cycles >= 0) & (np.abs(cycles / rate_ghz - ns) <= bound_ns(ns, tick))
+def readings(owner: np.ndarray, t_ns: np.ndarray, cycles: np.ndarray, t0: np.ndarray, clk0: np.ndarray) -> Readings:
+    """The readings of events in owner order (t0 and clk0 per owner, indexed by `owner`)."""
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if owner.size else np.zeros(0, dtype=np.int64)
+    rank = np.cumsum(np.r_[False, owner[1:] != owner[:-1]]) if owner.size else np.zeros(0, dtype=np.int64)
+    point = np.arange(owner.size) + rank + 1
+    stamp = starts + np.arange(starts.size)
+    n = owner.size + starts.size
+    own = np.empty(n, dtype=np.int64)
+    t, c = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    own[point], t[point], c[point] = owner, t_ns, cycles
+    who = owner[starts]
+    own[stamp], t[stamp], c[stamp] = who, t0[who], clk0[who]
+    r = np.repeat(np.arange(starts.size), np.diff(np.r_[stamp, n]))
+    key = (r << 34) + np.clip(t - t0[own], 0, (1 << 34) - 1)
+    first = stamp[r]
+    last = np.r_[stamp[1:] - 1, n - 1][r] if n else first
+    return Readings(t, c, key, first, last, point, own)
 
 
-def steps(owner: np.ndarray, t_ns: np.ndarray, cycles: np.ndarray, t0: np.ndarray,
-          clk0: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each event's step on both clocks, from the event before it in its owner, or, for an owner's
-    first event, from the owner's start stamp (t0 and clk0 per owner, indexed by `owner`): (cycles,
-    ns, first) for events in owner-then-sequence order."""
-    first = np.r_[True, owner[1:] != owner[:-1]] if owner.size else np.zeros(0, dtype=bool)
-    dc = np.where(first, cycles - clk0[owner], cycles - np.r_[cycles[:1], cycles[:-1]])
-    dt = np.where(first, t_ns - t0[owner], t_ns - np.r_[t_ns[:1], t_ns[:-1]])
-    return dc, dt, first
+def around(r: Readings, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For spans from reading a to reading b of one owner: the owner's last reading at least
+    LOCAL_NS before a, and its first at least LOCAL_NS after b (its first and last where it has
+    none so far)."""
+    lo = np.searchsorted(r.key, r.key[a] - LOCAL_NS, side="right") - 1
+    hi = np.searchsorted(r.key, r.key[b] + LOCAL_NS, side="left")
+    return np.clip(lo, r.first[a], a), np.clip(hi, b, r.last[b])
+
+
+def _ratio(c: np.ndarray, t: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t > 0, c / np.where(t > 0, t, 1), np.nan)
+
+
+def local_rates(r: Readings, a: np.ndarray, b: np.ndarray, tick: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cycles per ns around each span a -> b (`around`), the span included (NaN where the owner's
+    timer did not advance), and each rate's relative uncertainty: READ_TICKS (how far the difference
+    of two readings may be off) over the ns it was measured on (NaN where none)."""
+    lo, hi = around(r, a, b)
+    ns = r.t[hi] - r.t[lo]
+    return _ratio(r.c[hi] - r.c[lo], ns), _ratio(np.full(ns.size, READ_TICKS * tick), ns)
+
+
+def speed(r: Readings, tick: int, sm: np.ndarray, owner_base: int = 0) -> dict | None:
+    """Whether the SM clock changed speed, from the local rate at each reading of these owners (`sm`
+    per owner): the reading whose rate is surely slowest (least rate x (1 + its uncertainty)) and the
+    one surely fastest (greatest rate x (1 - it)), each {ghz, bound_ghz, owner, sm, t_ns}; `changed`
+    when the fastest's lower bound exceeds the slowest's upper bound. None without a measurable rate.
+    `merge` joins the parts of a launch."""
+    at = np.arange(r.t.size)
+    rate, u = local_rates(r, at, at, tick)
+    ok = np.isfinite(rate) & np.isfinite(u)
+    if not ok.any():
+        return None
+    up, down = np.where(ok, rate * (1 + u), np.inf), np.where(ok, rate * (1 - u), -np.inf)
+
+    def one(i: int, bound: float) -> dict:
+        o = int(r.owner[i])
+        return {"ghz": float(rate[i]), "bound_ghz": float(bound), "owner": o + owner_base, "sm": int(sm[o]),
+                "t_ns": int(r.t[i])}
+    i, j = int(np.argmin(up)), int(np.argmax(down))
+    return merge(None, {"slowest": one(i, up[i]), "fastest": one(j, down[j])})
+
+
+def merge(a: dict | None, b: dict | None) -> dict | None:
+    """Two parts' `speed` as one."""
+    if a is None or b is None:
+        out = a or b
+    else:
+        out = {"slowest": min(a["slowest"], b["slowest"], key=lambda x: x["bound_ghz"]),
+               "fastest": max(a["fastest"], b["fastest"], key=lambda x: x["bound_ghz"])}
+    return out and {**out, "changed": out["fastest"]["bound_ghz"] > out["slowest"]["bound_ghz"]}
+
+
+@dataclass(frozen=True)
+class Impossible:
+    """Per event (its step from the reading before it in its owner): the faults a correct capture
+    cannot show, and the rates that make them so."""
+    backward: np.ndarray  # the clock ran backward
+    out_of_range: np.ndarray  # the step's cycles imply a rate outside RATE_GHZ
+    jump: np.ndarray  # the step's cycles disagree with the owner's neighbouring readings
+    dc: np.ndarray
+    dt: np.ndarray
+    neighbours_ghz: np.ndarray  # the rate of the owner's readings around the step, the step left out (NaN: none)
+    allowed_ns: np.ndarray  # how far the step's cycles at that rate may lie from its timer's ns (NaN: no rate)
+
+
+def impossible(r: Readings, tick: int) -> Impossible:
+    """Each event's step against what the hardware can do (module docstring)."""
+    b = r.point
+    a = b - 1
+    dc, dt = r.c[b] - r.c[a], r.t[b] - r.t[a]
+    read = READ_TICKS * tick
+    lo_rate, hi_rate = RATE_GHZ
+    backward = dc < 0
+    out = ~backward & ((dc > hi_rate * (dt + read)) | (dc < lo_rate * (dt - read)))
+    lo, hi = around(r, a, b)
+    side_ns = (r.t[a] - r.t[lo]) + (r.t[hi] - r.t[b])
+    nb = _ratio((r.c[a] - r.c[lo]) + (r.c[hi] - r.c[b]), side_ns)
+    usable = (side_ns > 2 * read) & (nb >= lo_rate) & (nb <= hi_rate)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        allowed = read + (2 * read / np.where(usable, side_ns, 1) + CHANGE) * np.abs(dt)
+        jump = ~backward & ~out & usable & (np.abs(dc / np.where(usable, nb, 1) - dt) > allowed)
+    return Impossible(backward, out, jump, dc, dt, np.where(usable, nb, np.nan), np.where(usable, allowed, np.nan))
+
+
+def counter_of(r: Readings, sm: np.ndarray, i: int, rate_ghz: float, tick: int) -> list[int]:
+    """The SMs, other than its owner's, whose counter reading i agrees with (`sm` per owner), by the
+    other owners' readings on each SM nearest it in time, run on at rate_ghz to its time: within the
+    readings' READ_TICKS and a speed change of CHANGE over the gap. Empty where none does or its own
+    SM's does too. An owner whose clock jumps onto another SM's counter ran its CTA on two SMs. On
+    the H200 the SMs' counters fall into 8 groups of 16 to 18 that count alike, to a cycle: a move
+    within a group cannot be seen, and changes no interval's cycles."""
+    who, t, c = int(r.owner[i]), int(r.t[i]), int(r.c[i])
+    others = np.flatnonzero(r.owner != who)
+    near = others[np.abs(r.t[others] - t) <= 100 * LOCAL_NS]  # the readings that predict it best, where there are
+    others = near if near.size else others
+    where = sm[r.owner[others]]
+    agree = []
+    for s in np.unique(where).tolist():
+        j = others[where == s]
+        k = j[np.argmin(np.abs(r.t[j] - t))]
+        gap = abs(t - int(r.t[k]))
+        if abs(c - (int(r.c[k]) + rate_ghz * (t - int(r.t[k])))) <= rate_ghz * (READ_TICKS * tick + CHANGE * gap):
+            agree.append(s)
+    return [] if int(sm[who]) in agree else agree
 
 
 def _quantiles(x: np.ndarray) -> dict:
@@ -67,29 +205,25 @@ def _quantiles(x: np.ndarray) -> dict:
 
 
 def calibrate(cycles: np.ndarray, ns: np.ndarray, sm: np.ndarray, tick: int) -> dict | None:
-    """The launch's clock rate from each owner's span (its cycles and global-timer ns from its
-    claim to its last event, one entry per owner that has both): {rate_ghz, uncertainty_ghz (the
-    span-weighted standard deviation of the owners' rates about it, which includes each owner's
-    own timer truncation, tick / span), owners and sms it comes from, owners_outside (owners whose
-    rate lies beyond the tolerance of the median's), owners_short (spans under MIN_SPAN_TICKS
-    ticks, left out while longer ones exist: their truncation alone passes 1%), owner_rate_ghz and
-    sm_rate_ghz (min, median, max), span_ns (the spans used: min, median, max), tolerance,
-    agree_ticks, tick_ns}; None when no owner's clock and timer both advanced."""
+    """The launch's clock over each owner's whole span (its cycles and global-timer ns from its
+    claim to its last event, one entry per owner that has both), for the picture's scale and the
+    summary's headline; intervals are converted at local rates (`local_rates`), and the rates'
+    changes in time are the summary's to report. {rate_ghz (the spans' cycles over their ns),
+    uncertainty_ghz (the span-weighted standard deviation of the owners' rates about it), owners and
+    sms it comes from, owner_rate_ghz and sm_rate_ghz (min, median, max), span_ns (min, median, max),
+    tick_ns}; None when no owner's clock and timer both advanced. Owners with spans under 100 ticks
+    count only when no longer one exists: the timer's truncation alone moves their rate by 1%."""
     ok = (ns > 0) & (cycles > 0)
     if not ok.any():
         return None
-    long = ok & (ns >= MIN_SPAN_TICKS * tick)
+    long = ok & (ns >= 100 * tick)
     use = long if long.any() else ok
     c, t, s = cycles[use].astype(np.float64), ns[use].astype(np.float64), sm[use]
     r = c / t
-    med = float(np.median(r))
-    inside = np.abs(r - med) <= TOLERANCE * med + med * tick / t  # an owner's own truncation on top
-    c, t, s, r_in = c[inside], t[inside], s[inside], r[inside]
     rate = float(c.sum() / t.sum())
-    spread = float(np.sqrt(np.sum(t * (r_in - rate) ** 2) / t.sum())) if r_in.size > 1 else rate * tick / float(t[0])
+    spread = float(np.sqrt(np.sum(t * (r - rate) ** 2) / t.sum())) if r.size > 1 else rate * tick / float(t[0])
     sms, at = np.unique(s, return_inverse=True)
     per_sm = np.bincount(at, c) / np.bincount(at, t)
-    return {"rate_ghz": rate, "uncertainty_ghz": spread, "owners": int(r_in.size), "sms": int(sms.size),
-            "owners_outside": int(r.size - r_in.size), "owners_short": int(np.count_nonzero(ok & ~use)),
-            "owner_rate_ghz": _quantiles(r_in), "sm_rate_ghz": _quantiles(per_sm), "span_ns": _quantiles(t),
-            "tolerance": TOLERANCE, "agree_ticks": AGREE_TICKS, "tick_ns": tick}
+    return {"rate_ghz": rate, "uncertainty_ghz": spread, "owners": int(r.size), "sms": int(sms.size),
+            "owner_rate_ghz": _quantiles(r), "sm_rate_ghz": _quantiles(per_sm), "span_ns": _quantiles(t),
+            "tick_ns": tick}

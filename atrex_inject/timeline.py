@@ -24,6 +24,7 @@ from .owners import cta_name, owner_name
 from .selection import parse_window as parse_span
 from .intervals import CYCLES, Durations, drawn_ends, durations, pairs
 from .manifest import Manifest
+from .smclock import MODEL
 from .summary import FEW_TICKS, clock_line, timer_tick_ns
 
 INSTANCES_SHOWN = 3  # instances of the row's interval an auto window spans on the median instance's owner
@@ -127,8 +128,9 @@ def _distribution(ax, launch: Launch, manifest: Manifest, name: str, p: dict, d:
     ax.legend(title="owner role", fontsize=7, title_fontsize=7, frameon=False, loc="upper right",
               bbox_to_anchor=(1.0, 0.85))
     ax.tick_params(labelsize=7)
+    clocked = {} if d.rates is None else {"rate_model": MODEL, "varied": int(np.count_nonzero(d.varied))}
     return {"count": int(dur.size), "median_ns": float(med), "p10_ns": float(p10), "p90_ns": float(p90),
-            "unit": unit, "median_ticks": ticks, "resolution": d.resolution, "median_cycles": cycles}
+            "unit": unit, "median_ticks": ticks, "resolution": d.resolution, "median_cycles": cycles, **clocked}
 
 
 def _swimlane(ax, launch, manifest, k: int, w: Window, lanes, all_pairs, t_first, colors, markers) -> int:

@@ -1,5 +1,5 @@
 """Copy the captures of one scripts/gpu-clock.sh run into tests/fixtures/h200/ (clock_phases/,
-clock_phases_resident/, gemm_mma_clock/) and write their section of PROVENANCE.md, before the
+clock_phases_resident/, clock_phases_loaded/, gemm_mma_clock/) and write their section of PROVENANCE.md, before the
 section update_fixtures.py writes last (its other sections are left as they are).
 
     python3 scripts/clock_fixtures.py clock.tar.gz RUN_LABEL
@@ -23,11 +23,14 @@ from atrex_inject.decode import decode_file
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.summary import clock_line
 
-NAMES = ("clock_phases", "clock_phases_resident", "gemm_mma_clock")
-HEADING = "## clock_phases/, clock_phases_resident/ and gemm_mma_clock/ (the SM clock)"
+NAMES = ("clock_phases", "clock_phases_resident", "clock_phases_loaded", "gemm_mma_clock")
+HEADING = "## clock_phases/, clock_phases_resident/, clock_phases_loaded/ and gemm_mma_clock/ (the SM clock)"
+SECTION = "## clock_phases/"  # how this script's section begins, whichever folders it named
 SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the global path)",
          "clock_phases_resident": "the same spec with `recorder = \"resident\"`, `warps = 4` added by "
                                   "`atrex_inject.spec.with_recorder(spec, 'resident', 4)` (so named `clock_phases_resident`)",
+         "clock_phases_loaded": "`tests/sources/clock_phases_loaded.toml` as written: the same phases timed by warps "
+                                "0-3 while warps 4-7 of each CTA stream global memory",
          "gemm_mma_clock": "`examples/specs/gemm_mma.toml` renamed `gemm_mma_clock`, with `clock = true` added and "
                            "`skip = 200` (run with `--warmup 200 --iters 10`)"}
 
@@ -73,9 +76,9 @@ def main(tar: Path, label: str) -> None:
         for p in (FIX / name).iterdir():
             p.chmod(0o644)
     text = (FIX / "PROVENANCE.md").read_text()
-    if HEADING in text:  # replace the section this script wrote before
-        start = text.index(HEADING)
-        end = text.find("\n## ", start + len(HEADING))
+    if SECTION in text:  # replace the section this script wrote before
+        start = text.index(SECTION)
+        end = text.find("\n## ", start + len(SECTION))
         text = text[:start] + (text[end + 1:] if end >= 0 else "")
     at = text.index(SPLIT) if SPLIT in text else len(text)
     (FIX / "PROVENANCE.md").write_text(text[:at] + section(label, device, rows) + "\n" + text[at:])

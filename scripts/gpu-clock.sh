@@ -2,11 +2,13 @@
 # Real captures with the SM clock (`[capture] clock = true`, 16-byte events) for tests/test_clock.py:
 # on the GPU host, from the repository root, with wheels in .whl/ (carry [".whl"]):
 #   bash scripts/gpu-clock.sh            (results under $OUT/clock/, default OUT=/tmp/atrex-gpu; ~1 minute)
-# Three captures, each applied, built for sm_90a, run once with probes off, captured through
+# Four captures, each applied, built for sm_90a, run once with probes off, captured through
 # `atrex-inject capture`, reverted byte for byte, validated and summarized:
 #   clock_phases           tests/sources/clock_phases.toml as written: the ground-truth kernel (spins of
 #                          0, 40, 200 and 2000 cycles and 5000 ns between sites) on the global path
 #   clock_phases_resident  the same spec with resident staging rings (spec.with_recorder(spec, 'resident', 4))
+#   clock_phases_loaded    tests/sources/clock_phases_loaded.toml: the same phases timed by warps 0-3
+#                          while warps 4-7 of each CTA stream a 256 MB buffer from global memory
 #   gemm_mma_clock         examples/specs/gemm_mma.toml renamed, with `clock = true` and 200 warmup
 #                          launches before the written one: a real kernel's clock
 # Everything goes into one archive, $OUT/clock/clock.tar.gz; here, `python3 scripts/clock_fixtures.py
@@ -46,7 +48,7 @@ capture_one() {
   cp "$work/.atrex/$name/manifest.json" "$D/cap/$name/"
   $NVCC -I"$INC" -Xptxas -v -o "$bin" "$src" 2>&1 | grep -E "registers|spill" | tail -2
   $T "$bin" "$@" | tee "$D/$name.off.txt" || fail=1
-  local workload="clock_phases:132x128:rounds=16"
+  local workload="$name:132x128:rounds=16"
   grep -q __ATREX_TIMELINE_SAMPLE__ "$D/$name.off.txt" && workload=$(wl "$D/$name.off.txt")
   $T $ATREX capture --spec "$spec" --root "$work" --out "$D/cap/$name" --workload "$workload" -- "$bin" "$@" \
     | tee "$D/$name.capture.txt" || fail=1
@@ -54,26 +56,30 @@ capture_one() {
   cmp -s "$src" "$rel" && echo "revert byte-exact: yes" || { echo "revert byte-exact: NO"; fail=1; }
   $ATREX validate "$D/cap/$name" --source "$D/cap/$name/$name.instrumented.cu" || fail=1
   $ATREX summary "$D/cap/$name" | tee "$D/$name.summary.txt"
-  python3 - "$D/cap/$name" <<'PY' | tee "$D/$name.spread.txt"  # what docs/validate.md reports of the bound
+  python3 - "$D/cap/$name" <<'PY' | tee "$D/$name.spread.txt"  # what docs/validate.md reports of the model
 import sys
 from pathlib import Path
 import numpy as np
 from atrex_inject.decode import decode_file
 from atrex_inject.manifest import load
-from atrex_inject.smclock import bound_ns, steps
+from atrex_inject.smclock import impossible, readings, speed
 d = Path(sys.argv[1])
 l = decode_file(next(d.glob("*.atrex")), load(d / "manifest.json"))
-c, ev, o = l.meta["clock"], l.events, l.owners
-dc, dt, _ = steps(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
-off = np.abs(dc / c["rate_ghz"] - dt)
-print(f"rate {c['rate_ghz']:.5f} GHz, uncertainty {c['uncertainty_ghz']:.5f}; owners {c['owner_rate_ghz']}, "
-      f"SMs {c['sm_rate_ghz']}; steps off the timer: max {off.max():.1f} ns, p99 {np.quantile(off, 0.99):.1f} ns, "
-      f"largest relative to the bound {np.max(off / bound_ns(dt, c['tick_ns'])):.3f}")
+c, ev, o, tick = l.meta["clock"], l.events, l.owners, l.meta["timer_resolution_ns"]
+r = readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
+im = impossible(r, tick)
+has = np.isfinite(im.neighbours_ghz)
+used = np.abs(im.dc[has] / im.neighbours_ghz[has] - im.dt[has]) / im.allowed_ns[has]
+print(f"rate over the owners' spans {c['rate_ghz']:.5f} GHz; owners {c['owner_rate_ghz']}, SMs {c['sm_rate_ghz']}; "
+      f"local rates {speed(r, tick, o['smid'])}; steps: {int(im.backward.sum())} backward, "
+      f"{int(im.out_of_range.sum())} out of range, {int(im.jump.sum())} jumps; the largest uses "
+      f"{used.max():.3f} of what the local model allows, p99 {np.quantile(used, 0.99):.3f}")
 PY
 }
 
 capture_one clock_phases "$work/tests/sources/clock_phases.toml" tests/sources/clock_phases.cu
 capture_one clock_phases_resident "$cp_spec" tests/sources/clock_phases.cu
+capture_one clock_phases_loaded "$work/tests/sources/clock_phases_loaded.toml" tests/sources/clock_phases_loaded.cu
 capture_one gemm_mma_clock "$gemm_spec" examples/cuda/gemm_mma.cu --warmup 200 --iters 10
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$D/sm_clock.txt"
 

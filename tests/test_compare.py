@@ -106,7 +106,7 @@ def _aa(fixture: str, pairs: int, shift: float = 0.0) -> dict[str, int]:
     says it moved."""
     m = mf.for_capture(FIX / fixture)
     launch = decode_file(capture_files(FIX / fixture)[0], m)
-    ivs = [(iv.name, *durations(launch, iv.start_id, iv.end_id)) for iv in m.intervals]
+    ivs = [(iv.name, *durations(launch, iv.start_id, iv.end_id)[:2]) for iv in m.intervals]
     rng = np.random.default_rng(20261202)
     moved = {name: 0 for name, _, _ in ivs}
     for _ in range(pairs):
