@@ -501,9 +501,12 @@ def test_ground_truth_builds_and_reads_the_clock_right_after_the_timer(name, tmp
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
 def test_fixture_is_the_ground_truth_source_instrumented(name, tmp_path):
     """apply writes, from tests/sources/ (SOURCES; clock_phases_resident: with the resident rings
-    with_recorder adds), the bytes the GPU host compiled, and the capture validates against them."""
+    with_recorder adds), the bytes the GPU host compiled, and the capture validates against them.
+    With the recorder the fixture's manifest names: the GPU host applied without a build of the
+    clean kernel to choose from, so it fell back to the global path."""
     spec, src = _ground_truth_project(tmp_path, name)
-    code, out = cli("apply", spec)
+    recorder = json.loads((FIX / name / "manifest.json").read_text())["recorder"]["recorder"]
+    code, out = cli("apply", spec, "--recorder", recorder)
     assert code == 0, out
     compiled = FIX / name / f"{name}.instrumented.cu"
     assert src.read_bytes() == compiled.read_bytes()
