@@ -185,14 +185,14 @@ def figure(vb: np.ndarray, ub: np.ndarray, wb: np.ndarray, va: np.ndarray, ua: n
     launch when both sides hold several; default its unit). Quantiles of each side, the median's
     change, its interval, the rank test on per-unit medians, and the verdict (twosample.judge)."""
     kb, ka = ub if kb is None else kb, ua if ka is None else ka
-    grid = grid_of([vb, va], max(wb.shape[1], wa.shape[1]))
+    points, coarse = grid_of([vb, va], max(wb.shape[1], wa.shape[1]))
     sb, sa = _stats(vb), _stats(va)
-    bb, ba = boot_quantile(vb, ub, wb, 0.5, grid), boot_quantile(va, ua, wa, 0.5, grid)
+    bb, ba = boot_quantile(vb, ub, wb, 0.5, points), boot_quantile(va, ua, wa, 0.5, points)
     test = mann_whitney(grouped_quantile(kb, vb, 0.5)[2], grouped_quantile(ka, va, 0.5)[2])
     out = {"before": sb, "after": sa, **judge(sb["median"], sa["median"], bb, ba, resolution, words, test),
            "rank_test": test, "resolution_ns": resolution}
-    if grid[1] > max(resolution, 1):
-        out["bootstrap_grid_ns"] = grid[1]
+    if coarse:
+        out["bootstrap_bins"] = int(points.size)
     return out
 
 
