@@ -20,6 +20,7 @@ import numpy as np
 from . import manifest as mf
 from .decode import Launch
 from .errors import AtrexError
+from .grade import source_disagreements
 from .intervals import durations as interval_durations
 from .intervals import pairs
 from .manifest import Manifest
@@ -304,15 +305,32 @@ def _span(p: _Pair) -> dict:
     return out
 
 
+def _foreign(s: Side, other: Side, art: dict) -> str | None:
+    """Why a valid measurement does not belong to side s's capture, or None: it ran another workload,
+    or it did not hash the capture's clean and instrumented sources (grade's binding; when it
+    hashed the other side's, the two were given the wrong way round)."""
+    wl = art["samples"][0]["sample"]["workload_identity"]  # a valid one: every sample is
+    if wl != s.report["identity"]["workload"]:
+        return f"{s.label}'s measurement ran workload {wl!r}, its capture {s.report['identity']['workload']!r}"
+    hashed = [h["sha256"] for h in art.get("sources", [])]
+    lacks = source_disagreements(s.report["identity"], hashed)
+    if not lacks:
+        return None
+    swapped = not source_disagreements(other.report["identity"], hashed)
+    return (f"{s.label}'s measurement is not of its capture's build: " + "; ".join(lacks)
+            + (f"; it hashed {other.label}'s build: the two measurements are given the wrong way round" if swapped
+               else ""))
+
+
 def _end_to_end(before: Side, after: Side, explicit: bool, notes: list[str]) -> dict | None:
     """The clean builds' change end to end (each side's measurement, arm A): median of AFTER's
     processes over BEFORE's, with measure's seeded bootstrap. A measurement named on the command line
-    must be valid and of its capture's workload (else exit 2); a folder's own measure.json that is
-    not is left out, with a note."""
+    must be valid, of its capture's workload and build (it hashed the capture's clean and instrumented
+    sources), else exit 2; a folder's own measure.json that is not is left out, with a note."""
     if before.measurement is None or after.measurement is None:
         return None
     arts = []
-    for s in (before, after):
+    for s, other in ((before, after), (after, before)):
         try:
             check = validate_measurement(s.measurement)  # a file that is no measurement: exit 2
         except AtrexError as e:
@@ -320,10 +338,8 @@ def _end_to_end(before: Side, after: Side, explicit: bool, notes: list[str]) -> 
                 raise
             check = {"valid": False, "problems": [e.message]}
         art = load_measurement(s.measurement) if check["valid"] else None
-        wl = art and art["samples"][0]["sample"]["workload_identity"]  # a valid one: every sample is
         why = (f"{s.label}'s measurement is rejected: " + "; ".join(check["problems"]) if art is None else
-               f"{s.label}'s measurement ran workload {wl!r}, its capture {s.report['identity']['workload']!r}"
-               if wl != s.report["identity"]["workload"] else None)
+               _foreign(s, other, art))
         if why and explicit:
             raise AtrexError(why, path=str(s.measurement), hint=check.get("next_step") or "measure the build that was "
                                                                                          "captured, on its workload")

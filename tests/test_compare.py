@@ -474,6 +474,25 @@ def test_h200_aa_pair_moves_nothing():
 
 
 @needs_pair
+def test_measurements_of_the_other_build_are_refused(tmp_path):
+    """SYNTHETIC: the pair's two measurements given the wrong way round (one workload, so only their
+    sources' hashes tell): named on the command line, exit 2 saying so; as the folders' own
+    measure.json, left out with a note (the end-to-end change would read +17.5% for a -14.9% one)."""
+    mb, ma = PAIR / "before" / "measure.json", PAIR / "after" / "measure.json"
+    code, err = _json(PAIR / "before", PAIR / "after", "--measurement-before", ma, "--measurement-after", mb)
+    assert code == 2 and err["error"].startswith("BEFORE's measurement is not of its capture's build: instrumented "
+                                                 "source: the capture's build has sha256 797a0d8be99dbee1…"), err
+    assert err["error"].endswith("it hashed AFTER's build: the two measurements are given the wrong way round")
+    assert err["path"] == str(ma)
+    before, after = _copy("compare/before", tmp_path / "before"), _copy("compare/after", tmp_path / "after")
+    shutil.copy(ma, before / "measure.json")
+    shutil.copy(mb, after / "measure.json")
+    code, r = _json(before, after)
+    assert code == 0 and r["end_to_end"] is None
+    assert r["notes"][0].startswith("no end-to-end change: BEFORE's measurement is not of its capture's build")
+
+
+@needs_pair
 def test_one_outlier_instance_does_not_hide_the_change(monkeypatch):
     """SYNTHETIC: one instance of AFTER's streaming loop stretched to 100 ms (a preempted owner, say)
     on the real change: the bootstrap counts on the values' ranks, so the loop is still faster, its
