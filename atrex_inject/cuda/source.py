@@ -291,11 +291,22 @@ def _build(node: Tree, off: int, pragmas: frozenset[str]) -> Stmt:
             subs.append(_build(c, off, pragmas))
         else:
             own.extend(_moved(t, off) for t in _tokens(c))
+    if kind == Kind.SIMPLE:
+        start = _past_labels(own, start)
     s = Stmt(kind, start, end, own, subs, lead=start)
     for c in subs:
         c.parent = s
     _mark_pragma_leads(subs, pragmas)
     return s
+
+
+def _past_labels(own: list[Token], start: int) -> int:
+    """Where a labelled statement (`again: x += 1;`) starts: after its labels, so a probe placed
+    before it runs on every `goto` to the label, not only when control falls into it."""
+    i = 0
+    while i + 2 < len(own) and own[i].type == "WORD" and own[i + 1].type == "COLON":
+        i += 2
+    return own[i].start_pos if i else start
 
 
 def _is_pragma(s: Stmt, pragmas: frozenset[str]) -> bool:
