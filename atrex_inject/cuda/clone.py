@@ -3,6 +3,7 @@ stays byte for byte what it was, the probes go into the copy, and in the copy on
 run the instrumented body (docs/design.md)."""
 from __future__ import annotations
 
+import bisect
 import re
 
 from ..plan import Plan, RecorderMode
@@ -133,6 +134,25 @@ def held(lead: str, mode: RecorderMode | None) -> str:
         lead = lead[:m.start()] + lead[i:].lstrip(" ")
     g = _GLOBAL.search(lead)
     return f"{lead[:g.end()]} __maxnreg__({mode.max_registers}){lead[g.end():]}" if g else lead
+
+
+def default_arguments(src: SourceFile, heads: list[tuple[int, int]]) -> bool:
+    """Does one of the kernel's heads ((name end, end of head) offsets: its definition's and its
+    declarations') give a parameter a default? A launch through a conditional expression, `(on ?
+    k__atrex : k)<<<...>>>(p)`, calls a pointer, which has no defaults, so it cannot leave that
+    argument out."""
+    toks = src.tokens.toks
+    for a, b in heads:
+        i = bisect.bisect_left(toks.ends, a + 1)
+        while i < len(toks) and toks.ends[i] <= b and toks.name(i) != "LPAR":
+            i += 1
+        close = src.tokens.match.get(i)
+        j = i + 1
+        while j < (close or i):
+            if toks.name(j) == "PUNCT" and toks[j].value == "=":
+                return True
+            j = src.tokens.match.get(j, j) + 1  # over a bracketed group: `f(a = b)` is no default
+    return False
 
 
 def copy_of(text: str, kernel: Kernel, named_by: tuple[int, int], name_span: tuple[int, int]) -> str:

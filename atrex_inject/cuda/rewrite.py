@@ -18,7 +18,7 @@ from ..plan import Plan
 from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
-from .clone import CLONE_SUFFIX, clone_kernel, guard, kernel_split, versioned_body
+from .clone import CLONE_SUFFIX, clone_kernel, default_arguments, guard, kernel_split, versioned_body
 from .edits import Edits
 from .launches import find_all
 from .names import KernelName, select_kernel
@@ -56,11 +56,12 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
         trips(edits, sm, plan) if sm.trip else strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         versioned_body(edits, kernel, split, guard(plan), placed.entry)
-    clone_kernel(edits, kernel, [d for d in src.declarations if (d.qualname, d.targs) == (kernel.qualname, kernel.targs)],
-                 plan.mode)
+    decls = [d for d in src.declarations if (d.qualname, d.targs) == (kernel.qualname, kernel.targs)]
+    clone_kernel(edits, kernel, decls, plan.mode)
+    defaults = default_arguments(src, [(kernel.name_end, kernel.body_start), *((d.name_end, d.end) for d in decls)])
     sfx = static_suffix(spec.source_rel)
     files, warnings = find_all(spec, src, kernel, launchers or {})
-    wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx)
+    wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx, defaults)
     out, sid = _render(edits, prefix(plan, sfx, runtime), sfx)
     lines = out.split("\n")
     for p in placed.placements:
@@ -83,7 +84,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     others = {}
     for f in files[1:]:
         e = Edits(f.src)
-        wrap_launches(e, f.scan.captured, f.scan.mirrors, kernel, sfx)
+        wrap_launches(e, f.scan.captured, f.scan.mirrors, kernel, sfx, defaults)
         others[f.src.path] = _render(e, "", sfx)[0]
     return Rewrite(out, sid, placed.placements, [l.to_json() for f in files for l in f.scan.captured], warnings,
                    {"perturbation": perturbation}, not_captured=[n.to_json() for f in files for n in f.scan.not_captured],

@@ -1,0 +1,90 @@
+"""What apply writes compiles, host side included, or apply refuses it (exit 2, nothing written).
+
+Each case is a source shape whose rewrite once compiled to the device (the recorder choice builds
+`-cubin` only) or was not compiled at all (an explicit recorder, no nvcc), yet failed in nvcc's
+full build: each is applied with an explicit recorder, compiled whole for sm_90a, and reverted byte
+for byte. hostcheck.py, apply's last check where nvcc is available, is tested on a planted fault."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from atrex_inject import hostcheck
+from atrex_inject.errors import AtrexError
+from atrex_inject.spec import load_spec
+from conftest import cli, nvcc_compile, tree_hashes
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+def project(tmp_path: Path, source: str, sites: str, recorder: str = "global", name: str = "k.cu") -> Path:
+    """A project holding `name` and spec s.toml on kernel k with `sites`; returns the spec."""
+    (tmp_path / ".git").mkdir(parents=True)
+    (tmp_path / name).write_text(source)
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "{name}"\nkernel = "k"\n'
+                    f'[capture]\nrecorder = "{recorder}"\n\n{sites}')
+    return spec
+
+
+def applied_and_compiled(spec: Path, name: str = "k.cu") -> str:
+    """Apply (exit 0), compile the instrumented file whole, revert byte for byte; its text."""
+    before = tree_hashes(spec.parent)
+    code, out = cli("apply", spec)
+    assert code == 0, out
+    text = (spec.parent / name).read_text()
+    proc = nvcc_compile(spec.parent / name, spec.parent / "k.o")
+    assert proc.returncode == 0, proc.stderr + text
+    (spec.parent / "k.o").unlink()
+    code, out = cli("revert", spec)
+    assert code == 0, out
+    assert {k: v for k, v in tree_hashes(spec.parent).items() if not k.startswith(".atrex")} == \
+           {k: v for k, v in before.items() if not k.startswith(".atrex")}
+    return text
+
+
+DEFAULTS = """\
+__global__ void k(float* x, int n = 4) {
+  if (threadIdx.x < n) x[threadIdx.x] = 1.f;
+}
+void run(float* p) {
+  k<<<1, 32>>>(p);
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.parametrize("recorder", ["global", "auto"])
+def test_a_launch_leaving_out_a_default_argument_gets_its_statement_twice(tmp_path, recorder):
+    """`(on ? k__atrex : k)<<<1, 32>>>(p)` calls a pointer, which has no default arguments: the launch
+    is written once with the copy and once as it is, and the session picks."""
+    spec = project(tmp_path, DEFAULTS, '[[site]]\nname = "a"\nanchor = { entry = true }\n', recorder)
+    lines = applied_and_compiled(spec).split("\n")
+    i = lines.index("  k__atrex<<<1, 32>>>(p);")
+    assert lines[i - 1] == "  if (__atrex_cap.on()) {  // atrex: the instrumented copy, its default arguments given as the kernel's"
+    assert lines[i + 1:i + 3] == ["  } else {  // atrex: the kernel itself", "  k<<<1, 32>>>(p);"]
+
+
+@needs_nvcc
+def test_apply_refuses_an_instrumented_text_that_does_not_compile_where_the_clean_one_does(tmp_path):
+    """SYNTHETIC: a planted fault in the instrumented text (the launch's default argument left out, as
+    the conditional launch once did): the check names nvcc's error and the instrumented line."""
+    spec = project(tmp_path, DEFAULTS, '[[site]]\nname = "a"\nanchor = { entry = true }\n')
+    broken = DEFAULTS.replace("  k<<<1, 32>>>(p);", "  (true ? k : k)<<<1, 32>>>(p);")
+    with pytest.raises(AtrexError) as e:
+        hostcheck.check(load_spec(spec), DEFAULTS, broken)
+    assert e.value.message == ("the instrumented k.cu does not compile while the clean one does: nvcc says error: "
+                               "too few arguments to function at line 5 of the instrumented text ('(true ? k : k)"
+                               "<<<1, 32>>>(p);'); nothing was written")
+    assert e.value.path == str(spec)
+    assert hostcheck.check(load_spec(spec), DEFAULTS, DEFAULTS) == []
+    # a clean text that does not compile on its own cannot judge the rewrite: a warning, no refusal
+    bad = DEFAULTS + "int broken = ;\n"
+    [warning] = hostcheck.check(load_spec(spec), bad, broken + "int broken = ;\n")
+    assert warning == ("the instrumented source was not compiled as a whole (host side included): the clean "
+                       "source does not compile on its own with -O3 -gencode=arch=compute_90a,code=sm_90a -std=c++17 "
+                       "(error: expected an expression); pass your build's flags with --nvcc-flag or [build] "
+                       "nvcc_flags")
