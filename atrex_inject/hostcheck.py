@@ -62,7 +62,7 @@ def _first_error(log: str, name: str) -> tuple[int | None, str]:
             end = log.find("\n", m.end())
             said = log[m.start():end if end >= 0 else len(log)].split(": ", 1)[1]  # no temporary path
             return int(m["line"] or m["line2"]), said.strip()[:300]
-    lines = [l.strip() for l in log.splitlines() if l.strip()]
+    lines = [re.sub(r"(?<!\S)/\S*/", "", l.strip()) for l in log.splitlines() if l.strip()]  # no temporary folder
     return None, next((l for l in lines if "error" in l), lines[-1] if lines else log)[:300]
 
 

@@ -88,3 +88,50 @@ def test_apply_refuses_an_instrumented_text_that_does_not_compile_where_the_clea
                        "source does not compile on its own with -O3 -gencode=arch=compute_90a,code=sm_90a -std=c++17 "
                        "(error: expected an expression); pass your build's flags with --nvcc-flag or [build] "
                        "nvcc_flags")
+
+
+UNSCOPED_PTX = r"""
+__global__ void k(float* x, int n) {
+  int v = threadIdx.x;
+  asm volatile(".reg .pred p;\n\tsetp.ne.s32 p, %0, 0;\n" :: "r"(v));
+#pragma unroll 1
+  for (int i = 0; i < n; ++i) {
+    asm volatile("{ .reg .b32 t;\n\tmov.b32 t, %0; }\n" :: "r"(i));
+    asm volatile("LOOP_TOP:\n" ::);
+    x[i] = 1.f;
+  }
+}
+"""
+
+
+@needs_nvcc
+def test_ptx_declared_outside_braces_is_written_once_per_function(tmp_path):
+    """A `.reg` (or a label) at the top level of an asm's PTX is declared twice by two copies of it
+    in one function: the body is not versioned, the loop not strip-mined, each saying why."""
+    spec = project(tmp_path, UNSCOPED_PTX, '[[site]]\nname = "a"\nanchor = { stmt = "x[i] = 1.f" }\nevery = 4\n')
+    code, out = cli("apply", spec, "--dry-run", "--json")
+    warnings = "\n".join(json.loads(out)["warnings"])
+    assert ("kernel k is not versioned (the asm at line 4 declares `.reg .pred p;` outside braces in its PTX, which "
+            "two copies in one function would declare twice (put its PTX in `{ }` to allow it))") in warnings
+    assert ("because their loop cannot be strip-mined (the asm at line 8 declares `LOOP_TOP:` outside braces in its "
+            "PTX") in warnings
+    text = applied_and_compiled(spec)
+    assert text.count('asm volatile(".reg .pred p;') == 2 and "strip-mined" not in text
+
+
+@pytest.mark.parametrize("define", ["#define finish() do {} while (0)", "#define on() 1", "#define rec(x) x"])
+def test_a_macro_named_as_a_runtime_call_is_refused_at_its_line(tmp_path, define):
+    """A function-like macro with the name of a call the inserted code makes (`__atrex_cap.finish()`,
+    `atrex::finish(r)`) would be expanded there: refused at the macro's line, nothing written."""
+    source = f"{define}\n__global__ void k(float* x) {{\n  x[0] = 1.f;\n}}\nvoid run(float* p) {{ k<<<1, 32>>>(p); }}\n"
+    spec = project(tmp_path, source, '[[site]]\nname = "a"\nanchor = { stmt = "x[0] = 1.f" }\n')
+    before = tree_hashes(tmp_path)
+    code, out = cli("apply", spec, "--json")
+    name = define.split()[1].split("(")[0]
+    assert code == 2 and json.loads(out) == {
+        "error": f"the macro {name!r} defined here has the name of a function of the recorder runtime that the "
+                 "inserted code calls: the preprocessor would expand that call",
+        "path": str(tmp_path / "k.cu"), "line": 1,
+        "hint": f"rename the macro (or #undef {name} where it is no longer used, before the kernel and its launches), "
+                "then apply again"}
+    assert tree_hashes(tmp_path) == before

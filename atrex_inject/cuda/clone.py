@@ -8,7 +8,7 @@ import re
 
 from ..plan import Plan, RecorderMode
 from .edits import AFTER, Edits, Replacement
-from .source import Kernel, Kind, SourceFile, Stmt
+from .source import Kernel, Kind, SourceFile, Stmt, asm_unscoped
 
 CLONE_SUFFIX = "__atrex"  # the instrumented copy of kernel K is K__atrex
 
@@ -33,6 +33,9 @@ def kernel_split(src: SourceFile, kernel: Kernel, anchored: dict[str, Stmt]) -> 
                 return f"it has a goto at line {src.lines.line(s.start)}"
     if first == len(kids):
         return "nothing follows its __shared__ declarations"
+    twice = next(filter(None, (asm_unscoped(c, src.lines, kernel.macros) for c in kids[first:])), None)
+    if twice:
+        return twice
     anchored_stmts = set(anchored.values())
     for c in kids[:first]:
         for s in c.walk():

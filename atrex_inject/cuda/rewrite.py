@@ -22,7 +22,7 @@ from .clone import CLONE_SUFFIX, clone_kernel, default_arguments, guard, kernel_
 from .edits import Edits
 from .launches import find_all
 from .names import KernelName, select_kernel
-from .probes import MARK, loop_site, prefix, recorders, site_code, site_label, static_suffix
+from .probes import MARK, loop_site, macro_clash, prefix, recorders, site_code, site_label, static_suffix
 from .sampling import Sampling, interval_spans, sample_loops, strip_mine, trips
 from .uniform import barrier_loop, not_uniform
 from .wrap import wrap_launches
@@ -43,11 +43,18 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
                         hint="revert it first: atrex-inject revert SPEC")
     src = parse_source(text, spec.source_rel, spec.declared_by)  # a UTF-8 BOM is set aside here, once (src.bom)
     kernel = _kernel(spec, src)
+    clash = macro_clash(src)
+    if clash:
+        raise SpecError(f"the macro {clash[0]!r} defined here has the name of a function of the recorder runtime "
+                        "that the inserted code calls: the preprocessor would expand that call",
+                        path=str(spec.source), line=clash[1],
+                        hint=f"rename the macro (or #undef {clash[0]} where it is no longer used, before the kernel "
+                             "and its launches), then apply again")
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}
     split = kernel_split(src, kernel, anchored) if version_body else "not asked for"
     versioned = isinstance(split, int)
-    sampling = sample_loops(plan, anchored, src.text)
+    sampling = sample_loops(plan, anchored, src, kernel)
     spans = interval_spans(plan, sampling, anchored, src)
     edits = Edits(src)
     placed = _place_sites(plan, edits, kernel, anchored, sampling, versioned)
