@@ -135,3 +135,43 @@ def test_a_macro_named_as_a_runtime_call_is_refused_at_its_line(tmp_path, define
         "hint": f"rename the macro (or #undef {name} where it is no longer used, before the kernel and its launches), "
                 "then apply again"}
     assert tree_hashes(tmp_path) == before
+
+
+EXTERN = """\
+__global__ void k(float* x, int n) {
+  x[0] = 1.f;
+}
+void run(float* p) {
+  { extern __global__ void k(float* x, int n); k<<<1, 32>>>(p, 2); }
+}
+"""
+
+
+@needs_nvcc
+def test_a_block_scope_declaration_followed_by_a_launch_gets_its_copy_inline(tmp_path):
+    """The copy's declaration after `extern __global__ void k(...);` once ended in a `//` note that
+    swallowed the launch after it on that line (and the capture session's closing brace)."""
+    spec = project(tmp_path, EXTERN, '[[site]]\nname = "a"\nanchor = { stmt = "x[0] = 1.f" }\n')
+    line = next(l for l in applied_and_compiled(spec).split("\n") if "extern" in l)
+    assert line.startswith("  { extern __global__ void k(float* x, int n); extern __global__ void k__atrex(float* x, int n); "
+                           "/* atrex: k__atrex, the instrumented copy of k, launched in its place only while recording"
+                           " */ { atrex::host::Capture __atrex_cap(")
+
+
+def test_a_launch_above_the_definition_declared_only_in_a_header_is_refused(tmp_path):
+    """The copy is declared after the kernel's declarations in this file: a launch above the
+    definition that only a header declares would name an undeclared copy. Refused at the launch."""
+    source = '#include "k.cuh"\nvoid run(float* p) { k<<<1, 32>>>(p, 2); }\n__global__ void k(float* x, int n) {\n  x[0] = 1.f;\n}\n'
+    spec = project(tmp_path, source, '[[site]]\nname = "a"\nanchor = { stmt = "x[0] = 1.f" }\n')
+    (tmp_path / "k.cuh").write_text("__global__ void k(float* x, int n);\n")
+    before = tree_hashes(tmp_path)
+    code, out = cli("apply", spec, "--json")
+    assert code == 2 and json.loads(out) == {
+        "error": "kernel k is used at line 2 before its definition at line 3, and k.cu declares it nowhere above that "
+                 "use (a header does): the instrumented copy would not be declared there",
+        "path": str(tmp_path / "k.cu"), "line": 2,
+        "hint": "declare the kernel in k.cu above line 2 (its head and `;`), or define it above its launches, then "
+                "apply again"}
+    assert tree_hashes(tmp_path) == before
+    (tmp_path / "k.cu").write_text("__global__ void k(float* x, int n);\n" + source)  # declared here: it compiles
+    applied_and_compiled(spec)

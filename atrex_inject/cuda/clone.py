@@ -103,10 +103,11 @@ def clone_kernel(edits: Edits, kernel: Kernel, declarations, mode: RecorderMode 
             lead = re.sub(r"^template\s*<\s*>\s*", "", lead)
         return held(lead, mode) + kernel.name + CLONE_SUFFIX + text[name_end:end]
 
-    note = (f"// atrex: {kernel.name}{CLONE_SUFFIX}, the instrumented copy of {kernel.name}, "
-            f"launched in its place only while recording")
-    for d in declarations:
-        edits.insert(d.end, AFTER, f"{nl}{head(d.start, d.name_span, d.name_end, d.end)}  {note}",
+    what = f"{kernel.name}{CLONE_SUFFIX}, the instrumented copy of {kernel.name}, launched in its place only while recording"
+    note = f"// atrex: {what}"
+    for d in declarations:  # on a line of its own, or inline where code follows (a block-scope `extern`)
+        decl = head(d.start, d.name_span, d.name_end, d.end)
+        edits.insert(d.end, AFTER, f"{nl}{decl}  {note}" if edits.rest_blank(d.end) else f" {decl} /* atrex: {what} */",
                      1)
     holder: list[Replacement] = []
 

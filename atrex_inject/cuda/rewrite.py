@@ -68,6 +68,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
     defaults = default_arguments(src, [(kernel.name_end, kernel.body_start), *((d.name_end, d.end) for d in decls)])
     sfx = static_suffix(spec.source_rel)
     files, warnings = find_all(spec, src, kernel, launchers or {})
+    _refuse_undeclared_copy(spec, kernel, decls, [*files[0].scan.captured, *files[0].scan.mirrors])
     wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx, defaults)
     out, sid = _render(edits, prefix(plan, sfx, runtime), sfx)
     lines = out.split("\n")
@@ -142,6 +143,19 @@ def _place_sites(plan: Plan, edits: Edits, kernel: Kernel, anchored: dict[str, S
     names = ", ".join(f"__atrex_r{g.id}" for g in plan.groups)
     placed.exit.append((f"atrex::finish({names});", "publish event counts, every owner group"))
     return placed
+
+
+def _refuse_undeclared_copy(spec: ProbeSpec, kernel: Kernel, decls, uses) -> None:
+    """The copy is declared after each declaration of the kernel in this file and defined after its
+    definition: a launch (or attribute call) above both, through a declaration in a header, would
+    name a copy not yet declared."""
+    for u in uses:
+        if u.stmt[0] < kernel.decl_start and not any(d.end <= u.stmt[0] for d in decls):
+            raise SpecError(f"kernel {kernel.label} is used at line {u.line} before its definition at line "
+                            f"{kernel.line}, and {spec.source_rel} declares it nowhere above that use (a header "
+                            "does): the instrumented copy would not be declared there", path=str(spec.source),
+                            line=u.line, hint=f"declare the kernel in {spec.source_rel} above line {u.line} (its "
+                                              "head and `;`), or define it above its launches, then apply again")
 
 
 def _refuse_after_jump(spec: ProbeSpec, site: Site, stmt: Stmt) -> None:
