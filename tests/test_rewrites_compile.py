@@ -175,3 +175,41 @@ def test_a_launch_above_the_definition_declared_only_in_a_header_is_refused(tmp_
     assert tree_hashes(tmp_path) == before
     (tmp_path / "k.cu").write_text("__global__ void k(float* x, int n);\n" + source)  # declared here: it compiles
     applied_and_compiled(spec)
+
+
+SCOPES = """\
+__global__ void k(float* x, int n) {
+  const int tid = threadIdx.x;
+  for (int i = 0; i < n; ++i) {
+    float y = x[i];
+    x[i] = y * 2.f;
+  }
+  x[tid] += 1.f;
+}
+"""
+
+
+@pytest.mark.parametrize("site,said", [
+    ('anchor = { loop = "for" }\nposition = "after"\npayload = "i"',
+     "its payload 'i' names 'i', a local declared at k.cu:3, which is not in scope where the payload goes (after line 3)"),
+    ('anchor = { stmt = "float y" }\npayload = "y"',
+     "its payload 'y' names 'y', a local declared at k.cu:4, which is not in scope where the payload goes (before line 4)"),
+    ('anchor = { stmt = "x[i] = y" }\nrole = "predicate"\npredicate = "tid < 4"',
+     "its predicate 'tid < 4' names 'tid', a local declared at k.cu:2, which is not in scope where the predicate goes "
+     "(the kernel's entry, where the recorders are made)"),
+])
+def test_a_payload_or_predicate_out_of_its_scope_is_refused_at_the_site(tmp_path, site, said):
+    """A payload naming the loop's counter after the loop, or a local before its declaration; a
+    predicate (evaluated where the recorders are made) naming a local: refused naming both lines."""
+    spec = project(tmp_path, SCOPES, f'[[site]]\nname = "a"\n{site}\n')
+    code, out = cli("apply", spec, "--json")
+    err = json.loads(out)
+    assert code == 2 and err["error"] == f"site 'a': {said}" and (err["path"], err["line"]) == (str(spec), 10)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("site", ['anchor = { loop = "for" }\nposition = "loop-end"\npayload = "i + y"',
+                                  'anchor = { stmt = "x[tid]" }\npayload = "tid"',
+                                  'anchor = { stmt = "x[i] = y" }\nrole = "predicate"\npredicate = "n > threadIdx.x"'])
+def test_a_payload_or_predicate_in_scope_is_applied(tmp_path, site):
+    applied_and_compiled(project(tmp_path, SCOPES, f'[[site]]\nname = "a"\n{site}\n'))

@@ -23,6 +23,7 @@ from .edits import Edits
 from .launches import find_all
 from .names import KernelName, select_kernel
 from .probes import MARK, loop_site, macro_clash, prefix, recorders, site_code, site_label, static_suffix
+from .scope import hidden, locals_of, parameters, point
 from .sampling import Sampling, interval_spans, sample_loops, strip_mine, trips
 from .uniform import barrier_loop, not_uniform
 from .wrap import wrap_launches
@@ -54,6 +55,7 @@ def rewrite(plan: Plan, text: str, version_body: bool = True, runtime: str | Non
                 if site.anchor.kind not in ("entry", "exit")}
     split = kernel_split(src, kernel, anchored) if version_body else "not asked for"
     versioned = isinstance(split, int)
+    _refuse_hidden(spec, src, kernel, anchored, kernel.body.children[split].start if versioned else kernel.body.start + 1)
     sampling = sample_loops(plan, anchored, src, kernel)
     spans = interval_spans(plan, sampling, anchored, src)
     edits = Edits(src)
@@ -143,6 +145,28 @@ def _place_sites(plan: Plan, edits: Edits, kernel: Kernel, anchored: dict[str, S
     names = ", ".join(f"__atrex_r{g.id}" for g in plan.groups)
     placed.exit.append((f"atrex::finish({names});", "publish event counts, every owner group"))
     return placed
+
+
+def _refuse_hidden(spec: ProbeSpec, src: SourceFile, kernel: Kernel, anchored: dict[str, Stmt], entry: int) -> None:
+    """A payload or predicate naming a local of the kernel that is not in scope where it is pasted
+    (scope.py): a site's payload at its probe, a predicate at the recorders (`entry`)."""
+    locals_, params = locals_of(kernel, src.lines), parameters(kernel)
+    for site in spec.sites:
+        kind = site.anchor.kind
+        at = (entry if kind == "entry" else kernel.body.end - 1 if kind == "exit" else
+              point(anchored[site.name], site.position))
+        for what, expr, where in (("payload", site.payload, at), ("predicate", site.predicate, entry)):
+            loc = hidden(expr, where, locals_, params) if expr else None
+            if loc is None:
+                continue
+            place = ("the kernel's entry, where the recorders are made" if where == entry else
+                     "the kernel's exits" if kind == "exit" else
+                     f"{site.position} line {src.lines.line(anchored[site.name].start)}")
+            raise AnchorError(f"site {site.name!r}: its {what} {expr!r} names {loc.name!r}, a local declared at "
+                              f"{spec.source_rel}:{loc.line}, which is not in scope where the {what} goes ({place})",
+                              path=str(spec.path), line=site.line,
+                              hint=f"write the {what} with names in scope there (the kernel's parameters, threadIdx, "
+                                   "blockIdx, and locals declared above it in an enclosing block), or move the site")
 
 
 def _refuse_undeclared_copy(spec: ProbeSpec, kernel: Kernel, decls, uses) -> None:
