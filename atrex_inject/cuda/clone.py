@@ -150,9 +150,10 @@ def default_arguments(src: SourceFile, heads: list[tuple[int, int]]) -> bool:
         i = bisect.bisect_left(toks.ends, a + 1)
         while i < len(toks) and toks.ends[i] <= b and toks.name(i) != "LPAR":
             i += 1
-        close = src.tokens.match.get(i)
-        j = i + 1
-        while j < (close or i):
+        if i >= len(toks) or toks.ends[i] > b:  # no parameter list here (a head written by a macro)
+            continue
+        j, close = i + 1, src.tokens.match[i]
+        while j < close:
             if toks.name(j) == "PUNCT" and toks[j].value == "=":
                 return True
             j = src.tokens.match.get(j, j) + 1  # over a bracketed group: `f(a = b)` is no default
