@@ -158,6 +158,7 @@ def test_a_block_scope_declaration_followed_by_a_launch_gets_its_copy_inline(tmp
                            " */ { atrex::host::Capture __atrex_cap(")
 
 
+@needs_nvcc
 def test_a_launch_above_the_definition_declared_only_in_a_header_is_refused(tmp_path):
     """The copy is declared after the kernel's declarations in this file: a launch above the
     definition that only a header declares would name an undeclared copy. Refused at the launch."""
