@@ -1,9 +1,10 @@
 """What apply writes compiles, host side included, or apply refuses it (exit 2, nothing written).
 
-Each case is a source shape whose rewrite once compiled to the device (the recorder choice builds
-`-cubin` only) or was not compiled at all (an explicit recorder, no nvcc), yet failed in nvcc's
-full build: each is applied with an explicit recorder, compiled whole for sm_90a, and reverted byte
-for byte. hostcheck.py, apply's last check where nvcc is available, is tested on a planted fault."""
+Each case is a source or spec shape whose rewrite once compiled to the device only (the recorder
+choice builds `-cubin`) or was not compiled at all (an explicit recorder, no nvcc), yet failed in
+nvcc's full build: each is now repaired (applied with an explicit recorder, compiled whole for
+sm_90a, reverted byte for byte) or refused at the line to change, nothing written. hostcheck.py,
+apply's last check where nvcc is available, is tested on a planted fault."""
 from __future__ import annotations
 
 import json
