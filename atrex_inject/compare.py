@@ -20,6 +20,7 @@ import numpy as np
 from . import manifest as mf
 from .decode import Launch
 from .errors import AtrexError
+from .grade import source_disagreements
 from .intervals import durations as interval_durations
 from .smclock import MODEL
 from .intervals import pairs
@@ -190,14 +191,14 @@ def figure(vb: np.ndarray, ub: np.ndarray, wb: np.ndarray, va: np.ndarray, ua: n
     launch when both sides hold several; default its unit). Quantiles of each side, the median's
     change, its interval, the rank test on per-unit medians, and the verdict (twosample.judge)."""
     kb, ka = ub if kb is None else kb, ua if ka is None else ka
-    grid = grid_of([vb, va], max(wb.shape[1], wa.shape[1]))
+    points, coarse = grid_of([vb, va], max(wb.shape[1], wa.shape[1]))
     sb, sa = _stats(vb), _stats(va)
-    bb, ba = boot_quantile(vb, ub, wb, 0.5, grid), boot_quantile(va, ua, wa, 0.5, grid)
+    bb, ba = boot_quantile(vb, ub, wb, 0.5, points), boot_quantile(va, ua, wa, 0.5, points)
     test = mann_whitney(grouped_quantile(kb, vb, 0.5)[2], grouped_quantile(ka, va, 0.5)[2])
     out = {"before": sb, "after": sa, **judge(sb["median"], sa["median"], bb, ba, resolution, words, test),
            "rank_test": test, "resolution_ns": resolution}
-    if grid[1] > max(resolution, 1):
-        out["bootstrap_grid_ns"] = grid[1]
+    if coarse:
+        out["bootstrap_bins"] = int(points.size)
     return out
 
 
@@ -315,15 +316,32 @@ def _span(p: _Pair) -> dict:
     return out
 
 
+def _foreign(s: Side, other: Side, art: dict) -> str | None:
+    """Why a valid measurement does not belong to side s's capture, or None: it ran another workload,
+    or it did not hash the capture's clean and instrumented sources (grade's binding; when it
+    hashed the other side's, the two were given the wrong way round)."""
+    wl = art["samples"][0]["sample"]["workload_identity"]  # a valid one: every sample is
+    if wl != s.report["identity"]["workload"]:
+        return f"{s.label}'s measurement ran workload {wl!r}, its capture {s.report['identity']['workload']!r}"
+    hashed = [h["sha256"] for h in art.get("sources", [])]
+    lacks = source_disagreements(s.report["identity"], hashed)
+    if not lacks:
+        return None
+    swapped = not source_disagreements(other.report["identity"], hashed)
+    return (f"{s.label}'s measurement is not of its capture's build: " + "; ".join(lacks)
+            + (f"; it hashed {other.label}'s build: the two measurements are given the wrong way round" if swapped
+               else ""))
+
+
 def _end_to_end(before: Side, after: Side, explicit: bool, notes: list[str]) -> dict | None:
     """The clean builds' change end to end (each side's measurement, arm A): median of AFTER's
     processes over BEFORE's, with measure's seeded bootstrap. A measurement named on the command line
-    must be valid and of its capture's workload (else exit 2); a folder's own measure.json that is
-    not is left out, with a note."""
+    must be valid, of its capture's workload and build (it hashed the capture's clean and instrumented
+    sources), else exit 2; a folder's own measure.json that is not is left out, with a note."""
     if before.measurement is None or after.measurement is None:
         return None
     arts = []
-    for s in (before, after):
+    for s, other in ((before, after), (after, before)):
         try:
             check = validate_measurement(s.measurement)  # a file that is no measurement: exit 2
         except AtrexError as e:
@@ -331,10 +349,8 @@ def _end_to_end(before: Side, after: Side, explicit: bool, notes: list[str]) -> 
                 raise
             check = {"valid": False, "problems": [e.message]}
         art = load_measurement(s.measurement) if check["valid"] else None
-        wl = art and art["samples"][0]["sample"]["workload_identity"]  # a valid one: every sample is
         why = (f"{s.label}'s measurement is rejected: " + "; ".join(check["problems"]) if art is None else
-               f"{s.label}'s measurement ran workload {wl!r}, its capture {s.report['identity']['workload']!r}"
-               if wl != s.report["identity"]["workload"] else None)
+               _foreign(s, other, art))
         if why and explicit:
             raise AtrexError(why, path=str(s.measurement), hint=check.get("next_step") or "measure the build that was "
                                                                                          "captured, on its workload")

@@ -66,16 +66,21 @@ def measurement_identity(measurement: dict) -> dict:
             "binaries": [h["sha256"] for h in measurement.get("binaries", [])]}
 
 
+def source_disagreements(capture: dict, sources: list[str]) -> list[str]:
+    """Which of the capture's two sources (its clean and instrumented sha256) the measurement's
+    hashed sources lack: a measurement belongs to a capture only when it hashed both."""
+    return [f"{what} source: the capture's build has sha256 {_short(capture[key])}, the measurement hashed "
+            f"{', '.join(map(_short, sources)) or 'no sources'} (arm {arm} must be this build: measure with "
+            "--source CLEAN --source INSTRUMENTED)"
+            for arm, key, what in (("B", "instrumented_sha256", "instrumented"), ("A", "clean_sha256", "clean"))
+            if capture[key] not in sources]
+
+
 def _disagreements(capture: dict, meas: dict | None) -> list[str]:
     """Which field of the measurement names another build, workload or device than the capture."""
-    out = []
     if meas is None:
-        return out
-    for arm, key, what in (("B", "instrumented_sha256", "instrumented"), ("A", "clean_sha256", "clean")):
-        if capture[key] not in meas["sources"]:
-            out.append(f"{what} source: the capture's build has sha256 {_short(capture[key])}, the measurement "
-                       f"hashed {', '.join(map(_short, meas['sources'])) or 'no sources'} (arm {arm} must be this "
-                       "build: measure with --source CLEAN --source INSTRUMENTED)")
+        return []
+    out = source_disagreements(capture, meas["sources"])
     for key, how in (("workload", "ATREX_WORKLOAD set to the workload identity the program prints"),
                      ("device", "both on the same GPU")):
         if capture.get(key) != meas[key]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -87,23 +88,61 @@ def _sha_or_none(path: Path) -> str | None:
         return None
 
 
+def _one_inode(x: Path, y: Path) -> bool:
+    """Two names of one file: a hard link is the same (device, inode) wherever it lies."""
+    try:
+        sx, sy = x.stat(), y.stat()
+    except OSError:
+        return False
+    return (sx.st_dev, sx.st_ino) == (sy.st_dev, sy.st_ino)
+
+
 SCRIPTS = (".py", ".sh", ".pl", ".rb", ".js")  # run by an interpreter, importing what lies beside them
+INTERPRETERS = re.compile(r"(python|pypy)[0-9.]*|bash|sh|dash|zsh|perl|ruby|node")
+ENV_TAKES_VALUE = {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}
+PY_TAKES_VALUE = {"-W", "-X"}  # an interpreter flag whose value is the next argument
+
+
+def run_argv(argv: list[str]) -> list[str]:
+    """What an argv runs, without what only changes how it is started: an `env` prefix (its options
+    and NAME=VALUE settings) and an interpreter's flags (`python3 -B x.py` runs x.py; `-c` and `-m`
+    stay, they name what runs)."""
+    i = 0
+    if argv and Path(argv[0]).name == "env":
+        i = 1
+        while i < len(argv) and (argv[i].startswith("-") or "=" in argv[i]):
+            if argv[i] == "--":
+                i += 1
+                break
+            i += 2 if argv[i] in ENV_TAKES_VALUE else 1
+    rest = argv[i:]
+    if rest and INTERPRETERS.fullmatch(Path(rest[0]).name):
+        j = 1
+        while j < len(rest) and rest[j].startswith("-") and rest[j] not in ("-", "-c", "-m"):
+            j += 2 if rest[j] in PY_TAKES_VALUE else 1
+        rest = rest[:1] + rest[j:]
+    return rest
 
 
 def same_program(a: list[str], b: list[str], base: Path) -> str | None:
-    """Why two commands that differ in spelling run the same thing, or None: wherever they differ, the
-    two arguments are one path spelled two ways (dir/prog, dir/./prog), one file, or two files with
-    one sha256 (but for two scripts in two folders: a runner copied beside each build imports that
-    build, as the CuTe DSL runners do). Relative paths are taken under `base` (the folder the samples
-    ran in)."""
-    if len(a) != len(b):
+    """Why two commands that differ in spelling run the same thing, or None. Each is read as what it
+    runs (run_argv: no `env` prefix, no interpreter flags); wherever those differ, the two arguments
+    are one path spelled two ways (dir/prog, dir/./prog), one file (a link, hard or symbolic: one
+    device and inode), or two files with one sha256 (but for two scripts in two folders: a runner
+    copied beside each build imports that build, as the CuTe DSL runners do). Relative paths are taken
+    under `base` (the folder the samples ran in)."""
+    ra, rb = run_argv(a), run_argv(b)
+    if len(ra) != len(rb):
         return None
+    if ra == rb and a != b:
+        return (f"the baseline and instrumented commands both run {' '.join(ra)} (an env prefix and interpreter "
+                "flags set how a program starts, not which): that measures nothing")
     same = []
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(ra, rb)):
         if x == y:
             continue
         fx, fy = _file_of(x, base, i == 0), _file_of(y, base, i == 0)
-        if fx and fy and fx == fy:
+        if fx and fy and (fx == fy or _one_inode(fx, fy)):
             same.append(f"{x} and {y} are one file")
         elif fx and fy and not (fx.suffix in SCRIPTS and fx.parent != fy.parent) \
                 and (sha := _sha_or_none(fx)) and sha == _sha_or_none(fy):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from . import choice, registry
+from . import choice, hostcheck, registry
 from . import manifest as mf
 from .assets import asset_dir
 from .backend import Rewrite
@@ -239,6 +239,8 @@ def _prepare(spec_path: str | Path, root: str | Path | None, options: Options = 
     if picked.mode != plan.mode:
         plan = make_plan(spec, picked.mode)
         rw = rewrite(plan)
+    if picked.how != "fallback":  # a fallback said already that the clean source does not build here
+        rw.warnings.extend(hostcheck.check(spec, text, rw.text, list(options.nvcc_flags)))
     patch = unified_diff(text, rw.text, spec.source_rel)
     launchers = [_Launcher(i, p, rel, data, rw.launchers[rel], unified_diff(t, rw.launchers[rel], rel))
                  for i, (p, rel, data, t) in enumerate(read)]

@@ -7,7 +7,9 @@ one unit are not independent (an owner's loop instances share its SM and its dat
 bootstrap resamples units, never values: each side's units are drawn with replacement, launches
 first when a side holds several, then units within each drawn launch (`Design.draw`). A drawn set
 is a weight per unit; a figure under every drawn set at once is one matrix product, weights x
-(unit x value counts), and a cumulative sum (`boot_quantile`). The rank test is Mann-Whitney's U
+(unit x value counts), and a cumulative sum (`boot_quantile`), counted on the values' ranks (bins of
+equal counts for very large figures), never on a grid set by their range: one outlier cannot
+coarsen it. The rank test is Mann-Whitney's U
 on one value per independent unit (its median), for the same reason. A verdict needs both
 (`judge`). Everything is seeded: the same inputs give the same figures.
 """
@@ -20,13 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .measure import BOOTSTRAP, SEED
-from .tally import rank, step_of
+from .tally import rank
 
 LEVEL = 0.95
 ALPHA = 0.05  # the rank test's level, two-sided
 MAX_UNITS = 8192  # past this many units a side's units are resampled in blocks of consecutive ones
 SPARSE = 8  # gathering a cell's weights costs about this many dense product terms
-MAX_CELLS = 1 << 21  # units x distinct values of one figure; past it values are counted on a coarser grid
+MAX_CELLS = 1 << 21  # units x distinct values of one figure; past it values are counted in bins of equal counts
 
 
 def quantiles(values: np.ndarray, qs=(0.10, 0.50, 0.90)) -> list[float | None]:
@@ -110,36 +112,36 @@ def _multinomial_rows(rng: np.random.Generator, rows: int, n: int, draws: int) -
     return np.bincount(d.ravel(), minlength=rows * n).reshape(rows, n)
 
 
-def grid_of(values: list[np.ndarray], n_units: int) -> tuple[int, int]:
-    """(base, step) the bootstrap counts these values on: their smallest and their own step (the
-    gcd of their offsets from it), or a multiple of that step that keeps units x distinct values
-    under MAX_CELLS (figures of very large captures)."""
-    allv = np.concatenate(values) if values else np.zeros(0, dtype=np.int64)
+def grid_of(values: list[np.ndarray], n_units: int) -> tuple[np.ndarray, bool]:
+    """(points, coarse): the ascending values the bootstrap counts these values on. Their distinct
+    values (exact), or, when units x distinct values would pass MAX_CELLS (figures of very large
+    captures), the pooled values at evenly spaced ranks: bins of equal counts, so one outlier widens
+    only the last bin and never coarsens the rest (a grid set by the range would)."""
+    allv = np.sort(np.concatenate(values)) if values else np.zeros(0, dtype=np.int64)
     if allv.size == 0:
-        return 0, 1
-    lo, hi = int(allv.min()), int(allv.max())
-    step = step_of(allv - lo) or 1
-    cells = (hi - lo) // step + 1
+        return allv, False
+    distinct = np.unique(allv)
     cap = max(MAX_CELLS // max(n_units, 1), 16)
-    return lo, step if cells <= cap else step * -(-cells // cap)
+    if distinct.size <= cap:
+        return distinct, False
+    return np.unique(allv[np.linspace(0, allv.size - 1, cap).astype(np.int64)]), True
 
 
-def boot_quantile(values: np.ndarray, unit: np.ndarray, w: np.ndarray, q: float, grid: tuple[int, int]) -> np.ndarray:
+def boot_quantile(values: np.ndarray, unit: np.ndarray, w: np.ndarray, q: float, points: np.ndarray) -> np.ndarray:
     """Quantile q of the values under each bootstrap set's unit weights w (b, units): unit u's
-    values count w[b, u] times. Values are counted on grid = (base, step), each as the grid point at
-    or below it (exact when step is the values' own); NaN where a set drew no value.
+    values count w[b, u] times. Values are counted on `points` (grid_of), each as the point at or
+    below it (exact when the points are the values' own); NaN where a set drew no value.
 
-    The (unit, grid point) cells holding values, in grid order, are few when units hold few values:
+    The (unit, point) cells holding values, in point order, are few when units hold few values:
     then each set's running count over those cells is w's gathered columns times the cells' counts;
-    else it is the product w @ (units x grid points) summed along the grid."""
+    else it is the product w @ (units x points) summed along the points."""
     if values.size == 0:
         return np.full(w.shape[0], np.nan)
-    base, step = grid
     n = w.shape[1]
-    cell = (values - base) // step
+    cell = np.searchsorted(points, values, side="right") - 1
     nv = int(cell.max()) + 1
     exact = np.float32 if values.size < 1 << 22 else np.float64  # counts stay exact integers either way
-    cells, count = np.unique(cell * n + unit, return_counts=True)  # grid point, then unit
+    cells, count = np.unique(cell * n + unit, return_counts=True)  # point, then unit
     if cells.size * SPARSE < n * nv:
         cum = np.cumsum(w[:, cells % n].astype(exact) * count.astype(exact), axis=1)
         at = cells // n
@@ -150,7 +152,7 @@ def boot_quantile(values: np.ndarray, unit: np.ndarray, w: np.ndarray, q: float,
     total = cum[:, -1]
     need = np.maximum(np.ceil(q * total), 1)
     idx = np.minimum((cum < need[:, None]).sum(axis=1), at.size - 1)
-    return np.where(total > 0, base + at[idx] * float(step), np.nan)
+    return np.where(total > 0, points[at[idx]].astype(np.float64), np.nan)
 
 
 def mann_whitney(x: np.ndarray, y: np.ndarray) -> dict:

@@ -474,6 +474,50 @@ def test_h200_aa_pair_moves_nothing():
 
 
 @needs_pair
+def test_measurements_of_the_other_build_are_refused(tmp_path):
+    """SYNTHETIC: the pair's two measurements given the wrong way round (one workload, so only their
+    sources' hashes tell): named on the command line, exit 2 saying so; as the folders' own
+    measure.json, left out with a note (the end-to-end change would read +17.5% for a -14.9% one)."""
+    mb, ma = PAIR / "before" / "measure.json", PAIR / "after" / "measure.json"
+    code, err = _json(PAIR / "before", PAIR / "after", "--measurement-before", ma, "--measurement-after", mb)
+    assert code == 2 and err["error"].startswith("BEFORE's measurement is not of its capture's build: instrumented "
+                                                 "source: the capture's build has sha256 797a0d8be99dbee1…"), err
+    assert err["error"].endswith("it hashed AFTER's build: the two measurements are given the wrong way round")
+    assert err["path"] == str(ma)
+    before, after = _copy("compare/before", tmp_path / "before"), _copy("compare/after", tmp_path / "after")
+    shutil.copy(ma, before / "measure.json")
+    shutil.copy(mb, after / "measure.json")
+    code, r = _json(before, after)
+    assert code == 0 and r["end_to_end"] is None
+    assert r["notes"][0].startswith("no end-to-end change: BEFORE's measurement is not of its capture's build")
+
+
+@needs_pair
+def test_one_outlier_instance_does_not_hide_the_change(monkeypatch):
+    """SYNTHETIC: one instance of AFTER's streaming loop stretched to 100 ms (a preempted owner, say)
+    on the real change: the bootstrap counts on the values' ranks, so the loop is still faster, its
+    interval below 0 (a grid set by the range of the values made it "no change", [0, 0])."""
+    from atrex_inject import compare
+
+    real, after = compare.durations, mf.for_capture(PAIR / "after").source.source_id
+    planted = []
+
+    def stretched(launch, start, end):
+        p, res = real(launch, start, end)
+        if launch.meta["source_id"] == after and not planted and p["dur"].size:
+            p = {**p, "dur": p["dur"].copy()}
+            p["dur"][0] = 100_000_000
+            planted.append(launch.name)
+        return p, res
+    monkeypatch.setattr(compare, "durations", stretched)
+    r = compare_dirs(PAIR / "before", PAIR / "after").result
+    assert planted
+    iv = {x["name"]: x for x in r["intervals"]}["start -> stream_done"]
+    assert iv["after"]["count"] and iv["verdict"] == "faster", iv["why"]
+    assert -0.2 < iv["ci95"][0] < iv["ci95"][1] < 0
+
+
+@needs_pair
 def test_h200_change_moves_the_loop_and_the_kernel_the_same_way():
     """Four loads in flight per thread instead of one: the streaming loop is faster, and the clean
     builds' end-to-end change has the loop's sign, both from each side's measurement and from the two

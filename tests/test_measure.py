@@ -119,6 +119,35 @@ def test_one_program_under_two_names_is_refused(tmp_path, spelling, why):
     assert not (tmp_path / "m.json").exists()
 
 
+@pytest.mark.parametrize("prefix_a,prefix_b", [
+    ([sys.executable, "-B"], [sys.executable]),
+    (["env", "ATREX_ARM=instrumented", sys.executable], [sys.executable]),
+    (["/usr/bin/env", "-u", "HOME", sys.executable, "-W", "ignore", "-u"], ["env", sys.executable, "-X", "dev"]),
+])
+def test_one_program_started_two_ways_is_refused(tmp_path, prefix_a, prefix_b):
+    """One script as both arms, one started through an `env` prefix or with interpreter flags: what
+    runs is the same, so it is refused before any sample, naming it."""
+    rest = [PROG, *cmd("good", 1.0)[2:]]
+    req = Request(prefix_a + rest, prefix_b + rest, warmup=3, iterations=7)
+    with pytest.raises(AtrexError) as e:
+        measure(req, tmp_path / "m.json")
+    assert e.value.message == (f"the baseline and instrumented commands both run {sys.executable} {PROG} good 1.0 "
+                               "{warmup} {iterations} (an env prefix and interpreter flags set how a program starts, "
+                               "not which): that measures nothing")
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_a_hard_link_in_another_folder_is_one_program(tmp_path):
+    """The script hard-linked into another folder is one file (one device and inode), not a runner
+    copied beside another build: refused, here and when an artifact is rechecked."""
+    (tmp_path / "other").mkdir()
+    link = tmp_path / "other" / "prog.py"
+    link.hardlink_to(PROG)
+    why = same_program([sys.executable, PROG, "good"], ["env", sys.executable, "-B", str(link), "good"], tmp_path)
+    assert why == (f"the baseline and instrumented commands run the same program ({PROG} and {link} are one file): "
+                   "that measures nothing")
+
+
 def test_one_runner_beside_each_build_is_two_programs(tmp_path):
     """A script copied beside each build (the CuTe DSL runners: one runner, importing the kernel module
     beside it) runs two programs: the same bytes in two folders are not refused."""

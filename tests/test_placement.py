@@ -367,3 +367,27 @@ def test_a_kernel_declared_by_a_macro_defined_elsewhere_is_found_with_declared_b
     assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
     snapshot.revert(spec)
     assert src.read_text() == MACRO_KERNEL
+
+
+GOTO_LOOP = """\
+__global__ void k(float* x, int n) {
+  int i = 0;
+again:
+  x[i] += 1.f;
+  if (++i < n) goto again;
+  i = 0;
+next: twice: x[i] *= 2.f;
+  if (++i < n) goto next;
+}
+"""
+
+
+def test_before_a_labelled_statement_goes_below_its_label_so_every_goto_runs_it(tmp_path):
+    spec = make_project(tmp_path, GOTO_LOOP, site('stmt = "x[i] += 1.f"'), site('stmt = "x[i] *= 2.f"', name="b"))
+    lines = applied(spec)
+    i = probe_line(lines)
+    assert lines[i - 1:i + 2] == ["again:", "  __atrex_r0.rec(0u);  // atrex: site a (id 0, before)",
+                                  "  x[i] += 1.f;"]
+    assert lines[probe_line(lines, "b")] == "next: twice: __atrex_r0.rec(1u); /* atrex: site b (id 1, before) */ x[i] *= 2.f;"
+    code, out = cli("apply", "--dry-run", "--json", spec)
+    assert code == 0 and [x["source_line"] for x in json.loads(out)["sites"]] == [4, 7]

@@ -3,11 +3,12 @@ stays byte for byte what it was, the probes go into the copy, and in the copy on
 run the instrumented body (docs/design.md)."""
 from __future__ import annotations
 
+import bisect
 import re
 
 from ..plan import Plan, RecorderMode
 from .edits import AFTER, Edits, Replacement
-from .source import Kernel, Kind, SourceFile, Stmt
+from .source import Kernel, Kind, SourceFile, Stmt, asm_unscoped
 
 CLONE_SUFFIX = "__atrex"  # the instrumented copy of kernel K is K__atrex
 
@@ -32,6 +33,9 @@ def kernel_split(src: SourceFile, kernel: Kernel, anchored: dict[str, Stmt]) -> 
                 return f"it has a goto at line {src.lines.line(s.start)}"
     if first == len(kids):
         return "nothing follows its __shared__ declarations"
+    twice = next(filter(None, (asm_unscoped(c, src.lines, kernel.macros) for c in kids[first:])), None)
+    if twice:
+        return twice
     anchored_stmts = set(anchored.values())
     for c in kids[:first]:
         for s in c.walk():
@@ -99,10 +103,11 @@ def clone_kernel(edits: Edits, kernel: Kernel, declarations, mode: RecorderMode 
             lead = re.sub(r"^template\s*<\s*>\s*", "", lead)
         return held(lead, mode) + kernel.name + CLONE_SUFFIX + text[name_end:end]
 
-    note = (f"// atrex: {kernel.name}{CLONE_SUFFIX}, the instrumented copy of {kernel.name}, "
-            f"launched in its place only while recording")
-    for d in declarations:
-        edits.insert(d.end, AFTER, f"{nl}{head(d.start, d.name_span, d.name_end, d.end)}  {note}",
+    what = f"{kernel.name}{CLONE_SUFFIX}, the instrumented copy of {kernel.name}, launched in its place only while recording"
+    note = f"// atrex: {what}"
+    for d in declarations:  # on a line of its own, or inline where code follows (a block-scope `extern`)
+        decl = head(d.start, d.name_span, d.name_end, d.end)
+        edits.insert(d.end, AFTER, f"{nl}{decl}  {note}" if edits.rest_blank(d.end) else f" {decl} /* atrex: {what} */",
                      1)
     holder: list[Replacement] = []
 
@@ -133,6 +138,26 @@ def held(lead: str, mode: RecorderMode | None) -> str:
         lead = lead[:m.start()] + lead[i:].lstrip(" ")
     g = _GLOBAL.search(lead)
     return f"{lead[:g.end()]} __maxnreg__({mode.max_registers}){lead[g.end():]}" if g else lead
+
+
+def default_arguments(src: SourceFile, heads: list[tuple[int, int]]) -> bool:
+    """Does one of the kernel's heads ((name end, end of head) offsets: its definition's and its
+    declarations') give a parameter a default? A launch through a conditional expression, `(on ?
+    k__atrex : k)<<<...>>>(p)`, calls a pointer, which has no defaults, so it cannot leave that
+    argument out."""
+    toks = src.tokens.toks
+    for a, b in heads:
+        i = bisect.bisect_left(toks.ends, a + 1)
+        while i < len(toks) and toks.ends[i] <= b and toks.name(i) != "LPAR":
+            i += 1
+        if i >= len(toks) or toks.ends[i] > b:  # no parameter list here (a head written by a macro)
+            continue
+        j, close = i + 1, src.tokens.match[i]
+        while j < close:
+            if toks.name(j) == "PUNCT" and toks[j].value == "=":
+                return True
+            j = src.tokens.match.get(j, j) + 1  # over a bracketed group: `f(a = b)` is no default
+    return False
 
 
 def copy_of(text: str, kernel: Kernel, named_by: tuple[int, int], name_span: tuple[int, int]) -> str:

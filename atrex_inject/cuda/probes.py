@@ -3,6 +3,8 @@ groups, capture plan), each group's recorder, and each site's probe statement, a
 plan's recorder mode (plan.RecorderMode)."""
 from __future__ import annotations
 
+import re
+
 from ..fsio import sha256_bytes
 from ..layout import resident_rings
 from ..plan import Plan
@@ -10,7 +12,7 @@ from ..source_id import SOURCE_ID_PLACEHOLDER
 from ..spec import Site
 from .edits import Edits
 from .loops import loop_exits
-from .source import HEADER_SUFFIXES, JUMP_KINDS, Kind, Stmt
+from .source import HEADER_SUFFIXES, JUMP_KINDS, Kind, SourceFile, Stmt
 
 HEADER = "atrex_timeline.cuh"
 MARK = "// atrex: instrumented"
@@ -18,6 +20,23 @@ MARK = "// atrex: instrumented"
 # struct and checks this order): the prefix fills the aggregate by name here, positionally there
 KERNEL_PLAN_FIELDS = ("kernel", "source_id_hex", "groups", "n_groups", "capacity", "capture_skip", "capture_count",
                       "launches", "scratch", "scratch_bytes", "bound", "scratch_dims", "staging_warps")
+
+
+# the runtime's functions the inserted code calls by name (recorders, capture sessions, the guard)
+CALLED = frozenset({"finish", "on", "rec", "rec_active", "rec_every", "rec_held", "hold", "release", "release_loop",
+                    "flush", "trips_begin", "cta_selected"})
+_DEFINE = re.compile(r"\s*#\s*define\s+(\w+)")
+
+
+def macro_clash(src: SourceFile) -> tuple[str, int] | None:
+    """(name, line) of a macro the file defines with the name of a function the inserted code calls
+    (`#define finish() ...`): the preprocessor would expand that call into the user's text."""
+    toks = src.tokens.toks
+    for i in toks.indices({"PREPROC"}):
+        m = _DEFINE.match(toks[i].value)
+        if m and m.group(1) in CALLED:
+            return m.group(1), src.lines.line(toks[i].start_pos + len(toks[i].value) - len(toks[i].value.lstrip()))
+    return None
 
 
 def static_suffix(source_rel: str) -> str:

@@ -56,6 +56,24 @@ def instructions(template: str) -> list[PtxInstr] | None:
     return out
 
 
+def unscoped(template: str) -> list[str]:
+    """What the template declares at its top level, outside `{ }`: `.reg` registers, and labels not
+    made unique with `%=`. Written twice in one function (two copies of a body, or of a loop),
+    ptxas refuses them as defined twice; inside braces each copy has its own."""
+    try:
+        tree = parser("ptx.lark").parse(template)
+    except LarkError:
+        return []
+    out = []
+    for node in tree.children:
+        first = node.children[0] if node.children else None
+        if node.data == "instr" and isinstance(first, Token) and first.value == ".reg":
+            out.append(" ".join(template[node.meta.start_pos:node.meta.end_pos].split()))
+        elif node.data == "label" and "%=" not in first.value:
+            out.append(f"{first.value}:")
+    return out
+
+
 def opcode_matches(opcode: str, pattern: str) -> bool:
     """`wgmma.commit_group` matches `wgmma.commit_group.sync.aligned`: dot-component prefix."""
     want = pattern.strip().split(".")

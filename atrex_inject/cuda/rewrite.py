@@ -18,11 +18,12 @@ from ..plan import Plan
 from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
-from .clone import CLONE_SUFFIX, clone_kernel, guard, kernel_split, versioned_body
+from .clone import CLONE_SUFFIX, clone_kernel, default_arguments, guard, kernel_split, versioned_body
 from .edits import Edits
 from .launches import find_all
 from .names import KernelName, select_kernel
-from .probes import MARK, loop_site, prefix, recorders, site_code, site_label, static_suffix
+from .probes import MARK, loop_site, macro_clash, prefix, recorders, site_code, site_label, static_suffix
+from .scope import hidden, locals_of, parameters, point
 from .sampling import Sampling, interval_spans, sample_loops, strip_mine, trips
 from .uniform import barrier_loop, not_uniform
 from .wrap import wrap_launches
@@ -41,11 +42,19 @@ def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[s
                         hint="revert it first: atrex-inject revert SPEC")
     src = parse_source(text, spec.source_rel, spec.declared_by)  # a UTF-8 BOM is set aside here, once (src.bom)
     kernel = _kernel(spec, src)
+    clash = macro_clash(src)
+    if clash:
+        raise SpecError(f"the macro {clash[0]!r} defined here has the name of a function of the recorder runtime "
+                        "that the inserted code calls: the preprocessor would expand that call",
+                        path=str(spec.source), line=clash[1],
+                        hint=f"rename the macro (or #undef {clash[0]} where it is no longer used, before the kernel "
+                             "and its launches), then apply again")
     anchored = {site.name: resolve(spec, src, kernel, site) for site in spec.sites
                 if site.anchor.kind not in ("entry", "exit")}
     split = kernel_split(src, kernel, anchored)
     versioned = isinstance(split, int)
-    sampling = sample_loops(plan, anchored, src.text)
+    _refuse_hidden(spec, src, kernel, anchored, kernel.body.children[split].start if versioned else kernel.body.start + 1)
+    sampling = sample_loops(plan, anchored, src, kernel)
     spans = interval_spans(plan, sampling, anchored, src)
     edits = Edits(src)
     placed = _place_sites(plan, edits, kernel, anchored, sampling, versioned)
@@ -54,11 +63,13 @@ def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[s
         trips(edits, sm, plan) if sm.trip else strip_mine(edits, sm, set(anchored.values()))
     if versioned:
         versioned_body(edits, kernel, split, guard(plan), placed.entry)
-    clone_kernel(edits, kernel, [d for d in src.declarations if (d.qualname, d.targs) == (kernel.qualname, kernel.targs)],
-                 plan.mode)
+    decls = [d for d in src.declarations if (d.qualname, d.targs) == (kernel.qualname, kernel.targs)]
+    clone_kernel(edits, kernel, decls, plan.mode)
+    defaults = default_arguments(src, [(kernel.name_end, kernel.body_start), *((d.name_end, d.end) for d in decls)])
     sfx = static_suffix(spec.source_rel)
     files, warnings = find_all(spec, src, kernel, launchers or {})
-    wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx)
+    _refuse_undeclared_copy(spec, kernel, decls, [*files[0].scan.captured, *files[0].scan.mirrors])
+    wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx, defaults)
     out, sid = _render(edits, prefix(plan, sfx, runtime), sfx)
     lines = out.split("\n")
     for p in placed.placements:
@@ -81,7 +92,7 @@ def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[s
     others = {}
     for f in files[1:]:
         e = Edits(f.src)
-        wrap_launches(e, f.scan.captured, f.scan.mirrors, kernel, sfx)
+        wrap_launches(e, f.scan.captured, f.scan.mirrors, kernel, sfx, defaults)
         others[f.src.path] = _render(e, "", sfx)[0]
     return Rewrite(out, sid, placed.placements, [l.to_json() for f in files for l in f.scan.captured], warnings,
                    {"perturbation": perturbation}, not_captured=[n.to_json() for f in files for n in f.scan.not_captured],
@@ -132,6 +143,41 @@ def _place_sites(plan: Plan, edits: Edits, kernel: Kernel, anchored: dict[str, S
     names = ", ".join(f"__atrex_r{g.id}" for g in plan.groups)
     placed.exit.append((f"atrex::finish({names});", "publish event counts, every owner group"))
     return placed
+
+
+def _refuse_hidden(spec: ProbeSpec, src: SourceFile, kernel: Kernel, anchored: dict[str, Stmt], entry: int) -> None:
+    """A payload or predicate naming a local of the kernel that is not in scope where it is pasted
+    (scope.py): a site's payload at its probe, a predicate at the recorders (`entry`)."""
+    locals_, params = locals_of(kernel, src.lines), parameters(kernel)
+    for site in spec.sites:
+        kind = site.anchor.kind
+        at = (entry if kind == "entry" else kernel.body.end - 1 if kind == "exit" else
+              point(anchored[site.name], site.position))
+        for what, expr, where in (("payload", site.payload, at), ("predicate", site.predicate, entry)):
+            loc = hidden(expr, where, locals_, params) if expr else None
+            if loc is None:
+                continue
+            place = ("the kernel's entry, where the recorders are made" if where == entry else
+                     "the kernel's exits" if kind == "exit" else
+                     f"{site.position} line {src.lines.line(anchored[site.name].start)}")
+            raise AnchorError(f"site {site.name!r}: its {what} {expr!r} names {loc.name!r}, a local declared at "
+                              f"{spec.source_rel}:{loc.line}, which is not in scope where the {what} goes ({place})",
+                              path=str(spec.path), line=site.line,
+                              hint=f"write the {what} with names in scope there (the kernel's parameters, threadIdx, "
+                                   "blockIdx, and locals declared above it in an enclosing block), or move the site")
+
+
+def _refuse_undeclared_copy(spec: ProbeSpec, kernel: Kernel, decls, uses) -> None:
+    """The copy is declared after each declaration of the kernel in this file and defined after its
+    definition: a launch (or attribute call) above both, through a declaration in a header, would
+    name a copy not yet declared."""
+    for u in uses:
+        if u.stmt[0] < kernel.decl_start and not any(d.end <= u.stmt[0] for d in decls):
+            raise SpecError(f"kernel {kernel.label} is used at line {u.line} before its definition at line "
+                            f"{kernel.line}, and {spec.source_rel} declares it nowhere above that use (a header "
+                            "does): the instrumented copy would not be declared there", path=str(spec.source),
+                            line=u.line, hint=f"declare the kernel in {spec.source_rel} above line {u.line} (its "
+                                              "head and `;`), or define it above its launches, then apply again")
 
 
 def _refuse_after_jump(spec: ProbeSpec, site: Site, stmt: Stmt) -> None:

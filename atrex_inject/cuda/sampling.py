@@ -12,7 +12,7 @@ from ..plan import Plan
 from ..spec import Site
 from .edits import Edits
 from .loops import CanonicalLoop, canonical_loop, leading_loads
-from .source import LOOP_KINDS, Kind, SourceFile, Stmt
+from .source import LOOP_KINDS, Kernel, Kind, SourceFile, Stmt, asm_unscoped
 
 
 @dataclass(eq=False)
@@ -66,16 +66,17 @@ class Sampling:
         return {s.name: sm for sm in self.loops.values() for s in sm.sites}
 
 
-def sample_loops(plan: Plan, anchored: dict[str, Stmt], text: str) -> Sampling:
+def sample_loops(plan: Plan, anchored: dict[str, Stmt], src: SourceFile, kernel: Kernel) -> Sampling:
     """The loops to strip-mine, hold or record in trips (_plan_sampling), without those of a
     resident group that only held probes would justify and none can have (not_held)."""
-    loops, refused = _plan_sampling(plan, anchored, text)
+    loops, refused = _plan_sampling(plan, anchored, src, kernel)
     unheld = not_held(plan, loops, anchored)
     loops = {loop: sm for loop, sm in loops.items() if sm.every > 1 or any(s.name not in unheld for s in sm.sites)}
     return Sampling(loops, refused, unheld)
 
 
-def _plan_sampling(plan: Plan, anchored: dict[str, Stmt], text: str) -> tuple[dict[Stmt, StripMine], list[dict]]:
+def _plan_sampling(plan: Plan, anchored: dict[str, Stmt], src: SourceFile,
+                   kernel: Kernel) -> tuple[dict[Stmt, StripMine], list[dict]]:
     """Which loops holding sampled sites are strip-mined, and why the others are not. With resident
     rings a loop whose sites are all dense is "strip-mined by 1" too: its warp's slot is held across
     the loop instead of being looked up in the table at each probe (a lane test and the table's
@@ -98,7 +99,8 @@ def _plan_sampling(plan: Plan, anchored: dict[str, Stmt], text: str) -> tuple[di
         everies = sorted({s.every for s in sites})
         others = [s.name for s in spec.sites if s.name in anchored and s not in sites
                   and _anchored_in(anchored[s.name], s, loop)]
-        form = canonical_loop(loop, text)
+        form = canonical_loop(loop, src.text)
+        twice = asm_unscoped(loop, src.lines, kernel.macros)  # each transform writes the body more than once
         if len(everies) > 1:
             why = "its sampled sites have different `every` values " + ", ".join(map(str, everies))
         elif others:
@@ -107,6 +109,8 @@ def _plan_sampling(plan: Plan, anchored: dict[str, Stmt], text: str) -> tuple[di
             why = form
         elif loop.body.kind != Kind.BLOCK:
             why = "its body is not a braced block"
+        elif twice:
+            why = twice
         elif staged and everies == [1]:
             trip, per_iteration = _trip(plan, sites, loop, anchored)
             if trip:

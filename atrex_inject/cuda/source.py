@@ -291,11 +291,22 @@ def _build(node: Tree, off: int, pragmas: frozenset[str]) -> Stmt:
             subs.append(_build(c, off, pragmas))
         else:
             own.extend(_moved(t, off) for t in _tokens(c))
+    if kind == Kind.SIMPLE:
+        start = _past_labels(own, start)
     s = Stmt(kind, start, end, own, subs, lead=start)
     for c in subs:
         c.parent = s
     _mark_pragma_leads(subs, pragmas)
     return s
+
+
+def _past_labels(own: list[Token], start: int) -> int:
+    """Where a labelled statement (`again: x += 1;`) starts: after its labels, so a probe placed
+    before it runs on every `goto` to the label, not only when control falls into it."""
+    i = 0
+    while i + 2 < len(own) and own[i].type == "WORD" and own[i + 1].type == "COLON":
+        i += 2
+    return own[i].start_pos if i else start
 
 
 def _is_pragma(s: Stmt, pragmas: frozenset[str]) -> bool:
@@ -763,10 +774,31 @@ def asm_instructions(stmt: Stmt, macros: Macros = Macros()) -> list[ptx.PtxInstr
     return _instructions(stmt.own[1:], macros)
 
 
+def asm_unscoped(stmt: Stmt, lines: Lines, macros: Macros) -> str | None:
+    """Why `stmt` cannot be written twice in one function (a versioned body, a strip-mined loop), or
+    None: an asm in it declares PTX registers or labels outside braces (ptx.unscoped)."""
+    for s in stmt.walk():
+        template = _template(s.own[1:], macros) if s.kind == Kind.ASM else None
+        names = ptx.unscoped(template) if template else []
+        if names:
+            return (f"the asm at line {lines.line(s.start)} declares {', '.join(f'`{n}`' for n in names)} outside "
+                    "braces in its PTX, which two copies in one function would declare twice (put its PTX in `{ }` "
+                    "to allow it)")
+    return None
+
+
 def _instructions(toks: Iterable[Token], macros: Macros) -> list[ptx.PtxInstr] | None:
-    """The instructions of the template that starts the tokens after `asm` (its string literals and
-    the file's string macros among them, first included: `FENCE ";"`). A macro defined elsewhere
-    expands to nothing here, which may make the template unreadable: None, so it is listed."""
+    """The instructions of the template that starts the tokens after `asm`; None when it cannot be
+    read (_template)."""
+    template = _template(toks, macros)
+    return None if template is None else ptx.instructions(template)
+
+
+def _template(toks: Iterable[Token], macros: Macros) -> str | None:
+    """The template that starts the tokens after `asm` (its string literals and the file's string
+    macros among them, first included: `FENCE ";"`); "" when it has none. A macro defined
+    elsewhere expands to nothing here, which may make the template unreadable: None, so it is
+    listed."""
     strings: list[str] = []
     unknown = False
     for t in toks:
@@ -780,5 +812,5 @@ def _instructions(toks: Iterable[Token], macros: Macros) -> list[ptx.PtxInstr] |
         else:
             break
     if not strings:
-        return None if unknown else []
-    return ptx.instructions(ptx.template_of(strings))
+        return None if unknown else ""
+    return ptx.template_of(strings)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from .clone import CLONE_SUFFIX, copy_of
 from .edits import AFTER, BEFORE, Edits
-from .launches import Launch, Mirror
+from .launches import CHEVRON, Launch, Mirror
 from .source import Kernel
 
 
-def wrap_launches(edits: Edits, launches: list[Launch], mirrors: list[Mirror], kernel: Kernel, sfx: str) -> None:
+def wrap_launches(edits: Edits, launches: list[Launch], mirrors: list[Mirror], kernel: Kernel, sfx: str,
+                  defaults: bool) -> None:
     """Bracket each captured launch's statement with a capture session, `{ Capture c(...); STMT
     c.finish(); }`, and have the launch pick the instrumented copy while the session records:
     `(c.on() ? K__atrex<T> : K<T>)` in place of its kernel expression (through an alias:
@@ -17,7 +18,8 @@ def wrap_launches(edits: Edits, launches: list[Launch], mirrors: list[Mirror], k
     (nothing after it runs): the session's destructor finishes it as the return leaves the braces.
     A template kernel launched with deduced template arguments (`k<<<g, b>>>(x)`) cannot be named
     in a conditional expression, so its statement is written twice: `if (c.on()) { STMT with
-    k__atrex } else { STMT }`. Each call setting the kernel's attributes is repeated for the copy
+    k__atrex } else { STMT }`; so is a `<<<...>>>` launch of a kernel with default arguments
+    (`defaults`: the conditional is a pointer, which has none). Each call setting the kernel's attributes is repeated for the copy
     right after it."""
     text = edits.src.text
     for n, l in enumerate(launches):
@@ -28,7 +30,10 @@ def wrap_launches(edits: Edits, launches: list[Launch], mirrors: list[Mirror], k
         close = ((finish + " }").strip() if l.braced else finish,
                  "end of capture session" + (" (the return finishes it)" if l.shape == "return" else ""))
         if l.deduced:
-            _two_branches(edits, l, cap, open_, close)
+            _two_branches(edits, l, cap, open_, close, "its template arguments deduced as the kernel's")
+            continue
+        if defaults and l.via == CHEVRON and l.alias is None:
+            _two_branches(edits, l, cap, open_, close, "its default arguments given as the kernel's")
             continue
         edits.insert(l.callee[0], BEFORE, f"({cap}.on() ? {copy_of(text, kernel, l.named_by, l.name_span)} : ")
         edits.insert(l.callee[1], AFTER, ")")
@@ -46,11 +51,12 @@ def wrap_launches(edits: Edits, launches: list[Launch], mirrors: list[Mirror], k
             edits.insert(b, AFTER, " " + edits.inline([item]), 1)
 
 
-def _two_branches(edits: Edits, l: Launch, cap: str, open_: tuple[str, str], close: tuple[str, str]) -> None:
+def _two_branches(edits: Edits, l: Launch, cap: str, open_: tuple[str, str], close: tuple[str, str],
+                  why: str) -> None:
     """The launch's statement once with the copy's name, for `cap.on()`, and once as it is."""
     text, (a, b), n1 = edits.src.text, l.stmt, l.name_span[1]
     copy = text[a:n1] + CLONE_SUFFIX + text[n1:b]
-    on = (f"if ({cap}.on()) {{", "the instrumented copy, its template arguments deduced as the kernel's")
+    on = (f"if ({cap}.on()) {{", f"the instrumented copy, {why}")
     if edits.starts_line(a) and edits.rest_blank(b):
         ind, nl = edits.indent(a), edits.nl
         edits.insert(edits.src.lines.line_start(a), BEFORE, edits.lines_of([open_, on], ind) + ind + copy + nl

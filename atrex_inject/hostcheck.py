@@ -1,0 +1,99 @@
+"""apply's last check before it writes: the instrumented source compiles whole, host side included.
+
+The recorder choice compiles device code only (`-cubin`), and with an explicit recorder nothing is
+compiled at all, so a rewrite the host compiler refuses (a launch through `(on ? k__atrex : k)`
+that drops a default argument) or one the device compiler refuses (a payload out of scope) would be
+written with exit 0. Where nvcc is available the instrumented text is compiled to an object with the
+build's flags; if it fails while the clean text compiles the same way, apply refuses, naming nvcc's
+first error and the instrumented line. A clean text that does not compile on its own (it needs
+flags or a build context the spec does not give) cannot judge the rewrite: that is a warning.
+Successes are remembered in the build cache (sass.BUILD_CACHE_ENV) under a key of everything the
+compile read.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import choice
+from .assets import asset_dir
+from .errors import AtrexError
+from .fsio import sha256_bytes, write_atomic
+from .sass import BUILD_CACHE_ENV, include_digest, nvcc
+from .spec import ProbeSpec
+
+_ERROR_AT = re.compile(r"^(?P<file>[^:\s]+)\((?P<line>\d+)\): (?:fatal )?error"
+                       r"|^(?P<file2>[^:\s]+):(?P<line2>\d+):\d+: (?:fatal )?error", re.M)
+
+
+def _compile(t: choice.Target, tmp: Path, name: str) -> str | None:
+    """nvcc's error output when `t.text` does not compile to an object, or None."""
+    src = tmp / f"{name}{t.suffix}"
+    src.write_text(t.text)
+    unit = src
+    if t.suffix != ".cu":  # a header is compiled through a .cu that includes it
+        unit = tmp / f"{name}.cu"
+        unit.write_text(f'#include "{src.name}"\n')
+    folders = [str(asset_dir("runtime")), *t.include]
+    cmd = [nvcc(), "-c", *(f"-I{d}" for d in folders), *t.flags, "-o", str(tmp / f"{name}.o"), str(unit)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=t.spec.path.parent)
+    except OSError as e:
+        return f"cannot run nvcc: {e}"
+    return None if p.returncode == 0 else p.stderr.strip() or p.stdout.strip() or f"nvcc exit {p.returncode}"
+
+
+def _cache_mark(t: choice.Target) -> Path | None:
+    folder = os.environ.get(BUILD_CACHE_ENV)
+    if not folder:
+        return None
+    deps = include_digest([str(asset_dir("runtime")), *t.include], t.flags, t.spec.path.parent)
+    key = sha256_bytes("\0".join([t.text, deps, t.suffix]).encode())[:32]
+    return Path(folder) / f"host-{key}.ok"
+
+
+def _first_error(log: str, name: str) -> tuple[int | None, str]:
+    """(line in the compiled text, the error's line of nvcc's output) of the first error."""
+    for m in _ERROR_AT.finditer(log):
+        if Path(m["file"] or m["file2"]).name.startswith(name):
+            end = log.find("\n", m.end())
+            said = log[m.start():end if end >= 0 else len(log)].split(": ", 1)[1]  # no temporary path
+            return int(m["line"] or m["line2"]), said.strip()[:300]
+    lines = [re.sub(r"(?<!\S)/\S*/", "", l.strip()) for l in log.splitlines() if l.strip()]  # no temporary folder
+    return None, next((l for l in lines if "error" in l), lines[-1] if lines else log)[:300]
+
+
+def check(spec: ProbeSpec, clean: str, instrumented: str, flags: list[str] | None = None) -> list[str]:
+    """Refuse (AtrexError, exit 2) an instrumented text that does not compile where its clean text
+    does; the warnings to keep where it could not be judged. Nothing to do without nvcc or for a
+    backend that records to buffers of its own."""
+    t = choice.target(spec, instrumented, flags)
+    if t is None:
+        return []
+    mark = _cache_mark(t)
+    if mark is not None and mark.is_file():
+        return []
+    with tempfile.TemporaryDirectory(prefix="atrex-host-") as tmp:  # not beside the source: -I names its folder
+        err = _compile(t, Path(tmp), "instrumented")
+        if err is None:
+            if mark is not None:
+                try:
+                    write_atomic(mark, b"")
+                except OSError:
+                    pass  # an unwritable cache is checked again next time
+            return []
+        clean_err = _compile(choice.Target.of(spec, clean, flags), Path(tmp), "clean")
+    if clean_err is not None:
+        return [f"the instrumented source was not compiled as a whole (host side included): the clean source does "
+                f"not compile on its own with {' '.join(t.flags)} ({_first_error(clean_err, 'clean')[1]}); pass "
+                "your build's flags with --nvcc-flag or [build] nvcc_flags"]
+    line, said = _first_error(err, "instrumented")
+    text = t.text.split("\n")[line - 1].strip() if line and line <= t.text.count("\n") + 1 else ""
+    where = f" at line {line} of the instrumented text ({text[:160]!r})" if line else ""
+    raise AtrexError(f"the instrumented {spec.source_rel} does not compile while the clean one does: nvcc says "
+                     f"{said}{where}; nothing was written", path=str(spec.path),
+                     hint="this rewrite is a defect of atrex-inject: anchor the site elsewhere or pick another "
+                          "recorder (--recorder), and report the spec and the source")
