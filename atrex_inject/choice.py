@@ -135,6 +135,18 @@ def _constraint(mode: RecorderMode) -> dict:
     return {"max_registers": mode.max_registers} if mode.max_registers else {}
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
+
+
+def _include_of(launcher: str, path: Path, header: Path, search: list[Path]) -> str | None:
+    """How `launcher` (at `path`) writes its #include of `header`, where one of `search` finds it."""
+    target = header.resolve()
+    for m in _INCLUDE.finditer(launcher):
+        if any((d / m.group(1)).resolve() == target for d in search):
+            return m.group(1)
+    return None
+
+
 def describe(mode: RecorderMode) -> str:
     return f"{mode.path.value}{f', registers held to {mode.max_registers}' if mode.max_registers else ''}"
 
@@ -153,11 +165,13 @@ class Target:
     kernel: str = ""  # the kernel's qualified name as the SASS check looks it up
     not_uniform: str | None = None  # why a site may run on part of a warp (cuda/uniform.py): no staged rings
     barrier_loop: int | None = None  # line of a loop recorded every iteration that waits at a CTA barrier
+    launchers: dict[str, str] = field(default_factory=dict)  # the spec's launchers: rel path -> clean text
     clean: object = field(default=None, repr=False)  # the clean build (sass.Build), once built
     built: dict = field(default_factory=dict, repr=False)  # RecorderMode -> (its rewrite, its sass.Build), as choose built them
 
     @classmethod
-    def of(cls, spec: ProbeSpec, text: str, flags: list[str] | None = None) -> "Target":
+    def of(cls, spec: ProbeSpec, text: str, flags: list[str] | None = None,
+           launchers: dict[str, str] | None = None) -> "Target":
         runtime, suffix = None, spec.source.suffix
         if suffix == ".py":  # CUDA source in a Python string (kernelpy/): its text, built as a .cu file
             from .kernelpy.locate import locate  # noqa: PLC0415
@@ -168,24 +182,48 @@ class Target:
         from .sass import torch_include_dirs  # noqa: PLC0415
         return cls(spec, text, runtime, suffix, list(flags or spec.nvcc_flags or DEFAULT_FLAGS),
                    [str(spec.source.parent), *torch_include_dirs(text)], spec.capture.warps * 32 or None,
-                   "::".join(KernelName.parse(spec.kernel).parts))
+                   "::".join(KernelName.parse(spec.kernel).parts), launchers=dict(launchers or {}))
 
-    def unit(self, tmp: Path, name: str, text: str) -> Path:
-        """`text` written into `tmp` as the spec's source, and the file nvcc compiles: the source, or
-        for a header a .cu that includes it."""
+    def unit(self, tmp: Path, name: str, text: str, launchers: dict[str, str] | None = None) -> tuple[Path, list[str]]:
+        """`text` written into `tmp` as the spec's source, the file nvcc compiles and the include
+        folders it needs. A header is compiled through the launcher that includes it (`launchers`:
+        their texts, as rewritten with `text`; default the clean ones), with `text` served first
+        where that launcher's #include finds it: a template kernel exists only as its launches
+        instantiate it, and its copy only as the rewritten launches do. Without such a launcher, a
+        .cu that includes the header."""
+        if self.suffix == ".cu":
+            src = tmp / f"{name}.cu"
+            src.write_text(text)
+            return src, self.include
+        texts = launchers if launchers is not None else self.launchers
+        for rel, launcher in texts.items():
+            written = _include_of(launcher, self.spec.root / rel, self.spec.source, self._search(rel))
+            if written:
+                shadow = tmp / name / "shadow"
+                (shadow / written).parent.mkdir(parents=True, exist_ok=True)
+                (shadow / written).write_text(text)
+                unit = tmp / name / Path(rel).name
+                unit.write_text(launcher)
+                return unit, [str(shadow), *self.include, str((self.spec.root / rel).parent)]
         src = tmp / f"{name}{self.suffix}"
         src.write_text(text)
-        if self.suffix != ".cu":
-            unit = tmp / f"{name}.cu"
-            unit.write_text(f'#include "{src.name}"\n')
-            src = unit
-        return src
+        unit = tmp / f"{name}.cu"
+        unit.write_text(f'#include "{src.name}"\n')
+        return unit, self.include
 
-    def build(self, tmp: Path, name: str, text: str):
+    def _search(self, rel: str) -> list[Path]:
+        """Where a launcher's #include is looked for: its own folder, the include folders, the
+        flags' -I folders (read from the spec's folder)."""
+        here = self.spec.path.parent
+        return [(self.spec.root / rel).parent, *map(Path, self.include),
+                *(here / f[2:] for f in self.flags if f.startswith("-I") and len(f) > 2)]
+
+    def build(self, tmp: Path, name: str, text: str, launchers: dict[str, str] | None = None):
         """Compile `text` as the spec's source (unit)."""
         from . import sass  # noqa: PLC0415
         torch = sass.includes_torch(self.text) and len(self.include) == 1
-        return sass.build(self.unit(tmp, name, text), self.include, self.flags, cwd=self.spec.path.parent, hint=(
+        unit, include = self.unit(tmp, name, text, launchers)
+        return sass.build(unit, include, self.flags, cwd=self.spec.path.parent, hint=(
             "the source includes torch's headers and torch is not importable here: install torch (its include "
             "paths are then passed), or pass them with --nvcc-flag=-I<folder>" if torch else
             "pass the flags your build uses with --nvcc-flag"))
@@ -198,7 +236,8 @@ class Target:
         from .assets import asset_dir  # noqa: PLC0415
         runtime = asset_dir("runtime")
         with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
-            deps = dependency_digest(self.unit(Path(tmp), "clean", self.text), [str(runtime), *self.include],
+            unit, include = self.unit(Path(tmp), "clean", self.text)
+            deps = dependency_digest(unit, [str(runtime), *include],
                                      self.flags, self.spec.path.parent)
         if deps is None:
             return ""
@@ -270,7 +309,8 @@ def ranked(spec: ProbeSpec, warps: int | None, not_uniform: str | None = None,
     return [p for p in order if rings or p == BufferPath.GLOBAL], notes
 
 
-def target(spec: ProbeSpec, text: str, flags: list[str] | None = None, rewrite=None) -> Target | None:
+def target(spec: ProbeSpec, text: str, flags: list[str] | None = None, rewrite=None,
+           launchers: dict[str, str] | None = None) -> Target | None:
     """What the choice compiles for `spec` (its clean source `text`), or None where nothing is to be
     compiled: the backend records to buffers of its own, or there is no nvcc. `rewrite`: the CUDA
     rewriter's result for the spec (backend.Rewrite), which names the kernel as it resolved it and
@@ -282,7 +322,7 @@ def target(spec: ProbeSpec, text: str, flags: list[str] | None = None, rewrite=N
         nvcc()
     except AtrexError:
         return None
-    t = Target.of(spec, text, flags)
+    t = Target.of(spec, text, flags, launchers)
     if rewrite is not None:
         learn(t, rewrite)
     return t
@@ -392,9 +432,9 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                 plan = make_plan(spec, mode)
             except SpecError as e:  # rings that do not fit a CTA's shared memory
                 return f"{describe(mode)}: {e.message}"
-            rw = rewrite(plan, target.text, runtime=target.runtime)
+            rw = rewrite(plan, target.text, runtime=target.runtime, launchers=target.launchers or None)
             try:
-                return plan, rw, target.build(tmp, name, rw.text)
+                return plan, rw, target.build(tmp, name, rw.text, rw.launchers or None)
             except AtrexError as e:
                 return f"{describe(mode)} does not compile: {_first_error(e.message)}"
 

@@ -22,22 +22,18 @@ from . import choice
 from .assets import asset_dir
 from .errors import AtrexError
 from .fsio import sha256_bytes, write_atomic
-from .sass import BUILD_CACHE_ENV, include_digest, nvcc
+from .sass import BUILD_CACHE_ENV, dependency_digest, nvcc
 from .spec import ProbeSpec
 
 _ERROR_AT = re.compile(r"^(?P<file>[^:\s]+)\((?P<line>\d+)\): (?:fatal )?error"
                        r"|^(?P<file2>[^:\s]+):(?P<line2>\d+):\d+: (?:fatal )?error", re.M)
 
 
-def _compile(t: choice.Target, tmp: Path, name: str) -> str | None:
-    """nvcc's error output when `t.text` does not compile to an object, or None."""
-    src = tmp / f"{name}{t.suffix}"
-    src.write_text(t.text)
-    unit = src
-    if t.suffix != ".cu":  # a header is compiled through a .cu that includes it
-        unit = tmp / f"{name}.cu"
-        unit.write_text(f'#include "{src.name}"\n')
-    folders = [str(asset_dir("runtime")), *t.include]
+def _compile(t: choice.Target, tmp: Path, name: str, text: str, launchers: dict[str, str] | None = None) -> str | None:
+    """nvcc's error output when `text` (with `launchers`, for a header) does not compile to an
+    object as the spec's source (choice.Target.unit), or None."""
+    unit, include = t.unit(tmp, name, text, launchers)
+    folders = [str(asset_dir("runtime")), *include]
     cmd = [nvcc(), "-c", *(f"-I{d}" for d in folders), *t.flags, "-o", str(tmp / f"{name}.o"), str(unit)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=t.spec.path.parent)
@@ -46,19 +42,24 @@ def _compile(t: choice.Target, tmp: Path, name: str) -> str | None:
     return None if p.returncode == 0 else p.stderr.strip() or p.stdout.strip() or f"nvcc exit {p.returncode}"
 
 
-def _cache_mark(t: choice.Target) -> Path | None:
+def _cache_mark(t: choice.Target, text: str, launchers: dict[str, str] | None) -> Path | None:
+    """Where a compile that passed is remembered: keyed by every file it reads (dependency_digest)."""
     folder = os.environ.get(BUILD_CACHE_ENV)
     if not folder:
         return None
-    deps = include_digest([str(asset_dir("runtime")), *t.include], t.flags, t.spec.path.parent)
-    key = sha256_bytes("\0".join([t.text, deps, t.suffix]).encode())[:32]
-    return Path(folder) / f"host-{key}.ok"
+    with tempfile.TemporaryDirectory(prefix="atrex-host-") as tmp:
+        unit, include = t.unit(Path(tmp), "instrumented", text, launchers)
+        deps = dependency_digest(unit, [str(asset_dir("runtime")), *include], t.flags, t.spec.path.parent)
+    if deps is None:
+        return None
+    return Path(folder) / f"host-{sha256_bytes(deps.encode())[:32]}.ok"
 
 
 def _first_error(log: str, name: str) -> tuple[int | None, str]:
     """(line in the compiled text, the error's line of nvcc's output) of the first error."""
     for m in _ERROR_AT.finditer(log):
-        if Path(m["file"] or m["file2"]).name.startswith(name):
+        file = m["file"] or m["file2"]
+        if Path(file).name.startswith(name) or f"/{name}/shadow/" in file:
             end = log.find("\n", m.end())
             said = log[m.start():end if end >= 0 else len(log)].split(": ", 1)[1]  # no temporary path
             return int(m["line"] or m["line2"]), said.strip()[:300]
@@ -66,18 +67,20 @@ def _first_error(log: str, name: str) -> tuple[int | None, str]:
     return None, next((l for l in lines if "error" in l), lines[-1] if lines else log)[:300]
 
 
-def check(spec: ProbeSpec, clean: str, instrumented: str, flags: list[str] | None = None) -> list[str]:
+def check(spec: ProbeSpec, clean: str, instrumented: str, flags: list[str] | None = None,
+          clean_launchers: dict[str, str] | None = None, launchers: dict[str, str] | None = None) -> list[str]:
     """Refuse (AtrexError, exit 2) an instrumented text that does not compile where its clean text
-    does; the warnings to keep where it could not be judged. Nothing to do without nvcc or for a
-    backend that records to buffers of its own."""
-    t = choice.target(spec, instrumented, flags)
+    does; the warnings to keep where it could not be judged. `clean_launchers`, `launchers`: the
+    spec's launchers (rel path -> text) clean and rewritten, through which a header is compiled.
+    Nothing to do without nvcc or for a backend that records to buffers of its own."""
+    t = choice.target(spec, clean, flags, launchers=clean_launchers)
     if t is None:
         return []
-    mark = _cache_mark(t)
+    mark = _cache_mark(t, instrumented, launchers)
     if mark is not None and mark.is_file():
         return []
     with tempfile.TemporaryDirectory(prefix="atrex-host-") as tmp:  # not beside the source: -I names its folder
-        err = _compile(t, Path(tmp), "instrumented")
+        err = _compile(t, Path(tmp), "instrumented", instrumented, launchers)
         if err is None:
             if mark is not None:
                 try:
@@ -85,13 +88,13 @@ def check(spec: ProbeSpec, clean: str, instrumented: str, flags: list[str] | Non
                 except OSError:
                     pass  # an unwritable cache is checked again next time
             return []
-        clean_err = _compile(choice.Target.of(spec, clean, flags), Path(tmp), "clean")
+        clean_err = _compile(t, Path(tmp), "clean", clean)
     if clean_err is not None:
         return [f"the instrumented source was not compiled as a whole (host side included): the clean source does "
                 f"not compile on its own with {' '.join(t.flags)} ({_first_error(clean_err, 'clean')[1]}); pass "
                 "your build's flags with --nvcc-flag or [build] nvcc_flags"]
     line, said = _first_error(err, "instrumented")
-    text = t.text.split("\n")[line - 1].strip() if line and line <= t.text.count("\n") + 1 else ""
+    text = instrumented.split("\n")[line - 1].strip() if line and line <= instrumented.count("\n") + 1 else ""
     where = f" at line {line} of the instrumented text ({text[:160]!r})" if line else ""
     raise AtrexError(f"the instrumented {spec.source_rel} does not compile while the clean one does: nvcc says "
                      f"{said}{where}; nothing was written", path=str(spec.path),

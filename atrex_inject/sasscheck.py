@@ -12,22 +12,34 @@ from .errors import AtrexError
 from .sass import compare
 
 
-def clean_text(spec) -> str:
-    """The spec's clean source: the file itself, or, once applied, the clean copy apply saved."""
+def clean_texts(spec) -> tuple[str, dict[str, str]]:
+    """The spec's clean source and launchers (rel path -> text): the files themselves, or, once
+    applied, the clean copies apply saved (verified by their hashes)."""
     from .cuda.probes import MARK  # noqa: PLC0415
     from .fsio import sha256_bytes  # noqa: PLC0415
     from .snapshot import load_manifest, workspace  # noqa: PLC0415
 
     text = spec.source.read_text()
+    launchers = {rel: p.read_text() for p, rel in zip(spec.launchers, spec.launcher_rels)}
     if MARK not in text:
-        return text
+        return text, launchers
     ws = workspace(spec)
     m = load_manifest(ws)
-    data = (ws / m.clean_copy).read_bytes() if m else b""
-    if not m or sha256_bytes(data) != m.source.clean_sha256:
+    copies = [(m.clean_copy, m.source.clean_sha256, None)] + [(f.clean_copy, f.clean_sha256, f.path)
+                                                              for f in m.launchers] if m else []
+    for copy, sha, rel in copies:
+        data = (ws / copy).read_bytes()
+        if sha256_bytes(data) != sha:
+            copies = []
+            break
+        if rel is None:
+            text = data.decode()
+        else:
+            launchers[rel] = data.decode()
+    if not copies:
         raise AtrexError(f"{spec.source_rel} is instrumented and no verified clean copy is saved for spec {spec.name!r}",
                          path=str(spec.path), hint="revert it, or run check-sass before apply")
-    return data.decode()
+    return text, launchers
 
 
 def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None,
@@ -45,19 +57,20 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     if spec.backend != "cuda":
         raise AtrexError(f"check-sass reads CUDA builds; spec {spec.name!r} is for the {spec.backend} backend",
                          path=str(spec.path), hint=f"check a CuTe DSL spec with `atrex-inject check-iket {spec_path}`")
-    target = choice.Target.of(spec, clean_text(spec), nvcc_flags)
+    text, launchers = clean_texts(spec)
+    target = choice.Target.of(spec, text, nvcc_flags, launchers)
     # the global path's rewrite says any anchor error, and names the kernel as the rewriter resolved it
     global_mode = requested_mode(spec, BufferPath.GLOBAL)
-    first = rewrite(make_plan(spec, global_mode), target.text, runtime=target.runtime)
+    first = rewrite(make_plan(spec, global_mode), target.text, runtime=target.runtime, launchers=launchers or None)
     choice.learn(target, first)
     picked = choice.resolve(spec, target, recorder)
     plan = make_plan(spec, picked.mode)
     # what the choice compiled just now is not compiled again (a cached choice compiled nothing)
     made, inst = target.built.get(picked.mode, (first if picked.mode == global_mode else None, None))
-    made = made or rewrite(plan, target.text, runtime=target.runtime)
+    made = made or rewrite(plan, target.text, runtime=target.runtime, launchers=launchers or None)
     with tempfile.TemporaryDirectory(prefix=".atrex-sass-") as tmp:  # not beside the source (choice.SCRATCH_PREFIX)
         clean = choice.clean_build(target, Path(tmp))
-        inst = inst or target.build(Path(tmp), "instrumented", made.text)
+        inst = inst or target.build(Path(tmp), "instrumented", made.text, made.launchers or None)
     clone = made.backend_data["perturbation"]["clone"]
     r = compare(clean, inst, target.kernel, clone, target.threads)
     problems, doubts = choice.judge(r, choice.some_ctas_idle(plan))

@@ -234,13 +234,15 @@ def _prepare(spec_path: str | Path, root: str | Path | None, options: Options = 
     # names the kernel the choice compiles
     plan = make_plan(spec, requested_mode(spec, BufferPath.GLOBAL))
     rw = rewrite(plan)
-    picked = choice.resolve(spec, choice.target(spec, text, list(options.nvcc_flags), rw), options.recorder,
-                            options.progress)
+    clean_launchers = {rel: t for _, rel, _, t in read}
+    picked = choice.resolve(spec, choice.target(spec, text, list(options.nvcc_flags), rw, clean_launchers),
+                            options.recorder, options.progress)
     if picked.mode != plan.mode:
         plan = make_plan(spec, picked.mode)
         rw = rewrite(plan)
     if picked.how != "fallback":  # a fallback said already that the clean source does not build here
-        rw.warnings.extend(hostcheck.check(spec, text, rw.text, list(options.nvcc_flags)))
+        rw.warnings.extend(hostcheck.check(spec, text, rw.text, list(options.nvcc_flags), clean_launchers,
+                                           rw.launchers))
     patch = unified_diff(text, rw.text, spec.source_rel)
     launchers = [_Launcher(i, p, rel, data, rw.launchers[rel], unified_diff(t, rw.launchers[rel], rel))
                  for i, (p, rel, data, t) in enumerate(read)]

@@ -242,8 +242,8 @@ def test_the_check_fails_when_the_kernel_run_with_probes_off_changes(project, mo
     changed constant in its body, the copy left as it is) is reported."""
     real = rw.rewrite
 
-    def touched(plan, text, runtime=None):
-        out = real(plan, text, runtime)
+    def touched(plan, text, runtime=None, launchers=None):
+        out = real(plan, text, runtime, launchers)
         out.text = out.text.replace("float acc = 0.f;", "float acc = 1e-30f;", 1)
         return out
 
