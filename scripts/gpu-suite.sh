@@ -8,6 +8,9 @@
 #                                           paths (gpu-pylaunch.sh)
 #   bash scripts/gpu-suite.sh perturbation  the kernel rows of the perturbation table
 #   bash scripts/gpu-suite.sh per-event     per-event costs, IKeT, the CuTe DSL GEMM
+#   bash scripts/gpu-suite.sh realkernels   the public kernels of bench/realkernels (their sources fetched
+#                                           here by bench/realkernels/fetch.py and carried in .src/):
+#                                           results-h200.json and every capture folder under $OUT
 # Each part's archives land under $OUT; scripts/update_fixtures.py, clock_fixtures.py,
 # update_compare_fixtures.py and pylaunch_fixtures.py turn them into fixtures here, and
 # bench/perturbation/run.py fold/table the perturbation figures into docs/cost.md.
@@ -21,7 +24,12 @@ case "${1:-}" in
   launches) bash scripts/gpu-compare.sh || fail=1; bash scripts/gpu-pylaunch.sh || fail=1 ;;
   perturbation) bash scripts/gpu-perturbation.sh examples || fail=1 ;;
   per-event) bash scripts/gpu-perturbation.sh per-event || fail=1 ;;
-  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event" >&2; exit 2 ;;
+  realkernels)
+    { nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nvcc --version | tail -2; date -u; } \
+      | tee "$OUT/device.txt"
+    timeout 580 python3 bench/realkernels/run.py --out "$OUT" --work "$(mktemp -d)" --json "$OUT/results-h200.json" \
+      --samples "${SAMPLES:-8}" --budget "${BUDGET:-470}" ${ONLY:+--only $ONLY} || fail=1 ;;
+  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event|realkernels" >&2; exit 2 ;;
 esac
 echo "== gpu-suite $1: fail=$fail"
 exit $fail

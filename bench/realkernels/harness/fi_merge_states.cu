@@ -1,0 +1,38 @@
+// flashinfer's merge of attention states (attention/cascade.cuh, MergeStatesKernel through
+// flashinfer::MergeStates): 2048 positions x 8 partial states x 32 heads x head_dim 128, bf16 values
+// and base-2 log-sum-exps; each position's states merged into one value and one lse. Checked
+// against float64 on the CPU.
+#include "flashinfer/attention/cascade.cuh"
+#include "realkernels.cuh"
+
+int main(int argc, char** argv) {
+  const HarnessArgs a = parse_args(argc, argv);
+  const uint32_t n = 2048, sets = 8, heads = 32, dim = 128;
+  const auto v = random_bf16(size_t(n) * sets * heads * dim, a.seed);
+  const auto s = random_f32(size_t(n) * sets * heads, a.seed + 1, 8.0f);
+  __nv_bfloat16* dv = to_device(v);
+  float* ds = to_device(s);
+  __nv_bfloat16* dvm = to_device(std::vector<__nv_bfloat16>(size_t(n) * heads * dim));
+  float* dsm = to_device(std::vector<float>(size_t(n) * heads));
+  auto launch = [&] { CHECK(flashinfer::MergeStates(dv, ds, dvm, dsm, sets, n, heads, dim)); };
+  auto check = [&](Tolerance& tol) {
+    const auto vm = from_device(dvm, size_t(n) * heads * dim);
+    const auto sm = from_device(dsm, size_t(n) * heads);
+    std::vector<double> acc(dim);
+    for (uint32_t p = 0; p < n; ++p)
+      for (uint32_t h = 0; h < heads; ++h) {
+        double m = -INFINITY, wsum = 0;
+        for (uint32_t i = 0; i < sets; ++i) m = std::max(m, double(s[(size_t(p) * sets + i) * heads + h]));
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (uint32_t i = 0; i < sets; ++i) {
+          const double w = std::exp2(s[(size_t(p) * sets + i) * heads + h] - m);
+          wsum += w;
+          for (uint32_t k = 0; k < dim; ++k) acc[k] += w * to_double(v[((size_t(p) * sets + i) * heads + h) * dim + k]);
+        }
+        for (uint32_t k = 0; k < dim; ++k) tol(to_double(vm[(size_t(p) * heads + h) * dim + k]), acc[k] / wsum);
+        tol(sm[size_t(p) * heads + h], m + std::log2(wsum));
+      }
+  };
+  return run_harness(a, "flashinfer_merge_states:n=2048:sets=8:heads=32:dim=128:bf16:seed=" + std::to_string(a.seed),
+                     [] {}, launch, check, Tolerance{1e-2, 1e-2});
+}
