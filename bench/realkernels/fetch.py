@@ -59,12 +59,14 @@ def download(name: str, pkg: dict, wheel_dir: Path | None) -> Path:
 
 
 def wanted(member: str, patterns: list[str]) -> bool:
+    """A glob matches component for component (`*` within one); `DIR/**` matches everything under DIR."""
     p = PurePosixPath(member)
-    return any(p.match(pat) and len(p.parts) == len(PurePosixPath(pat).parts) for pat in patterns)
+    return any(member.startswith(pat[:-2]) if pat.endswith("/**") else
+               p.match(pat) and len(p.parts) == len(PurePosixPath(pat).parts) for pat in patterns)
 
 
 def extract(name: str, pkg: dict, wheel: Path) -> int:
-    """The wheel's files matching the package's `files` globs (one path component per `*`), written
+    """The wheel's files matching the package's `files` globs (`wanted`), written
     under .src/<name>/ without the `strip` prefix; returns the bytes written."""
     dest = SRC / name
     shutil.rmtree(dest, ignore_errors=True)
