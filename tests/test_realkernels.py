@@ -95,3 +95,14 @@ def test_a_spec_gets_a_clock_variant_under_its_own_name(tmp_path):
     spec.write_text('version = 1\nname = "k"\n\n[capture]\ncapacity = 4\n')
     text = run.clock_variant(spec).read_text()
     assert 'name = "k_clock"' in text and "[capture]\nclock = true\ncapacity = 4" in text
+
+
+def test_a_row_runs_its_harness_as_its_runner_says(tmp_path):
+    """nvcc: the build, no interpreter; python: python3 with the harness of the folder given (the
+    applied one, or the copy never applied), and nothing to build."""
+    row = {"name": "k", "harness": "harness/k.py", "runner": "python"}
+    assert run.program(row, tmp_path, tmp_path / "b")[:2] == [sys.executable, str(tmp_path / "harness" / "k.py")]
+    assert run.build(row, tmp_path, tmp_path / "s.toml", tmp_path / "b", True) == (True, None, None)
+    nvcc = run.program({**row, "runner": "nvcc"}, tmp_path, tmp_path / "b")
+    assert nvcc == [str(tmp_path / "b"), "--warmup", "{warmup}", "--iters", "{iterations}"]
+    assert run.concrete(nvcc, "3", "5")[1:] == ["--warmup", "3", "--iters", "5"]

@@ -15,7 +15,7 @@ kernel, so a run cut short keeps what it measured.
 
     python3 bench/realkernels/fetch.py                   (where PyPI is reachable; carry bench/realkernels/.src)
     python3 bench/realkernels/run.py [--only a,b] [--samples 8] [--budget 520] [--work DIR] [--out DIR]
-        [--json bench/realkernels/results-h200.json] [--no-gpu]
+        [--json bench/realkernels/results-h200.json] [--no-gpu | --prepare-only | --resume]
     python3 bench/realkernels/run.py table [--json F] [--out docs/realkernels.md]
 """
 from __future__ import annotations
@@ -287,24 +287,46 @@ def environment(catalog: dict, samples: int) -> dict:
             "settings": {"samples": samples, "warmup": WARMUP, "iterations": ITERATIONS}, "rows": []}
 
 
+def prepared(kernel: dict, packages: dict, work: Path, resume: bool) -> tuple[Row, dict]:
+    """The kernel's CPU part: as an earlier `--prepare-only` call left it in WORK (with --resume),
+    else done now; kept in WORK/<name>/row.json either way."""
+    state = work / kernel["name"] / "row.json"
+    if resume and state.is_file():
+        saved = json.loads(state.read_text())
+        r = Row(kernel)
+        r.data = saved["data"]
+        return r, {k: Path(v) for k, v in saved["ctx"].items()}
+    r, ctx = prepare(kernel, packages, work)
+    if state.parent.is_dir():
+        state.write_text(json.dumps({"data": r.data, "ctx": {k: str(v) for k, v in ctx.items()}}, indent=1))
+    return r, ctx
+
+
 def run(only: list[str] | None, samples: int, budget: float, work: Path, out_dir: Path, results: Path,
-        gpu: bool) -> dict:
+        gpu: bool, prepare_only: bool = False, resume: bool = False) -> dict:
+    """Every kernel's CPU part in parallel, then (with gpu) each kernel's GPU steps and revert in turn,
+    the results file rewritten after each. prepare_only stops before the GPU steps and leaves the
+    sources applied for a later call with resume (a device call each: the builds of the CuTe GEMM
+    alone take minutes)."""
     t0 = time.time()
     catalog = load_catalog()
     kernels = [k for k in catalog["kernel"] if not only or k["name"] in only]
     result = environment(catalog, samples)
     work.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with ThreadPoolExecutor(max(1, min(len(kernels), (os.cpu_count() or 2) // 2))) as pool:
-        prepared = list(pool.map(lambda k: prepare(k, catalog["package"], work), kernels))
-    print(f"prepared {len(prepared)} kernels in {time.time() - t0:.0f} s", flush=True)
-    for r, ctx in prepared:
-        if gpu and time.time() - t0 < budget:
+    with ThreadPoolExecutor(max(1, min(len(kernels), os.cpu_count() or 2))) as pool:
+        rows = list(pool.map(lambda k: prepared(k, catalog["package"], work, resume), kernels))
+    print(f"prepared {len(rows)} kernels in {time.time() - t0:.0f} s", flush=True)
+    for r, ctx in rows:
+        if prepare_only:
+            pass
+        elif gpu and time.time() - t0 < budget:
             gpu_steps(r, ctx, samples, out_dir)
         elif gpu:
             r.data["steps"]["measure_off"] = {"ok": False, "reason": f"time budget of {budget:.0f} s spent: rerun with "
                                                                      f"--only {r.kernel['name']}"}
-        finish(r, ctx)
+        if not prepare_only:
+            finish(r, ctx)
         result["rows"].append(r.data)
         print(line(r.data), flush=True)
         results.parent.mkdir(parents=True, exist_ok=True)
@@ -393,6 +415,9 @@ def main() -> int:
     ap.add_argument("--json", type=Path, help=f"results file (default {RESULTS.relative_to(REPO)}; with --no-gpu, "
                                                "results-nogpu.json in the work folder)")
     ap.add_argument("--no-gpu", action="store_true", help="stage, build, apply, check-sass and revert only")
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="stage, build, apply and check-sass, leaving the sources applied in --work for --resume")
+    ap.add_argument("--resume", action="store_true", help="take the kernels a --prepare-only call left in --work")
     a = ap.parse_args()
     names = [k["name"] for k in load_catalog()["kernel"]]
     only = a.only.split(",") if a.only else None
@@ -402,8 +427,9 @@ def main() -> int:
     if a.samples < 4 or a.samples % 4:
         print(f"--samples {a.samples}: give a multiple of 4 (ABBA then BAAB blocks)", file=sys.stderr)
         return 2
-    results = a.json or (a.work / "results-nogpu.json" if a.no_gpu else RESULTS)
-    result = run(only, a.samples, a.budget, a.work.resolve(), a.out.resolve(), results, not a.no_gpu)
+    results = a.json or (a.work / "results-nogpu.json" if a.no_gpu or a.prepare_only else RESULTS)
+    result = run(only, a.samples, a.budget, a.work.resolve(), a.out.resolve(), results, not a.no_gpu, a.prepare_only,
+                 a.resume)
     return 0 if all(all(s["ok"] for s in d["steps"].values()) for d in result["rows"]) else 1
 
 
