@@ -7,6 +7,7 @@ import importlib.util
 import re
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -72,6 +73,9 @@ def test_a_step_that_raises_is_a_row_and_its_dependents_are_not_run():
     r.step("build_instrumented", lambda: (True, None, None), "apply")
     assert r.data["steps"]["apply"]["ok"] is False and "ZeroDivisionError" in r.data["steps"]["apply"]["reason"]
     assert r.data["steps"]["build_instrumented"] == {"ok": False, "skipped": True, "reason": "not run: apply failed"}
+    r.step("stage", lambda: (False, "no sources", None))
+    run.gpu_steps(r, {}, 8, Path("unused"))  # a kernel not staged has no GPU steps (and no paths to use)
+    assert "measure_off" not in r.data["steps"]
 
 
 def test_the_table_counts_check_sass_words_against_the_measured_recording():

@@ -206,6 +206,8 @@ def prepare(kernel: dict, packages: dict, work: Path) -> tuple[Row, dict]:
 
 def gpu_steps(r: Row, ctx: dict, samples: int, out_dir: Path) -> None:
     """Measure off and recording, capture one launch, validate, summary; the clock variant's capture."""
+    if not r.ok("stage"):
+        return
     kernel, folder, name = r.kernel, ctx["folder"], r.kernel["name"]
     clean_folder = ctx.get("clean_folder", folder)
     clean, inst = program(kernel, clean_folder, ctx["clean"]), program(kernel, folder, ctx["inst"])
