@@ -110,3 +110,16 @@ def test_a_row_runs_its_harness_as_its_runner_says(tmp_path):
     nvcc = run.program({**row, "runner": "nvcc"}, tmp_path, tmp_path / "b")
     assert nvcc == [str(tmp_path / "b"), "--warmup", "{warmup}", "--iters", "{iterations}"]
     assert run.concrete(nvcc, "3", "5")[1:] == ["--warmup", "3", "--iters", "5"]
+
+
+def test_revert_is_judged_against_the_files_as_staged(tmp_path):
+    """staged.json holds every source's and harness's sha256 as copied: a file changed after that
+    (a revert that left a probe) is named, and one edited in the repository meanwhile is not."""
+    (tmp_path / ".src" / "p").mkdir(parents=True)
+    (tmp_path / "harness").mkdir()
+    (tmp_path / ".src" / "p" / "k.cuh").write_text("clean\n")
+    (tmp_path / "harness" / "k.cu").write_text("main\n")
+    staged = run._digests(tmp_path)
+    assert set(staged) == {".src/p/k.cuh", "harness/k.cu"}
+    (tmp_path / ".src" / "p" / "k.cuh").write_text("clean\n// atrex: left over\n")
+    assert [p for p in staged if staged[p] != run._digests(tmp_path)[p]] == [".src/p/k.cuh"]

@@ -21,6 +21,7 @@ kernel, so a run cut short keeps what it measured.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -93,7 +94,8 @@ def _why(rc: int, out: dict | None, err: str) -> str:
 
 def stage(kernel: dict, packages: dict, folder: Path, clock: bool) -> Path:
     """A fresh work folder for one kernel: its packages' extracted sources, the harnesses, the specs
-    (with a clock variant of its own name), and `.atrex/` marking the project tree. Returns the spec."""
+    (with a clock variant of its own name), `.atrex/` marking the project tree, and staged.json, the
+    sha256 of every source and harness as copied (what revert must restore). Returns the spec."""
     shutil.rmtree(folder, ignore_errors=True)
     (folder / ".atrex").mkdir(parents=True)
     for pkg in [kernel["package"], *kernel.get("includes", [])]:
@@ -102,6 +104,7 @@ def stage(kernel: dict, packages: dict, folder: Path, clock: bool) -> Path:
         shutil.copytree(SRC / pkg, folder / ".src" / pkg)
     for sub in ("harness", "specs"):
         shutil.copytree(HERE / sub, folder / sub)
+    (folder / "staged.json").write_text(json.dumps(_digests(folder)))
     spec = folder / kernel["spec"]
     return clock_variant(spec) if clock else spec
 
@@ -261,22 +264,24 @@ def gpu_steps(r: Row, ctx: dict, samples: int, out_dir: Path) -> None:
 
 def finish(r: Row, ctx: dict) -> None:
     """revert the spec and its clock variant, then every file of their work folders' sources and
-    harnesses compared with the fetched ones."""
+    harnesses compared with what was staged."""
     def revert(spec: Path):
         folder = spec.parents[1]
         rc, out, err = _cli("revert", str(spec), cwd=folder)
         if rc != 0:
             return False, _why(rc, out, err), None
-        changed = [str(p.relative_to(folder)) for base, sub in [(SRC, ".src"), (HERE / "harness", "harness")]
-                   for p in (folder / sub).rglob("*") if p.is_file() and not _same(p, base / p.relative_to(folder / sub))]
+        staged, now = json.loads((folder / "staged.json").read_text()), _digests(folder)
+        changed = sorted(p for p in staged.keys() | now.keys() if staged.get(p) != now.get(p))
         return not changed, f"not byte-exact after revert: {', '.join(changed[:5])}" if changed else None, None
     r.step("revert", lambda: revert(ctx["spec"]), "apply")
     if "cspec" in ctx:
         r.step("clock_revert", lambda: revert(ctx["cspec"]), "clock_apply")
 
 
-def _same(a: Path, b: Path) -> bool:
-    return b.is_file() and a.read_bytes() == b.read_bytes()
+def _digests(folder: Path) -> dict[str, str]:
+    """sha256 of every file of the folder's fetched sources and harnesses, by relative path."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for sub in (".src", "harness") for p in sorted((folder / sub).rglob("*")) if p.is_file()}
 
 
 def environment(catalog: dict, samples: int) -> dict:
