@@ -123,3 +123,10 @@ def test_revert_is_judged_against_the_files_as_staged(tmp_path):
     assert set(staged) == {".src/p/k.cuh", "harness/k.cu"}
     (tmp_path / ".src" / "p" / "k.cuh").write_text("clean\n// atrex: left over\n")
     assert [p for p in staged if staged[p] != run._digests(tmp_path)[p]] == [".src/p/k.cuh"]
+
+
+def test_a_wheel_whose_sha256_is_not_the_pin_is_refused_by_name(tmp_path):
+    pkg = {"dist": "d", "version": "1", "wheel": "d-1-py3-none-any.whl", "sha256": "0" * 64}
+    (tmp_path / pkg["wheel"]).write_bytes(b"not the pinned wheel")
+    with pytest.raises(SystemExit, match=r"kernels.toml \[package.d\]: .* has sha256 [0-9a-f]{64}, the pin is 0{64}"):
+        fetch.download("d", pkg, tmp_path)

@@ -334,6 +334,7 @@ def run(only: list[str] | None, samples: int, budget: float, work: Path, out_dir
                                                                      f"--only {r.kernel['name']}"}
         if not prepare_only:
             finish(r, ctx)
+            (work / r.kernel["name"] / "row.json").unlink(missing_ok=True)  # reverted: nothing left to resume
         result["rows"].append(r.data)
         print(line(r.data), flush=True)
         results.parent.mkdir(parents=True, exist_ok=True)
