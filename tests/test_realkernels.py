@@ -130,3 +130,12 @@ def test_a_wheel_whose_sha256_is_not_the_pin_is_refused_by_name(tmp_path):
     (tmp_path / pkg["wheel"]).write_bytes(b"not the pinned wheel")
     with pytest.raises(SystemExit, match=r"kernels.toml \[package.d\]: .* has sha256 [0-9a-f]{64}, the pin is 0{64}"):
         fetch.download("d", pkg, tmp_path)
+
+
+def test_a_command_gets_json_before_the_program_it_runs(tmp_path, monkeypatch):
+    """`capture ... -- PROG ARGS` must hand PROG its own arguments: --json goes after the command."""
+    seen = []
+    monkeypatch.setattr(run.subprocess, "run", lambda argv, **kw: seen.append(argv) or
+                        run.subprocess.CompletedProcess(argv, 0, '{"ok": true}', ""))
+    assert run._cli("capture", "--out", "d", "--", "prog", "--iters", "3", cwd=tmp_path) == (0, {"ok": True}, "")
+    assert seen[0][len(run.ATREX):] == ["capture", "--json", "--out", "d", "--", "prog", "--iters", "3"]

@@ -78,7 +78,8 @@ class Row:
 def _cli(*args: str, cwd: Path) -> tuple[int, dict | None, str]:
     """An atrex-inject command with --json: its exit status, its JSON (None if it printed none) and
     the last lines of its stderr."""
-    p = subprocess.run([*ATREX, *args, "--json"], cwd=cwd, capture_output=True, text=True, timeout=STEP_TIMEOUT)
+    cmd, *rest = args  # --json right after the command: a capture's arguments after `--` are the program's
+    p = subprocess.run([*ATREX, cmd, "--json", *rest], cwd=cwd, capture_output=True, text=True, timeout=STEP_TIMEOUT)
     try:
         out = json.loads(p.stdout) if p.stdout.strip() else None
     except json.JSONDecodeError:
