@@ -373,8 +373,8 @@ def table(result: dict) -> str:
            "build (`atrex-inject measure`, fresh processes, ABBA then BAAB, with 95% intervals), one capture "
            "validated, the same with `clock = true`, revert byte-exact. The command: "
            "[bench/RESULTS.md](../bench/RESULTS.md).", "",
-           "Packages: " + "; ".join(f"{p['dist']} {p['version']} (sha256 {p['sha256'][:12]}…)"
-                                    for p in result["packages"].values()) + ".", "",
+           "Packages: " + "; ".join(dict.fromkeys(f"{p['dist']} {p['version']} (sha256 {p['sha256'][:12]}…)"
+                                                  for p in result["packages"].values())) + ".", "",
            "| kernel | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
            "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
     for d in result["rows"]:
