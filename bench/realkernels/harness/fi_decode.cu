@@ -27,20 +27,21 @@ int main(int argc, char** argv) {
   };
   auto check = [&](Tolerance& tol) {
     const auto o = from_device(dout, q.size());
+    const auto qf = as_float(q), kf = as_float(k), vf = as_float(v);
     std::vector<double> s(len), acc(kDim);
     for (uint32_t h = 0; h < qh; ++h) {
       const uint32_t g = h / (qh / kh);
       double m = -INFINITY, sum = 0;
       for (uint32_t j = 0; j < len; ++j) {
         double dot = 0;
-        for (uint32_t d = 0; d < kDim; ++d) dot += to_double(q[h * kDim + d]) * to_double(k[(size_t(j) * kh + g) * kDim + d]);
+        for (uint32_t d = 0; d < kDim; ++d) dot += double(qf[h * kDim + d]) * kf[(size_t(j) * kh + g) * kDim + d];
         m = std::max(m, s[j] = dot / std::sqrt(double(kDim)));
       }
       std::fill(acc.begin(), acc.end(), 0.0);
       for (uint32_t j = 0; j < len; ++j) {
         const double w = std::exp(s[j] - m);
         sum += w;
-        for (uint32_t d = 0; d < kDim; ++d) acc[d] += w * to_double(v[(size_t(j) * kh + g) * kDim + d]);
+        for (uint32_t d = 0; d < kDim; ++d) acc[d] += w * vf[(size_t(j) * kh + g) * kDim + d];
       }
       for (uint32_t d = 0; d < kDim; ++d) tol(to_double(o[h * kDim + d]), acc[d] / sum);
     }

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   auto check = [&](Tolerance& tol) {
     const auto vm = from_device(dvm, size_t(n) * heads * dim);
     const auto sm = from_device(dsm, size_t(n) * heads);
+    const auto vf = as_float(v);
     std::vector<double> acc(dim);
     for (uint32_t p = 0; p < n; ++p)
       for (uint32_t h = 0; h < heads; ++h) {
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
         for (uint32_t i = 0; i < sets; ++i) {
           const double w = std::exp2(s[(size_t(p) * sets + i) * heads + h] - m);
           wsum += w;
-          for (uint32_t k = 0; k < dim; ++k) acc[k] += w * to_double(v[((size_t(p) * sets + i) * heads + h) * dim + k]);
+          for (uint32_t k = 0; k < dim; ++k) acc[k] += w * vf[((size_t(p) * sets + i) * heads + h) * dim + k];
         }
         for (uint32_t k = 0; k < dim; ++k) tol(to_double(vm[(size_t(p) * heads + h) * dim + k]), acc[k] / wsum);
         tol(sm[size_t(p) * heads + h], m + std::log2(wsum));
