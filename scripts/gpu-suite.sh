@@ -8,6 +8,12 @@
 #                                           paths (gpu-pylaunch.sh)
 #   bash scripts/gpu-suite.sh perturbation  the kernel rows of the perturbation table
 #   bash scripts/gpu-suite.sh per-event     per-event costs, IKeT, the CuTe DSL GEMM
+#   bash scripts/gpu-suite.sh realkernels   the public kernels of bench/realkernels (their sources fetched
+#                                           here by bench/realkernels/fetch.py and carried in .src/):
+#                                           results-h200.json and every capture folder under $OUT; the
+#                                           kernels `realkernels-prepare` built in an earlier call on the
+#                                           same (warm) machine are taken as they are, the others built
+#   bash scripts/gpu-suite.sh realkernels-prepare   their builds, applies and check-sass only (no GPU)
 # Each part's archives land under $OUT; scripts/update_fixtures.py, clock_fixtures.py,
 # update_compare_fixtures.py and pylaunch_fixtures.py turn them into fixtures here, and
 # bench/perturbation/run.py fold/table the perturbation figures into docs/cost.md.
@@ -21,7 +27,16 @@ case "${1:-}" in
   launches) bash scripts/gpu-compare.sh || fail=1; bash scripts/gpu-pylaunch.sh || fail=1 ;;
   perturbation) bash scripts/gpu-perturbation.sh examples || fail=1 ;;
   per-event) bash scripts/gpu-perturbation.sh per-event || fail=1 ;;
-  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event" >&2; exit 2 ;;
+  realkernels-prepare)
+    timeout 580 python3 bench/realkernels/run.py --prepare-only --work /tmp/atrex-realkernels --out "$OUT" \
+      --json "$OUT/prepared.json" ${ONLY:+--only $ONLY} || fail=1 ;;
+  realkernels)
+    { nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nvcc --version | tail -2; date -u; } \
+      | tee "$OUT/device.txt"
+    timeout 580 python3 bench/realkernels/run.py --resume --work /tmp/atrex-realkernels --out "$OUT" \
+      --json "$OUT/results-h200.json" --samples "${SAMPLES:-8}" --budget "${BUDGET:-470}" ${ONLY:+--only $ONLY} \
+      || fail=1 ;;
+  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event|realkernels-prepare|realkernels" >&2; exit 2 ;;
 esac
 echo "== gpu-suite $1: fail=$fail"
 exit $fail

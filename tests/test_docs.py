@@ -53,7 +53,8 @@ NUMBERING = re.compile(r"(session|run)s? [0-9]+", re.I)
 # names a section that the page has
 MENTIONS = ("README.md", "docs", "atrex_inject", "runtime", "examples", "scripts", "bench", "tests/*.py")
 # generated pages that may be absent until their generator runs: page -> (generator, how it names the page)
-GENERATED = {"docs/cost.md": ("bench/perturbation/run.py", 'TABLE = REPO / "docs" / "cost.md"')}
+GENERATED = {"docs/cost.md": ("bench/perturbation/run.py", 'TABLE = REPO / "docs" / "cost.md"'),
+             "docs/realkernels.md": ("bench/realkernels/run.py", 'TABLE = REPO / "docs" / "realkernels.md"')}
 
 
 def _texts(patterns):

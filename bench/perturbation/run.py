@@ -30,13 +30,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from atrex_inject import measure as ms
 from atrex_inject import snapshot
-from atrex_inject.errors import AtrexError
-from atrex_inject.manifest import load as load_manifest
-from atrex_inject.validate import validate_dir
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "bench"))
+from measuring import OFF_TARGET, device as _device, measure_pair, met, pct as _pct, ci as _ci  # noqa: E402
 RESULTS = REPO / "bench" / "perturbation" / "results-h200.json"
 TABLE = REPO / "docs" / "cost.md"
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
@@ -51,7 +49,6 @@ KERNELS = {
 }
 ARMS = ("off", "spec", "clock")
 WARMUP, ITERATIONS = 10, 200  # per sample process: launches before timing, launches timed
-OFF_TARGET = 0.005  # probes compiled in and off: within ±0.5%
 
 
 def _variant(spec: Path, row: str, stride: int | None, clock: bool) -> Path:
@@ -105,21 +102,10 @@ def measure_arm(work: Path, row: str, arm: str, plan: dict, samples: int) -> dic
     a = p["arms"][arm]
     argv = lambda b: [str(work / b), "--warmup", "{warmup}", "--iters", "{iterations}"]  # noqa: E731
     cap = work / f"cap-{row}-{arm}" if arm != "off" else None
-    req = ms.Request(argv(p["clean"]), argv(a["binary"]), WARMUP, ITERATIONS, "ABBA,BAAB", max(1, samples // 4), 300.0,
-                     capture_dir=str(cap) if cap else None)
-    art = ms.measure(req, work / f"measure-{row}-{arm}.json")
-    out = {"kernel": row, "arm": arm, "recorder": a["recorder"], "clock": a["clock"], "overhead": art.get("overhead"),
-           "ci95": art.get("overhead_ci95"), "target": OFF_TARGET if arm == "off" else p["target"],
-           "samples": {"A": sum(s["arm"] == "A" for s in art["samples"]), "B": sum(s["arm"] == "B" for s in art["samples"])},
-           "median_ms": art.get("median_ms"), "valid": art["valid"], "reasons": art["reasons"]}
-    if cap and art["valid"]:
-        try:
-            report, launches = validate_dir(sorted(cap.iterdir())[0], load_manifest(work / a["manifest"]))
-            out["capture"] = {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
-                              "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
-        except AtrexError as e:
-            out["capture"] = {"verdict": "rejected", "events": 0, "failed": [str(e)]}
-    return out
+    m = measure_pair(argv(p["clean"]), argv(a["binary"]), WARMUP, ITERATIONS, samples, work / f"measure-{row}-{arm}.json",
+                     cap, work / a["manifest"])
+    return {"kernel": row, "arm": arm, "recorder": a["recorder"], "clock": a["clock"],
+            "target": OFF_TARGET if arm == "off" else p["target"], **m}
 
 
 def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, iket: list[Path],
@@ -182,32 +168,6 @@ def fold_per_event(probe_cost: Path | None, iket: list[Path]) -> list[dict]:
         if k is not None:
             r["iket"] = k["overhead"]
     return rows
-
-
-def _device() -> str:
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,uuid,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30).stdout.strip()
-        return out or "unknown"
-    except OSError:
-        return "unknown"
-
-
-def _pct(v) -> str:
-    return "-" if v is None else f"{100 * v:+.2f}%"
-
-
-def _ci(ci) -> str:
-    return "-" if not ci else f"[{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}]"
-
-
-def met(r: dict) -> str:
-    """Whether a row meets its target, two-sided, interval included."""
-    if r["overhead"] is None or not r["valid"]:
-        return "not measured"
-    if abs(r["overhead"]) > r["target"]:
-        return "NOT met"
-    return "met" if r["ci95"] and max(abs(r["ci95"][0]), abs(r["ci95"][1])) <= r["target"] else "met (point)"
 
 
 def table(result: dict) -> str:

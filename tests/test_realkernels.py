@@ -1,0 +1,141 @@
+"""bench/realkernels: the catalog's structure, each spec applied to the fetched public source and
+reverted byte for byte (where bench/realkernels/fetch.py has run: CI has no network, so there it is
+skipped), a failing step recorded as a row, and the table's confusion counts."""
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from atrex_inject import snapshot
+from conftest import REPO, tree_hashes
+
+HERE = REPO / "bench" / "realkernels"
+_spec = importlib.util.spec_from_file_location("atrex_realkernels_run", HERE / "run.py")
+run = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(run)
+fetch = sys.modules["fetch"]  # run.py imports its sibling fetch.py
+CATALOG = tomllib.loads((HERE / "kernels.toml").read_text())
+KERNELS = CATALOG["kernel"]
+
+
+def test_the_catalog_names_pinned_packages_and_complete_rows():
+    """Every package pinned by version and a 64-hex sha256 with globs to extract; every kernel row
+    names a known package, its backend and runner, a harness and a spec that exist, a target, and
+    a spec whose name is the row's and whose source lies in its package's extracted folder."""
+    packages = CATALOG["package"]
+    for name, p in packages.items():
+        assert re.fullmatch(r"[0-9a-f]{64}", p["sha256"]), name
+        assert p["dist"] and p["version"] and p["wheel"].endswith(".whl") and p["files"], name
+    names = [k["name"] for k in KERNELS]
+    assert len(names) == len(set(names)) and len(names) >= 4
+    assert len({k["package"] for k in KERNELS}) >= 1
+    for k in KERNELS:
+        assert k["package"] in packages and set(k.get("includes", [])) <= set(packages), k["name"]
+        assert k["backend"] in ("cuda", "cutedsl") and k["runner"] in ("nvcc", "python"), k["name"]
+        assert (HERE / k["harness"]).is_file() and (HERE / k["spec"]).is_file(), k["name"]
+        assert k["target"] in (0.01, 0.02) and k["what"], k["name"]
+        spec = tomllib.loads((HERE / k["spec"]).read_text())
+        assert spec["name"] == k["name"] and spec["backend"] == k["backend"], k["name"]
+        assert spec["source"].startswith(f"../.src/{k['package']}/"), k["name"]
+
+
+def test_fetch_extracts_only_members_matching_a_glob_component_for_component():
+    files = ["flashinfer/data/include/flashinfer/*.cuh"]
+    assert fetch.wanted("flashinfer/data/include/flashinfer/norm.cuh", files)
+    assert not fetch.wanted("flashinfer/data/include/flashinfer/comm/big.cuh", files)
+    assert not fetch.wanted("x/flashinfer/data/include/flashinfer/norm.cuh", files)
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=[k["name"] for k in KERNELS])
+def test_each_spec_applies_to_the_fetched_source_and_reverts_byte_exact(kernel, tmp_path):
+    """In a work folder as run.py stages it: apply (the global recorder: the choice is check-sass's
+    and the GPU's business) rewrites the source, revert restores every byte of the tree."""
+    missing = [p for p in [kernel["package"], *kernel.get("includes", [])] if not (fetch.SRC / p).is_dir()]
+    if missing:
+        pytest.skip(f"bench/realkernels/.src/{missing[0]} not fetched (python3 bench/realkernels/fetch.py)")
+    spec = run.stage(kernel, CATALOG["package"], tmp_path / kernel["name"], clock=False)
+    before = tree_hashes(tmp_path / kernel["name"])
+    result = snapshot.apply(spec, options=snapshot.Options(recorder="global"))
+    assert result.manifest.sites and tree_hashes(tmp_path / kernel["name"]) != before
+    snapshot.revert(spec)
+    after = {k: v for k, v in tree_hashes(tmp_path / kernel["name"]).items() if not k.startswith(".atrex/")}
+    assert after == {k: v for k, v in before.items() if not k.startswith(".atrex/")}
+
+
+def test_a_step_that_raises_is_a_row_and_its_dependents_are_not_run():
+    r = run.Row({"name": "k", "package": "p", "backend": "cuda", "runner": "nvcc", "target": 0.02, "what": "w"})
+    r.step("apply", lambda: 1 / 0)
+    r.step("build_instrumented", lambda: (True, None, None), "apply")
+    assert r.data["steps"]["apply"]["ok"] is False and "ZeroDivisionError" in r.data["steps"]["apply"]["reason"]
+    assert r.data["steps"]["build_instrumented"] == {"ok": False, "skipped": True, "reason": "not run: apply failed"}
+    r.step("stage", lambda: (False, "no sources", None))
+    run.gpu_steps(r, {}, 8, Path("unused"))  # a kernel not staged has no GPU steps (and no paths to use)
+    assert "measure_off" not in r.data["steps"]
+
+
+def test_the_table_counts_check_sass_words_against_the_measured_recording():
+    """SYNTHETIC rows: "keeps" measured +0.5% of a 2% target is within, "another kernel" measured
+    -3% is beyond (either sign), "unsure" not measured; every row is listed."""
+    def row(name, word, overhead):
+        spec = None if overhead is None else {"overhead": overhead, "ci95": [overhead - 0.001, overhead + 0.001],
+                                              "valid": True, "target": 0.02}
+        return {"name": name, "what": name, "target": 0.02, "check_sass": {"verdict": word}, "spec": spec,
+                "steps": {"revert": {"ok": True}}}
+    result = {"date": "SYNTHETIC", "device": "none", "uuid": "-", "driver": "-", "nvcc": "-", "packages": {},
+              "rows": [row("a", "keeps", 0.005), row("b", "another kernel", -0.03), row("c", "unsure", None)]}
+    text = run.table(result)
+    assert "| keeps | 1 | 0 | 0 |" in text and "| another kernel | 0 | 1 | 0 |" in text
+    assert "| unsure | 0 | 0 | 1 |" in text
+    assert "-3.00% [-3.10, -2.90] (NOT met)" in text and all(f"| {n}: " in text for n in "abc")
+
+
+def test_a_spec_gets_a_clock_variant_under_its_own_name(tmp_path):
+    spec = tmp_path / "k.toml"
+    spec.write_text('version = 1\nname = "k"\n\n[capture]\ncapacity = 4\n')
+    text = run.clock_variant(spec).read_text()
+    assert 'name = "k_clock"' in text and "[capture]\nclock = true\ncapacity = 4" in text
+
+
+def test_a_row_runs_its_harness_as_its_runner_says(tmp_path):
+    """nvcc: the build, no interpreter; python: python3 with the harness of the folder given (the
+    applied one, or the copy never applied), and nothing to build."""
+    row = {"name": "k", "harness": "harness/k.py", "runner": "python"}
+    assert run.program(row, tmp_path, tmp_path / "b")[:2] == [sys.executable, str(tmp_path / "harness" / "k.py")]
+    assert run.build(row, tmp_path, tmp_path / "s.toml", tmp_path / "b", True) == (True, None, None)
+    nvcc = run.program({**row, "runner": "nvcc"}, tmp_path, tmp_path / "b")
+    assert nvcc == [str(tmp_path / "b"), "--warmup", "{warmup}", "--iters", "{iterations}"]
+    assert run.concrete(nvcc, "3", "5")[1:] == ["--warmup", "3", "--iters", "5"]
+
+
+def test_revert_is_judged_against_the_files_as_staged(tmp_path):
+    """staged.json holds every source's and harness's sha256 as copied: a file changed after that
+    (a revert that left a probe) is named, and one edited in the repository meanwhile is not."""
+    (tmp_path / ".src" / "p").mkdir(parents=True)
+    (tmp_path / "harness").mkdir()
+    (tmp_path / ".src" / "p" / "k.cuh").write_text("clean\n")
+    (tmp_path / "harness" / "k.cu").write_text("main\n")
+    staged = run._digests(tmp_path)
+    assert set(staged) == {".src/p/k.cuh", "harness/k.cu"}
+    (tmp_path / ".src" / "p" / "k.cuh").write_text("clean\n// atrex: left over\n")
+    assert [p for p in staged if staged[p] != run._digests(tmp_path)[p]] == [".src/p/k.cuh"]
+
+
+def test_a_wheel_whose_sha256_is_not_the_pin_is_refused_by_name(tmp_path):
+    pkg = {"dist": "d", "version": "1", "wheel": "d-1-py3-none-any.whl", "sha256": "0" * 64}
+    (tmp_path / pkg["wheel"]).write_bytes(b"not the pinned wheel")
+    with pytest.raises(SystemExit, match=r"kernels.toml \[package.d\]: .* has sha256 [0-9a-f]{64}, the pin is 0{64}"):
+        fetch.download("d", pkg, tmp_path)
+
+
+def test_a_command_gets_json_before_the_program_it_runs(tmp_path, monkeypatch):
+    """`capture ... -- PROG ARGS` must hand PROG its own arguments: --json goes after the command."""
+    seen = []
+    monkeypatch.setattr(run.subprocess, "run", lambda argv, **kw: seen.append(argv) or
+                        run.subprocess.CompletedProcess(argv, 0, '{"ok": true}', ""))
+    assert run._cli("capture", "--out", "d", "--", "prog", "--iters", "3", cwd=tmp_path) == (0, {"ok": True}, "")
+    assert seen[0][len(run.ATREX):] == ["capture", "--json", "--out", "d", "--", "prog", "--iters", "3"]
