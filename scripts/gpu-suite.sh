@@ -8,6 +8,9 @@
 #                                           paths (gpu-pylaunch.sh)
 #   bash scripts/gpu-suite.sh perturbation  the kernel rows of the perturbation table
 #   bash scripts/gpu-suite.sh per-event     per-event costs, IKeT, the CuTe DSL GEMM
+#   bash scripts/gpu-suite.sh realkernels-cutedsl   the CuTe DSL rows of bench/realkernels and the CuTe
+#                                           DSL GEMM's first-CTA row, 16+16 in both arms
+#                                           (scripts/gpu-realkernels-cutedsl.sh: a GPU a job, four or more)
 # Each part's archives land under $OUT; scripts/update_fixtures.py, clock_fixtures.py,
 # update_compare_fixtures.py and pylaunch_fixtures.py turn them into fixtures here, and
 # bench/perturbation/run.py fold/table the perturbation figures into docs/cost.md.
@@ -21,7 +24,8 @@ case "${1:-}" in
   launches) bash scripts/gpu-compare.sh || fail=1; bash scripts/gpu-pylaunch.sh || fail=1 ;;
   perturbation) bash scripts/gpu-perturbation.sh examples || fail=1 ;;
   per-event) bash scripts/gpu-perturbation.sh per-event || fail=1 ;;
-  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event" >&2; exit 2 ;;
+  realkernels-cutedsl) bash scripts/gpu-realkernels-cutedsl.sh || fail=1 ;;
+  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event|realkernels-cutedsl" >&2; exit 2 ;;
 esac
 echo "== gpu-suite $1: fail=$fail"
 exit $fail

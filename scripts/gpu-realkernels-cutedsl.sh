@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The CuTe DSL rows of the real-kernel benchmark (bench/realkernels/cutedsl.toml) and the CuTe DSL
+# GEMM's first-CTA perturbation row measured 16+16 in both arms (scripts/gpu-cutedsl.sh), in one
+# device call, on the GPU host from the repository root. Carried with the call: the CuTe DSL bundle
+# (.device/), the wheels of scripts/fetch-gpu-wheels.sh (.whl/) and bench/realkernels/.src/ (quack's
+# files and the apache-tvm-ffi wheel: `python3 bench/realkernels/cutedsl_rows.py fetch` here).
+#   [JOBS="gemm-spec gemm-off quack_softmax ..."] [LANES="a,b|c|..."] [BUDGET=500] bash scripts/gpu-realkernels-cutedsl.sh
+# Each job runs on one GPU: gemm-spec and gemm-off are the GEMM's recording and probes-off arms
+# (ROUNDS=4: 16+16 processes each), every other job a row of cutedsl.toml (8+8 processes an arm).
+# LANES lists the jobs each GPU runs in turn, `|` between GPUs; by default one job a GPU where there
+# are enough, on four GPUs two rows share one, on fewer the jobs go round the GPUs in turn (one GPU
+# takes about 20 minutes for all of it: split JOBS over calls). No job outlives BUDGET seconds from
+# the start. Writes under $OUT: device.txt, rows/<row>.json and rows.tar.gz (each row's log,
+# measurements and capture), gemm-spec/ and gemm-off/ (gpu-cutedsl.sh's results.tar.gz: their
+# measure-spec.json and measure-off.json, together, are what `bench/perturbation/run.py fold
+# --cutedsl DIR` reads).
+set -uo pipefail
+OUT=${OUT:-/tmp/atrex-realkernels-cutedsl}
+mkdir -p "$OUT/rows"
+deadline=$((SECONDS + ${BUDGET:-500}))
+eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" || exit 1
+source scripts/gpu-env.sh
+python3 -m pip install -q --no-index --no-deps --target /tmp/site bench/realkernels/.src/wheels/*.whl || exit 1
+{ nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; date -u; } | tee "$OUT/device.txt"
+JOBS=${JOBS:-gemm-spec gemm-off quack_softmax quack_rmsnorm quack_cross_entropy}
+read -ra jobs <<< "$JOBS"
+gpus=$(nvidia-smi -L | wc -l)
+if [ -z "${LANES:-}" ]; then
+  if [ "$gpus" -ge "${#jobs[@]}" ]; then LANES=$(IFS='|'; echo "${jobs[*]}")
+  elif [ "$gpus" = 4 ] && [ "$JOBS" = "gemm-spec gemm-off quack_softmax quack_rmsnorm quack_cross_entropy" ]; then
+    LANES="gemm-spec|gemm-off|quack_softmax,quack_rmsnorm|quack_cross_entropy"
+  else
+    lanes=()
+    for i in "${!jobs[@]}"; do g=$((i % gpus)); lanes[g]="${lanes[g]:+${lanes[g]},}${jobs[i]}"; done
+    LANES=$(IFS='|'; echo "${lanes[*]}")
+  fi
+fi
+job() {  # one job on the GPU CUDA_VISIBLE_DEVICES names, cut at the deadline
+  local left=$((deadline - SECONDS))
+  [ "$left" -gt 30 ] || { log "$1: no time left"; return 1; }
+  case "$1" in
+    gemm-spec) OUT="$OUT/gemm-spec" MEASURE_ON=1 MEASURE_OFF=0 ROUNDS=4 ITERS=300 \
+                 timeout "$left" bash scripts/gpu-cutedsl.sh hopper_gemm > "$OUT/gemm-spec.log" 2>&1 ;;
+    gemm-off) OUT="$OUT/gemm-off" MEASURE_ON=0 MEASURE_OFF=1 ROUNDS=4 ITERS=300 \
+                timeout "$left" bash scripts/gpu-cutedsl.sh hopper_gemm > "$OUT/gemm-off.log" 2>&1 ;;
+    *) timeout "$left" python3 bench/realkernels/cutedsl_rows.py run "$OUT/rows" --kernels "$1" --samples 8 ;;
+  esac
+}
+IFS='|' read -ra lanes <<< "$LANES"
+[ "${#lanes[@]}" -le "$gpus" ] || { echo "LANES has ${#lanes[@]} lanes for $gpus GPU(s): one lane a GPU" >&2; exit 2; }
+log "$gpus GPU(s); lanes: $LANES"
+pids=()
+for g in "${!lanes[@]}"; do
+  ( export CUDA_VISIBLE_DEVICES=$g; fail=0
+    IFS=',' read -ra mine <<< "${lanes[g]}"
+    for j in "${mine[@]}"; do t0=$SECONDS; job "$j" || fail=1; log "$j on GPU $CUDA_VISIBLE_DEVICES: $((SECONDS - t0)) s"; done
+    exit $fail ) &
+  pids+=($!)
+done
+fail=0
+for p in "${pids[@]}"; do wait "$p" || fail=1; done
+for f in gemm-spec gemm-off; do [ -f "$OUT/$f.log" ] && grep -E "^== |overhead|revert" "$OUT/$f.log" | tail -8; done
+tar -C "$OUT" -czf "$OUT/rows.tar.gz" rows && find "$OUT/rows" -mindepth 1 -type d -exec rm -rf {} +
+log "done (fail=$fail, $SECONDS s)"
+exit $fail
