@@ -193,7 +193,7 @@ def run_row(k: Kernel, out: Path, samples: int = 8) -> dict:
     # earlier run (run-iket's discovery pass), as scripts/gpu-cutedsl.sh does
     trk = work / "trk"
     _run([sys.executable, "-m", "iket.cli.main", "-o", str(trk), "profile", "--keep", "--postprocess", "none", "--",
-          *cmd(inst, "--warmup", "3", "--iters", str(ITERATIONS))], log)
+          *cmd(inst, "--warmup", str(WARMUP), "--iters", str(ITERATIONS))], log)
     recording = _recording_argv(Path(applied["manifest"]), work / "rec", cmd(inst, *timed), trk / "tracker")
     _atrex(log, *measure, "--instrumented", json.dumps(recording), "--out", str(art / "measure-spec.json"),
            "--capture-dir", str(work / "spec-captures"))
