@@ -7,10 +7,11 @@
 #   [JOBS="gemm-spec gemm-off quack_softmax ..."] [LANES="a,b|c|..."] [BUDGET=500] bash scripts/gpu-realkernels-cutedsl.sh
 # Each job runs on one GPU: gemm-spec and gemm-off are the GEMM's recording and probes-off arms
 # (ROUNDS=4: 16+16 processes each), every other job a row of cutedsl.toml (8+8 processes an arm).
-# LANES lists the jobs each GPU runs in turn, `|` between GPUs; by default one job a GPU where there
-# are enough, on four GPUs two rows share one, on fewer the jobs go round the GPUs in turn (one GPU
-# takes about 20 minutes for all of it: split JOBS over calls). No job outlives BUDGET seconds from
-# the start. Writes under $OUT: device.txt, rows/<row>.json and rows.tar.gz (each row's log,
+# LANES lists the jobs each GPU runs in turn, `|` between GPUs; by default a GPU a job where there
+# are enough (eight for the GEMM's two arms and four rows), else the GEMM's arms keep a GPU each and
+# the rows take turns on the others (on four GPUs, two rows a GPU: about 450 s), and on one or two
+# GPUs every job takes its turn (one GPU needs about 25 minutes for all: split JOBS over calls). No
+# job outlives BUDGET seconds from the start. Writes under $OUT: device.txt, rows/<row>.json and rows.tar.gz (each row's log,
 # measurements and capture), gemm-spec/ and gemm-off/ (gpu-cutedsl.sh's results.tar.gz: their
 # measure-spec.json and measure-off.json, together, are what `bench/perturbation/run.py fold
 # --cutedsl DIR` reads).
@@ -22,18 +23,21 @@ eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" || exit 
 source scripts/gpu-env.sh
 python3 -m pip install -q --no-index --no-deps --target /tmp/site bench/realkernels/.src/wheels/*.whl || exit 1
 { nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; date -u; } | tee "$OUT/device.txt"
-JOBS=${JOBS:-gemm-spec gemm-off quack_softmax quack_rmsnorm quack_cross_entropy}
+rows=$(python3 -c 'import tomllib; print(*(k["name"] for k in tomllib.load(open("bench/realkernels/cutedsl.toml", "rb"))["kernel"]))')
+JOBS=${JOBS:-gemm-spec gemm-off $rows}
 read -ra jobs <<< "$JOBS"
 gpus=$(nvidia-smi -L | wc -l)
-if [ -z "${LANES:-}" ]; then
-  if [ "$gpus" -ge "${#jobs[@]}" ]; then LANES=$(IFS='|'; echo "${jobs[*]}")
-  elif [ "$gpus" = 4 ] && [ "$JOBS" = "gemm-spec gemm-off quack_softmax quack_rmsnorm quack_cross_entropy" ]; then
-    LANES="gemm-spec|gemm-off|quack_softmax,quack_rmsnorm|quack_cross_entropy"
+if [ -z "${LANES:-}" ]; then  # a GPU a job where there are enough; else the GEMM's arms, the longest
+  gemm=(); other=()          # jobs, keep a GPU each if one is left for the rows, which take turns on the rest
+  for j in "${jobs[@]}"; do case "$j" in gemm-*) gemm+=("$j") ;; *) other+=("$j") ;; esac; done
+  lanes=()
+  if [ "$gpus" -ge "${#jobs[@]}" ] || [ "$gpus" -gt "${#gemm[@]}" ]; then
+    lanes=("${gemm[@]}"); first=${#gemm[@]}; rest=("${other[@]}")
   else
-    lanes=()
-    for i in "${!jobs[@]}"; do g=$((i % gpus)); lanes[g]="${lanes[g]:+${lanes[g]},}${jobs[i]}"; done
-    LANES=$(IFS='|'; echo "${lanes[*]}")
+    first=0; rest=("${jobs[@]}")
   fi
+  for i in "${!rest[@]}"; do g=$((first + i % (gpus - first))); lanes[g]="${lanes[g]:+${lanes[g]},}${rest[i]}"; done
+  LANES=$(IFS='|'; echo "${lanes[*]}")
 fi
 job() {  # one job on the GPU CUDA_VISIBLE_DEVICES names, cut at the deadline
   local left=$((deadline - SECONDS))
