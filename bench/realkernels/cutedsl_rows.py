@@ -1,16 +1,18 @@
 """The CuTe DSL rows of the real-kernel benchmark (cutedsl.toml): fetch their packages at the pinned
 versions, and run each row through the loop under NVIDIA IKeT as a user would, one CLI call a step:
-a clean run of the runner, apply, check-iket, measure with probes compiled in and off, measure
-recording (the runner under run-iket, as capture runs it), capture at the small shape, validate,
-summary, revert (byte-exact against the clean copy). A step that fails ends the row there and is
-its result, with the tool's message.
+a clean run of the runner, apply, check-iket (the probes are in the compiled kernel), measure with
+probes compiled in and off, measure recording (the runner under run-iket as capture runs it, with
+the tracker of one earlier run), capture at the small shape, validate, summary, revert (byte-exact
+against the fetched file). A step that fails is recorded with its reason and the steps that need
+it are not run.
 
     python3 bench/realkernels/cutedsl_rows.py fetch           (here, with package access: .src/)
     python3 bench/realkernels/cutedsl_rows.py run OUT [--kernels a,b] [--samples 8]   (the GPU host)
 
-`run` writes OUT/<row>.json (what run_row returns) and each row's artifacts under OUT/<row>/; the
-GPU host needs the CuTe DSL bundle and the wheels `fetch` keeps in .src/wheels/ installed
-(scripts/gpu-realkernels-cutedsl.sh does both).
+`run` writes OUT/<row>.json, the row as run_row returns it (kernels.toml's result rows: name, what,
+target, `steps` each ok or not with its reason, `off` and `spec` the two measurements, `validate`,
+`summary`), and each row's log, measurements and capture under OUT/<row>/. The GPU host needs the
+CuTe DSL bundle and the wheels `fetch` keeps in .src/wheels/ installed (scripts/gpu-realkernels-cutedsl.sh).
 """
 from __future__ import annotations
 
@@ -40,11 +42,13 @@ STEP_TIMEOUT = 600  # seconds for one CLI call (a measurement's samples have the
 @dataclass(frozen=True)
 class Package:
     name: str
+    dist: str
     version: str
     wheel: str
     sha256: str
-    files: tuple[str, ...]  # extracted into .src/<name>/; none: the wheel is installed on the GPU host
-    platform: str | None
+    files: tuple[str, ...]  # extracted into .src/<name>/
+    pip_args: tuple[str, ...]
+    install: bool  # the wheel kept in .src/wheels/ and installed on the GPU host instead
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,8 @@ def load(path: Path = ROWS) -> tuple[dict[str, Package], list[Kernel]]:
     """The packages and rows of cutedsl.toml; a missing or mistyped field exits 2 naming it."""
     try:
         doc = tomllib.loads(path.read_text())
-        packages = {n: Package(n, *(_field(p, f, str, f"[package.{n}]") for f in ("version", "wheel", "sha256")),
-                               tuple(p.get("files", ())), p.get("platform"))
+        packages = {n: Package(n, *(_field(p, f, str, f"[package.{n}]") for f in ("dist", "version", "wheel", "sha256")),
+                               tuple(p.get("files", ())), tuple(p.get("pip_args", ())), p.get("install") is True)
                     for n, p in doc.get("package", {}).items()}
         kernels = []
         for i, k in enumerate(doc.get("kernel", [])):
@@ -88,22 +92,21 @@ def load(path: Path = ROWS) -> tuple[dict[str, Package], list[Kernel]]:
 
 def fetch(packages: dict[str, Package], cache: Path | None = None) -> None:
     """Each package's pinned wheel from the registry (pip download), its sha256 checked; its `files`
-    extracted into .src/<name>/, or the wheel kept in .src/wheels/ for the GPU host. The download
-    cache is a temporary folder unless given: .src/ is what travels to the GPU host."""
+    extracted into .src/<name>/, or, with `install`, the wheel kept in .src/wheels/ for the GPU host.
+    The download cache is a temporary folder unless given: .src/ is what travels to the GPU host."""
     if cache is None:
         with tempfile.TemporaryDirectory(prefix="atrex-wheels-") as tmp:
             return fetch(packages, Path(tmp))
     for p in packages.values():
-        where = ["--python-version", "3.12", "--implementation", "cp", "--platform", p.platform] if p.platform else []
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", *where,
-                        "-d", str(cache), f"{p.name}=={p.version}"], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", *p.pip_args,
+                        "-d", str(cache), f"{p.dist}=={p.version}"], check=False)
         wheel = cache / p.wheel
-        sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+        sha = hashlib.sha256(wheel.read_bytes()).hexdigest() if wheel.is_file() else "(not downloaded)"
         if sha != p.sha256:
-            print(f"error: {wheel}: sha256 {sha}, {ROWS.name} pins {p.sha256}: the registry served another file; "
-                  "check the pin", file=sys.stderr)
+            print(f"error: {ROWS.name} [package.{p.name}]: {p.wheel} has sha256 {sha}, the pin is {p.sha256}: check "
+                  "the network and the pin", file=sys.stderr)
             sys.exit(2)
-        if not p.files:
+        if p.install:
             (SRC / "wheels").mkdir(parents=True, exist_ok=True)
             shutil.copyfile(wheel, SRC / "wheels" / p.wheel)
             continue
@@ -112,133 +115,178 @@ def fetch(packages: dict[str, Package], cache: Path | None = None) -> None:
         with zipfile.ZipFile(wheel) as z:
             for f in p.files:
                 z.extract(f, dest)
-        print(f"{p.name} {p.version}: {len(p.files)} files in {dest.relative_to(REPO)}")
+        print(f"{p.dist} {p.version}: {len(p.files)} files in {dest.relative_to(REPO)}")
 
 
-def _atrex(log: Path, *args: str, cmd: list[str] = ()) -> tuple[int, dict]:
-    """One CLI call with --json: (exit status, its JSON: the result, or the error with its hint). The
-    JSON is the last object its stdout starts on a line of its own (a program it ran prints first)."""
-    p = _run([*ATREX, *args, "--json", *(["--", *cmd] if cmd else [])], log)
-    text = "\n" + p.stdout
-    for at in reversed([i + 1 for i in range(len(text)) if text.startswith("\n{", i)]):
+class Row:
+    """One row's outcome as kernels.toml's rows record it: each step ok or not, with its reason and
+    seconds; a step whose prerequisite failed is not run."""
+
+    def __init__(self, k: Kernel, log: Path):
+        self.data = {"name": k.name, "package": k.package.name, "version": k.package.version, "backend": "cutedsl",
+                     "runner": "python", "target": k.target, "what": k.what,
+                     "choice": {"recorder": "iket", "how": "NVIDIA IKeT (the cutedsl backend)"}, "steps": {}}
+        self.log = log
+
+    def ok(self, step: str) -> bool:
+        return self.data["steps"].get(step, {}).get("ok", False)
+
+    def step(self, name: str, fn, *needs: str) -> None:
+        """fn() -> (ok, reason), run unless a step it needs failed."""
+        missing = [n for n in needs if not self.ok(n)]
+        if missing:
+            self.data["steps"][name] = {"ok": False, "skipped": True, "reason": f"not run: {', '.join(missing)} failed"}
+            return
+        t0 = time.time()
+        ok, reason = fn()
+        self.data["steps"][name] = {"ok": ok, "reason": reason, "s": round(time.time() - t0, 1)}
+
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess:
+        """argv, its output appended to the row's log under the command line; past STEP_TIMEOUT: exit 124."""
+        with open(self.log, "a") as f:
+            f.write(f"$ {' '.join(argv)}\n")
         try:
-            return p.returncode, json.loads(text[at:])
-        except json.JSONDecodeError:
-            continue
-    return p.returncode, {"error": (p.stdout + p.stderr)[-2000:]}
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=STEP_TIMEOUT)
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout or ""
+            p = subprocess.CompletedProcess(argv, 124, out, f"timed out after {STEP_TIMEOUT} s")
+        with open(self.log, "a") as f:
+            f.write(f"{p.stdout}{p.stderr}(exit {p.returncode})\n")
+        return p
+
+    def atrex(self, *args: str, cmd: list[str] = ()) -> tuple[int, dict, str | None]:
+        """One CLI call with --json: (exit status, its JSON, why it failed). The JSON is the last object
+        its stdout starts on a line of its own (the program a command runs prints first)."""
+        p = self.run([*ATREX, *args, "--json", *(["--", *cmd] if cmd else [])])
+        text, out = "\n" + p.stdout, None
+        for at in reversed([i + 1 for i in range(len(text)) if text.startswith("\n{", i)]):
+            try:
+                out = json.loads(text[at:])
+                break
+            except json.JSONDecodeError:
+                continue
+        if p.returncode == 0:
+            return 0, out or {}, None
+        why = f"exit {p.returncode}: " + (f"{out['error']} (next: {out.get('hint')})" if out and "error" in out
+                                          else (p.stderr or p.stdout).strip()[-600:])
+        return p.returncode, out or {}, why
 
 
-def _run(argv: list[str], log: Path) -> subprocess.CompletedProcess:
-    """Run argv, its output appended to `log` under the command line; a call past STEP_TIMEOUT fails."""
-    with open(log, "a") as f:
-        f.write(f"$ {' '.join(argv)}\n")
+def _measured(art_path: Path, target: float) -> dict:
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=STEP_TIMEOUT)
-    except subprocess.TimeoutExpired as e:
-        p = subprocess.CompletedProcess(argv, 124, (e.stdout or b"").decode(errors="replace"), f"timed out after {STEP_TIMEOUT} s")
-    with open(log, "a") as f:
-        f.write(p.stdout + p.stderr + f"(exit {p.returncode})\n")
-    return p
-
-
-def _measured(art: dict, target: float) -> dict:
+        art = json.loads(art_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        art = {"valid": False, "reasons": [f"{art_path.name} was not written (the row's log.txt says why)"]}
     n = art.get("n", {})
     return {"overhead": art.get("overhead"), "ci95": art.get("overhead_ci95"), "target": target,
             "samples": {"A": n.get("baseline"), "B": n.get("instrumented")}, "median_ms": art.get("median_ms"),
             "valid": art.get("valid", False), "reasons": art.get("reasons", [])}
 
 
+def recording_argv(manifest: Path, work: Path, cmd: list[str], tracker: Path) -> list[str]:
+    """The runner under run-iket as capture runs it (cutedsl/runiket.py), one program run a process,
+    reusing the tracker of an earlier `run-iket profile --keep`."""
+    from atrex_inject.cutedsl.runiket import prepare_run_iket  # noqa: PLC0415
+    from atrex_inject.manifest import load as load_manifest  # noqa: PLC0415
+    return prepare_run_iket(load_manifest(manifest), work, cmd, tracker)
+
+
 def run_row(k: Kernel, out: Path, samples: int = 8) -> dict:
-    """Row `k` through the loop in a fresh copy of the tree's benchmark files (OUT/<row>/ keeps the
-    log, the measurements and the capture); the dict is the row of the results file."""
+    """Row `k` through the loop in a fresh copy of the benchmark's files; OUT/<row>/ keeps the log,
+    the measurements and the capture."""
     art = out / k.name
     shutil.rmtree(art, ignore_errors=True)
     art.mkdir(parents=True)
-    log = art / "log.txt"
-    row = {"kernel": k.name, "backend": "cutedsl", "what": k.what, "package": k.package.name,
-           "version": k.package.version, "recorder": "iket", "target": k.target}
+    r = Row(k, art / "log.txt")
     work = Path(tempfile.mkdtemp(prefix=f"atrex-{k.name}-"))
     (work / ".git").mkdir()
     bench = work / HERE.relative_to(REPO)
-    shutil.copytree(HERE, bench, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(HERE, bench, ignore=shutil.ignore_patterns("__pycache__", "wheels"))
     shutil.copytree(REPO / "examples" / "cutedsl", work / "examples" / "cutedsl")  # harness.py: the sample line
-    clean = work / "clean" / k.package.name
-    shutil.copytree(SRC / k.package.name, clean)
+    fetched, inst, clean = SRC / k.package.name, bench / ".src" / k.package.name, work / "clean" / k.package.name
+    shutil.copytree(fetched, clean)  # the measurement's clean side imports this copy, never applied
     runner, spec = bench / k.harness.relative_to(HERE), bench / k.spec.relative_to(HERE)
-    inst = bench / ".src" / k.package.name
     cmd = lambda src, *a: [sys.executable, str(runner), "--src", str(src), *a]  # noqa: E731
     timed = ("--warmup", "{warmup}", "--iters", "{iterations}")
+    ctx: dict = {}
 
-    def fail(step: str, why) -> dict:
-        return {**row, "failed_at": step, "why": why}
+    def clean_run():
+        p = r.run(cmd(clean, "--warmup", "2", "--iters", "5"))
+        return p.returncode == 0, None if p.returncode == 0 else (p.stderr or p.stdout).strip()[-600:]
+    r.step("clean_run", clean_run)
 
-    t0 = time.time()
-    p = _run(cmd(clean, "--warmup", "2", "--iters", "5"), log)
-    if p.returncode != 0:
-        return fail("clean run", (p.stdout + p.stderr)[-1500:])
-    rc, applied = _atrex(log, "apply", str(spec), "--root", str(work))
-    if rc != 0:
-        return fail("apply", applied)
-    source = work / applied["source"]
-    rc, r = _atrex(log, "check-iket", str(spec), "--root", str(work), cmd=cmd(inst, "--compile-only"))
-    row["check_iket"] = {"ok": rc == 0, "problems": [q for e in r.get("entries", []) for q in e["problems"]]
-                         if rc in (0, 1) else [r]}
+    def apply():
+        rc, applied, why = r.atrex("apply", str(spec), "--root", str(work))
+        ctx.update(applied)
+        return rc == 0, why
+    r.step("apply", apply, "clean_run")
+
+    def check_iket():
+        rc, res, why = r.atrex("check-iket", str(spec), "--root", str(work), cmd=cmd(inst, "--compile-only"))
+        problems = [q for e in res.get("entries", []) for q in e["problems"]]
+        r.data["check_iket"] = {"ok": rc == 0, "problems": problems}
+        return rc == 0, "; ".join(problems) or why
+    r.step("check_iket", check_iket, "apply")
+
+    source = work / ctx["source"] if "source" in ctx else None  # the spec's file, instrumented in place
     measure = ["measure", "--warmup", str(WARMUP), "--iterations", str(ITERATIONS), "--rounds", str(max(1, samples // 4)),
-               "--baseline", json.dumps(cmd(clean, *timed)), "--source", str(clean / source.relative_to(inst)),
-               "--source", str(source)]
-    _atrex(log, *measure, "--instrumented", json.dumps(cmd(inst, *timed)), "--out", str(art / "measure-off.json"),
-           "--capture-dir", str(work / "off-captures"))
-    row["off"] = _measured(_load(art / "measure-off.json"), OFF_TARGET)
-    # the recording side runs the program once a process under run-iket, reusing the tracker of one
-    # earlier run (run-iket's discovery pass), as scripts/gpu-cutedsl.sh does
-    trk = work / "trk"
-    _run([sys.executable, "-m", "iket.cli.main", "-o", str(trk), "profile", "--keep", "--postprocess", "none", "--",
-          *cmd(inst, "--warmup", str(WARMUP), "--iters", str(ITERATIONS))], log)
-    recording = _recording_argv(Path(applied["manifest"]), work / "rec", cmd(inst, *timed), trk / "tracker")
-    _atrex(log, *measure, "--instrumented", json.dumps(recording), "--out", str(art / "measure-spec.json"),
-           "--capture-dir", str(work / "spec-captures"))
-    row["recording"] = _measured(_load(art / "measure-spec.json"), k.target)
+               "--baseline", json.dumps(cmd(clean, *timed))] + (
+        ["--source", str(clean / source.relative_to(inst)), "--source", str(source)] if source else [])
+
+    def arm(which: str, instrumented: list[str]):
+        path = art / f"measure-{which}.json"
+        _, _, why = r.atrex(*measure, "--instrumented", json.dumps(instrumented), "--out", str(path),
+                            "--capture-dir", str(work / f"{which}-captures"))
+        r.data[which] = _measured(path, OFF_TARGET if which == "off" else k.target)
+        return r.data[which]["valid"], "; ".join(r.data[which]["reasons"]) or why
+    r.step("measure_off", lambda: arm("off", cmd(inst, *timed)), "apply")
+
+    def tracker():  # run-iket's discovery pass, once, at the measured launches
+        p = r.run([sys.executable, "-m", "iket.cli.main", "-o", str(work / "trk"), "profile", "--keep",
+                   "--postprocess", "none", "--", *cmd(inst, "--warmup", str(WARMUP), "--iters", str(ITERATIONS))])
+        return p.returncode == 0, None if p.returncode == 0 else (p.stderr or p.stdout).strip()[-600:]
+    r.step("iket_tracker", tracker, "apply")
+    r.step("measure_spec", lambda: arm("spec", recording_argv(Path(ctx["manifest"]), work / "rec", cmd(inst, *timed),
+                                                              work / "trk" / "tracker")), "iket_tracker")
     cap = art / "cap"
-    rc, r = _atrex(log, "capture", "--spec", str(spec), "--root", str(work), "--out", str(cap), "--workload",
-                   f"{k.name}:small:seed=1", cmd=cmd(inst, "--warmup", "1", "--iters", "1", "--small"))
-    if rc != 0:
-        row["capture"] = {"verdict": "not captured", "why": r}
-    else:
-        _, v = _atrex(log, "validate", str(cap), "--source", str(source))
-        _, s = _atrex(log, "summary", str(cap))
-        row["capture"] = {"verdict": v.get("verdict"), "events": v.get("events"),
-                          "failed": [c["name"] for c in v.get("checks", []) if not c["ok"]],
-                          "median_ns": {i["name"]: i["median"] for i in (s.get("launches") or [{}])[-1].get("intervals", [])}}
-        shutil.rmtree(cap / "iket", ignore_errors=True)  # run-iket's own folder: its decoded trace is normalized in cap/
-    rc, r = _atrex(log, "revert", str(spec), "--root", str(work))
-    row["revert"] = {"byte_exact": rc == 0 and source.read_bytes() == (clean / source.relative_to(inst)).read_bytes()}
-    row["seconds"] = round(time.time() - t0)
+
+    def capture():
+        rc, _, why = r.atrex("capture", "--spec", str(spec), "--root", str(work), "--out", str(cap), "--workload",
+                             f"{k.name}:small:seed=1", cmd=cmd(inst, "--warmup", "1", "--iters", "1", "--small"))
+        shutil.rmtree(cap / "iket", ignore_errors=True)  # run-iket's own folder, normalized into cap/
+        return rc == 0, why
+    r.step("capture", capture, "apply")
+
+    def validate():
+        rc, v, why = r.atrex("validate", str(cap), "--source", str(source))
+        r.data["validate"] = {"verdict": v.get("verdict"), "events": v.get("events"),
+                              "failed": [c["name"] for c in v.get("checks", []) if not c.get("ok")]}
+        return rc == 0, why if not r.data["validate"]["failed"] else f"rejected: {', '.join(r.data['validate']['failed'])}"
+    r.step("validate", validate, "capture")
+
+    def summary():
+        rc, s, why = r.atrex("summary", str(cap))
+        r.data["summary"] = s
+        return rc == 0, why
+    r.step("summary", summary, "capture")
+
+    def revert():
+        rc, _, why = r.atrex("revert", str(spec), "--root", str(work))
+        same = source.read_bytes() == (fetched / source.relative_to(inst)).read_bytes()
+        return rc == 0 and same, why or (None if same else f"{source.name} is not byte-exact after revert")
+    r.step("revert", revert, "apply")
     shutil.rmtree(work, ignore_errors=True)
-    return row
+    return r.data
 
 
-def _load(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {"valid": False, "reasons": [f"{path.name} was not written: the measurement failed (see log.txt)"]}
-
-
-def _recording_argv(manifest_path: Path, rec: Path, cmd: list[str], tracker: Path) -> list[str]:
-    """The runner under run-iket as capture runs it (cutedsl/runiket.py), one program run a process."""
-    from atrex_inject.cutedsl.runiket import prepare_run_iket  # noqa: PLC0415
-    from atrex_inject.manifest import load as load_manifest  # noqa: PLC0415
-    return prepare_run_iket(load_manifest(manifest_path), rec, cmd, tracker)
-
-
-def _line(row: dict) -> str:
-    """One row as the log shows it: where it failed, or each arm's overhead, the capture and the revert."""
-    if "failed_at" in row:
-        return f"{row['kernel']}: failed at {row['failed_at']}: {json.dumps(row['why'])[:600]}"
-    pct = lambda m: "-" if m.get("overhead") is None else f"{100 * m['overhead']:+.2f}% {m.get('ci95')}"  # noqa: E731
-    return (f"{row['kernel']}: check-iket {'ok' if row['check_iket']['ok'] else 'FAILED'}; off {pct(row['off'])}; "
-            f"recording {pct(row['recording'])} (target {100 * row['target']:.0f}%); capture "
-            f"{row['capture']['verdict']}; revert byte-exact {row['revert']['byte_exact']}; {row['seconds']} s")
+def line(d: dict) -> str:
+    """One row as the run prints it: each measurement, the capture's verdict, what failed."""
+    pct = lambda m: "-" if not m or m.get("overhead") is None else f"{100 * m['overhead']:+.2f}% {m.get('ci95')}"  # noqa: E731
+    failed = [f"{s}: {v['reason']}" for s, v in d["steps"].items() if not v["ok"] and not v.get("skipped")]
+    return (f"{d['name']}: off {pct(d.get('off'))}; recording {pct(d.get('spec'))} (target {100 * d['target']:.0f}%); "
+            f"capture {(d.get('validate') or {}).get('verdict') or '-'}; revert "
+            f"{'byte-exact' if d['steps'].get('revert', {}).get('ok') else 'FAILED'}"
+            + (f"\n    {' | '.join(failed)}" if failed else ""))
 
 
 def main() -> int:
@@ -260,17 +308,17 @@ def main() -> int:
     if unknown:
         print(f"error: --kernels: {', '.join(unknown)} not among the rows of {ROWS}", file=sys.stderr)
         return 2
-    missing = [k.package.name for k in kernels if not (SRC / k.package.name).is_dir()]
+    missing = sorted({k.package.name for k in kernels if k.name in names and not (SRC / k.package.name).is_dir()})
     if missing:
-        print(f"error: {SRC}/{missing[0]} does not exist: run `python3 {Path(__file__).name} fetch` first",
+        print(f"error: {SRC / missing[0]} does not exist: run `python3 {Path(__file__).name} fetch` first",
               file=sys.stderr)
         return 2
     ok = True
     for k in (k for k in kernels if k.name in names):
         row = run_row(k, a.out, a.samples)
         (a.out / f"{k.name}.json").write_text(json.dumps(row, indent=2) + "\n")
-        ok &= "failed_at" not in row
-        print(_line(row), flush=True)
+        ok &= all(s["ok"] for s in row["steps"].values())
+        print(line(row), flush=True)
     return 0 if ok else 1
 
 
