@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# The CuTe DSL rows of the real-kernel benchmark (bench/realkernels/cutedsl.toml) and the CuTe DSL
-# GEMM's first-CTA perturbation row measured 16+16 in both arms (scripts/gpu-cutedsl.sh), in one
-# device call, on the GPU host from the repository root. Carried with the call: the CuTe DSL bundle
-# (.device/), the wheels of scripts/fetch-gpu-wheels.sh (.whl/) and bench/realkernels/.src/ (quack's
-# files and the apache-tvm-ffi wheel: `python3 bench/realkernels/cutedsl_rows.py fetch` here).
-#   [JOBS="gemm-spec gemm-off quack_softmax ..."] [LANES="a,b|c|..."] [BUDGET=500] bash scripts/gpu-realkernels-cutedsl.sh
+# The CuTe DSL rows of the real-kernel benchmark (bench/realkernels/cutedsl.toml: quack-kernels and
+# flash-attn-4) and the CuTe DSL GEMM's first-CTA perturbation row measured 16+16 in both arms
+# (scripts/gpu-cutedsl.sh), in one device call, on the GPU host from the repository root. Carried
+# with the call: the CuTe DSL bundle (.device/), the wheels of scripts/fetch-gpu-wheels.sh (.whl/)
+# and bench/realkernels/.src/ (the packages' files and the apache-tvm-ffi wheel, from
+# `python3 bench/realkernels/cutedsl_rows.py fetch` here).
+#   [JOBS="gemm-spec gemm-off quack_softmax ..."] [LANES="a,b|c|..."] [BUDGET=500] \
+#     bash scripts/gpu-realkernels-cutedsl.sh
 # Each job runs on one GPU: gemm-spec and gemm-off are the GEMM's recording and probes-off arms
 # (ROUNDS=4: 16+16 processes each), every other job a row of cutedsl.toml (8+8 processes an arm).
-# LANES lists the jobs each GPU runs in turn, `|` between GPUs; by default a GPU a job where there
-# are enough (eight for the GEMM's two arms and four rows), else the GEMM's arms keep a GPU each and
-# the rows take turns on the others (on four GPUs, two rows a GPU: about 450 s), and on one or two
-# GPUs every job takes its turn (one GPU needs about 25 minutes for all: split JOBS over calls). No
-# job outlives BUDGET seconds from the start. Writes under $OUT: device.txt, rows/<row>.json and rows.tar.gz (each row's log,
-# measurements and capture), gemm-spec/ and gemm-off/ (gpu-cutedsl.sh's results.tar.gz: their
-# measure-spec.json and measure-off.json, together, are what `bench/perturbation/run.py fold
-# --cutedsl DIR` reads).
+# LANES lists the jobs each GPU runs in turn, `|` between GPUs. By default a GPU a job where there
+# are enough (eight: the GEMM's two arms and five rows, each within about 400 s); else the GEMM's
+# arms keep a GPU each and the rows take turns on the others, and on one or two GPUs every job takes
+# its turn: then split JOBS over calls so that no GPU has more than about 450 s of work (two quack
+# rows take about that). No job outlives BUDGET seconds from the start.
+# Writes under $OUT: device.txt, rows/<row>.json and rows.tar.gz (each row's log, measurements and
+# capture), gemm-spec/ and gemm-off/ (gpu-cutedsl.sh's results.tar.gz: their measure-spec.json and
+# measure-off.json, in one folder, are what `bench/perturbation/run.py fold --cutedsl DIR` reads).
 set -uo pipefail
 OUT=${OUT:-/tmp/atrex-realkernels-cutedsl}
 mkdir -p "$OUT/rows"

@@ -10,7 +10,7 @@
 #   bash scripts/gpu-suite.sh per-event     per-event costs, IKeT, the CuTe DSL GEMM
 #   bash scripts/gpu-suite.sh realkernels-cutedsl   the CuTe DSL rows of bench/realkernels and the CuTe
 #                                           DSL GEMM's first-CTA row, 16+16 in both arms
-#                                           (scripts/gpu-realkernels-cutedsl.sh: a GPU a job, four or more)
+#                                           (scripts/gpu-realkernels-cutedsl.sh: a GPU a job, on eight)
 # Each part's archives land under $OUT; scripts/update_fixtures.py, clock_fixtures.py,
 # update_compare_fixtures.py and pylaunch_fixtures.py turn them into fixtures here, and
 # bench/perturbation/run.py fold/table the perturbation figures into docs/cost.md.

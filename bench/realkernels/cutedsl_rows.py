@@ -27,7 +27,7 @@ import time
 import tomllib
 import zipfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -46,7 +46,7 @@ class Package:
     version: str
     wheel: str
     sha256: str
-    files: tuple[str, ...]  # extracted into .src/<name>/
+    files: tuple[str, ...]  # globs of the members extracted into .src/<name>/
     pip_args: tuple[str, ...]
     install: bool  # the wheel kept in .src/wheels/ and installed on the GPU host instead
 
@@ -113,9 +113,16 @@ def fetch(packages: dict[str, Package], cache: Path | None = None) -> None:
         dest = SRC / p.name
         shutil.rmtree(dest, ignore_errors=True)
         with zipfile.ZipFile(wheel) as z:
-            for f in p.files:
-                z.extract(f, dest)
-        print(f"{p.dist} {p.version}: {len(p.files)} files in {dest.relative_to(REPO)}")
+            members = [m for m in z.namelist() if wanted(m, p.files)]
+            for m in members:
+                z.extract(m, dest)
+        print(f"{p.dist} {p.version}: {len(members)} files in {dest.relative_to(REPO)}")
+
+
+def wanted(member: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a wheel's member matches one of the globs, one path component per `*`."""
+    path = PurePosixPath(member)
+    return any(path.match(g) and len(path.parts) == len(PurePosixPath(g).parts) for g in patterns)
 
 
 class Row:

@@ -8,18 +8,18 @@ thread. Checked against torch's cross_entropy and logsumexp in float32.
 """
 import sys
 
-import quack_runner
+import cutedsl_runner
 
 ROWS, SMALL_ROWS, VOCAB, IGNORE = 8192, 512, 32000, -100
 
 
 def main() -> int:
-    a = quack_runner.parse(__doc__)
+    a = cutedsl_runner.parse(__doc__)
     import cutlass  # noqa: PLC0415
     import torch  # noqa: PLC0415
     from quack.cross_entropy import CrossEntropy  # noqa: PLC0415
     m = SMALL_ROWS if a.small else ROWS
-    ops = quack_runner.Operands(a.compile_only)
+    ops = cutedsl_runner.Operands(a.compile_only)
     x = torch.randn(m, VOCAB, device=ops.device, dtype=torch.bfloat16, generator=ops.generator)
     target = torch.randint(0, VOCAB, (m,), device=ops.device, generator=ops.generator)
     loss = torch.full((m,), float("nan"), device=ops.device)  # poison: every row must be written
@@ -35,7 +35,7 @@ def main() -> int:
 
     args = (ops.cute(x), ops.cute(target), None, ops.cute(loss), ops.cute(lse), None, None, cutlass.Int32(IGNORE),
             ops.stream())
-    return quack_runner.run(a, CrossEntropy(cutlass.BFloat16, VOCAB), args, check,
+    return cutedsl_runner.run(a, CrossEntropy(cutlass.BFloat16, VOCAB), args, check,
                             f"quack_cross_entropy:m={m}:vocab={VOCAB}:bf16:seed=1")
 
 

@@ -7,19 +7,19 @@ and stored. Checked against torch in float32.
 """
 import sys
 
-import quack_runner
+import cutedsl_runner
 
 ROWS, SMALL_ROWS, N, EPS = 32768, 1024, 4096, 1e-6
 
 
 def main() -> int:
-    a = quack_runner.parse(__doc__)
+    a = cutedsl_runner.parse(__doc__)
     import cutlass  # noqa: PLC0415
     import torch  # noqa: PLC0415
     from quack.rmsnorm import RMSNorm  # noqa: PLC0415
     from quack.rmsnorm_config import RmsNormFwdConfig  # noqa: PLC0415
     m = SMALL_ROWS if a.small else ROWS
-    ops = quack_runner.Operands(a.compile_only)
+    ops = cutedsl_runner.Operands(a.compile_only)
     x = torch.randn(m, N, device=ops.device, dtype=torch.bfloat16, generator=ops.generator)
     w = torch.randn(N, device=ops.device, dtype=torch.bfloat16, generator=ops.generator)
     out = torch.full_like(x, float("nan"))  # poison: every element must be written
@@ -37,7 +37,7 @@ def main() -> int:
 
     args = (ops.cute(x), ops.cute(w), None, None, ops.cute(out), None, ops.cute(rstd), None, cutlass.Float32(EPS),
             ops.stream())
-    return quack_runner.run(a, RMSNorm(cutlass.BFloat16, N, config=config), args, check,
+    return cutedsl_runner.run(a, RMSNorm(cutlass.BFloat16, N, config=config), args, check,
                             f"quack_rmsnorm:m={m}:n={N}:bf16:weight:rstd:seed=1")
 
 

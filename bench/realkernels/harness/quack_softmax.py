@@ -6,18 +6,18 @@ threads, normalized and stored. Checked against torch.softmax in float32.
 """
 import sys
 
-import quack_runner
+import cutedsl_runner
 
 ROWS, SMALL_ROWS, N = 32768, 1024, 4096
 
 
 def main() -> int:
-    a = quack_runner.parse(__doc__)
+    a = cutedsl_runner.parse(__doc__)
     import cutlass  # noqa: PLC0415
     import torch  # noqa: PLC0415
     from quack.softmax import Softmax  # noqa: PLC0415
     m = SMALL_ROWS if a.small else ROWS
-    ops = quack_runner.Operands(a.compile_only)
+    ops = cutedsl_runner.Operands(a.compile_only)
     x = torch.randn(m, N, device=ops.device, dtype=torch.bfloat16, generator=ops.generator)
     out = torch.full_like(x, float("nan"))  # poison: every element must be written
 
@@ -26,7 +26,7 @@ def main() -> int:
         err = float(((out.float() - ref).abs() / ref).max())  # bf16 output: 2^-8 relative, with rounding
         return bool(torch.isfinite(out).all()) and err < 1e-2, {"max_rel_err": err}
 
-    return quack_runner.run(a, Softmax(cutlass.BFloat16, N), (ops.cute(x), ops.cute(out), ops.stream()), check,
+    return cutedsl_runner.run(a, Softmax(cutlass.BFloat16, N), (ops.cute(x), ops.cute(out), ops.stream()), check,
                             f"quack_softmax:m={m}:n={N}:bf16:seed=1")
 
 

@@ -1,41 +1,45 @@
-"""What the quack-kernels runners share. Each runner launches one quack kernel class as a user of
-CuTe DSL would (`cute.compile` on torch tensors through DLPack, the stream passed in), checks the
-whole output against torch, and follows the sample protocol of docs/measure.md through
-examples/cutedsl/harness.py.
+"""What the CuTe DSL runners share. Each runner launches one public kernel as a user of its package
+would, checks the whole output against torch, and follows the sample protocol of docs/measure.md
+through examples/cutedsl/harness.py.
 
-quack is imported from `--src`, the folder that holds the wheel's extracted `quack/` (fetch puts it
-in bench/realkernels/.src/quack-kernels): the measurement's clean side names a clean copy, the
-instrumented side the tree `apply` rewrote, so the two sides run two programs. `--compile-only`
-compiles the kernel for CUTE_DSL_ARCH with fake tensors of the same shapes and needs no GPU (what
-`atrex-inject check-iket` runs); quack still imports torch, which a CPU build of torch serves."""
+The package is imported from `--src`, the folder that holds its extracted files (fetch puts them
+in bench/realkernels/.src/<package>): the measurement's clean side names a clean copy, the
+instrumented side the tree `apply` rewrote, so the two sides run two programs; quack, which the
+others import, always from its fetched copy. `--compile-only` compiles the kernel for
+CUTE_DSL_ARCH with fake tensors of the same shapes and needs no GPU (what `atrex-inject
+check-iket` runs); the packages still import torch, which a CPU build of torch serves."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / ".src" / "quack-kernels"
+SRC = HERE.parent / ".src"
 EXAMPLES = HERE.parents[2] / "examples" / "cutedsl"  # harness.py: median_ms, print_sample
 
 
-def parse(doc: str) -> argparse.Namespace:
-    """The runners' command line; puts `--src` first on sys.path, so `import quack` reads it."""
+def parse(doc: str, package: str = "quack-kernels", module: str = "quack") -> argparse.Namespace:
+    """The runners' command line; puts `--src` (default: the fetched `package`) first on sys.path and
+    checks that `module` is imported from there (an installed copy would measure another file)."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--src", type=Path, default=SRC, help="folder holding quack/ (default: the fetched copy)")
+    ap.add_argument("--src", type=Path, default=SRC / package, help=f"folder holding {module.split('.')[0]}/ "
+                                                                    "(default: the fetched copy)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--small", action="store_true", help="the capture's shape: fewer rows, the same row length")
+    ap.add_argument("--small", action="store_true", help="the capture's shape: the same kernel on less data")
     ap.add_argument("--compile-only", action="store_true",
                     help="compile for CUTE_DSL_ARCH with fake tensors and exit (no GPU)")
     a = ap.parse_args()
-    if not (a.src / "quack" / "__init__.py").is_file():
-        sys.exit(f"error: {a.src}/quack/__init__.py does not exist: run bench/realkernels/fetch.py first, or give "
-                 "--src the folder that holds the extracted quack/")
-    sys.path[:0] = [str(a.src.resolve()), str(EXAMPLES)]
-    import quack  # noqa: PLC0415  (the one under --src, checked: an installed quack would measure another file)
-    if not Path(quack.__file__).resolve().is_relative_to(a.src.resolve()):
-        sys.exit(f"error: quack was imported from {quack.__file__}, not from --src {a.src}")
+    top = module.split(".")[0]
+    if not (a.src / top).is_dir():
+        sys.exit(f"error: {a.src}/{top} does not exist: run bench/realkernels/cutedsl_rows.py fetch first, or give "
+                 f"--src the folder that holds the extracted {top}/")
+    sys.path[:0] = [str(a.src.resolve()), str(SRC / "quack-kernels"), str(EXAMPLES)]
+    loaded = Path(importlib.import_module(module).__file__).resolve()
+    if not loaded.is_relative_to(a.src.resolve()):
+        sys.exit(f"error: {module} was imported from {loaded}, not from --src {a.src}")
     return a
 
 
@@ -74,15 +78,20 @@ class Operands:
 
 
 def run(a: argparse.Namespace, kernel, args: tuple, check, workload: str, **extra) -> int:
-    """Compile `kernel` for `args`; with --compile-only stop there, else time it (median_ms), check
-    the output (`check()` -> (passed, error figures)) and print the sample line."""
+    """Compile `kernel` for `args` with cute.compile; with --compile-only stop there, else sample it."""
     import cutlass.cute as cute  # noqa: PLC0415
     f = cute.compile(kernel, *args)
     if a.compile_only:
         print("compiled")
         return 0
+    return sample(a, lambda: f(*args), check, workload, **extra)
+
+
+def sample(a: argparse.Namespace, launch, check, workload: str, **extra) -> int:
+    """Time `launch` (median_ms), check the output (`check()` -> (passed, error figures)) and print
+    the sample line."""
     from harness import median_ms, print_sample  # noqa: PLC0415  (examples/cutedsl/harness.py)
-    ms = median_ms(lambda: f(*args), a.warmup, a.iters)
+    ms = median_ms(launch, a.warmup, a.iters)
     ok, errors = check()
     print_sample(ms, ok, workload, a.warmup, a.iters, **errors, **extra)
     return 0 if ok else 1
