@@ -290,9 +290,10 @@ def line(d: dict) -> str:
     """One row as the run prints it: each measurement, the capture's verdict, what failed."""
     pct = lambda m: "-" if not m or m.get("overhead") is None else f"{100 * m['overhead']:+.2f}% {m.get('ci95')}"  # noqa: E731
     failed = [f"{s}: {v['reason']}" for s, v in d["steps"].items() if not v["ok"] and not v.get("skipped")]
+    rv = d["steps"].get("revert", {})
+    revert = "byte-exact" if rv.get("ok") else "not run" if rv.get("skipped") else "FAILED"
     return (f"{d['name']}: off {pct(d.get('off'))}; recording {pct(d.get('spec'))} (target {100 * d['target']:.0f}%); "
-            f"capture {(d.get('validate') or {}).get('verdict') or '-'}; revert "
-            f"{'byte-exact' if d['steps'].get('revert', {}).get('ok') else 'FAILED'}"
+            f"capture {(d.get('validate') or {}).get('verdict') or '-'}; revert {revert}"
             + (f"\n    {' | '.join(failed)}" if failed else ""))
 
 

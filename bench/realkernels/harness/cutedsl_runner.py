@@ -32,6 +32,9 @@ def parse(doc: str, package: str = "quack-kernels", module: str = "quack") -> ar
     ap.add_argument("--compile-only", action="store_true",
                     help="compile for CUTE_DSL_ARCH with fake tensors and exit (no GPU)")
     a = ap.parse_args()
+    import torch  # noqa: PLC0415
+    if not a.compile_only and not torch.cuda.is_available():
+        sys.exit("error: torch sees no CUDA device: run on the GPU host, or compile only (--compile-only)")
     top = module.split(".")[0]
     if not (a.src / top).is_dir():
         sys.exit(f"error: {a.src}/{top} does not exist: run bench/realkernels/cutedsl_rows.py fetch first, or give "
@@ -50,8 +53,6 @@ class Operands:
 
     def __init__(self, compile_only: bool):
         import torch  # noqa: PLC0415
-        if not compile_only and not torch.cuda.is_available():
-            sys.exit("error: torch sees no CUDA device: run on the GPU host, or compile only (--compile-only)")
         self.compile_only = compile_only
         self.device = "meta" if compile_only else "cuda"
         self.generator = None if compile_only else torch.Generator(device="cuda").manual_seed(1)
