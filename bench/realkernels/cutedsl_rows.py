@@ -139,13 +139,16 @@ class Row:
         return self.data["steps"].get(step, {}).get("ok", False)
 
     def step(self, name: str, fn, *needs: str) -> None:
-        """fn() -> (ok, reason), run unless a step it needs failed."""
+        """fn() -> (ok, reason), run unless a step it needs failed; what it raises is its reason."""
         missing = [n for n in needs if not self.ok(n)]
         if missing:
             self.data["steps"][name] = {"ok": False, "skipped": True, "reason": f"not run: {', '.join(missing)} failed"}
             return
         t0 = time.time()
-        ok, reason = fn()
+        try:
+            ok, reason = fn()
+        except Exception as e:  # noqa: BLE001 - a row records what went wrong; the other rows go on
+            ok, reason = False, f"{type(e).__name__}: {e}"
         self.data["steps"][name] = {"ok": ok, "reason": reason, "s": round(time.time() - t0, 1)}
 
     def run(self, argv: list[str]) -> subprocess.CompletedProcess:
