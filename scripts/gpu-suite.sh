@@ -14,6 +14,9 @@
 #                                           kernels `realkernels-prepare` built in an earlier call on the
 #                                           same (warm) machine are taken as they are, the others built
 #   bash scripts/gpu-suite.sh realkernels-prepare   their builds, applies and check-sass only (no GPU)
+#   bash scripts/gpu-suite.sh realkernels-cutedsl   the CuTe DSL rows of bench/realkernels and the CuTe
+#                                           DSL GEMM's first-CTA row, 16+16 in both arms
+#                                           (scripts/gpu-realkernels-cutedsl.sh: a GPU a job, on eight)
 # Each part's archives land under $OUT; scripts/update_fixtures.py, clock_fixtures.py,
 # update_compare_fixtures.py and pylaunch_fixtures.py turn them into fixtures here, and
 # bench/perturbation/run.py fold/table the perturbation figures into docs/cost.md.
@@ -36,7 +39,8 @@ case "${1:-}" in
     timeout 580 python3 bench/realkernels/run.py --resume --work /tmp/atrex-realkernels --out "$OUT" \
       --json "$OUT/results-h200.json" --samples "${SAMPLES:-8}" --budget "${BUDGET:-470}" ${ONLY:+--only $ONLY} \
       || fail=1 ;;
-  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event|realkernels-prepare|realkernels" >&2; exit 2 ;;
+  realkernels-cutedsl) bash scripts/gpu-realkernels-cutedsl.sh || fail=1 ;;
+  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event|realkernels-prepare|realkernels|realkernels-cutedsl" >&2; exit 2 ;;
 esac
 echo "== gpu-suite $1: fail=$fail"
 exit $fail

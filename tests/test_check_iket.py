@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from atrex_inject import snapshot
-from atrex_inject.cutedsl.check import iket_env, verify
+from atrex_inject.cutedsl.check import compiled_from, iket_env, verify
 from conftest import CUTEDSL_SPECS, REPO, cli
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
@@ -108,6 +108,24 @@ def test_probes_off_is_what_a_plain_compile_gives(scale_add_ptx):
     plain = re.sub(r"^.*(?:pmevent|__iket_).*\n", "", ptx, flags=re.M)
     r = verify(m, {name: plain})
     assert not r["ok"] and len(r["entries"][0]["problems"]) == len(m.iket.names)
+
+
+@pytest.mark.parametrize("entry, kernel, ours", [
+    # a method of a class in a package module: the DSL writes str(self), `<quack.softmax.Softmax object at 0x…>`,
+    # with its dots, brackets and address dropped (quack-kernels 0.6.5 under nvidia-cutlass-dsl 4.8.1)
+    ("kernel_cutlass_kernel_quacksoftmaxSoftmax_object_at__tensorptrbf16gmemalign16o32768409640961_0", "Softmax.kernel",
+     True),
+    ("kernel_cutlass_kernel_quacksoftmaxSoftmaxBackward_object_at__tensorptrbf16gmem_0", "Softmax.kernel", False),
+    ("kernel_cutlass_kernel_quacksoftmaxSoftmaxBackward_object_at__tensorptrbf16gmem_0", "SoftmaxBackward.kernel",
+     True),
+    ("kernel_cutlass_kernel___main__Fwd_object_at__tensorptrf32gmem_0", "Fwd.kernel", True),  # a script's class
+    ("kernel_cutlass_kernel_modOuterInner_object_at__tensorptrf32gmem_0", "Outer.Inner.kernel", True),  # nested
+    ("kernel_cutlass_kernel_modInner_object_at__tensorptrf32gmem_0", "Outer.Inner.kernel", False),
+    ("kernel_cutlass_scale_add_kernel_tensorptrf32gmemalign16o1_0", "scale_add_kernel", True),  # a function
+    ("kernel_cutlass_scale_add_kernel2_tensorptrf32gmem_0", "scale_add_kernel", False),
+])
+def test_an_entry_is_the_kernel_s_by_its_name_and_its_class(entry, kernel, ours):
+    assert compiled_from(entry, kernel) is ours
 
 
 def test_iket_env_keeps_the_user_s_options():

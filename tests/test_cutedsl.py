@@ -200,6 +200,20 @@ def test_normalize_real_iket_subset(tmp_path):
     assert (np.unique(launch.column("cta_x")) == np.arange(8)).all()
 
 
+def test_the_target_s_launches_are_its_class_s_when_every_kernel_is_a_method_named_kernel():
+    """quack's and FlashAttention-4's kernels are all methods named `kernel`: a trace holding the
+    launches of two of them gives the spec's kernel its own class's (check.compiled_from, the rule
+    check-iket reads entries by), not every `kernel` of the process."""
+    from atrex_inject.cutedsl.normalize import launches_of
+    fwd = {"kernelName": "kernel_cutlass_kernel_quacksoftmaxSoftmax_object_at__tensorptrbf16gmemalign16o1_0"}
+    bwd = {"kernelName": "kernel_cutlass_kernel_quacksoftmaxSoftmaxBackward_object_at__tensorptrbf16gmemalign16o1_0"}
+    trace = {"launches": [bwd, fwd, bwd]}
+    assert launches_of(trace, "Softmax.kernel") == [fwd]
+    assert launches_of(trace, "SoftmaxBackward.kernel") == [bwd, bwd]
+    assert launches_of({"launches": [{"kernelName": "kernel_cutlass_scale_add_kernel_tensorptrf32_0"}]},
+                       "scale_add_kernel")
+
+
 def first_cta_only(spec):
     """The spec with `ctas = { limit = 1 }` on every site: IKeT's selection of the first CTA."""
     spec.write_text(spec.read_text().replace("[[site]]\n", "[[site]]\nctas = { limit = 1 }\n"))

@@ -74,10 +74,13 @@ def entry_prefix(kernel: str) -> str:
 
 
 def compiled_from(entry: str, kernel: str) -> bool:
-    """Whether a PTX entry was compiled from the spec's `kernel` (entry_prefix, its classes among
-    the arguments)."""
+    """Whether a PTX entry was compiled from the spec's `kernel` (entry_prefix). A method's first
+    argument is its object, which the DSL names by `str(self)`, `<module.Outer.Inner object at 0x…>`
+    with dots, brackets and address dropped: `quacksoftmaxSoftmax_object_at_`, `__main__Fwd_object_at_`;
+    so its classes, joined, come right before `_object_at_` (after the module, whatever its name)."""
     *classes, _ = kernel.split(".")
-    return entry.startswith(entry_prefix(kernel)) and all(f"_{c}_" in entry for c in classes)
+    return entry.startswith(entry_prefix(kernel)) and (
+        not classes or f"{''.join(classes)}_object_at_" in entry[len(entry_prefix(kernel)):])
 
 
 def verify(manifest, ptx_files: dict[str, str]) -> dict:

@@ -4,7 +4,8 @@ validation, summary, export and measurement with the CUDA route.
 run-iket writes `iket_pid_<pid>.trace.json` (its decoded JSON): per launch `markers` (location,
 name index, timestamp[, payload]), `ranges` (start/end timestamps and locations) and
 `warpLifetimes`, with a shared `locationTable` (CTA id, SM, warp) and `stringTable`. Launches
-of other kernels in the process are dropped; the target kernel's launches are numbered in
+of other kernels in the process are dropped (the target's are known by name as check-iket knows
+its entry: a method's by its class too); the target kernel's launches are numbered in
 order and never merged; the launches of one trace (one process) share a run id. A mark becomes
 an event of its site; a range `a` becomes a start event of site `a` and an end event of the
 interval's end site. Owners are the (CTA, warp) locations in
@@ -30,7 +31,8 @@ import numpy as np
 from ..errors import CaptureError
 from ..launchfile import write_launch
 from .runiket import FIRST_CTA, SELECT_NAME, selects_first_cta
-from .iketlog import iket_kernel_name, read_log
+from .check import compiled_from
+from .iketlog import read_log
 from ..layout import (HEADER_BYTES, MAX_BUFFER_BYTES, OWNER_BYTES, OWNER_DTYPE, TAG_VALID, build_header,
                       group_owners, owner_slots)
 from ..manifest import Manifest
@@ -39,8 +41,11 @@ MALFORMED = (KeyError, TypeError, IndexError, ValueError, AttributeError, Overfl
 
 
 def launches_of(trace: dict, kernel: str) -> list[dict]:
-    pat = iket_kernel_name(kernel)
-    return [l for l in trace.get("launches", []) if pat.search(l.get("kernelName", ""))]
+    """The trace's launches of the spec's kernel, by IKeT's kernel name (the entry's): check-iket's
+    rule (check.compiled_from), so of a method its class's only, where every kernel of a package is a
+    method named `kernel` (quack, FlashAttention-4)."""
+    return [l for l in trace.get("launches", [])
+            if isinstance(l.get("kernelName"), str) and compiled_from(l["kernelName"], kernel)]
 
 
 def _at(table: list, i, what: str):
