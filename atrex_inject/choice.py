@@ -187,15 +187,18 @@ class Target:
     def unit(self, tmp: Path, name: str, text: str, launchers: dict[str, str] | None = None) -> tuple[Path, list[str]]:
         """`text` written into `tmp` as the spec's source, the file nvcc compiles and the include
         folders it needs. A header is compiled through the launcher that includes it (`launchers`:
-        their texts, as rewritten with `text`; default the clean ones), with `text` served first
-        where that launcher's #include finds it: a template kernel exists only as its launches
-        instantiate it, and its copy only as the rewritten launches do. Without such a launcher, a
-        .cu that includes the header."""
+        their texts, as rewritten with `text`; default the clean ones), or else the spec's
+        `[build] unit`, with `text` served first where that file's #include finds it: a template
+        kernel exists only as some unit instantiates it, and its copy only as the rewritten launches
+        (or the header's own launching code) do. Without either, a .cu that includes the header."""
         if self.suffix == ".cu":
             src = tmp / f"{name}.cu"
             src.write_text(text)
             return src, self.include
-        texts = launchers if launchers is not None else self.launchers
+        texts = dict(launchers if launchers is not None else self.launchers)
+        unit_rel = self.spec.build_unit.relative_to(self.spec.root).as_posix() if self.spec.build_unit else None
+        if unit_rel and unit_rel not in texts and self.spec.build_unit.is_file():  # [build] unit, as it is
+            texts[unit_rel] = self.spec.build_unit.read_text()
         for rel, launcher in texts.items():
             written = _include_of(launcher, self.spec.root / rel, self.spec.source, self._search(rel))
             if written:
@@ -277,6 +280,24 @@ def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
         doubts.append(f"recording CTAs run {f['loop']} with {f['in_flight']} loads in flight where the clean "
                       f"kernel's loops keep at most {f['clean']}")
     return problems, doubts
+
+
+def assess(clean, inst, kernel: str, clone: str, threads: int | None, clean_side: bool):
+    """(r, problems, doubts): sass.compare and judge of each instantiation of the kernel (one for a
+    plain kernel), the judgment of all of them together: the instantiation the program launches is
+    chosen at run time, so every one must keep the kernel. `r` is the first instantiation's with the
+    worst verdict; with more than one, each problem and doubt names its instantiation."""
+    from .sass import compare, instances  # noqa: PLC0415
+    pairs = instances(clean, inst, kernel, clone)
+    judged = []
+    for k, c in pairs:
+        r = compare(clean, inst, k, c, threads)
+        problems, doubts = judge(r, clean_side)
+        if len(pairs) > 1:
+            problems, doubts = [f"{k}: {p}" for p in problems], [f"{k}: {d}" for d in doubts]
+        judged.append((r, problems, doubts))
+    worst = max(judged, key=lambda j: (bool(j[1]), bool(j[2])))
+    return worst[0], [p for j in judged for p in j[1]], [d for j in judged for d in j[2]]
 
 
 def some_ctas_idle(plan) -> bool:
@@ -401,8 +422,12 @@ def clean_build(target: Target, tmp: Path):
     gives none."""
     if target.clean is None:
         try:
+            from .sass import matches  # noqa: PLC0415
             clean = target.build(tmp, "clean", target.text)
-            threads = clean.kernel(target.kernel)[2]
+            found = matches(clean.funcs, target.kernel)
+            if not found:
+                raise AtrexError(f"kernel {target.kernel!r} matches 0 functions in the SASS: {sorted(clean.funcs)}")
+            threads = max((clean.threads.get(f) or 0 for f in found), default=0) or None
         except AtrexError as e:
             raise _Unbuildable(_first_error(e.message), hint=e.hint) from None
         target.clean, target.threads = clean, target.threads or threads
@@ -416,7 +441,6 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
     beside the next ones while it is judged, in order; once one keeps the kernel, builds not yet
     started are dropped."""
     from .cuda.rewrite import rewrite  # noqa: PLC0415
-    from .sass import compare  # noqa: PLC0415
 
     seen: list[Evidence] = []
     notes: list[str] = []
@@ -453,11 +477,11 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             plan, rw, inst = built
             target.built[mode] = (rw, inst)
             try:
-                r = compare(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"], threads=target.threads)
+                r, problems, doubts = assess(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"],
+                                             target.threads, some_ctas_idle(plan))
             except AtrexError as e:
                 notes.append(f"{describe(mode)}: {e.message}")
                 return None
-            problems, doubts = judge(r, some_ctas_idle(plan))
             staging = mode.staging(plan.groups)
             ev = Evidence(mode, r["registers"], r["ctas_per_sm"], staging.shared_bytes_per_cta if staging else 0,
                           r["spills"], tuple(problems), tuple(doubts))

@@ -173,12 +173,37 @@ def qualified_name(mangled: str) -> tuple[str, ...] | None:
             return tuple(names) or None
 
 
-def function(funcs: dict[str, list[Insn]], kernel: str) -> list[Insn]:
-    """The function whose name is the kernel's, by the structure of its mangled name
-    (qualified_name): `step` matches `slow::step` and `step`, `slow::step` only the nested one; an
-    `extern "C"` kernel by its name itself."""
+def matches(funcs, kernel: str) -> list[str]:
+    """The functions (mangled names) whose name is the kernel's, by the structure of their mangled
+    names (qualified_name): `step` matches `slow::step` and `step`, `slow::step` only the nested
+    one; an `extern "C"` kernel, or one instantiation, by its (mangled) name itself. A template
+    kernel matches once per instantiation."""
+    if kernel in funcs:
+        return [kernel]
     want = tuple(kernel.split("::"))
-    hits = [k for k in funcs if k == kernel or (qualified_name(k) or ())[-len(want):] == want]
+    return [k for k in funcs if (qualified_name(k) or ())[-len(want):] == want]
+
+
+def instances(clean: "Build", inst: "Build", kernel: str, clone: str) -> list[tuple[str, str]]:
+    """(the kernel, its copy) as the SASS names them: the names themselves for one function, or,
+    for a template kernel instantiated more than once (a dispatch on the vector width), each
+    instantiation's mangled name and its copy's, the same template arguments with the copy's name."""
+    hits = matches(clean.funcs, kernel)
+    if len(hits) <= 1:
+        return [(kernel, clone)]
+    last, copy_last = kernel.split("::")[-1], clone.split("::")[-1]
+    pairs = []
+    for h in sorted(hits):
+        copy = re.sub(rf"(?<!\d){len(last)}{re.escape(last)}(?=I)", f"{len(copy_last)}{copy_last}", h, count=1)
+        if copy not in inst.funcs:
+            raise AtrexError(f"kernel {kernel!r}'s instantiation {h} has no copy {copy} in the instrumented SASS")
+        pairs.append((h, copy))
+    return pairs
+
+
+def function(funcs: dict[str, list[Insn]], kernel: str) -> list[Insn]:
+    """The one function whose name is the kernel's (matches)."""
+    hits = matches(funcs, kernel)
     if len(hits) != 1:
         raise AtrexError(f"kernel {kernel!r} matches {len(hits)} functions in the SASS: {sorted(funcs)}")
     return funcs[hits[0]]

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from . import choice
 from .errors import AtrexError
-from .sass import compare
 
 
 def clean_texts(spec) -> tuple[str, dict[str, str]]:
@@ -72,8 +71,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         clean = choice.clean_build(target, Path(tmp))
         inst = inst or target.build(Path(tmp), "instrumented", made.text, made.launchers or None)
     clone = made.backend_data["perturbation"]["clone"]
-    r = compare(clean, inst, target.kernel, clone, target.threads)
-    problems, doubts = choice.judge(r, choice.some_ctas_idle(plan))
+    r, problems, doubts = choice.assess(clean, inst, target.kernel, clone, target.threads, choice.some_ctas_idle(plan))
     verdict = choice.verdict(problems, doubts)
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
             "versioned": made.backend_data["perturbation"]["versioned"], **r, "verdict": verdict,

@@ -40,7 +40,7 @@ TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "decla
 KERNEL_KEYS = {"name", "occurrence"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "recorder", "warps", "ring", "packed"}
 RECORDERS = ("auto", "global", "staged", "resident")  # [capture] recorder (plan.BufferPath, and auto: choice.py)
-BUILD_KEYS = {"nvcc_flags"}
+BUILD_KEYS = {"nvcc_flags", "unit"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
 CTAS_KEYS = {"stride", "limit"}
 
@@ -123,6 +123,7 @@ class ProbeSpec:
     cuda_string: str | None = None  # a Python source's variable holding the CUDA source (kernelpy/)
     capture: Capture = field(default_factory=Capture)
     nvcc_flags: tuple[str, ...] = ()  # [build] nvcc_flags: the flags the kernel's build uses (choice.py compiles with them)
+    build_unit: Path | None = None  # [build] unit: the .cu that includes a header kernel and instantiates it
     expect: dict[str, int] = field(default_factory=dict)
     text: str = ""
 
@@ -298,7 +299,8 @@ def parse_spec(text: str, path: Path, root: Path | None) -> ProbeSpec:
         raise err(f"cuda_string {cuda_string!r} must be a Python variable name", "cuda_string",
                   hint='e.g. cuda_string = "cuda_src" for `cuda_src = r"""..."""`')
     capture = _capture(data, err, unknown, typed)
-    nvcc_flags = _build(data, err, unknown, typed)
+    nvcc_flags, unit_rel = _build(data, err, unknown, typed)
+    build_unit = None if unit_rel is None else confine(unit_rel, path.parent, root, where, lines.of("build", "unit"))
 
     raw_sites = data.get("site", [])
     if not isinstance(raw_sites, list) or not raw_sites:
@@ -353,7 +355,7 @@ def parse_spec(text: str, path: Path, root: Path | None) -> ProbeSpec:
     spec = ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, declared_by=declared_by, kernel_occurrence=kernel_occurrence, launchers=launchers,
                      lines=lines.lines, cuda_string=cuda_string, sites=tuple(sites), intervals=tuple(intervals),
-                     capture=capture, nvcc_flags=nvcc_flags, expect=expect, text=text)
+                     capture=capture, nvcc_flags=nvcc_flags, build_unit=build_unit, expect=expect, text=text)
     return spec
 
 
@@ -385,15 +387,17 @@ def _capture(data: dict, err, unknown, typed) -> Capture:
     )
 
 
-def _build(data: dict, err, unknown, typed) -> tuple[str, ...]:
-    """[build]: the nvcc flags of the kernel's build (relative paths read from the spec's folder)."""
+def _build(data: dict, err, unknown, typed) -> tuple[tuple[str, ...], str | None]:
+    """[build]: the nvcc flags of the kernel's build (relative paths read from the spec's folder),
+    and the translation unit that includes a header kernel and instantiates it (a template kernel
+    exists only as some .cu instantiates it: the recorder choice compiles that one)."""
     build_t = typed(data, "build", dict, default={})
     unknown(build_t, BUILD_KEYS, "build")
     flags = typed(build_t, "nvcc_flags", list, "build", default=[])
     if not all(isinstance(f, str) and f and f.isprintable() for f in flags):
         raise err("build.nvcc_flags must list nvcc's flags as strings", "build", "nvcc_flags",
                   hint='e.g. nvcc_flags = ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Iinclude"]')
-    return tuple(flags)
+    return tuple(flags), typed(build_t, "unit", str, "build", default=None)
 
 def _kernel(data: dict, err, unknown, typed) -> tuple[str, int | None]:
     """`kernel = "name"` or `kernel = { name = "name", occurrence = N }` (the backend checks that the

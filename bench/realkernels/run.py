@@ -105,6 +105,8 @@ def stage(kernel: dict, packages: dict, folder: Path, clock: bool) -> Path:
         shutil.copytree(SRC / pkg, folder / ".src" / pkg)
     for sub in ("harness", "specs"):
         shutil.copytree(HERE / sub, folder / sub)
+    # the sample protocol beside the harnesses, so a harness compiles as the spec's [build] unit too
+    shutil.copy(REPO / "examples" / "cuda" / "harness.cuh", folder / "harness" / "harness.cuh")
     (folder / "staged.json").write_text(json.dumps(_digests(folder)))
     spec = folder / kernel["spec"]
     return clock_variant(spec) if clock else spec
