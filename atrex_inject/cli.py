@@ -264,10 +264,11 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
     instrumented with the recorder apply chooses (or chose, or --recorder), no GPU needed, and
     judges the SASS as apply's choice does (one build, one answer). Another kernel (exit 1, with what
     to change): with probes off the program does not run the clean kernel instruction for
-    instruction, or the copy fits fewer CTAs or warps per SM, or spills more. Unsure (exit 0, and the
-    measure command to run): the copy keeps those, but a loop's schedule changed (a clean loop not
-    held as it was, loads in flight in recording CTAs): only a measurement decides. Keeps (exit 0):
-    neither (docs/guide.md, "Recorder modes")."""
+    instruction, or the copy fits fewer CTAs per SM at the kernel's block size, or spills more.
+    Unsure (exit 0, and the measure command to run): the copy keeps those, but a loop's schedule
+    changed (a clean loop not held as it was, loads in flight in recording CTAs), or it takes more
+    registers where the block size is unknown: only a measurement decides. Keeps (exit 0): neither
+    (docs/guide.md, "Recorder modes")."""
     from . import sasscheck
 
     def render(r):

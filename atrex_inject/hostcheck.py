@@ -73,9 +73,10 @@ def check(spec: ProbeSpec, clean: str, instrumented: str, flags: list[str] | Non
     does; the warnings to keep where it could not be judged. `clean_launchers`, `launchers`: the
     spec's launchers (rel path -> text) clean and rewritten, through which a header is compiled.
     Nothing to do without nvcc or for a backend that records to buffers of its own."""
-    t = choice.target(spec, clean, flags, launchers=clean_launchers)
+    t = choice.target(spec, instrumented, flags, launchers=clean_launchers)  # its text: the CUDA a .py holds
     if t is None:
         return []
+    instrumented = t.text
     mark = _cache_mark(t, instrumented, launchers)
     if mark is not None and mark.is_file():
         return []
@@ -88,7 +89,7 @@ def check(spec: ProbeSpec, clean: str, instrumented: str, flags: list[str] | Non
                 except OSError:
                     pass  # an unwritable cache is checked again next time
             return []
-        clean_err = _compile(t, Path(tmp), "clean", clean)
+        clean_err = _compile(t, Path(tmp), "clean", choice.Target.of(spec, clean, flags, clean_launchers).text)
     if clean_err is not None:
         return [f"the instrumented source was not compiled as a whole (host side included): the clean source does "
                 f"not compile on its own with {' '.join(t.flags)} ({_first_error(clean_err, 'clean')[1]}); pass "
