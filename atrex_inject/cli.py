@@ -36,10 +36,11 @@ app = typer.Typer(
     help="Instrument one GPU kernel from a probe spec, capture and decode its intra-kernel timeline, "
          "and restore the clean kernel byte for byte.\n\n"
          "Typical loop: apply SPEC (check-sass SPEC: did the build keep the clean loops? check-iket SPEC for a "
-         "CuTe DSL kernel: are its probes compiled in?) -> build and run with "
-         "ATREX_TIMELINE_OUT=CAPTURE_DIR -> validate CAPTURE_DIR "
+         "CuTe DSL kernel: are its probes compiled in?) -> build the instrumented source -> capture --spec SPEC --out "
+         "CAPTURE_DIR -- PROGRAM ARGS (records the program's sha256 and hooks Python launches) -> validate CAPTURE_DIR "
          "-> summary CAPTURE_DIR -> export CAPTURE_DIR --perfetto T.pftrace --png T.png -> report CAPTURE_DIR "
-         "-o report.html -> revert SPEC.")
+         "-o report.html -> revert SPEC. Before and after a change: compare BEFORE AFTER, or report AFTER -o "
+         "report.html --compare BEFORE. `atrex-inject demo` runs the loop on a bundled H200 capture.")
 # The one place messages are printed: as text. Paths, source lines and spec values reach these
 # consoles as they are, so Rich's markup (`[bold]`), emoji codes (`:100:`) and highlighting are off.
 out = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
@@ -619,8 +620,11 @@ def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder
                                                "bundled H200 capture."),
          as_json: bool = JsonOpt):
     """The whole pipeline on the bundled example (bf16 GEMM, inline PTX) and a real H200 capture of
-    that same instrumented source: apply, diff stat, decode, validate, summarize, export .pftrace
-    and PNG, revert byte-exact. Needs no GPU; --live captures for real where one is present."""
+    that same instrumented source: apply, diff stat, decode, validate, summarize, the answer line,
+    report.html (open it first: the question, its answer, the tables) with the .pftrace beside it and
+    the PNG, revert byte-exact; then compare: two bundled H200 captures of one kernel before and
+    after a one-line change, and which intervals moved (compare.png). Needs no GPU; --live captures
+    for real where one is present."""
     from .demo import run_demo
     r = _run(as_json, lambda: run_demo(out_dir, live, None if as_json else out), lambda r: None)
     if r["validation"] != "valid":
