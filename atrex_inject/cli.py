@@ -419,7 +419,8 @@ def _render_checks(r: dict) -> None:
     for n in r.get("notes", []):
         out.print(f"note: {n}")
     if r.get("unchecked_provenance"):
-        out.print(f"provenance not checked (pass the option to check it): {', '.join(r['unchecked_provenance'])}")
+        from .validate import unchecked_text
+        out.print(f"provenance not checked: {unchecked_text(r['unchecked_provenance'])}")
 
 
 @app.command()

@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-from . import registry
+from . import registry, runrecord
 from .errors import AtrexError, SnapshotError
 from .layout import EVENT_BYTES, MAX_GROUPS, U32, Role
 from .plan import CaptureSettings, Group, Staging
@@ -264,8 +264,22 @@ def for_capture(capture_dir: str | Path | None, manifest: str | Path | None = No
     path = Path(manifest) if manifest is not None else Path(capture_dir) / FILE_NAME
     m = load_if_present(path)
     if m is None:
-        raise AtrexError(f"no manifest at {path}", hint="pass --manifest .atrex/<spec name>/manifest.json")
+        raise _no_manifest(path, None if manifest is not None else Path(capture_dir))
     return m
+
+
+def _no_manifest(path: Path, capture_dir: Path | None) -> AtrexError:
+    """Why a capture folder has no manifest, as far as the folder says: its capture failed, or it
+    holds captures in subfolders, or it was written without `atrex-inject capture`."""
+    failed = runrecord.failure(capture_dir) if capture_dir else None
+    if failed:
+        return AtrexError(f"the capture into {capture_dir} failed, so it holds no capture: {failed}",
+                          hint="fix that, then run `atrex-inject capture` again into this folder")
+    inner = sorted(p.parent for p in capture_dir.glob(f"*/{FILE_NAME}")) if capture_dir else []
+    if inner:
+        return AtrexError(f"{capture_dir} is not a capture: it holds {len(inner)} capture folder(s), "
+                          + ", ".join(str(p) for p in inner), hint=f"give one of them, e.g. {inner[0]}")
+    return AtrexError(f"no manifest at {path}", hint="pass --manifest .atrex/<spec name>/manifest.json")
 
 
 # ---- checked reading ----------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from .snapshot import atrex_dir
 from .spec import find_root
 from .summary import FEW_TICKS, QUANTILES, RESOLUTION_WORD, clock_line, quantized
 from .timeline import Window, _unit as unit_of, draw, parse_window
+from .validate import unchecked_text
 
 PERFETTO_UI = "https://ui.perfetto.dev"
 MAX_PICTURES = 4  # launches drawn, and given marks and per-SM tables; the validation covers every launch
@@ -335,8 +336,8 @@ def _validation(p: Page) -> str:
              f'<td class="{"ok" if c["ok"] else "fail"}">{"ok" if c["ok"] else "FAIL"}</td>',
              f'<td class="num">{c["count"]}</td>', f"<td>{'<br>'.join(map(_e, c['details'][:3]))}</td>"]
             for c in cap["checks"]]
-    unchecked = (f"<p>Provenance not checked (give the option to check it): "
-                 f"{_e(', '.join(cap['unchecked_provenance']))}</p>" if cap.get("unchecked_provenance") else "")
+    unchecked = (f"<p>Provenance not checked: {_e(unchecked_text(cap['unchecked_provenance']))} (options of "
+                 "<code>atrex-inject validate</code>).</p>" if cap.get("unchecked_provenance") else "")
     return (f'<h2>Validation: <span class="{"ok" if cap["verdict"] == "valid" else "fail"}">{_e(cap["verdict"])}'
             f"</span></h2><p>{cap['events']} events in {len(cap['launches'])} launch(es).</p>"
             + _table(["check", "result", "count", "first offenders / details"], rows, "validation") + unchecked)

@@ -85,6 +85,15 @@ class Provenance:
     device_uuid: str | None = None
 
 
+CHECKED_BY = {"source file": "--source FILE", "binary": "--binary FILE", "workload": "--workload ID",
+              "device": "--device UUID"}  # the validate option that checks each unchecked provenance field
+
+
+def unchecked_text(unchecked: list[str]) -> str:
+    """The unchecked provenance fields, each with the validate option that checks it."""
+    return ", ".join(f"{u} ({CHECKED_BY[u]})" for u in unchecked)
+
+
 def side(launch: Launch, key: str, kind: type = str):
     """A sidecar field of the expected type, or None (a sidecar is JSON anyone could have edited)."""
     v = launch.meta["sidecar"].get(key)

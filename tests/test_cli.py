@@ -24,6 +24,8 @@ def test_validate_summary_export(tmp_path):
     assert r.exit_code == 0 and json.loads(r.output)["verdict"] == "valid"
     r = invoke("validate", d)
     assert r.exit_code == 0 and "interval_pairing" in r.output
+    assert ("provenance not checked: source file (--source FILE), workload (--workload ID), device (--device UUID)"
+            in r.output), r.output
     r = invoke("summary", d)
     assert r.exit_code == 0 and "stream_done -> tail_done" in r.output
     s = json.loads(invoke("summary", d, "--json").output)
@@ -147,3 +149,35 @@ def test_capture_of_a_program_that_launched_nothing_says_what_capture_did(projec
     assert "launches reduce_sumsq at least 3 time(s) (the spec's [capture] skip = 2 writes from launch 3 on)" in r.output
     assert f"`atrex-inject status {spec}`" in r.output
     assert "with ATREX_TIMELINE_OUT set to this folder" not in r.output  # the hint for a bare run, not for capture
+
+
+def test_folder_of_a_failed_capture_says_it_failed(project, tmp_path):
+    """After a capture whose program fails, validate and summary on its folder name that failure,
+    not a missing manifest; a later successful capture into the folder clears it."""
+    import sys as _sys
+
+    spec = project / "examples/specs/gemm_mma.toml"
+    assert invoke("apply", spec).exit_code == 0
+    out = tmp_path / "cap"
+    r = invoke("capture", "--spec", spec, "--out", out, "--", _sys.executable, "-c", "raise SystemExit(3)")
+    assert r.exit_code == 2 and "exited with status 3" in r.output
+    for cmd in ("validate", "summary"):
+        r = invoke(cmd, out)
+        assert r.exit_code == 2 and f"the capture into {out} failed" in r.output and "exited with status 3" in r.output
+        assert "no manifest" not in r.output and "Traceback" not in r.output
+    prog = tmp_path / "prog.py"
+    prog.write_text("import os, shutil, glob\n"
+                    f"for f in glob.glob({str(FIX / 'gemm_mma')!r} + '/*-launch*'):\n"
+                    "    shutil.copy(f, os.environ['ATREX_TIMELINE_OUT'])\n")
+    assert invoke("capture", "--spec", spec, "--out", out, "--", _sys.executable, prog).exit_code == 0
+    assert invoke("validate", out).exit_code == 0
+
+
+def test_folder_of_captures_lists_them(tmp_path):
+    """summary on a folder that holds capture folders (not one) lists them."""
+    for name in ("before", "after"):
+        shutil.copytree(FIX / "reduce_sumsq", tmp_path / "both" / name)
+    r = invoke("summary", tmp_path / "both")
+    assert r.exit_code == 2, r.output
+    assert "holds 2 capture folder(s)" in r.output and str(tmp_path / "both" / "after") in r.output
+    assert str(tmp_path / "both" / "before") in r.output and "no manifest" not in r.output
