@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand
 
-from . import __version__, snapshot
+from . import snapshot
 from . import manifest as mf
 from .errors import AtrexError, user_error
 
@@ -73,13 +73,15 @@ AllowDeviceOpt = typer.Option(False, "--allow-device-change", help="Compare capt
 
 def _version(show: bool) -> None:
     if show:
-        print(f"atrex-inject {__version__}")
+        from .version import describe
+        print(describe())
         raise typer.Exit()
 
 
 @app.callback()
 def _main(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
-                                       help="Print the version and exit.")) -> None:
+                                       help="Print the version and the commit it was built from (where known), "
+                                            "and exit.")) -> None:
     pass
 
 
@@ -335,7 +337,7 @@ def include_dir(as_json: bool = JsonOpt):
 @app.command()
 def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt,
            out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to save canonical events "
-                                                                      "(default: CAPTURE_DIR/decoded)."),
+                                                                      "(default: CAPTURE_DIR.decoded, beside the capture folder)."),
            as_json: bool = JsonOpt):
     """Turn raw capture files into canonical events per launch (a folder of uncompressed .npy columns),
     refusing buffers whose magic, version, source id or size do not match; report owners, overflow

@@ -37,10 +37,14 @@ def _say(console, text: str) -> None:
         console.print(text, markup=False, highlight=False)
 
 
-def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
+def _check_live() -> None:
+    """--live builds and runs on this machine: say before anything is applied when it cannot."""
     from .pycapture import gpu_available
     if shutil.which("nvcc") is None or not gpu_available():
         raise AtrexError("--live needs nvcc and a CUDA GPU on this machine", hint="run the demo without --live")
+
+
+def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
     exe = work / "gemm_mma.inst"
     _say(console, "build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a (instrumented)")
     subprocess.run(["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
@@ -54,6 +58,8 @@ def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
 
 
 def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
+    if live:
+        _check_live()
     examples, bundled = asset_dir("examples"), asset_dir("demo_capture")
     if not examples.is_dir() or not bundled.is_dir():
         raise AtrexError(f"the demo's example or capture is missing ({examples}, {bundled})",

@@ -65,6 +65,14 @@ def test_demo(tmp_path):
     assert "<table class=\"validation\">" in Path(out["report"]).read_text()
 
 
+def test_demo_live_without_a_gpu_says_so_before_applying(tmp_path, monkeypatch):
+    """--live on a machine without a GPU stops at once (exit 2), before copying or applying anything."""
+    monkeypatch.setattr("atrex_inject.pycapture.gpu_available", lambda: False)
+    r = invoke("demo", "--live", "--out", tmp_path / "demo")
+    assert r.exit_code == 2 and "--live needs nvcc and a CUDA GPU" in r.output, r.output
+    assert "1. apply" not in r.output and not (tmp_path / "demo").exists()
+
+
 def test_include_dir():
     r = invoke("include-dir")
     assert (Path(r.output.strip()) / "atrex_timeline.cuh").is_file()

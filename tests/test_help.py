@@ -62,7 +62,18 @@ def test_top_level_help_and_version():
     assert steps and set(steps) <= set(COMMANDS), steps
     assert {"apply", "validate", "report", "revert"} <= set(steps)
     r = runner.invoke(app, ["--version"])
-    assert r.exit_code == 0 and r.output.strip() == f"atrex-inject {__version__}"
+    assert r.exit_code == 0 and r.output.startswith(f"atrex-inject {__version__} (commit "), r.output
+
+
+def test_version_names_the_commit():
+    """In a source checkout --version names the commit the code is at."""
+    import subprocess
+    from pathlib import Path
+    head = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True)
+    if head.returncode:
+        pytest.skip("not a git checkout")
+    assert f"(commit {head.stdout.strip()}" in runner.invoke(app, ["--version"]).output
 
 
 def test_top_level_help_teaches_capture():
