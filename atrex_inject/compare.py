@@ -478,13 +478,22 @@ def about_lines(r: dict) -> list[str]:
     return lines
 
 
+def straggler_rows(iv: dict) -> list[tuple[str, str]]:
+    """An interval's per-CTA figures worth a row, as (key, label): the p90 and the max, or the max
+    alone where both sides' p90s are their maxes (a CTA with fewer than 10 instances has its max
+    for p90), so no row repeats another."""
+    c = iv["per_cta"]
+    if all(c["cta_p90"][s] == c["cta_max"][s] for s in ("before", "after")):
+        return [("cta_max", "per CTA: max (p90 the same)")]
+    return [("cta_p90", "per CTA: p90"), ("cta_max", "per CTA: max")]
+
+
 def rows(r: dict) -> list[tuple[int, str, dict | None]]:
     """The table's rows in order: (depth, label, figure), or a line of text with no figure."""
     out = []
     for iv in r["intervals"]:
         out.append((0, iv["name"] + (f" (was {iv['before_name']})" if "before_name" in iv else ""), iv))
-        out += [(1, label, iv["per_cta"][key]) for key, label in (("cta_p90", "per CTA: p90"),
-                                                                  ("cta_max", "per CTA: max"))]
+        out += [(1, label, iv["per_cta"][key]) for key, label in straggler_rows(iv)]
         moved = [x["change"] for x in iv["per_sm"] if x["change"] is not None]
         if moved:
             out.append((1, f"per SM: the median moved {pct(min(moved))} to {pct(max(moved))} (middle SM "
@@ -513,8 +522,8 @@ def _moved(r: dict) -> list[str]:
         if iv["verdict"] in SPEED:
             out.append(said(iv["name"], iv))
         else:
-            out += [said(f"{iv['name']} ({label})", iv["per_cta"][key]) for key, label in
-                    (("cta_p90", "per CTA p90"), ("cta_max", "per CTA max")) if iv["per_cta"][key]["verdict"] in SPEED]
+            out += [said(f"{iv['name']} ({label})", iv["per_cta"][key]) for key, label in straggler_rows(iv)
+                    if iv["per_cta"][key]["verdict"] in SPEED]
     if r["span"]["verdict"] in SPEED:
         out.append(said("launch span", r["span"]))
     return out
