@@ -25,6 +25,7 @@ from .errors import AtrexError
 from .evidence import gather
 from .fsio import sha256_file
 from .patch import diffstat
+from .progress import step
 from .report import render as render_report
 from .summary import render_text
 from .timeline import render_png
@@ -72,7 +73,7 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     src = work / "examples" / "cuda" / f"{SPEC}.cu"
     clean_sha = sha256_file(src)
 
-    res = snapshot.apply(spec)
+    res = snapshot.apply(spec, options=snapshot.Options(progress=step))
     m = res.manifest
     added, removed = diffstat(res.patch)
     _say(console, f"1. apply {spec.relative_to(work)}: {m.source.path} +{added} -{removed} lines, "
@@ -96,10 +97,12 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     _say(console, "4. summary (recomputed from canonical events):")
     for s in report["summaries"]:
         _say(console, "   " + render_text(s).replace("\n", "\n   "))
+    step("writing the report")
     page = render_report(ev, work / "report.html", str(cap))
     _say(console, f"5. answer: {page['answer']['text']}")
     trace, png, panels = page["trace"], None, None
     if launches:
+        step("drawing the picture")
         png, panels = render_png(launches[0], m, work / "timeline.png")
         _say(console, f"6. export: {page['report']} (the question, its answer, where each probe sits, the tables: "
                       f"open this first), {trace} (the Perfetto trace: the report says how to open it) and {png} "
@@ -112,6 +115,7 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     comparison = None
     if (asset_dir("compare_captures") / "before").is_dir():
         caps = shutil.copytree(asset_dir("compare_captures"), work / "compare", dirs_exist_ok=True)
+        step("comparing the bundled before and after captures (validating both, then the bootstrap)")
         c = compare_dirs(caps / "before", caps / "after")
         comparison = c.result
         _say(console, f"8. compare: H200 captures of tests/sources/compare/sumsq.cu before and after one change (its "

@@ -37,6 +37,7 @@ from .intervals import drawn_ends, durations, pairs
 from .manifest import Manifest
 from .spec import MAX_INTERVALS
 from .owners import cta_name, owner_name
+from .progress import step
 from .selection import DEFAULT_BUDGET, Choice, choose, in_memory, ranges_text
 
 SEQ_ID = 1  # the builder's packets (descriptors, selection, counters), with absolute timestamps
@@ -299,10 +300,13 @@ def export_capture(capture_dir: str | Path, manifest: Manifest, perfetto: str | 
     if perfetto:
         parts = [lambda c=open_capture(f, manifest): decode_parts(c, manifest, PART_EVENTS)  # checked once
                  for f in files]
+        step("choosing the owners the trace holds (reading every launch)")
         choices = choose(parts, manifest, owners, ctas, trace_window, everything, budget)
+        step(f"writing the Perfetto trace {perfetto}")
         r["perfetto"] = str(write_trace(choices, manifest, perfetto))
         r["selection"] = [c.to_json() for c in choices]
     if png:
+        step(f"drawing the picture {png}")
         path, panels = render_png(decode_file(files[0], manifest), manifest, png, w, rows)
         r["png"], r["panels"] = str(path), panels
     if not r:

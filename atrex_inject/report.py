@@ -35,6 +35,7 @@ from .fsio import sha256_bytes, write_atomic
 from .grade import DEFAULT_TARGET
 from .manifest import Manifest
 from .patch import HUNK
+from .progress import step
 from .selection import choose, in_memory
 from .snapshot import atrex_dir
 from .spec import find_root
@@ -542,13 +543,16 @@ def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | Non
     out = Path(out)
     m = ev.manifest
     p = Page(ev, out, capture_dir, window, comparison=comparison)
+    step("computing the answer (its ratio's bootstrap interval)")
     p.answers = (answers(ev.capture, ev.launches, m) if ev.capture is not None else
                  [{"status": "none", "text": "No answer: no capture was given.", "launch": ""}])
     _find_patch(p)
     if ev.launches:
+        step("writing the Perfetto trace beside the report")
         p.trace = trace_bytes(choose([in_memory(l) for l in ev.launches], m), m)  # export's default rule
         p.trace_path = out.with_suffix(".pftrace")
         write_atomic(p.trace_path, p.trace)
+    step("drawing the report's pictures")
     page = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atrex-inject: {_e(m.name)}"
             f"</title><style>{STYLE}</style></head><body>{''.join(_sections(p))}{_trace_script(p)}</body></html>")
     write_atomic(out, page.encode())
@@ -565,6 +569,8 @@ def write_report(capture_dir: Path, out: str | Path, manifest: Path | None = Non
     (the answer line), "verdict", "grade"}. With `compare` (BEFORE's capture folder), the page holds
     compare_dirs(compare, capture_dir) too."""
     w = parse_window(png_window)
+    if compare:
+        step(f"comparing {capture_dir} with {compare}")
     c = compare_dirs(compare, capture_dir, mapping, allow_workload_change, allow_device_change) if compare else None
     ev = gather(capture_dir, mf.for_capture(capture_dir, manifest), measurement, evidence, target=target,
                 source=source, root=root)

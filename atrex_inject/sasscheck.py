@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import choice
 from .errors import AtrexError
+from .progress import step
 from .sass import compare
 
 
@@ -49,16 +50,21 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     global_mode = requested_mode(spec, BufferPath.GLOBAL)
     first = rewrite(make_plan(spec, global_mode), target.text, runtime=target.runtime)
     choice.learn(target, first)
-    picked = choice.resolve(spec, target, recorder)
+    picked = choice.resolve(spec, target, recorder, step)
     plan = make_plan(spec, picked.mode)
     # what the choice compiled just now is not compiled again (a cached choice compiled nothing)
     made, inst = target.built.get(picked.mode, (first if picked.mode == global_mode else None, None))
     texts = {"instrumented": made or rewrite(plan, target.text, runtime=target.runtime),
              "one_copy": rewrite(plan, target.text, version_body=False, runtime=target.runtime)}
     with tempfile.TemporaryDirectory(dir=spec.source.parent, prefix=".atrex-sass-") as tmp:
-        built = {"clean": choice.clean_build(target, Path(tmp)),
-                 "instrumented": inst or target.build(Path(tmp), "instrumented", texts["instrumented"].text),
+        step("compiling the clean build (nvcc)")
+        clean = choice.clean_build(target, Path(tmp))
+        step(f"compiling the build with the {picked.mode.path.value} recorder (nvcc)")
+        instrumented = inst or target.build(Path(tmp), "instrumented", texts["instrumented"].text)
+        step("compiling the instrumented build without versioning (nvcc)")
+        built = {"clean": clean, "instrumented": instrumented,
                  "one_copy": target.build(Path(tmp), "one_copy", texts["one_copy"].text)}
+    step("reading the builds' SASS")
     clone = texts["instrumented"].backend_data["perturbation"]["clone"]
     r = compare(built["clean"], built["instrumented"], target.kernel, clone, built["one_copy"], target.threads)
     problems = choice.problems(r, choice.some_ctas_idle(plan))

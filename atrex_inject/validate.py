@@ -28,6 +28,7 @@ from .pylaunch import ledger
 from .source_id import source_id_of
 from .smclock import agrees, bound_ns, steps
 from .summary import QUANTILES, Summarizer
+from .progress import step
 
 CHECKS = ("overflow", "truncation", "geometry", "owner_identity", "duplicate_ownership", "site_identity", "time_order",
           "interval_pairing", "deterministic_counts", "stale_provenance", "cross_launch_mixing", "timer_resolution",
@@ -500,6 +501,7 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
     launches, heads, summaries, notes, events = [], [], [], [], 0
     with_summaries = with_summaries or bool(claims)
     for f in capture_files(capture_dir):
+        step(f"decoding and checking {f.name}")
         summary = Summarizer(m) if with_summaries else None
         n = 0
         try:

@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from atrex_inject.cli import app
@@ -189,3 +190,46 @@ def test_folder_of_captures_lists_them(tmp_path):
     assert r.exit_code == 2, r.output
     assert "holds 2 capture folder(s)" in r.output and str(tmp_path / "both" / "after") in r.output
     assert str(tmp_path / "both" / "before") in r.output and "no manifest" not in r.output
+
+
+def _slowed(monkeypatch, module: str, name: str, seconds: float = 1.3) -> None:
+    """Make one step of the library take over a second (the function it calls, delayed)."""
+    import importlib
+    import time
+    mod = importlib.import_module(module)
+    real = getattr(mod, name)
+
+    def slow(*args, **kwargs):
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(mod, name, slow)
+
+
+SLOW_STEPS = {  # command -> (its arguments, the call slowed, what stderr then says)
+    "report": (lambda tmp, project: ["report", FIX / "gemm_mma", "-o", tmp / "r.html"], "atrex_inject.validate",
+               "decode_parts", "... decoding and checking gemm_bf16-launch3.atrex"),
+    "export": (lambda tmp, project: ["export", FIX / "gemm_mma", "--perfetto", tmp / "t.pftrace"], "atrex_inject.export",
+               "write_trace", "... writing the Perfetto trace "),
+    "check-sass": (lambda tmp, project: ["check-sass", project / "examples" / "specs" / "reduce_sumsq.toml"],
+                   "atrex_inject.sasscheck", "compare", "... reading the builds' SASS"),
+    "demo": (lambda tmp, project: ["demo", "--out", tmp / "demo"], "atrex_inject.demo", "render_report",
+             "... writing the report"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(SLOW_STEPS))
+def test_a_step_over_a_second_says_what_it_is_doing(command, project, tmp_path, monkeypatch):
+    """A step that runs over a second prints what it is doing on stderr, once; stdout is untouched."""
+    args, module, name, said = SLOW_STEPS[command]
+    _slowed(monkeypatch, module, name)
+    r = runner.invoke(app, [str(a) for a in args(tmp_path, project)], catch_exceptions=False)
+    assert r.exit_code in (0, 1), r.output
+    assert said in r.stderr and r.stderr.count(said) == 1 and said not in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("flag", ["--json", "--quiet"])
+def test_no_progress_under_json_or_quiet(flag, tmp_path, monkeypatch):
+    _slowed(monkeypatch, "atrex_inject.validate", "decode_parts")
+    r = runner.invoke(app, ["report", str(FIX / "gemm_mma"), "-o", str(tmp_path / "r.html"), flag],
+                      catch_exceptions=False)
+    assert r.exit_code == 0 and r.stderr == "", r.stderr
