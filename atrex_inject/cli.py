@@ -557,6 +557,8 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
     def render(r):
         out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']}); trace {r['trace']}")
         out.print(f"answer: {r['answer']}")
+        if r["capture_answer"] != r["answer"]:  # --compare: the before/after answer, then this capture's own
+            out.print(f"answer in {capture_dir} alone: {r['capture_answer']}")
     _run(as_json, work, render, quiet)
 
 

@@ -428,14 +428,32 @@ def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.1f}%"
 
 
-def change_text(r: dict) -> str:
-    """A figure's change and its 95% interval: relative, or in ns where BEFORE's value is 0."""
+ON_ESTIMATE = ("† an end of the interval is the estimate itself: the values are whole timer ticks, so the "
+               "resampled medians, and their changes, take few values")
+
+
+def _ends(r: dict) -> tuple[str, str, str] | None:
+    """A figure's change and its interval's ends as printed: relative, or in ns where BEFORE's value is 0."""
     if r["change"] is not None and r["ci95"] is not None:
-        return f"{pct(r['change'])} [{pct(r['ci95'][0])}, {pct(r['ci95'][1])}]"
+        return pct(r["change"]), pct(r["ci95"][0]), pct(r["ci95"][1])
     if r["change_ns"] is not None and r["ci95_ns"] is not None:
         lo, hi = r["ci95_ns"]
-        return f"{r['change_ns']:+.0f} ns [{lo:+.0f}, {hi:+.0f}]"
-    return pct(r["change"])
+        return f"{r['change_ns']:+.0f} ns", f"{lo:+.0f}", f"{hi:+.0f}"
+    return None
+
+
+def on_estimate(r: dict) -> bool:
+    """Whether an end of the figure's interval prints as its estimate (the medians are whole ticks)."""
+    e = _ends(r)
+    return e is not None and e[0].removesuffix(" ns") in e[1:]
+
+
+def change_text(r: dict) -> str:
+    """A figure's change and its 95% interval, marked † where an end is the estimate (ON_ESTIMATE)."""
+    e = _ends(r)
+    if e is None:
+        return pct(r["change"])
+    return f"{e[0]} [{e[1]}, {e[2]}]{'†' if on_estimate(r) else ''}"
 
 
 def p_text(r: dict) -> str:
@@ -529,6 +547,32 @@ def _moved(r: dict) -> list[str]:
     return out
 
 
+def answer_line(r: dict) -> str:
+    """The before/after answer, first where a comparison is shown: each interval whose median moved,
+    from what to what, by how much with its interval (the method named); the intervals where no
+    change was detected; the launch's span and the clean builds' end-to-end time when they moved."""
+    def us(ns: float) -> str:
+        return f"{ns / 1e3:.3g}"
+
+    def said(name: str, f: dict) -> str:
+        e = _ends(f)
+        where = (f", 95% bootstrap interval {e[1]} to {e[2]}" + ("; an end is the estimate: the values are whole "
+                                                                   "timer ticks" if on_estimate(f) else "")) if e else ""
+        return (f"`{name}` {f['verdict']}, median {us(f['before']['median'])} → {us(f['after']['median'])} µs "
+                f"({pct(f['change'])}{where})")
+    moved = [said(iv["name"], iv) for iv in r["intervals"] if iv["verdict"] in SPEED]
+    moved += [said(f"{iv['name']}, {label}", iv["per_cta"][key]) for iv in r["intervals"] if iv["verdict"] not in SPEED
+              for key, label in straggler_rows(iv) if iv["per_cta"][key]["verdict"] in SPEED]
+    still = [f"`{iv['name']}`" for iv in r["intervals"] if iv["verdict"] not in SPEED]
+    text = "Before → after: " + ("; ".join(moved) if moved else "no interval moved")
+    if still and moved:
+        text += f"; no change detected in {', '.join(still)}"
+    if r["span"]["verdict"] in SPEED:
+        text += f"; the launch's span {r['span']['verdict']} {pct(r['span']['change'])}"
+    c = (r["end_to_end"] or {}).get("clean")
+    return text + (f"; end to end (clean builds) {pct(c['change'])}" if c else "") + "."
+
+
 def moved_line(r: dict) -> str:
     """What moved, in one line, next to the end-to-end change when there is one."""
     e = r["end_to_end"]
@@ -552,4 +596,6 @@ def render_text(result: dict) -> str:
         lines.append(f"  {label}" if f is None else f"  {label:<32}{side(f['before'])}   {side(f['after'])}   "
                                                     f"{change_text(f):<27}{p_text(f):>7}  {verdict_text(f)}")
     e = end_to_end_line(r)
-    return "\n".join(lines + ([e] if e else []) + [f"note: {n}" for n in r["notes"]] + [moved_line(r)])
+    marked = any(f is not None and on_estimate(f) for _, _, f in rows(r))
+    return "\n".join(lines + ([e] if e else []) + [f"note: {n}" for n in r["notes"]]
+                     + ([f"note: {ON_ESTIMATE}"] if marked else []) + [moved_line(r)])

@@ -18,7 +18,7 @@ from pathlib import Path
 from . import manifest as mf
 from . import snapshot
 from .assets import asset_dir
-from .compare import compare_dirs, render_text as compare_text
+from .compare import answer_line as compare_answer, compare_dirs, render_text as compare_text
 from .compare_picture import render_png as compare_png
 from .decode import capture_files
 from .errors import AtrexError
@@ -120,6 +120,7 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
         comparison = c.result
         _say(console, f"8. compare: H200 captures of tests/sources/compare/sumsq.cu before and after one change (its "
                       f"streaming loop unrolled by 4), picture {compare_png(c, work / 'compare.png')}")
+        _say(console, f"   answer: {compare_answer(c.result)}")
         _say(console, "   " + compare_text(c.result).replace("\n", "\n   "))
     _say(console, f"work folder: {work}")
     return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],

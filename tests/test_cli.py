@@ -62,6 +62,9 @@ def test_demo(tmp_path):
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["validation"] == "valid" and out["reverted_byte_exact"] is True
+    # the spec's question weighs the barrier wait against the MMAs: the answer is about that pair
+    assert out["answer"].startswith("`stage_ready -> mma_done` takes longer than `copies_issued -> stage_ready` "
+                                    "(the pair the question weighs): median 512 ns against 128 ns per instance, 4.00×")
     assert Path(out["perfetto"]).stat().st_size > 100_000 and Path(out["png"]).exists()
     assert "<table class=\"validation\">" in Path(out["report"]).read_text()
 

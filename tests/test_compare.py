@@ -372,6 +372,9 @@ def test_report_has_the_comparison(tmp_path):
     html = (tmp_path / "r.html").read_text()
     assert '<table class="comparison">' in html and html.count('<img class="comparison"') == 1
     assert "moved: start -&gt; stream_done faster -3.2%" in html
+    r = json.loads(out)
+    assert r["answer"].startswith("Before → after: `start -> stream_done` faster") and r["capture_answer"] != r["answer"]
+    assert html.index('id="answer"') < html.index('id="comparison"') < html.index("<h2>Intervals</h2>")
     bad = _copy("reduce_sumsq", tmp_path / "bad")
     (bad / "manifest.json").unlink()
     code, out = cli("report", FIX / "reduce_sumsq_resident", "-o", tmp_path / "r2.html", "--compare", bad, "--json")
@@ -394,6 +397,15 @@ def test_report_comparison_in_a_browser(tmp_path):
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         page.goto((tmp_path / "r.html").as_uri())
+        # the answer box opens with the before/after answer, then AFTER's own; the comparison comes
+        # before the per-launch tables
+        box = page.locator("#answer").inner_text()
+        assert box.startswith("Answer: Before → after: ") and "Answer in this capture alone: " in box, box
+        assert box.index("Before → after") < box.index("in this capture alone")
+        tops = page.evaluate("[...document.querySelectorAll('h2')].map(h => [h.id || h.textContent, "
+                             "h.getBoundingClientRect().top])")
+        order = [name for name, _ in sorted(tops, key=lambda t: t[1])]
+        assert order.index("comparison") < order.index("The intervals on one axis") < order.index("Intervals"), order
         first = [r.split("\t")[0].strip() for r in page.locator("table.comparison tr").all_inner_texts()[1:]]
         assert first[:2] == ["start -> stream_done", "per CTA: max (p90 the same)"]
         img = page.locator("img.comparison")
