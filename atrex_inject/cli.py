@@ -409,7 +409,7 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
         lo, hi = a["overhead_ci95"]
         out.print(f"baseline {a['median_ms']['baseline']:.4f} ms, instrumented {a['median_ms']['instrumented']:.4f} ms "
                   f"(medians of {a['n']['baseline']}+{a['n']['instrumented']} fresh processes, {a['schedule']}): "
-                  f"overhead {100 * a['overhead']:+.2f}% [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}")
+                  f"overhead {100 * a['overhead']:+.2f}% [95% bootstrap interval {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}")
     art = _run(as_json, work, render)
     if not art["valid"]:
         raise typer.Exit(1)

@@ -526,7 +526,7 @@ def rows(r: dict) -> list[tuple[int, str, dict | None]]:
 def end_to_end_line(r: dict) -> str | None:
     c = (r["end_to_end"] or {}).get("clean")
     return c and (f"end to end (clean builds, each side's measurement): {c['before_ms']:.4f} -> {c['after_ms']:.4f} "
-                  f"ms, {pct(c['change'])} [95% interval {pct(c['ci95'][0])}, {pct(c['ci95'][1])}] "
+                  f"ms, {pct(c['change'])} [95% bootstrap interval {pct(c['ci95'][0])}, {pct(c['ci95'][1])}] "
                   f"({c['processes'][0]} + {c['processes'][1]} processes)")
 
 

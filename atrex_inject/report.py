@@ -535,7 +535,7 @@ def _measurement(p: Page) -> str:
         body = (f"<p>baseline {art['median_ms']['baseline']:.4f} ms, instrumented "
                 f"{art['median_ms']['instrumented']:.4f} ms (medians of {art['n']['baseline']}+"
                 f"{art['n']['instrumented']} fresh processes, schedule <code>{_e(art['schedule'])}</code>): overhead "
-                f"<b>{100 * art['overhead']:+.2f}%</b> [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%]</p>")
+                f"<b>{100 * art['overhead']:+.2f}%</b> [95% bootstrap interval {100 * lo:+.2f}%, {100 * hi:+.2f}%]</p>")
     return f"<h2>Measurement: {status}</h2>{body}" + (f"<ul>{problems}</ul>" if problems else "")
 
 
