@@ -78,6 +78,8 @@ def with_directives(clean: str, instrumented: str, rel: str) -> str:
     """A rewritten CUDA file (`instrumented` holds `clean` in order, kernelpy/align.py) with a MARKed
     directive after each insertion that adds lines."""
     from .kernelpy.align import insertions
+    bom = "\ufeff" if clean.startswith("\ufeff") else ""  # stays first (the rewriter writes it before its prefix)
+    clean, instrumented = clean[len(bom):], instrumented[len(bom):]
     nl = "\r\n" if "\r\n" in clean else "\n"
-    return apply(clean, line_directives(insertions(clean, instrumented), clean,
-                                        lambda s: clean.count("\n", 0, s) + 1, rel, MARK, nl))
+    return bom + apply(clean, line_directives(insertions(clean, instrumented), clean,
+                                              lambda s: clean.count("\n", 0, s) + 1, rel, MARK, nl))
