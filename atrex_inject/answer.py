@@ -1,16 +1,20 @@
 """The answer line: what a spec's intervals say about its question, for one launch, computed from
 its canonical events and its summary (docs/summary.md, "The answer").
 
-Which intervals answer. Some intervals enclose others (a whole tile around its k-tiles): an
-interval encloses another when at least half of the other's instances lie inside its instances on
-the same owner. The intervals that enclose no other are the phases compared; the enclosing ones are
-context, not rivals. The phase with the largest median takes longest when the 95% interval of its
-median's ratio to the next largest median lies above 1; otherwise neither does, and the line says so.
+Which intervals answer. Where the spec names a `pair` (the two intervals its question weighs
+against each other), the line is about those two. Otherwise: some intervals enclose others (a whole
+tile around its k-tiles): an interval encloses another when at least half of the other's instances
+lie inside its instances on the same owner. The intervals that enclose no other are the phases
+compared; the enclosing ones are context, not rivals. The phase with the largest median takes
+longest when the 95% interval of its median's ratio to the next largest median lies above 1;
+otherwise neither does, and the line says so.
 
 The ratio's interval is a cluster bootstrap: the launch's CTAs (which share barriers and an SM, so
 their instances are not independent) are drawn with replacement RESAMPLES times, the same draw for
 every phase, and each draw's medians (inverted CDF, as the summary's) divide. The seed is fixed:
-the same capture always gives the same interval.
+the same capture always gives the same interval. Medians of the global timer are whole ticks, so
+the draws' ratios take few values and an end of the interval often is the estimate itself: the
+line says so where it happens, so that the interval does not read as a mistake.
 
 What the line also says. A mark (a site that starts or ends no interval) inside most instances of
 a compared phase means that phase spans more than one step of the code; two phases that overlap
@@ -23,12 +27,13 @@ from __future__ import annotations
 import numpy as np
 
 from .decode import Launch
-from .intervals import pairs
+from .intervals import CYCLES, pairs
 from .manifest import Manifest
 from .summary import FEW_TICKS
 from .timeline import _unit as unit_of
 
 RESAMPLES = 2000
+METHOD = "CTA-bootstrap"  # how the interval is drawn, as the line names it
 LEVEL = 0.95
 SEED = 0
 MAJORITY = 0.5  # an interval encloses another, a mark sits inside a phase, when it does in at least this share
@@ -87,7 +92,8 @@ def _draws(clusters: int, rng: np.random.Generator) -> np.ndarray:
 
 def _no(launch: str, text: str, reason: str, **rest) -> dict:
     return {"launch": launch, "status": "none", "reason": reason, "text": "No answer: " + text,
-            "compared": [], "enclosing": [], "leader": None, "runner_up": None, "ratio": None, "caveats": [], **rest}
+            "compared": [], "enclosing": [], "leader": None, "runner_up": None, "ratio": None, "caveats": [],
+            "pair": [], "reference": None, **rest}
 
 
 def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verdict: str,
@@ -113,6 +119,8 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
                f"only `{phases[0]}` encloses no other interval" if phases else "every interval encloses another")
         return _no(name, f"the spec's intervals cannot answer: {why}; name at least two intervals that do not "
                          "enclose each other (the wait and the work, say).", "one_phase", enclosing=enclosing)
+    pair = [n for n in manifest.pair if n in names]
+    phases += [n for n in pair if n not in phases]  # the pair is compared even where it encloses another
     empty = [n for n in phases if not stats[n]["count"]]
     if empty:
         return _no(name, f"{', '.join(f'`{n}`' for n in empty)} {'has' if len(empty) == 1 else 'have'} no complete "
@@ -124,7 +132,7 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
     bounds = np.cumsum([0] + [p[n]["owner"].size for n in phases])
     weights = _draws(ctas.size, np.random.default_rng(SEED))
     boot = {n: _medians(p[n]["dur"], cl[bounds[k]:bounds[k + 1]], weights) for k, n in enumerate(phases)}
-    ranked = sorted(phases, key=lambda n: (-stats[n]["median"], names.index(n)))
+    ranked = sorted(pair or phases, key=lambda n: (-stats[n]["median"], names.index(n)))
     leader, runner = ranked[0], ranked[1]
     tail = (1 - LEVEL) / 2
     compared = []
@@ -137,7 +145,9 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
             q = boot[leader] / boot[n]
             q = q[np.isfinite(q)]
             lo, hi = (np.quantile(q, [tail, 1 - tail]).tolist() if q.size else (None, None))
-            row["ratio"] = {"value": stats[leader]["median"] / r["median"], "lo": lo, "hi": hi}
+            value = stats[leader]["median"] / r["median"]
+            row["ratio"] = {"value": value, "lo": lo, "hi": hi,
+                            "end_on_estimate": _end_on_estimate(value, lo, hi, stats[leader], r)}
         compared.append(row)
     by = {r["name"]: r for r in compared}
     ratio = by[runner]["ratio"]
@@ -172,30 +182,53 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
 
     unit = unit_of(max(stats[n]["median"] for n in phases))
     others = [n for n in phases if n not in (leader, runner)]
-    rest = ("; " + ", ".join(f"`{n}` {fmt(stats[n]['median'], unit)}" for n in others)) if others else ""
+    rest = ("; " + ("the other phases: " if pair else "") + ", ".join(
+        f"`{n}` {fmt(stats[n]['median'], unit)}" for n in others)) if others else ""
     if ratio is None:  # the runner-up's median is 0: below the timer's resolution
-        ratio = {"value": None, "lo": None, "hi": None}
+        ratio = {"value": None, "lo": None, "hi": None, "end_on_estimate": None}
         interval = f"`{runner}`'s median is 0: below the timer's resolution"
     elif ratio["lo"] is None:
         interval = "no interval: no draw holds both"
     else:
-        interval = f"95% interval {ratio['lo']:.2f}–{ratio['hi']:.2f}×"
+        interval = interval_text(ratio)
+    asked = " (the pair the question weighs)" if pair else ""
     if ratio["value"] is None or (ratio["lo"] is not None and ratio["lo"] > 1):
         status = "leader"
         times = "" if ratio["value"] is None else f"{ratio['value']:.2f}× "
-        text = (f"`{leader}` takes longest: median {fmt(stats[leader]['median'], unit)} per instance, "
+        text = (f"`{leader}` takes longer than `{runner}`{asked}: median {fmt(stats[leader]['median'], unit)} "
+                f"against {fmt(stats[runner]['median'], unit)} per instance, {times}({interval}){rest}." if pair else
+                f"`{leader}` takes longest: median {fmt(stats[leader]['median'], unit)} per instance, "
                 f"{times}({interval}) the next, `{runner}` ({fmt(stats[runner]['median'], unit)}){rest}.")
     else:
         status = "even"
-        text = (f"Neither takes clearly longer: `{leader}` ({fmt(stats[leader]['median'], unit)}) and `{runner}` "
-                f"({fmt(stats[runner]['median'], unit)}), ratio {ratio['value']:.2f}× ({interval}) includes 1"
-                f"{rest}.")
+        text = (f"Neither takes clearly longer{asked}: `{leader}` ({fmt(stats[leader]['median'], unit)}) and "
+                f"`{runner}` ({fmt(stats[runner]['median'], unit)}), ratio {ratio['value']:.2f}× ({interval}) "
+                f"includes 1{rest}.")
     if caveats:
         text += (" Caveat: " if len(caveats) == 1 else " Caveats: ") + " ".join(caveats)
     return {"launch": name, "status": status, "reason": None, "text": text, "compared": compared,
             "enclosing": enclosing, "leader": leader if status == "leader" else None, "runner_up": runner,
-            "ratio": {**ratio, "level": LEVEL, "resamples": RESAMPLES, "cluster": "cta",
-                      "of": f"{leader} / {runner}"}, "caveats": caveats, "unit": unit[0]}
+            "ratio": {**ratio, "level": LEVEL, "resamples": RESAMPLES, "cluster": "cta", "method": METHOD,
+                      "of": f"{leader} / {runner}"}, "caveats": caveats, "unit": unit[0], "pair": list(pair),
+            "reference": leader}
+
+
+def _end_on_estimate(value: float, lo: float | None, hi: float | None, a: dict, b: dict) -> str | None:
+    """"upper" or "lower" where that end of the interval, as printed, is the estimate and the two
+    medians are whole timer ticks (the draws' ratios take few values); else None."""
+    if lo is None or all(r.get("resolution") == CYCLES or r.get("median_ticks") is None for r in (a, b)):
+        return None
+    est = f"{value:.2f}"
+    return "upper" if f"{hi:.2f}" == est else "lower" if f"{lo:.2f}" == est else None
+
+
+def interval_text(ratio: dict) -> str:
+    """A ratio's interval as the answer and the report print it: the method named, and an end that
+    is the estimate itself said to be so."""
+    text = f"{LEVEL:.0%} {METHOD} interval {ratio['lo']:.2f}–{ratio['hi']:.2f}×"
+    end = ratio.get("end_on_estimate")
+    return text + (f"; its {end} end is the estimate: the medians are whole timer ticks, so the resampled ratios "
+                   "take few values" if end else "")
 
 
 def _ticks(t: float) -> str:

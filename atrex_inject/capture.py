@@ -43,8 +43,13 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in ledger.read_paths(out_dir):  # a ledger speaks for its run: an earlier run's would be added in
         old.unlink()
-    registry.get(manifest.backend).capture(manifest, cmd, out_dir, env)
-    runrecord.check_unchanged(ran)
+    runrecord.clear_failure(out_dir)
+    try:
+        registry.get(manifest.backend).capture(manifest, cmd, out_dir, env)
+        runrecord.check_unchanged(ran)
+    except CaptureError as e:  # the folder says so: validate/summary on it name the failure, not a missing file
+        runrecord.write_failure(out_dir, e.message)
+        raise
     shutil.copyfile(snapshot.workspace(spec) / mf.FILE_NAME, out_dir / mf.FILE_NAME)
     runrecord.write(out_dir, ran)
     python = ledger.summary(out_dir)

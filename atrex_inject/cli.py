@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand
 
-from . import __version__, snapshot
+from . import progress, snapshot
 from . import manifest as mf
 from .errors import AtrexError, user_error
 
@@ -36,16 +36,19 @@ app = typer.Typer(
     help="Instrument one GPU kernel from a probe spec, capture and decode its intra-kernel timeline, "
          "and restore the clean kernel byte for byte.\n\n"
          "Typical loop: apply SPEC (check-sass SPEC: did the build keep the clean loops? check-iket SPEC for a "
-         "CuTe DSL kernel: are its probes compiled in?) -> build and run with "
-         "ATREX_TIMELINE_OUT=CAPTURE_DIR -> validate CAPTURE_DIR "
+         "CuTe DSL kernel: are its probes compiled in?) -> build the instrumented source -> capture --spec SPEC --out "
+         "CAPTURE_DIR -- PROGRAM ARGS (records the program's sha256 and hooks Python launches) -> validate CAPTURE_DIR "
          "-> summary CAPTURE_DIR -> export CAPTURE_DIR --perfetto T.pftrace --png T.png -> report CAPTURE_DIR "
-         "-o report.html -> revert SPEC.")
+         "-o report.html -> revert SPEC. Before and after a change: compare BEFORE AFTER, or report AFTER -o "
+         "report.html --compare BEFORE. `atrex-inject demo` runs the loop on a bundled H200 capture.")
 # The one place messages are printed: as text. Paths, source lines and spec values reach these
 # consoles as they are, so Rich's markup (`[bold]`), emoji codes (`:100:`) and highlighting are off.
 out = Console(markup=False, emoji=False, highlight=False, soft_wrap=True)
 err = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object instead of text.")
+QuietOpt = typer.Option(False, "--quiet", "-q", help="Print no progress on stderr (a step that runs over a second "
+                                                    "otherwise says what it is doing; none under --json either).")
 RootOpt = typer.Option(None, "--root", help="Project tree the spec's paths must stay in, .atrex/ at its top "
                                             "(default: the nearest folder above the source holding .git or .atrex).")
 MeasureRootOpt = typer.Option(None, "--root", help="Folder the measurement's relative source and binary paths "
@@ -72,21 +75,28 @@ AllowDeviceOpt = typer.Option(False, "--allow-device-change", help="Compare capt
 
 def _version(show: bool) -> None:
     if show:
-        print(f"atrex-inject {__version__}")
+        from .version import describe
+        print(describe())
         raise typer.Exit()
 
 
 @app.callback()
 def _main(version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
-                                       help="Print the version and exit.")) -> None:
+                                       help="Print the version and the commit it was built from (where known), "
+                                            "and exit.")) -> None:
     pass
 
 
-def _run(as_json: bool, fn, render):
+def _run(as_json: bool, fn, render, quiet: bool = False):
     """Call the library; print text or JSON. The one error boundary: every exception becomes a
-    message with a hint (JSON under --json) and exit status 2, never a traceback."""
+    message with a hint (JSON under --json) and exit status 2, never a traceback. A step of the
+    library that runs over a second is announced on stderr (progress.py), unless --json or --quiet."""
     try:
-        result = fn()
+        if as_json or quiet:
+            result = fn()
+        else:
+            with progress.reporting(_progress):
+                result = fn()
     except Exception as exc:  # noqa: BLE001 - the boundary is meant to catch everything
         e = user_error(exc)
         if as_json:
@@ -144,7 +154,7 @@ NvccFlagOpt = typer.Option([], "--nvcc-flag", metavar="FLAG",
 
 @app.command()
 def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML), see docs/spec.md."),
-          root: Optional[Path] = RootOpt, as_json: bool = JsonOpt,
+          root: Optional[Path] = RootOpt, as_json: bool = JsonOpt, quiet: bool = QuietOpt,
           dry_run: bool = typer.Option(False, "--dry-run", help="Show where each site would land (file:line "
                                        "and the lines around it) and write nothing."),
           recorder: Optional[str] = RecorderOpt, nvcc_flag: list[str] = NvccFlagOpt):
@@ -197,11 +207,11 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
         _render_launches(r)
         for w in r["warnings"]:
             out.print(f"warning: {w}")
-    options = snapshot.Options(recorder, tuple(nvcc_flag), None if as_json else _progress)
+    options = snapshot.Options(recorder, tuple(nvcc_flag), None if as_json or quiet else _progress)
     if dry_run:
-        _run(as_json, lambda: snapshot.preview(spec, root, options), render_preview)
+        _run(as_json, lambda: snapshot.preview(spec, root, options), render_preview, quiet)
     else:
-        _run(as_json, lambda: snapshot.apply(spec, root, options).to_json(), render)
+        _run(as_json, lambda: snapshot.apply(spec, root, options).to_json(), render, quiet)
 
 
 @app.command()
@@ -259,7 +269,7 @@ def diff(spec: Path = typer.Argument(..., metavar="SPEC", help="The spec that wa
 @app.command("check-sass")
 def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOML) of a CUDA kernel."),
                root: Optional[Path] = RootOpt, recorder: Optional[str] = RecorderOpt,
-               nvcc_flag: list[str] = NvccFlagOpt, as_json: bool = JsonOpt):
+               nvcc_flag: list[str] = NvccFlagOpt, as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """Is the recording run the kernel it observes? Compiles the spec's source clean and
     instrumented with the recorder apply chooses (or chose, or --recorder), no GPU needed, and
     judges the SASS as apply's choice does (one build, one answer). Another kernel (exit 1, with what
@@ -297,8 +307,7 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
         if r["hint"]:
             out.print(f"next: {r['hint']}")
 
-    r = _run(as_json, lambda: sasscheck.check(spec, root, nvcc_flag or None, recorder),
-             render)
+    r = _run(as_json, lambda: sasscheck.check(spec, root, nvcc_flag or None, recorder), render, quiet)
     if not r["ok"]:
         raise typer.Exit(1)
 
@@ -342,8 +351,8 @@ def include_dir(as_json: bool = JsonOpt):
 @app.command()
 def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt,
            out_dir: Optional[Path] = typer.Option(None, "--out", help="Where to save canonical events "
-                                                                      "(default: CAPTURE_DIR/decoded)."),
-           as_json: bool = JsonOpt):
+                                                                      "(default: CAPTURE_DIR.decoded, beside the capture folder)."),
+           as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """Turn raw capture files into canonical events per launch (a folder of uncompressed .npy columns),
     refusing buffers whose magic, version, source id or size do not match; report owners, overflow
     and duplicate claims."""
@@ -363,7 +372,7 @@ def decode(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
             for n, s in row["sites"].items():
                 t.add_row(n, str(s["total"]), str(s["min"]), str(s["max"]))
             out.print(t)
-    _run(as_json, work, render)
+    _run(as_json, work, render, quiet)
 
 
 @app.command()
@@ -408,7 +417,7 @@ def measure(baseline: str = typer.Option(..., help='Baseline command as a JSON a
         lo, hi = a["overhead_ci95"]
         out.print(f"baseline {a['median_ms']['baseline']:.4f} ms, instrumented {a['median_ms']['instrumented']:.4f} ms "
                   f"(medians of {a['n']['baseline']}+{a['n']['instrumented']} fresh processes, {a['schedule']}): "
-                  f"overhead {100 * a['overhead']:+.2f}% [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}")
+                  f"overhead {100 * a['overhead']:+.2f}% [95% bootstrap interval {100 * lo:+.2f}%, {100 * hi:+.2f}%] -> {out_file}")
     art = _run(as_json, work, render)
     if not art["valid"]:
         raise typer.Exit(1)
@@ -426,7 +435,8 @@ def _render_checks(r: dict) -> None:
     for n in r.get("notes", []):
         out.print(f"note: {n}")
     if r.get("unchecked_provenance"):
-        out.print(f"provenance not checked (pass the option to check it): {', '.join(r['unchecked_provenance'])}")
+        from .validate import unchecked_text
+        out.print(f"provenance not checked: {unchecked_text(r['unchecked_provenance'])}")
 
 
 @app.command()
@@ -441,7 +451,7 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
              claims: Optional[Path] = typer.Option(None, help="Numeric claims to recompute (TOML [[claim]] or JSON)."),
              measurement: Optional[Path] = typer.Option(None, help="Also recheck a measurement artifact."),
              root: Optional[Path] = MeasureRootOpt,
-             as_json: bool = JsonOpt):
+             as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """Run the named checks (overflow, truncation, geometry, owner/site identity, duplicate ownership,
     time order, interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
     and print the verdict. Exit 0 valid, 1 rejected, 2 usage error."""
@@ -463,13 +473,13 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
                 out.print(f"  {u}")
             if mv["next_step"]:
                 out.print(f"  next step: {mv['next_step']}")
-    r = _run(as_json, work, render)
+    r = _run(as_json, work, render, quiet)
     if r["verdict"] != "valid":
         raise typer.Exit(1)
 
 
 @app.command()
-def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt, as_json: bool = JsonOpt,
+def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt, as_json: bool = JsonOpt, quiet: bool = QuietOpt,
             fixed_cost: Optional[str] = typer.Option(
                 None, "--fixed-cost", metavar="INTERVAL",
                 help="With the SM clock: an interval between two probes with nothing between them; its median "
@@ -484,7 +494,7 @@ def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestO
 
     def work():
         return summarize_capture(capture_dir, mf.for_capture(capture_dir, manifest), fixed_cost)
-    _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"]))))
+    _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"]))), quiet)
 
 
 @app.command()
@@ -504,7 +514,7 @@ def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
            everything: bool = typer.Option(False, "--all", help="Trace every owner in full, whatever the size."),
            budget: int = typer.Option(1_000_000, "--budget", metavar="EVENTS",
                                       help="Default rule: events traced in full, at most."),
-           as_json: bool = JsonOpt):
+           as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """Export decoded launches: a native Perfetto trace (open it at ui.perfetto.dev) and/or a PNG.
     The trace holds every owner when the capture fits the budget; otherwise the owners closest to
     each interval's median, p10 and p90 and the slowest, and counter tracks for the rest; its
@@ -528,7 +538,7 @@ def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
             where = f"{p['window_us'][0]:.2f}-{p['window_us'][1]:.2f} us" if p["window_us"] else "no instances"
             out.print(f"  {p['interval']}: window {where}, {p['complete_in_window']} complete instance(s) "
                       f"on {len(p['lanes'])} lanes")
-    _run(as_json, work, render)
+    _run(as_json, work, render, quiet)
 
 
 @app.command()
@@ -541,7 +551,7 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
                                                   help="Also compare this capture with BEFORE's (atrex-inject compare "
                                                        "BEFORE CAPTURE_DIR): its table and picture."),
            mapping: list[str] = MapOpt, allow_workload_change: bool = AllowWorkloadOpt,
-           allow_device_change: bool = AllowDeviceOpt, as_json: bool = JsonOpt):
+           allow_device_change: bool = AllowDeviceOpt, as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """Write one self-contained HTML page for a reviewer, the Perfetto trace beside it: the spec's
     question and the answer its intervals give (computed: the longest phase, its ratio to the next
     with a 95% interval, or why the intervals cannot answer), the intervals on one axis, where each
@@ -561,7 +571,9 @@ def report(capture_dir: Path = CaptureArg, out_file: Path = typer.Option(..., "-
     def render(r):
         out.print(f"report: {r['report']} (capture {r['verdict']}, grade {r['grade']}); trace {r['trace']}")
         out.print(f"answer: {r['answer']}")
-    _run(as_json, work, render)
+        if r["capture_answer"] != r["answer"]:  # --compare: the before/after answer, then this capture's own
+            out.print(f"answer in {capture_dir} alone: {r['capture_answer']}")
+    _run(as_json, work, render, quiet)
 
 
 @app.command()
@@ -575,7 +587,7 @@ def compare(before: Path = typer.Argument(..., metavar="BEFORE", help="Capture f
                                                                          "measure; default BEFORE/measure.json)."),
             measurement_after: Optional[Path] = typer.Option(None, help="AFTER's measurement (default "
                                                                         "AFTER/measure.json)."),
-            as_json: bool = JsonOpt):
+            as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """Which intervals moved between two captures (each validated first; a rejected one is refused),
     by how much, with what confidence. Sites are matched by name (--map for renamed ones); the kernels
     may differ, the workload and the device model may not unless allowed. Per interval, per site
@@ -594,7 +606,7 @@ def compare(before: Path = typer.Argument(..., metavar="BEFORE", help="Capture f
         if r.get("png"):
             out.print(f"png: {r['png']}")
     _run(as_json, lambda: compare_captures(before, after, mapping, allow_workload_change, allow_device_change,
-                                           measurement_before, measurement_after, png), render)
+                                           measurement_before, measurement_after, png), render, quiet)
 
 
 @app.command()
@@ -606,7 +618,7 @@ def verdict(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE
             target: float = TargetOpt,
             hard_threshold: bool = typer.Option(False, help="Overhead beyond the target, either way, rejects "
                                                               "instead of diagnostic."),
-            source: Optional[Path] = SourceOpt, root: Optional[Path] = MeasureRootOpt, as_json: bool = JsonOpt):
+            source: Optional[Path] = SourceOpt, root: Optional[Path] = MeasureRootOpt, as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """Grade the evidence: decision_grade (valid capture + valid measurement within target + a
     matching evaluator record, all of one build, workload and device), diagnostic (something missing
     or a field that disagrees, listed), or rejected."""
@@ -622,7 +634,7 @@ def verdict(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE
                          ("notes", "note")):
             for x in r[k]:
                 out.print(f"  {label}: {x}")
-    r = _run(as_json, work, render)
+    r = _run(as_json, work, render, quiet)
     if r["grade"] == "rejected":
         raise typer.Exit(1)
 
@@ -631,12 +643,15 @@ def verdict(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE
 def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder (default: a new temp folder)."),
          live: bool = typer.Option(False, help="Build and capture on this machine's GPU instead of the "
                                                "bundled H200 capture."),
-         as_json: bool = JsonOpt):
+         as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """The whole pipeline on the bundled example (bf16 GEMM, inline PTX) and a real H200 capture of
-    that same instrumented source: apply, diff stat, decode, validate, summarize, export .pftrace
-    and PNG, revert byte-exact. Needs no GPU; --live captures for real where one is present."""
+    that same instrumented source: apply, diff stat, decode, validate, summarize, the answer line,
+    report.html (open it first: the question, its answer, the tables) with the .pftrace beside it and
+    the PNG, revert byte-exact; then compare: two bundled H200 captures of one kernel before and
+    after a one-line change, and which intervals moved (compare.png). Needs no GPU; --live captures
+    for real where one is present."""
     from .demo import run_demo
-    r = _run(as_json, lambda: run_demo(out_dir, live, None if as_json else out), lambda r: None)
+    r = _run(as_json, lambda: run_demo(out_dir, live, None if as_json else out), lambda r: None, quiet)
     if r["validation"] != "valid":
         raise typer.Exit(1)
 

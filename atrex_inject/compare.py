@@ -455,14 +455,32 @@ def pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:+.1f}%"
 
 
-def change_text(r: dict) -> str:
-    """A figure's change and its 95% interval: relative, or in ns where BEFORE's value is 0."""
+ON_ESTIMATE = ("† an end of the interval is the estimate itself: the values are whole timer ticks, so the "
+               "resampled medians, and their changes, take few values")
+
+
+def _ends(r: dict) -> tuple[str, str, str] | None:
+    """A figure's change and its interval's ends as printed: relative, or in ns where BEFORE's value is 0."""
     if r["change"] is not None and r["ci95"] is not None:
-        return f"{pct(r['change'])} [{pct(r['ci95'][0])}, {pct(r['ci95'][1])}]"
+        return pct(r["change"]), pct(r["ci95"][0]), pct(r["ci95"][1])
     if r["change_ns"] is not None and r["ci95_ns"] is not None:
         lo, hi = r["ci95_ns"]
-        return f"{r['change_ns']:+.0f} ns [{lo:+.0f}, {hi:+.0f}]"
-    return pct(r["change"])
+        return f"{r['change_ns']:+.0f} ns", f"{lo:+.0f}", f"{hi:+.0f}"
+    return None
+
+
+def on_estimate(r: dict) -> bool:
+    """Whether an end of the figure's interval prints as its estimate (the medians are whole ticks)."""
+    e = _ends(r)
+    return e is not None and e[0].removesuffix(" ns") in e[1:]
+
+
+def change_text(r: dict) -> str:
+    """A figure's change and its 95% interval, marked † where an end is the estimate (ON_ESTIMATE)."""
+    e = _ends(r)
+    if e is None:
+        return pct(r["change"])
+    return f"{e[0]} [{e[1]}, {e[2]}]{'†' if on_estimate(r) else ''}"
 
 
 def p_text(r: dict) -> str:
@@ -505,13 +523,22 @@ def about_lines(r: dict) -> list[str]:
     return lines
 
 
+def straggler_rows(iv: dict) -> list[tuple[str, str]]:
+    """An interval's per-CTA figures worth a row, as (key, label): the p90 and the max, or the max
+    alone where both sides' p90s are their maxes (a CTA with fewer than 10 instances has its max
+    for p90), so no row repeats another."""
+    c = iv["per_cta"]
+    if all(c["cta_p90"][s] == c["cta_max"][s] for s in ("before", "after")):
+        return [("cta_max", "per CTA: max (p90 the same)")]
+    return [("cta_p90", "per CTA: p90"), ("cta_max", "per CTA: max")]
+
+
 def rows(r: dict) -> list[tuple[int, str, dict | None]]:
     """The table's rows in order: (depth, label, figure), or a line of text with no figure."""
     out = []
     for iv in r["intervals"]:
         out.append((0, iv["name"] + (f" (was {iv['before_name']})" if "before_name" in iv else ""), iv))
-        out += [(1, label, iv["per_cta"][key]) for key, label in (("cta_p90", "per CTA: p90"),
-                                                                  ("cta_max", "per CTA: max"))]
+        out += [(1, label, iv["per_cta"][key]) for key, label in straggler_rows(iv)]
         moved = [x["change"] for x in iv["per_sm"] if x["change"] is not None]
         if moved:
             out.append((1, f"per SM: the median moved {pct(min(moved))} to {pct(max(moved))} (middle SM "
@@ -526,7 +553,7 @@ def rows(r: dict) -> list[tuple[int, str, dict | None]]:
 def end_to_end_line(r: dict) -> str | None:
     c = (r["end_to_end"] or {}).get("clean")
     return c and (f"end to end (clean builds, each side's measurement): {c['before_ms']:.4f} -> {c['after_ms']:.4f} "
-                  f"ms, {pct(c['change'])} [95% interval {pct(c['ci95'][0])}, {pct(c['ci95'][1])}] "
+                  f"ms, {pct(c['change'])} [95% bootstrap interval {pct(c['ci95'][0])}, {pct(c['ci95'][1])}] "
                   f"({c['processes'][0]} + {c['processes'][1]} processes)")
 
 
@@ -540,11 +567,37 @@ def _moved(r: dict) -> list[str]:
         if iv["verdict"] in SPEED:
             out.append(said(iv["name"], iv))
         else:
-            out += [said(f"{iv['name']} ({label})", iv["per_cta"][key]) for key, label in
-                    (("cta_p90", "per CTA p90"), ("cta_max", "per CTA max")) if iv["per_cta"][key]["verdict"] in SPEED]
+            out += [said(f"{iv['name']} ({label})", iv["per_cta"][key]) for key, label in straggler_rows(iv)
+                    if iv["per_cta"][key]["verdict"] in SPEED]
     if r["span"]["verdict"] in SPEED:
         out.append(said("launch span", r["span"]))
     return out
+
+
+def answer_line(r: dict) -> str:
+    """The before/after answer, first where a comparison is shown: each interval whose median moved,
+    from what to what, by how much with its interval (the method named); the intervals where no
+    change was detected; the launch's span and the clean builds' end-to-end time when they moved."""
+    def us(ns: float) -> str:
+        return f"{ns / 1e3:.3g}"
+
+    def said(name: str, f: dict) -> str:
+        e = _ends(f)
+        where = (f", 95% bootstrap interval {e[1]} to {e[2]}" + ("; an end is the estimate: the values are whole "
+                                                                   "timer ticks" if on_estimate(f) else "")) if e else ""
+        return (f"`{name}` {f['verdict']}, median {us(f['before']['median'])} → {us(f['after']['median'])} µs "
+                f"({pct(f['change'])}{where})")
+    moved = [said(iv["name"], iv) for iv in r["intervals"] if iv["verdict"] in SPEED]
+    moved += [said(f"{iv['name']}, {label}", iv["per_cta"][key]) for iv in r["intervals"] if iv["verdict"] not in SPEED
+              for key, label in straggler_rows(iv) if iv["per_cta"][key]["verdict"] in SPEED]
+    still = [f"`{iv['name']}`" for iv in r["intervals"] if iv["verdict"] not in SPEED]
+    text = "Before → after: " + ("; ".join(moved) if moved else "no interval moved")
+    if still and moved:
+        text += f"; no change detected in {', '.join(still)}"
+    if r["span"]["verdict"] in SPEED:
+        text += f"; the launch's span {r['span']['verdict']} {pct(r['span']['change'])}"
+    c = (r["end_to_end"] or {}).get("clean")
+    return text + (f"; end to end (clean builds) {pct(c['change'])}" if c else "") + "."
 
 
 def moved_line(r: dict) -> str:
@@ -570,8 +623,9 @@ def render_text(result: dict) -> str:
         lines.append(f"  {label}" if f is None else f"  {label:<32}{side(f['before'])}   {side(f['after'])}   "
                                                     f"{change_text(f):<27}{p_text(f):>7}  {verdict_text(f)}")
     e = end_to_end_line(r)
-    return "\n".join(lines + ([e] if e else []) + [f"note: {n}" for n in r["notes"]] + clock_lines(r)
-                     + [moved_line(r)])
+    marked = any(f is not None and on_estimate(f) for _, _, f in rows(r))
+    return "\n".join(lines + ([e] if e else []) + [f"note: {n}" for n in r["notes"]]
+                     + ([f"note: {ON_ESTIMATE}"] if marked else []) + clock_lines(r) + [moved_line(r)])
 
 
 def clock_lines(result: dict) -> list[str]:

@@ -12,6 +12,7 @@ from .compare import Comparison, compare_dirs, parse_map
 from .fsio import write_atomic
 from .timeline import _unit
 from .tally import rank
+from .progress import step
 
 POINTS = 2000  # an ECDF is drawn through at most this many of its quantiles
 COLORS = {"before": "#4c72b0", "after": "#dd8452"}
@@ -94,8 +95,10 @@ def compare(before: str | Path, after: str | Path, mapping: list[str] | tuple[st
             measurement_before: str | Path | None = None, measurement_after: str | Path | None = None,
             png: str | Path | None = None) -> dict:
     """`atrex-inject compare`: compare_dirs' result, and the picture written to `png` when given."""
+    step(f"comparing {before} with {after} (validating both, then the bootstrap)")
     c = compare_dirs(before, after, parse_map(mapping), allow_workload_change, allow_device_change,
                      measurement_before, measurement_after)
     if png is not None:
+        step(f"drawing the picture {png}")
         c.result["png"] = str(render_png(c, png))
     return c.result

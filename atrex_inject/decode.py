@@ -472,13 +472,16 @@ def decode_dir(capture_dir: str | Path, manifest: Manifest) -> list[Launch]:
 
 def decode_capture(capture_dir: str | Path, manifest: Manifest, out_dir: str | Path | None = None) -> dict:
     """`atrex-inject decode`: save every launch of the folder (save(), streamed part by part, so
-    memory stays bounded by a part) under `out_dir` (default CAPTURE_DIR/decoded), and report per
-    launch what decode saw: counts, and per site its events in total and per owner (min, max)."""
+    memory stays bounded by a part) under `out_dir` (default CAPTURE_DIR.decoded beside the folder,
+    which is left as the program wrote it), and report per launch what decode saw: counts, and per
+    site its events in total and per owner (min, max)."""
+    cap = Path(capture_dir).resolve()
+    out_dir = Path(out_dir) if out_dir is not None else cap.with_name(cap.name + ".decoded")
     names = [s.name for s in manifest.sites]
     rows = []
     for f in capture_files(capture_dir):
         seen: list = []  # per part (not kept: memory stays bounded by a part): meta, counts, site counts
-        saved = save(decode_parts(f, manifest, PART_EVENTS), out_dir or Path(capture_dir) / "decoded",
+        saved = save(decode_parts(f, manifest, PART_EVENTS), out_dir,
                      lambda p: seen.append((p.meta, p.counts, site_counts(p, len(names)))))
         meta, per = seen[-1][0], np.concatenate([c for _, _, c in seen])
         counts = {k: sum(c[k] for _, c, _ in seen) for k in seen[0][1]}

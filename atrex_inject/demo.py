@@ -18,13 +18,14 @@ from pathlib import Path
 from . import manifest as mf
 from . import snapshot
 from .assets import asset_dir
-from .compare import compare_dirs, render_text as compare_text
+from .compare import answer_line as compare_answer, compare_dirs, render_text as compare_text
 from .compare_picture import render_png as compare_png
 from .decode import capture_files
 from .errors import AtrexError
 from .evidence import gather
 from .fsio import sha256_file
 from .patch import diffstat
+from .progress import step
 from .report import render as render_report
 from .summary import render_text
 from .timeline import render_png
@@ -37,10 +38,14 @@ def _say(console, text: str) -> None:
         console.print(text, markup=False, highlight=False)
 
 
-def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
+def _check_live() -> None:
+    """--live builds and runs on this machine: say before anything is applied when it cannot."""
     from .pycapture import gpu_available
     if shutil.which("nvcc") is None or not gpu_available():
         raise AtrexError("--live needs nvcc and a CUDA GPU on this machine", hint="run the demo without --live")
+
+
+def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
     exe = work / "gemm_mma.inst"
     _say(console, "build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a (instrumented)")
     subprocess.run(["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
@@ -54,6 +59,8 @@ def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
 
 
 def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
+    if live:
+        _check_live()
     examples, bundled = asset_dir("examples"), asset_dir("demo_capture")
     if not examples.is_dir() or not bundled.is_dir():
         raise AtrexError(f"the demo's example or capture is missing ({examples}, {bundled})",
@@ -66,7 +73,7 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     src = work / "examples" / "cuda" / f"{SPEC}.cu"
     clean_sha = sha256_file(src)
 
-    res = snapshot.apply(spec)
+    res = snapshot.apply(spec, options=snapshot.Options(progress=step))
     m = res.manifest
     added, removed = diffstat(res.patch)
     _say(console, f"1. apply {spec.relative_to(work)}: {m.source.path} +{added} -{removed} lines, "
@@ -90,10 +97,12 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     _say(console, "4. summary (recomputed from canonical events):")
     for s in report["summaries"]:
         _say(console, "   " + render_text(s).replace("\n", "\n   "))
+    step("writing the report")
     page = render_report(ev, work / "report.html", str(cap))
     _say(console, f"5. answer: {page['answer']['text']}")
     trace, png, panels = page["trace"], None, None
     if launches:
+        step("drawing the picture")
         png, panels = render_png(launches[0], m, work / "timeline.png")
         _say(console, f"6. export: {page['report']} (the question, its answer, where each probe sits, the tables: "
                       f"open this first), {trace} (the Perfetto trace: the report says how to open it) and {png} "
@@ -106,10 +115,12 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     comparison = None
     if (asset_dir("compare_captures") / "before").is_dir():
         caps = shutil.copytree(asset_dir("compare_captures"), work / "compare", dirs_exist_ok=True)
+        step("comparing the bundled before and after captures (validating both, then the bootstrap)")
         c = compare_dirs(caps / "before", caps / "after")
         comparison = c.result
         _say(console, f"8. compare: H200 captures of tests/sources/compare/sumsq.cu before and after one change (its "
                       f"streaming loop unrolled by 4), picture {compare_png(c, work / 'compare.png')}")
+        _say(console, f"   answer: {compare_answer(c.result)}")
         _say(console, "   " + compare_text(c.result).replace("\n", "\n   "))
     _say(console, f"work folder: {work}")
     return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],

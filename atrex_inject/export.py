@@ -38,6 +38,7 @@ from .smclock import MODEL
 from .manifest import Manifest
 from .spec import MAX_INTERVALS
 from .owners import cta_name, owner_name
+from .progress import step
 from .selection import DEFAULT_BUDGET, Choice, choose, in_memory, ranges_text
 
 SEQ_ID = 1  # the builder's packets (descriptors, selection, counters), with absolute timestamps
@@ -300,13 +301,16 @@ def export_capture(capture_dir: str | Path, manifest: Manifest, perfetto: str | 
     if perfetto:
         parts = [lambda c=open_capture(f, manifest): decode_parts(c, manifest, PART_EVENTS)  # checked once
                  for f in files]
+        step("choosing the owners the trace holds (reading every launch)")
         choices = choose(parts, manifest, owners, ctas, trace_window, everything, budget)
+        step(f"writing the Perfetto trace {perfetto}")
         r["perfetto"] = str(write_trace(choices, manifest, perfetto))
         r["selection"] = [c.to_json() for c in choices]
         if manifest.capture.clock:
             r["slice_durations"] = (f"each slice lasts its cycles at its owner's rate ({MODEL}) where the SM clock "
                                     "times it, else the global timer's ns (summary says which)")
     if png:
+        step(f"drawing the picture {png}")
         path, panels = render_png(decode_file(files[0], manifest), manifest, png, w, rows)
         r["png"], r["panels"] = str(path), panels
     if not r:

@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-from . import registry
+from . import registry, runrecord
 from .errors import AtrexError, SnapshotError
 from .layout import EVENT_BYTES, MAX_GROUPS, U32, Role
 from .plan import CaptureSettings, Group, Staging
@@ -140,6 +140,7 @@ class Manifest:
     launchers: tuple[LauncherFile, ...] = ()  # other files apply rewrote
     warnings: tuple[str, ...] = ()
     spans: dict[str, int] = field(default_factory=dict)  # interval name -> iterations it spans, where more than one
+    pair: tuple[str, ...] = ()  # the spec's `pair`: two intervals the question weighs against each other
     recorder: dict | None = None  # the recorder choice and its evidence (choice.Choice.to_json); older manifests: none
     perturbation: Perturbation | None = None  # cuda backend
     iket: IketMap | None = None  # cutedsl backend
@@ -176,7 +177,8 @@ class Manifest:
         c = self.capture
         out = {
             "format": FORMAT, "version": self.version, "tool_version": self.tool_version, "backend": self.backend,
-            "name": self.name, "question": self.question, "kernel": self.kernel,
+            "name": self.name, "question": self.question, **({"pair": list(self.pair)} if self.pair else {}),
+            "kernel": self.kernel,
             "spec": _ref(self.spec, "path"),
             "source": {"path": self.source.path, "clean_sha256": self.source.clean_sha256,
                        "instrumented_sha256": self.source.instrumented_sha256, "source_id": self.source.source_id},
@@ -264,8 +266,30 @@ def for_capture(capture_dir: str | Path | None, manifest: str | Path | None = No
     path = Path(manifest) if manifest is not None else Path(capture_dir) / FILE_NAME
     m = load_if_present(path)
     if m is None:
-        raise AtrexError(f"no manifest at {path}", hint="pass --manifest .atrex/<spec name>/manifest.json")
+        raise _no_manifest(path, None if manifest is not None else Path(capture_dir))
     return m
+
+
+def _pair(top: "_Obj", intervals: list[Interval]) -> tuple[str, ...]:
+    """The manifest's `pair`: absent, or two of its intervals' names."""
+    pair = top.get("pair", list, [])
+    if pair and (len(pair) != 2 or not all(n in {iv.name for iv in intervals} for n in pair)):
+        raise top.bad(f"pair {pair!r} does not name two of the manifest's intervals")
+    return tuple(pair)
+
+
+def _no_manifest(path: Path, capture_dir: Path | None) -> AtrexError:
+    """Why a capture folder has no manifest, as far as the folder says: its capture failed, or it
+    holds captures in subfolders, or it was written without `atrex-inject capture`."""
+    failed = runrecord.failure(capture_dir) if capture_dir else None
+    if failed:
+        return AtrexError(f"the capture into {capture_dir} failed, so it holds no capture: {failed}",
+                          hint="fix that, then run `atrex-inject capture` again into this folder")
+    inner = sorted(p.parent for p in capture_dir.glob(f"*/{FILE_NAME}")) if capture_dir else []
+    if inner:
+        return AtrexError(f"{capture_dir} is not a capture: it holds {len(inner)} capture folder(s), "
+                          + ", ".join(str(p) for p in inner), hint=f"give one of them, e.g. {inner[0]}")
+    return AtrexError(f"no manifest at {path}", hint="pass --manifest .atrex/<spec name>/manifest.json")
 
 
 # ---- checked reading ----------------------------------------------------------------------------
@@ -407,7 +431,7 @@ def _parse(obj: Any, where: str) -> Manifest:
         not_captured=tuple(_not_captured(x) for x in top.items("not_captured", [])),
         launchers=tuple(_launcher(x) for x in top.items("launchers", [])),
         warnings=top.strings("warnings", ()),
-        spans=spans, recorder=top.get("recorder", (dict, NULL), None),
+        spans=spans, pair=_pair(top, intervals), recorder=top.get("recorder", (dict, NULL), None),
         perturbation=_perturbation(top.sub("perturbation", None)), iket=_iket(top.sub("iket", None), len(sites)),
         version=version)
 

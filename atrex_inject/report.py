@@ -26,8 +26,9 @@ from pathlib import Path
 from . import __version__
 from . import manifest as mf
 from .answer import answers, fmt
-from .compare import (SPEED, WHEN, Comparison, about_lines, change_text, compare_dirs, end_to_end_line, moved_line,
-                      p_text, rows, verdict_text)
+from .compare import (ON_ESTIMATE, SPEED, WHEN, Comparison, about_lines, change_text, compare_dirs, end_to_end_line,
+                      moved_line, on_estimate, p_text, rows, verdict_text)
+from .compare import answer_line as compare_answer
 from .errors import SnapshotError
 from .evidence import Evidence, gather
 from .export import trace_bytes
@@ -35,11 +36,13 @@ from .fsio import sha256_bytes, write_atomic
 from .grade import DEFAULT_TARGET
 from .manifest import Manifest
 from .patch import HUNK
+from .progress import step
 from .selection import choose, in_memory
 from .snapshot import atrex_dir
 from .spec import find_root
 from .summary import FEW_TICKS, QUANTILES, RESOLUTION_WORD, clock_line, quantized
 from .timeline import Window, _unit as unit_of, draw, parse_window
+from .validate import unchecked_text
 
 PERFETTO_UI = "https://ui.perfetto.dev"
 MAX_PICTURES = 4  # launches drawn, and given marks and per-SM tables; the validation covers every launch
@@ -134,13 +137,18 @@ def _title(p: Page) -> str:
 
 
 def _answer_line(p: Page) -> str:
+    """The answer box: with a comparison, the before/after answer first (what `--compare` asks), then
+    this capture's own answer; otherwise this capture's answer."""
     a = p.answers[0]
     more = (f" (launch <code>{_e(a['launch'])}</code>, the first of {len(p.answers)}; each launch's answer is "
             f"under Intervals)" if len(p.answers) > 1 else "")
     none = a["status"] == "none"
     text = a["text"].removeprefix("No answer: ") if none else a["text"]
-    return (f'<p id="answer" class="answer{" none" if none else ""}"><b>{"No answer" if none else "Answer"}:</b> '
-            f"{_code(text)}{more}</p>")
+    own = f'<b>{"No answer" if none else "Answer"}{" in this capture alone" if p.comparison else ""}:</b> '
+    if p.comparison is None:
+        return f'<p id="answer" class="answer{" none" if none else ""}">{own}{_code(text)}{more}</p>'
+    return (f'<div id="answer" class="answer"><p><b>Answer:</b> {_code(compare_answer(p.comparison.result))} '
+            f'(<a href="#comparison">the comparison</a>)</p><p>{own}{_code(text)}{more}</p></div>')
 
 
 def _meta(p: Page) -> str:
@@ -203,20 +211,20 @@ def _shared_axis(p: Page) -> str:
     unit = unit_of(max(stats[n]["median"] for n in names))
     rows = [{**stats[n], "per_sm": [x["median"] for x in stats[n]["per_sm"]]} for n in names]
     ratio = {r["name"]: r["ratio"] for r in a["compared"]}
-    leader = a["compared"] and max(a["compared"], key=lambda r: r["median"])["name"]
+    leader = a["compared"] and a["reference"]
 
     def ratio_cell(n: str) -> str:
         r = ratio.get(n)
         if n == leader:
-            return "<td>(the longest)</td>"
+            return f"<td>({'the longer of the pair' if a['pair'] else 'the longest'})</td>"
         if not r or r["value"] is None:
             return "<td>-</td>"
-        ci = "" if r["lo"] is None else f" [{r['lo']:.2f}, {r['hi']:.2f}]"
+        ci = "" if r["lo"] is None else f" [{r['lo']:.2f}, {r['hi']:.2f}]{'†' if r['end_on_estimate'] else ''}"
         return f'<td class="num">{r["value"]:.2f}×{ci}</td>'
 
     compared = bool(a["compared"])  # no answer: no ratio column
     table = _table(["interval", "instances", "owners", f"p10 ({unit[0]})", f"median ({unit[0]})", f"p90 ({unit[0]})",
-                    *["longest ÷ this [95% interval]"] * compared],
+                    *[f"{'the longer' if a['pair'] else 'longest'} ÷ this [95% CTA-bootstrap interval]"] * compared],
                    [[f"<td><code>{_e(n)}</code></td>", f'<td class="num">{stats[n]["count"]}</td>',
                      f'<td class="num">{len(stats[n]["per_owner"])}</td>',
                      *(_num(stats[n][q], unit[1], "{:.4g}") for q in ("p10", "median", "p90")),
@@ -225,9 +233,12 @@ def _shared_axis(p: Page) -> str:
     enclosing = "".join(f"<li><code>{_e(n)}</code>: median {_e(fmt(stats[n]['median'], unit_of(stats[n]['median'])))}"
                         f" ({stats[n]['count']} instances), encloses the intervals above</li>"
                         for n in a["enclosing"] if stats[n]["count"])
+    ends = any(r.get("end_on_estimate") for r in ratio.values() if r)
     how = ("" if not a["compared"] else
-           f"<p>The ratio's interval: {a['ratio']['level']:.0%} of {a['ratio']['resamples']} resamples of the "
-           f"launch's CTAs (each drawn with all its instances, the same draw for every interval), fixed seed.</p>")
+           f"<p>The ratio's interval, a CTA bootstrap: {a['ratio']['level']:.0%} of {a['ratio']['resamples']} "
+           f"resamples of the launch's CTAs (each drawn with all its instances, the same draw for every interval), "
+           f"fixed seed." + (" † An end is the estimate itself: the medians are whole timer ticks, so the resampled "
+                             "ratios take few values." if ends else "") + "</p>")
     return (f"<h2>The intervals on one axis</h2>{_launch_title(p, 0) if len(p.answers) > 1 else ''}"
             + _axis_svg(rows, unit, leader or None) + table + how
             + (f"<p>Not on the axis:</p><ul>{enclosing}</ul>" if enclosing else ""))
@@ -335,8 +346,8 @@ def _validation(p: Page) -> str:
              f'<td class="{"ok" if c["ok"] else "fail"}">{"ok" if c["ok"] else "FAIL"}</td>',
              f'<td class="num">{c["count"]}</td>', f"<td>{'<br>'.join(map(_e, c['details'][:3]))}</td>"]
             for c in cap["checks"]]
-    unchecked = (f"<p>Provenance not checked (give the option to check it): "
-                 f"{_e(', '.join(cap['unchecked_provenance']))}</p>" if cap.get("unchecked_provenance") else "")
+    unchecked = (f"<p>Provenance not checked: {_e(unchecked_text(cap['unchecked_provenance']))} (options of "
+                 "<code>atrex-inject validate</code>).</p>" if cap.get("unchecked_provenance") else "")
     return (f'<h2>Validation: <span class="{"ok" if cap["verdict"] == "valid" else "fail"}">{_e(cap["verdict"])}'
             f"</span></h2><p>{cap['events']} events in {len(cap['launches'])} launch(es).</p>"
             + _table(["check", "result", "count", "first offenders / details"], rows, "validation") + unchecked)
@@ -506,6 +517,7 @@ def _comparison(p: Page) -> str:
             + "".join(f"<p>{_e(x)}</p>" for x in about_lines(r))
             + _table(head, body, "comparison") + (f"<p>{_e(e)}</p>" if e else "")
             + "".join(f"<p>note: {_e(n)}</p>" for n in r["notes"])
+            + (f"<p>note: {_e(ON_ESTIMATE)}</p>" if any(f is not None and on_estimate(f) for _, _, f in rows(r)) else "")
             + f"<p><b>{_e(moved_line(r))}</b></p>"
             + f'<img class="comparison" alt="each interval before and after: distributions and per-SM medians" '
               f'src="{_png(png_bytes(c))}">')
@@ -523,14 +535,14 @@ def _measurement(p: Page) -> str:
         body = (f"<p>baseline {art['median_ms']['baseline']:.4f} ms, instrumented "
                 f"{art['median_ms']['instrumented']:.4f} ms (medians of {art['n']['baseline']}+"
                 f"{art['n']['instrumented']} fresh processes, schedule <code>{_e(art['schedule'])}</code>): overhead "
-                f"<b>{100 * art['overhead']:+.2f}%</b> [95% CI {100 * lo:+.2f}%, {100 * hi:+.2f}%]</p>")
+                f"<b>{100 * art['overhead']:+.2f}%</b> [95% bootstrap interval {100 * lo:+.2f}%, {100 * hi:+.2f}%]</p>")
     return f"<h2>Measurement: {status}</h2>{body}" + (f"<ul>{problems}</ul>" if problems else "")
 
 
 def _sections(p: Page) -> list[str]:
     """The page, in reading order (docs/summary.md lists it): the question and its answer first."""
-    return [_title(p), _answer_line(p), _meta(p), _shared_axis(p), _probe_sites(p), _grade(p), _validation(p),
-            _marks(p), _spread(p), _launches(p), _comparison(p), _perfetto(p), _measurement(p)]
+    return [_title(p), _answer_line(p), _meta(p), _comparison(p), _shared_axis(p), _probe_sites(p), _grade(p),
+            _validation(p), _marks(p), _spread(p), _launches(p), _perfetto(p), _measurement(p)]
 
 
 def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | None = None,
@@ -541,13 +553,16 @@ def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | Non
     out = Path(out)
     m = ev.manifest
     p = Page(ev, out, capture_dir, window, comparison=comparison)
+    step("computing the answer (its ratio's bootstrap interval)")
     p.answers = (answers(ev.capture, ev.launches, m) if ev.capture is not None else
                  [{"status": "none", "text": "No answer: no capture was given.", "launch": ""}])
     _find_patch(p)
     if ev.launches:
+        step("writing the Perfetto trace beside the report")
         p.trace = trace_bytes(choose([in_memory(l) for l in ev.launches], m), m)  # export's default rule
         p.trace_path = out.with_suffix(".pftrace")
         write_atomic(p.trace_path, p.trace)
+    step("drawing the report's pictures")
     page = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>atrex-inject: {_e(m.name)}"
             f"</title><style>{STYLE}</style></head><body>{''.join(_sections(p))}{_trace_script(p)}</body></html>")
     write_atomic(out, page.encode())
@@ -561,12 +576,16 @@ def write_report(capture_dir: Path, out: str | Path, manifest: Path | None = Non
                  allow_device_change: bool = False) -> dict:
     """`atrex-inject report`: gather the evidence of a capture folder (evidence.gather, with its
     manifest, default CAPTURE_DIR/manifest.json) and render the page; {"report", "trace", "answer"
-    (the answer line), "verdict", "grade"}. With `compare` (BEFORE's capture folder), the page holds
-    compare_dirs(compare, capture_dir) too."""
+    (the answer line), "capture_answer" (this capture's own), "verdict", "grade"}. With `compare`
+    (BEFORE's capture folder), the page holds compare_dirs(compare, capture_dir) too, and the answer
+    is the before/after one (compare.answer_line)."""
     w = parse_window(png_window)
+    if compare:
+        step(f"comparing {capture_dir} with {compare}")
     c = compare_dirs(compare, capture_dir, mapping, allow_workload_change, allow_device_change) if compare else None
     ev = gather(capture_dir, mf.for_capture(capture_dir, manifest), measurement, evidence, target=target,
                 source=source, root=root)
     r = render(ev, out, str(capture_dir), w, c)
-    return {"report": r["report"], "trace": r["trace"], "answer": r["answer"]["text"],
-            "verdict": ev.capture["verdict"], "grade": ev.grade["grade"]}
+    own = r["answer"]["text"]
+    return {"report": r["report"], "trace": r["trace"], "answer": compare_answer(c.result) if c else own,
+            "capture_answer": own, "verdict": ev.capture["verdict"], "grade": ev.grade["grade"]}

@@ -1,6 +1,8 @@
 """The run record `run.json` (docs/format.md): which program `atrex-inject capture` ran, so that
 the capture names its binary and `verdict` can require that arm B of the measurement ran the same
-one. capture.py is its one writer, validate.py its one reader.
+one. capture.py is its one writer, validate.py its one reader. A capture that fails leaves
+`capture-failed.json` (what failed) in the folder instead, so that a later command on the folder
+says the capture failed rather than that something is missing.
 
 The program is CMD[0] found as the OS finds it (a name without `/` on PATH, anything else as a
 path). Every later argv entry that names an existing regular file when the run starts is taken
@@ -21,6 +23,7 @@ from .errors import CaptureError
 from .fsio import sha256_file, write_atomic
 
 FILE_NAME = "run.json"
+FAILED_NAME = "capture-failed.json"
 FORMAT = "atrex-run"
 VERSION = 1
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -92,6 +95,24 @@ def write(out_dir: str | Path, rec: RunRecord) -> Path:
     path = Path(out_dir) / FILE_NAME
     write_atomic(path, json.dumps(rec.to_json(), indent=2) + "\n")
     return path
+
+
+def write_failure(out_dir: str | Path, message: str) -> None:
+    """Mark the folder as a failed capture (a later successful capture into it removes the mark)."""
+    write_atomic(Path(out_dir) / FAILED_NAME, json.dumps({"format": FORMAT, "failed": message}, indent=2) + "\n")
+
+
+def clear_failure(out_dir: str | Path) -> None:
+    (Path(out_dir) / FAILED_NAME).unlink(missing_ok=True)
+
+
+def failure(capture_dir: str | Path) -> str | None:
+    """Why the capture into the folder failed, when it did (None: no mark, or one that cannot be read)."""
+    try:
+        doc = json.loads((Path(capture_dir) / FAILED_NAME).read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return doc.get("failed") if isinstance(doc, dict) and isinstance(doc.get("failed"), str) else None
 
 
 def _file_hash(v, field: str) -> FileHash:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import choice
 from .errors import AtrexError
+from .progress import step
 
 
 def clean_texts(spec) -> tuple[str, dict[str, str]]:
@@ -62,14 +63,17 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     global_mode = requested_mode(spec, BufferPath.GLOBAL)
     first = rewrite(make_plan(spec, global_mode), target.text, runtime=target.runtime, launchers=launchers or None)
     choice.learn(target, first)
-    picked = choice.resolve(spec, target, recorder)
+    picked = choice.resolve(spec, target, recorder, step)
     plan = make_plan(spec, picked.mode)
     # what the choice compiled just now is not compiled again (a cached choice compiled nothing)
     made, inst = target.built.get(picked.mode, (first if picked.mode == global_mode else None, None))
     made = made or rewrite(plan, target.text, runtime=target.runtime, launchers=launchers or None)
     with tempfile.TemporaryDirectory(prefix=".atrex-sass-") as tmp:  # not beside the source (choice.SCRATCH_PREFIX)
+        step("compiling the clean build (nvcc)")
         clean = choice.clean_build(target, Path(tmp))
+        step(f"compiling the build with the {picked.mode.path.value} recorder (nvcc)")
         inst = inst or target.build(Path(tmp), "instrumented", made.text, made.launchers or None)
+    step("reading the builds' SASS")
     clone = made.backend_data["perturbation"]["clone"]
     r, problems, doubts = choice.assess(clean, inst, target.kernel, clone, target.threads, choice.some_ctas_idle(plan))
     verdict = choice.verdict(problems, doubts)

@@ -36,7 +36,7 @@ MAX_INTERVALS = 16  # the Perfetto export numbers an owner's interval tracks own
 INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
 TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "launchers", "cuda_string",
-            "capture", "build", "site", "intervals", "expect"}
+            "capture", "build", "site", "intervals", "pair", "expect"}
 KERNEL_KEYS = {"name", "occurrence"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "recorder", "warps", "ring", "packed"}
 RECORDERS = ("auto", "global", "staged", "resident")  # [capture] recorder (plan.BufferPath, and auto: choice.py)
@@ -126,6 +126,7 @@ class ProbeSpec:
     build_unit: Path | None = None  # [build] unit: the .cu that includes a header kernel and instantiates it
     expect: dict[str, int] = field(default_factory=dict)
     text: str = ""
+    pair: tuple[str, ...] = ()  # two of the intervals the question weighs against each other (the answer compares them)
 
     @property
     def sha256(self) -> str:
@@ -345,6 +346,16 @@ def parse_spec(text: str, path: Path, root: Path | None) -> ProbeSpec:
         raise err(f"{len(intervals)} intervals; at most {MAX_INTERVALS} (the Perfetto export gives each owner one "
                   f"track per interval, {MAX_INTERVALS} at most)", "intervals", hint="keep the intervals the question needs")
 
+    pair = tuple(typed(data, "pair", list, default=[]))
+    listed = [iv.name for iv in intervals]
+    if pair and (len(pair) != 2 or not all(isinstance(n, str) for n in pair) or pair[0] == pair[1]):
+        raise err(f"pair {list(pair)!r} must name two different intervals", "pair",
+                  hint='pair = ["a -> b", "b -> c"]: the two intervals the question weighs against each other')
+    for n in pair:
+        if n not in listed:
+            raise err(f"pair names {n!r}, which is not one of the spec's intervals", "pair",
+                      hint=f"intervals: {', '.join(listed) or 'none'}")
+
     expect_t = typed(data, "expect", dict, default={})
     expect = {}
     for k, v in expect_t.items():
@@ -355,7 +366,7 @@ def parse_spec(text: str, path: Path, root: Path | None) -> ProbeSpec:
     spec = ProbeSpec(path=path, root=root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, declared_by=declared_by, kernel_occurrence=kernel_occurrence, launchers=launchers,
                      lines=lines.lines, cuda_string=cuda_string, sites=tuple(sites), intervals=tuple(intervals),
-                     capture=capture, nvcc_flags=nvcc_flags, build_unit=build_unit, expect=expect, text=text)
+                     capture=capture, nvcc_flags=nvcc_flags, build_unit=build_unit, expect=expect, text=text, pair=pair)
     return spec
 
 

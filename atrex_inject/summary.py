@@ -16,6 +16,7 @@ from .intervals import CYCLES, durations, pairs
 from .manifest import Manifest
 from .smclock import LOCAL_NS, MODEL, merge, readings, speed
 from .tally import QUANTILES, Tally, run_medians, step_of
+from .progress import step
 
 FEW_TICKS = 10  # a median under this many timer ticks is mostly quantization: flagged
 
@@ -176,7 +177,10 @@ def summarize_file(path, manifest: Manifest, part_events: int | None = None, fix
 def summarize_capture(capture_dir, manifest: Manifest, fixed_cost: str | None = None) -> dict:
     """`atrex-inject summary`: {"launches": [summary per launch file]}, each streamed in parts of
     PART_EVENTS events, so a capture larger than memory is summarized."""
-    return {"launches": [summarize_file(f, manifest, PART_EVENTS, fixed_cost) for f in capture_files(capture_dir)]}
+    def one(f):
+        step(f"summarizing {f.name}")
+        return summarize_file(f, manifest, PART_EVENTS, fixed_cost)
+    return {"launches": [one(f) for f in capture_files(capture_dir)]}
 
 
 def quantized(r: dict) -> bool:

@@ -28,6 +28,7 @@ from .pylaunch import ledger
 from .source_id import source_id_of
 from .smclock import CHANGE, RATE_GHZ, READ_TICKS, counter_of, impossible, readings
 from .summary import QUANTILES, Summarizer
+from .progress import step
 
 CHECKS = ("overflow", "truncation", "geometry", "owner_identity", "duplicate_ownership", "site_identity", "time_order",
           "interval_pairing", "deterministic_counts", "stale_provenance", "cross_launch_mixing", "timer_resolution",
@@ -83,6 +84,15 @@ class Provenance:
     binary_sha256: str | None = None
     workload: str | None = None
     device_uuid: str | None = None
+
+
+CHECKED_BY = {"source file": "--source FILE", "binary": "--binary FILE", "workload": "--workload ID",
+              "device": "--device UUID"}  # the validate option that checks each unchecked provenance field
+
+
+def unchecked_text(unchecked: list[str]) -> str:
+    """The unchecked provenance fields, each with the validate option that checks it."""
+    return ", ".join(f"{u} ({CHECKED_BY[u]})" for u in unchecked)
 
 
 def side(launch: Launch, key: str, kind: type = str):
@@ -510,6 +520,7 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
     launches, heads, summaries, notes, events = [], [], [], [], 0
     with_summaries = with_summaries or bool(claims)
     for f in capture_files(capture_dir):
+        step(f"decoding and checking {f.name}")
         summary = Summarizer(m) if with_summaries else None
         n = 0
         try:

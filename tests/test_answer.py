@@ -48,9 +48,34 @@ def test_gemm_answer_names_the_longest_phase_with_its_ratio_and_interval():
     assert a["status"] == "leader" and a["leader"] == ranked[0] and a["runner_up"] == ranked[1]
     assert r["value"] == med[ranked[0]] / med[ranked[1]] and 1 < r["lo"] <= r["value"] <= r["hi"] < 3
     assert a["text"].startswith(f"`{ranked[0]}` takes longest: median {med[ranked[0]]:.0f} ns per instance, "
-                                f"{r['value']:.2f}× (95% interval {r['lo']:.2f}–{r['hi']:.2f}×) the next, "
-                                f"`{ranked[1]}` ({med[ranked[1]]:.0f} ns)")
+                                f"{r['value']:.2f}× (95% CTA-bootstrap interval {r['lo']:.2f}–{r['hi']:.2f}×")
     assert _answers(FIX / "gemm_mma") == [a]  # a fixed seed: the same capture, the same interval
+
+
+def test_the_pair_the_spec_names_is_what_the_answer_compares():
+    """The GEMM's question weighs the barrier wait against the MMAs (the spec's `pair`): the line is
+    about those two, not about the longest phase and the next; the other phases are context."""
+    m = load_manifest(FIX / "gemm_mma" / "manifest.json")
+    wait, mma = "copies_issued -> stage_ready", "stage_ready -> mma_done"
+    (a,) = _answers(FIX / "gemm_mma", dataclasses.replace(m, pair=(wait, mma)))
+    assert a["pair"] == [wait, mma] and a["reference"] == mma and a["runner_up"] == wait
+    assert a["ratio"]["of"] == f"{mma} / {wait}" and a["ratio"]["value"] == 4.0
+    assert a["text"].startswith(f"`{mma}` takes longer than `{wait}` (the pair the question weighs): median 512 ns "
+                                "against 128 ns per instance, 4.00× (95% CTA-bootstrap interval 3.20–4.00×; its upper "
+                                "end is the estimate: the medians are whole timer ticks, so the resampled ratios take "
+                                "few values); the other phases: `iter -> copies_issued` 224 ns, `mma_done -> synced` "
+                                "64 ns."), a["text"]
+
+
+def test_an_interval_end_on_its_estimate_is_explained_only_where_it_is():
+    """The longest-phase line of the GEMM: its ratio's upper end prints as the estimate (quantized
+    medians), and the line says why; a ratio whose ends differ from it carries no such words."""
+    (a,) = _answers(FIX / "gemm_mma")
+    r = a["ratio"]
+    assert f"{r['hi']:.2f}" == f"{r['value']:.2f}" and r["end_on_estimate"] == "upper"
+    assert "its upper end is the estimate: the medians are whole timer ticks" in a["text"]
+    assert ans_mod.interval_text({"lo": 1.5, "hi": 2.5, "end_on_estimate": None}) == \
+        "95% CTA-bootstrap interval 1.50–2.50×"
 
 
 def test_an_interval_holding_a_mark_is_said_to_time_more_than_one_step():

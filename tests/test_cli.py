@@ -5,6 +5,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from atrex_inject.cli import app
@@ -24,6 +25,8 @@ def test_validate_summary_export(tmp_path):
     assert r.exit_code == 0 and json.loads(r.output)["verdict"] == "valid"
     r = invoke("validate", d)
     assert r.exit_code == 0 and "interval_pairing" in r.output
+    assert ("provenance not checked: source file (--source FILE), workload (--workload ID), device (--device UUID)"
+            in r.output), r.output
     r = invoke("summary", d)
     assert r.exit_code == 0 and "stream_done -> tail_done" in r.output
     s = json.loads(invoke("summary", d, "--json").output)
@@ -59,8 +62,19 @@ def test_demo(tmp_path):
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["validation"] == "valid" and out["reverted_byte_exact"] is True
+    # the spec's question weighs the barrier wait against the MMAs: the answer is about that pair
+    assert out["answer"].startswith("`stage_ready -> mma_done` takes longer than `copies_issued -> stage_ready` "
+                                    "(the pair the question weighs): median 512 ns against 128 ns per instance, 4.00×")
     assert Path(out["perfetto"]).stat().st_size > 100_000 and Path(out["png"]).exists()
     assert "<table class=\"validation\">" in Path(out["report"]).read_text()
+
+
+def test_demo_live_without_a_gpu_says_so_before_applying(tmp_path, monkeypatch):
+    """--live on a machine without a GPU stops at once (exit 2), before copying or applying anything."""
+    monkeypatch.setattr("atrex_inject.pycapture.gpu_available", lambda: False)
+    r = invoke("demo", "--live", "--out", tmp_path / "demo")
+    assert r.exit_code == 2 and "--live needs nvcc and a CUDA GPU" in r.output, r.output
+    assert "1. apply" not in r.output and not (tmp_path / "demo").exists()
 
 
 def test_include_dir():
@@ -168,3 +182,78 @@ def test_capture_of_a_program_that_launched_nothing_says_what_capture_did(projec
     assert "launches reduce_sumsq at least 3 time(s) (the spec's [capture] skip = 2 writes from launch 3 on)" in r.output
     assert f"`atrex-inject status {spec}`" in r.output
     assert "with ATREX_TIMELINE_OUT set to this folder" not in r.output  # the hint for a bare run, not for capture
+
+
+def test_folder_of_a_failed_capture_says_it_failed(project, tmp_path):
+    """After a capture whose program fails, validate and summary on its folder name that failure,
+    not a missing manifest; a later successful capture into the folder clears it."""
+    import sys as _sys
+
+    spec = project / "examples/specs/gemm_mma.toml"
+    assert invoke("apply", spec).exit_code == 0
+    out = tmp_path / "cap"
+    r = invoke("capture", "--spec", spec, "--out", out, "--", _sys.executable, "-c", "raise SystemExit(3)")
+    assert r.exit_code == 2 and "exited with status 3" in r.output
+    for cmd in ("validate", "summary"):
+        r = invoke(cmd, out)
+        assert r.exit_code == 2 and f"the capture into {out} failed" in r.output and "exited with status 3" in r.output
+        assert "no manifest" not in r.output and "Traceback" not in r.output
+    prog = tmp_path / "prog.py"
+    prog.write_text("import os, shutil, glob\n"
+                    f"for f in glob.glob({str(FIX / 'gemm_mma')!r} + '/*-launch*'):\n"
+                    "    shutil.copy(f, os.environ['ATREX_TIMELINE_OUT'])\n")
+    assert invoke("capture", "--spec", spec, "--out", out, "--", _sys.executable, prog).exit_code == 0
+    assert invoke("validate", out).exit_code == 0
+
+
+def test_folder_of_captures_lists_them(tmp_path):
+    """summary on a folder that holds capture folders (not one) lists them."""
+    for name in ("before", "after"):
+        shutil.copytree(FIX / "reduce_sumsq", tmp_path / "both" / name)
+    r = invoke("summary", tmp_path / "both")
+    assert r.exit_code == 2, r.output
+    assert "holds 2 capture folder(s)" in r.output and str(tmp_path / "both" / "after") in r.output
+    assert str(tmp_path / "both" / "before") in r.output and "no manifest" not in r.output
+
+
+def _slowed(monkeypatch, module: str, name: str, seconds: float = 1.3) -> None:
+    """Make one step of the library take over a second (the function it calls, delayed)."""
+    import importlib
+    import time
+    mod = importlib.import_module(module)
+    real = getattr(mod, name)
+
+    def slow(*args, **kwargs):
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(mod, name, slow)
+
+
+SLOW_STEPS = {  # command -> (its arguments, the call slowed, what stderr then says)
+    "report": (lambda tmp, project: ["report", FIX / "gemm_mma", "-o", tmp / "r.html"], "atrex_inject.validate",
+               "decode_parts", "... decoding and checking gemm_bf16-launch3.atrex"),
+    "export": (lambda tmp, project: ["export", FIX / "gemm_mma", "--perfetto", tmp / "t.pftrace"], "atrex_inject.export",
+               "write_trace", "... writing the Perfetto trace "),
+    "check-sass": (lambda tmp, project: ["check-sass", project / "examples" / "specs" / "reduce_sumsq.toml"],
+                   "atrex_inject.sasscheck", "compare", "... reading the builds' SASS"),
+    "demo": (lambda tmp, project: ["demo", "--out", tmp / "demo"], "atrex_inject.demo", "render_report",
+             "... writing the report"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(SLOW_STEPS))
+def test_a_step_over_a_second_says_what_it_is_doing(command, project, tmp_path, monkeypatch):
+    """A step that runs over a second prints what it is doing on stderr, once; stdout is untouched."""
+    args, module, name, said = SLOW_STEPS[command]
+    _slowed(monkeypatch, module, name)
+    r = runner.invoke(app, [str(a) for a in args(tmp_path, project)], catch_exceptions=False)
+    assert r.exit_code in (0, 1), r.output
+    assert said in r.stderr and r.stderr.count(said) == 1 and said not in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("flag", ["--json", "--quiet"])
+def test_no_progress_under_json_or_quiet(flag, tmp_path, monkeypatch):
+    _slowed(monkeypatch, "atrex_inject.validate", "decode_parts")
+    r = runner.invoke(app, ["report", str(FIX / "gemm_mma"), "-o", str(tmp_path / "r.html"), flag],
+                      catch_exceptions=False)
+    assert r.exit_code == 0 and r.stderr == "", r.stderr

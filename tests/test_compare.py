@@ -23,6 +23,7 @@ from atrex_inject.compare import SPEED, compare_dirs, durations, figure
 from atrex_inject.decode import capture_files, decode_file
 from atrex_inject.summary import summarize_capture
 from atrex_inject.twosample import Design
+from atrex_inject.linemap import without_directives
 from conftest import REPO, cli
 from fuzz_support import check_cli, mutate_capture, mutate_json
 
@@ -372,6 +373,9 @@ def test_report_has_the_comparison(tmp_path):
     html = (tmp_path / "r.html").read_text()
     assert '<table class="comparison">' in html and html.count('<img class="comparison"') == 1
     assert "moved: start -&gt; stream_done faster -3.2%" in html
+    r = json.loads(out)
+    assert r["answer"].startswith("Before → after: `start -> stream_done` faster") and r["capture_answer"] != r["answer"]
+    assert html.index('id="answer"') < html.index('id="comparison"') < html.index("<h2>Intervals</h2>")
     bad = _copy("reduce_sumsq", tmp_path / "bad")
     (bad / "manifest.json").unlink()
     code, out = cli("report", FIX / "reduce_sumsq_resident", "-o", tmp_path / "r2.html", "--compare", bad, "--json")
@@ -394,8 +398,17 @@ def test_report_comparison_in_a_browser(tmp_path):
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         page.goto((tmp_path / "r.html").as_uri())
+        # the answer box opens with the before/after answer, then AFTER's own; the comparison comes
+        # before the per-launch tables
+        box = page.locator("#answer").inner_text()
+        assert box.startswith("Answer: Before → after: ") and "Answer in this capture alone: " in box, box
+        assert box.index("Before → after") < box.index("in this capture alone")
+        tops = page.evaluate("[...document.querySelectorAll('h2')].map(h => [h.id || h.textContent, "
+                             "h.getBoundingClientRect().top])")
+        order = [name for name, _ in sorted(tops, key=lambda t: t[1])]
+        assert order.index("comparison") < order.index("The intervals on one axis") < order.index("Intervals"), order
         first = [r.split("\t")[0].strip() for r in page.locator("table.comparison tr").all_inner_texts()[1:]]
-        assert first[:3] == ["start -> stream_done", "per CTA: p90", "per CTA: max"]
+        assert first[:2] == ["start -> stream_done", "per CTA: max (p90 the same)"]
         img = page.locator("img.comparison")
         assert img.evaluate("e => e.complete && e.naturalWidth") > 1000
         top = page.evaluate("document.getElementById('comparison').getBoundingClientRect().top + window.scrollY")
@@ -415,6 +428,16 @@ def test_demo_compares_the_bundled_pair(tmp_path):
     assert ("moved: start -> stream_done faster -12.6%; tail_done -> finish faster -56.9%; launch span faster "
             "-16.2% | end to end (clean builds) -14.9%") in out
     assert (tmp_path / "d" / "compare.png").is_file()
+
+
+def test_a_per_cta_p90_that_is_the_max_is_not_a_row_of_its_own():
+    """Each CTA of the bundled pair has 8 instances, so its p90 is its max: the table shows one
+    straggler row per interval, labelled as both, and the moved line names it once."""
+    code, out = cli("compare", PAIR / "before", PAIR / "after")
+    assert code == 0, out
+    assert "per CTA: p90" not in out and out.count("per CTA: max (p90 the same)") == 3, out
+    code, r = _json(PAIR / "before", PAIR / "after")
+    assert r["intervals"][0]["per_cta"]["cta_p90"]["before"] == r["intervals"][0]["per_cta"]["cta_max"]["before"]
 
 
 # ---- the H200 pairs of scripts/gpu-compare.sh ----
@@ -458,7 +481,7 @@ def test_pair_captures_come_from_the_spec_applied_to_each_build(folder, source, 
     shutil.copy(SOURCES / source, tmp_path / "sumsq.cu")
     snapshot.apply(tmp_path / "sumsq.toml")
     built = PAIR / ("sumsq.after.instrumented.cu" if source == "sumsq.after.cu" else "sumsq.instrumented.cu")
-    assert (tmp_path / "sumsq.cu").read_bytes() == built.read_bytes()
+    assert without_directives((tmp_path / "sumsq.cu").read_text()) == built.read_text()  # #line aside (linemap.py)
     code, out = cli("validate", PAIR / folder, "--source", built, "--json")
     assert code == 0 and json.loads(out)["verdict"] == "valid", out
 

@@ -126,6 +126,8 @@ def test_cli_decode_json(tmp_path):
     per_warp = sum(4096 // 32 // s.every if s.every > 1 else 1 for s in m.sites if s.role.value == "lane0")
     per_cta = sum(1 for s in m.sites if s.role.value == "cta")
     assert row["counts"]["events"] == 16 * 8 * per_warp + 16 * per_cta and Path(row["saved"]).exists()
+    # the capture folder is left as the program wrote it: the events go beside it
+    assert Path(row["saved"]).parent == d.with_name(d.name + ".decoded") and not (d / "decoded").exists()
 
 
 def test_python_capture_refuses_a_buffer_the_recorder_cannot_address():

@@ -62,4 +62,29 @@ def test_top_level_help_and_version():
     assert steps and set(steps) <= set(COMMANDS), steps
     assert {"apply", "validate", "report", "revert"} <= set(steps)
     r = runner.invoke(app, ["--version"])
-    assert r.exit_code == 0 and r.output.strip() == f"atrex-inject {__version__}"
+    assert r.exit_code == 0 and r.output.startswith(f"atrex-inject {__version__} (commit "), r.output
+
+
+def test_version_names_the_commit():
+    """In a source checkout --version names the commit the code is at."""
+    import subprocess
+    from pathlib import Path
+    head = subprocess.run(["git", "-C", str(Path(__file__).parent), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True)
+    if head.returncode:
+        pytest.skip("not a git checkout")
+    assert f"(commit {head.stdout.strip()}" in runner.invoke(app, ["--version"]).output
+
+
+def test_top_level_help_teaches_capture():
+    """The loop runs the program under `capture` (binary hash, Python hooks), not with the
+    environment variable set by hand, and names the before/after step."""
+    loop = _flat(_help()).split("Typical loop:", 1)[1].split("Options:")[0]
+    assert "capture --spec SPEC --out CAPTURE_DIR -- " in loop
+    assert "ATREX_TIMELINE_OUT" not in loop
+    assert "compare BEFORE AFTER" in loop and "--compare BEFORE" in loop
+
+
+def test_demo_help_names_the_report_and_compare():
+    text = _flat(_help("demo"))
+    assert "report.html" in text and "compare" in text

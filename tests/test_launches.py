@@ -16,6 +16,7 @@ from atrex_inject import manifest
 from atrex_inject.cuda.source import Kind, cuda_parser, parse_source
 from atrex_inject.lark_loader import grammar_text
 from atrex_inject.validate import validate_capture
+from atrex_inject.linemap import without_directives
 
 from conftest import REPO, cli, nvcc_compile, refused, tree_hashes
 
@@ -57,8 +58,9 @@ def user_files(root: Path) -> dict[str, str]:
 
 
 def around(text: str, needle: str) -> tuple[str, str, str]:
-    """(line before, the line holding needle, line after) of the instrumented text."""
-    lines = text.split("\n")
+    """(line before, the line holding needle, line after) of the instrumented text, its #line
+    directives aside (linemap.py)."""
+    lines = without_directives(text).split("\n")
     i = next(i for i, l in enumerate(lines) if needle in l)
     return lines[i - 1].strip(), lines[i].strip(), lines[i + 1].strip()
 
@@ -449,7 +451,7 @@ def test_a_template_kernel_launched_with_deduced_arguments_gets_its_statement_tw
                     '[[site]]\nname = "a"\nanchor = { entry = true }\n')
     r = apply_json(spec)
     assert [(l["line"], l["deduced"]) for l in r["launches"]] == [(5, True), (8, True)]
-    lines = (tmp_path / "d.cu").read_text().split("\n")
+    lines = without_directives((tmp_path / "d.cu").read_text()).split("\n")
     i = lines.index("  axpy__atrex<<<1, 32, 0, s>>>")
     assert lines[i - 1].startswith("  if (__atrex_cap.on()) {  // atrex:") and lines[i + 1:i + 4] == [
         "      (a, x,", "       y);", "  } else {  // atrex: the kernel itself"]

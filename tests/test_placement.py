@@ -244,14 +244,15 @@ def test_dry_run_shows_each_landing_with_its_lines_and_writes_nothing(tmp_path):
     code, out = cli("apply", "--dry-run", spec)
     assert code == 0, out
     assert "dry run, nothing written: k.cu would get +" in out
-    assert "site 0 a (before), anchored at k.cu:7, lands at:\n  k.cu:24 (instrumented)\n" in out
-    assert "       23 |   if (n > 8)  // big\n  >    24 |     { __atrex_r0.rec(0u);" in out
+    # (instrumented lines count the #line directive after the recorder's prefix)
+    assert "site 0 a (before), anchored at k.cu:7, lands at:\n  k.cu:25 (instrumented)\n" in out
+    assert "       24 |   if (n > 8)  // big\n  >    25 |     { __atrex_r0.rec(0u);" in out
     code, out = cli("apply", "--dry-run", "--json", spec)
     r = json.loads(out)
     assert r["dry_run"] and not r["applied"]
     a, x = r["sites"]
-    assert [land["line"] for land in a["lands"]] == [24] and a["source_line"] == 7
-    assert [c["line"] for c in a["lands"][0]["context"]] == list(range(21, 28))
+    assert [land["line"] for land in a["lands"]] == [25] and a["source_line"] == 7
+    assert [c["line"] for c in a["lands"][0]["context"]] == list(range(22, 29))
     assert x["lands"][0]["context"][3]["text"] == "  __atrex_r0.rec(1u);  // atrex: site x (id 1, exit)"
     assert tree_hashes(tmp_path) == before and not (tmp_path / ".atrex").exists()
     refused(make_project(tmp_path / "bad", LAMBDA, site('stmt = "x[s]"')), "matches inside a lambda")

@@ -221,6 +221,7 @@ def test_probe_sites_come_from_the_workspace_while_applied_and_say_where_they_we
     cap = project / "build/cap"
     shutil.copytree(FIX / "gemm_mma", cap)
     (cap / "instrumented.patch").unlink()
+    shutil.copy(project / ".atrex/gemm_mma/manifest.json", cap / "manifest.json")  # as `capture` copies it in
     for step in ("applied", "reverted"):
         r = invoke("report", cap, "-o", project / "build/r.html")
         assert r.exit_code == 0, r.output

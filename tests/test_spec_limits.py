@@ -6,6 +6,8 @@ valid spec and expects one exact refusal."""
 from __future__ import annotations
 
 
+import re
+
 import pytest
 
 from atrex_inject import registry
@@ -194,3 +196,30 @@ def test_more_intervals_than_the_export_can_show_are_refused_at_their_line(tmp_p
     with pytest.raises(SpecError, match=f"{MAX_INTERVALS + 1} intervals; at most {MAX_INTERVALS}") as e:
         parse_spec(text, tmp_path / "s.toml", tmp_path)
     assert e.value.line == 7
+
+
+@pytest.mark.parametrize("pair, message", [
+    ('["s0 -> s1", "s0 -> s2"]', "pair names 's0 -> s2', which is not one of the spec's intervals"),
+    ('["s0 -> s1"]', "pair ['s0 -> s1'] must name two different intervals"),
+    ('["s0 -> s1", "s0 -> s1"]', "must name two different intervals"),
+])
+def test_a_pair_that_is_not_two_of_the_intervals_is_refused_at_its_line(pair, message, tmp_path):
+    from atrex_inject.spec import parse_spec
+
+    sites = "".join(f'[[site]]\nname = "s{i}"\nanchor = {{ entry = true }}\n' for i in range(3))
+    text = (f'version = 1\nname = "n"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cu"\nkernel = "k"\n'
+            f'intervals = ["s0 -> s1", "s1 -> s2"]\npair = {pair}\n{sites}')
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    with pytest.raises(SpecError, match=re.escape(message)) as e:
+        parse_spec(text, tmp_path / "s.toml", tmp_path)
+    assert e.value.line == 8
+
+
+def test_a_pair_is_kept_in_the_manifest(tmp_path):
+    from atrex_inject.spec import parse_spec
+
+    sites = "".join(f'[[site]]\nname = "s{i}"\nanchor = {{ entry = true }}\n' for i in range(3))
+    text = (f'version = 1\nname = "n"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cu"\nkernel = "k"\n'
+            f'intervals = ["s0 -> s1", "s1 -> s2"]\npair = ["s1 -> s2", "s0 -> s1"]\n{sites}')
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    assert parse_spec(text, tmp_path / "s.toml", tmp_path).pair == ("s1 -> s2", "s0 -> s1")

@@ -18,6 +18,7 @@ from atrex_inject.measure import validate_measurement
 from atrex_inject.plan import make_plan
 from atrex_inject.spec import load_spec, with_recorder
 from atrex_inject.validate import validate_capture
+from atrex_inject.linemap import without_directives
 from conftest import CUDA_SPECS, REPO, edit_file, nvcc_compile, tree_hashes
 
 FIX = REPO / "tests" / "fixtures" / "h200"
@@ -110,7 +111,7 @@ def test_gpu_ran_what_with_recorder_and_apply_write_here(project):
     spec = with_recorder(project / "examples" / "specs" / "gemm_mma.toml", "staged", 8, 32)
     assert snapshot.apply(spec).manifest.source.source_id == m.source.source_id
     ran = fix / "gemm_mma_staged.instrumented.cu"
-    assert (project / m.source.path).read_bytes() == ran.read_bytes()
+    assert without_directives((project / m.source.path).read_text()) == ran.read_text()  # #line aside (linemap.py)
     art = json.loads((fix / "measure.json").read_text())
     art["sources"][0]["path"] = str(REPO / art["sources"][0]["path"])
     art["sources"][1]["path"] = str(ran)
@@ -380,7 +381,8 @@ def test_resident_capture_has_the_global_captures_structure(project):
     assert (site_counts(s, n) == site_counts(g, n)).all()
     spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     assert snapshot.apply(spec).manifest.source.source_id == res_m.source.source_id
-    assert (project / res_m.source.path).read_bytes() == (fix / "reduce_sumsq_resident.instrumented.cu").read_bytes()
+    assert without_directives((project / res_m.source.path).read_text()) == \
+        (fix / "reduce_sumsq_resident.instrumented.cu").read_text()
     snapshot.revert(spec)
 
 
@@ -402,7 +404,7 @@ def test_resident_exit_reached_in_parts_claims_each_owner_once_on_the_h200(proje
     spec = project / "examples" / "specs" / "saxpy_tail.toml"
     resident = snapshot.Options(recorder="resident")  # the capture's recorder (its launch bounds: 8 warps)
     assert snapshot.apply(spec, options=resident).manifest.source.source_id == m.source.source_id
-    assert (project / m.source.path).read_bytes() == (fix / "saxpy_tail.instrumented.cu").read_bytes()
+    assert without_directives((project / m.source.path).read_text()) == (fix / "saxpy_tail.instrumented.cu").read_text()
     snapshot.revert(spec)
 
 

@@ -188,8 +188,8 @@ def test_keep_edits_refuses_an_edit_of_the_probes_naming_the_hunk(project):
     assert code == 2, out
     assert (f"error: {src}: your edits touch lines the probes changed, so the probes cannot be removed there without "
             f"losing an edit; nothing was restored:\n  hunk {h.number} {h.header} of "
-            f"{project / '.atrex/reduce_sumsq/instrumented.patch'}: instrumented lines {line - 1}-{line + 1}, "
-            f"now about lines {line - 1}-{line + 1} of {SRC}") in out
+            f"{project / '.atrex/reduce_sumsq/instrumented.patch'}: instrumented lines {line - 2}-{line + 2}, "
+            f"now about lines {line - 2}-{line + 2} of {SRC}") in out  # the wrapping and its #line directives
     assert f"then run `atrex-inject revert --keep-edits {spec}` again" in out
     assert tree_hashes(project) == before and src.read_bytes() == edited
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..backend import Rewrite, SitePlacement
 from ..errors import AnchorError, SpecError
 from ..plan import Plan
+from ..linemap import with_directives
 from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
 from ..spec import ProbeSpec, Site
 from .anchors import resolve
@@ -71,6 +72,8 @@ def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[s
     _refuse_undeclared_copy(spec, kernel, decls, [*files[0].scan.captured, *files[0].scan.mirrors])
     wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx, defaults)
     out, sid = _render(edits, prefix(plan, sfx, runtime), sfx)
+    if runtime is None:  # a .cu file: the compiler names its clean lines (a CUDA string in Python: kernelpy/)
+        out = with_directives(text, out, spec.source_rel)
     lines = out.split("\n")
     for p in placed.placements:
         key = f"atrex: {site_label(plan, p.site)}"
@@ -93,7 +96,7 @@ def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[s
     for f in files[1:]:
         e = Edits(f.src)
         wrap_launches(e, f.scan.captured, f.scan.mirrors, kernel, sfx, defaults)
-        others[f.src.path] = _render(e, "", sfx)[0]
+        others[f.src.path] = with_directives(f.src.bom + f.src.text, _render(e, "", sfx)[0], f.src.path)
     return Rewrite(out, sid, placed.placements, [l.to_json() for f in files for l in f.scan.captured], warnings,
                    {"perturbation": perturbation}, not_captured=[n.to_json() for f in files for n in f.scan.not_captured],
                    launchers=others, spans=spans)

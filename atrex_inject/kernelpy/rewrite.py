@@ -21,6 +21,7 @@ from ..errors import AtrexError
 from ..backend import Rewrite
 from ..plan import Plan
 from ..spec import ProbeSpec
+from ..linemap import apply as apply_insertions, line_directives
 from .align import NotAnInsertion, insertions
 from .literal import LiteralError
 from .locate import CudaString, locate
@@ -78,7 +79,7 @@ def rewrite(plan: Plan, text: str) -> Rewrite:
     except NotAnInsertion as e:
         raise AtrexError(f"the CUDA rewriter changed clean text of {spec.source_rel}: {e}", path=path,
                          hint="this is a bug in atrex-inject; please report it with the spec and the Python file")
-    ins = _line_directives(ins, value, cs, spec.source_rel)
+    ins = line_directives(ins, value, cs.line_of, spec.source_rel)
     ins, sid, final = _stamp(ins, value, rw.source_id)
     new_text = _write_back(text, cs, ins, spec, final)
     starts = [0] + [m.end() for m in re.finditer("\n", value)]
@@ -103,58 +104,6 @@ def rewrite(plan: Plan, text: str) -> Rewrite:
     return Rewrite(new_text, sid, rw.placements, launches, warnings, rw.backend_data, not_captured)
 
 
-def _starts_line(value: str, s: int) -> bool:
-    """A line begins at s, outside a backslash-continued line (where a directive would break a macro)."""
-    return s < len(value) and (s == 0 or value[s - 1] == "\n") and not value[max(0, s - 2):s].startswith("\\")
-
-
-def _line_directives(ins: list[tuple[int, str]], value: str, cs: CudaString, rel: str) -> list[tuple[int, str]]:
-    """After every insertion that adds lines, `#line N "rel"` at the next clean line start, N
-    being the file line that clean line is on."""
-    name = rel.replace("\\", "\\\\").replace('"', '\\"')
-
-    def directive(s: int) -> str:
-        return f'#line {cs.line_of(s)} "{name}"\n'
-
-    def next_start(a: int, limit: int) -> int | None:
-        s = a
-        while s < limit:
-            if _starts_line(value, s):
-                return s
-            n = value.find("\n", s, limit)
-            if n < 0:
-                return None
-            s = n + 1
-        return None
-
-    out, pending, cursor = [], False, 0
-    for off, t in ins:
-        s = next_start(cursor, off) if pending else None
-        if s is not None:
-            out.append((s, directive(s)))
-            pending = False
-        if _starts_line(value, off) and (pending or "\n" in t):
-            cut = t.rfind("\n") + 1
-            t = t[:cut] + directive(off) + t[cut:]
-            pending = False
-        elif "\n" in t:
-            pending = True
-        out.append((off, t))
-        cursor = off + 1
-    s = next_start(cursor, len(value)) if pending else None
-    if s is not None:
-        out.append((s, directive(s)))
-    return out
-
-
-def _apply(value: str, ins: list[tuple[int, str]]) -> str:
-    out, pos = [], 0
-    for off, t in ins:
-        out += [value[pos:off], t]
-        pos = off
-    return "".join(out) + value[pos:]
-
-
 def _stamp(ins: list[tuple[int, str]], value: str, old_id: str) -> tuple[list[tuple[int, str]], str, str]:
     """The source identity of the final string (directives included): (insertions, id, text)."""
     from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
@@ -166,9 +115,9 @@ def _stamp(ins: list[tuple[int, str]], value: str, old_id: str) -> tuple[list[tu
     i = holders[0]
     zeroed = list(ins)
     zeroed[i] = (ins[i][0], ins[i][1].replace(key.format(old_id), key.format(SOURCE_ID_PLACEHOLDER), 1))
-    sid = source_id_of(_apply(value, zeroed))
+    sid = source_id_of(apply_insertions(value, zeroed))
     zeroed[i] = (ins[i][0], ins[i][1].replace(key.format(old_id), key.format(sid), 1))
-    return zeroed, sid, _apply(value, zeroed)
+    return zeroed, sid, apply_insertions(value, zeroed)
 
 
 def _write_back(text: str, cs: CudaString, ins: list[tuple[int, str]], spec: ProbeSpec, final: str) -> str:
