@@ -235,7 +235,7 @@ SLOW_STEPS = {  # command -> (its arguments, the call slowed, what stderr then s
     "export": (lambda tmp, project: ["export", FIX / "gemm_mma", "--perfetto", tmp / "t.pftrace"], "atrex_inject.export",
                "write_trace", "... writing the Perfetto trace "),
     "check-sass": (lambda tmp, project: ["check-sass", project / "examples" / "specs" / "reduce_sumsq.toml"],
-                   "atrex_inject.sasscheck", "compare", "... reading the builds' SASS"),
+                   "atrex_inject.choice", "assess", "... reading the builds' SASS"),
     "demo": (lambda tmp, project: ["demo", "--out", tmp / "demo"], "atrex_inject.demo", "render_report",
              "... writing the report"),
 }

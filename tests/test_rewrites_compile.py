@@ -15,6 +15,7 @@ import pytest
 
 from atrex_inject import hostcheck
 from atrex_inject.errors import AtrexError
+from atrex_inject.linemap import without_directives
 from atrex_inject.spec import load_spec
 from conftest import cli, nvcc_compile, tree_hashes
 
@@ -63,7 +64,7 @@ def test_a_launch_leaving_out_a_default_argument_gets_its_statement_twice(tmp_pa
     """`(on ? k__atrex : k)<<<1, 32>>>(p)` calls a pointer, which has no default arguments: the launch
     is written once with the copy and once as it is, and the session picks."""
     spec = project(tmp_path, DEFAULTS, '[[site]]\nname = "a"\nanchor = { entry = true }\n', recorder)
-    lines = applied_and_compiled(spec).split("\n")
+    lines = without_directives(applied_and_compiled(spec)).split("\n")  # #line aside (linemap.py)
     i = lines.index("  k__atrex<<<1, 32>>>(p);")
     assert lines[i - 1] == "  if (__atrex_cap.on()) {  // atrex: the instrumented copy, its default arguments given as the kernel's"
     assert lines[i + 1:i + 3] == ["  } else {  // atrex: the kernel itself", "  k<<<1, 32>>>(p);"]
