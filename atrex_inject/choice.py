@@ -105,8 +105,8 @@ def verdict(problems, doubts) -> str:
 @dataclass(frozen=True)
 class Choice:
     """The recorder a plan uses and why: `how` is "chosen" (compiled and compared), "asked" (the spec
-    or --recorder names it), "fallback" (no nvcc: the default) or "backend" (the backend records to
-    buffers of its own)."""
+    or --recorder names it), "fallback" (no nvcc: the default; or every candidate compiled is another
+    kernel: the first, verdict ANOTHER) or "backend" (the backend records to buffers of its own)."""
     mode: RecorderMode
     how: str
     why: str
@@ -526,7 +526,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                                              f"{'; '.join(unsure.doubts)}; measure decides",
                       tuple(seen), notes=tuple(notes), verdict=UNSURE)
     first = seen[0]
-    return Choice(first.mode, "chosen", f"no recorder keeps the clean kernel; {describe(first.mode)}, the first "
+    return Choice(first.mode, "fallback", f"no recorder keeps the clean kernel; {describe(first.mode)}, the first "
                                         "candidate, records it as another kernel: check-sass says how",
                   tuple(seen), tuple(f"recorder {describe(first.mode)}: {p}" for p in first.problems), tuple(notes),
                   verdict=ANOTHER)

@@ -93,6 +93,20 @@ def test_without_nvcc_the_default_recorder_is_used_and_said(project, monkeypatch
     assert any("the recorder was not chosen (no nvcc to compile the candidates)" in w for w in r["warnings"])
 
 
+def test_where_every_candidate_is_another_kernel_the_first_is_the_fallback(project, tmp_path, monkeypatch):
+    """SYNTHETIC judgment (every candidate given a problem): the first candidate is kept and labelled
+    as the fallback it is, in apply's JSON and in check-sass's line, never as chosen."""
+    monkeypatch.setenv(choice.CACHE_ENV, str(tmp_path / "cache"))
+    real = choice.judge
+    monkeypatch.setattr(choice, "judge", lambda r, clean_side=True: (["planted"], real(r, clean_side)[1]))
+    spec = project / "examples" / "specs" / "reduce_sumsq.toml"
+    code, out = cli("apply", spec, "--dry-run", "--json")
+    rec = json.loads(out)["recorder"]
+    assert code == 0 and (rec["how"], rec["verdict"]) == ("fallback", "another kernel"), rec
+    code, out = cli("check-sass", spec)
+    assert code == 1 and "(fallback)" in out and "(chosen)" not in out, out
+
+
 def test_a_recorder_the_spec_names_is_used_as_named(project):
     spec = edit_file(project / "examples" / "specs" / "layernorm.toml", ("[capture]\n", '[capture]\nrecorder = "global"\n'))
     r = choice.resolve(load_spec(spec), choice.target(load_spec(spec), (project / "examples" / "cuda" / "layernorm.cu")
