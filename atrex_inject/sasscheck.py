@@ -25,21 +25,22 @@ def clean_texts(spec) -> tuple[str, dict[str, str]]:
         return text, launchers
     ws = workspace(spec)
     m = load_manifest(ws)
-    copies = [(m.clean_copy, m.source.clean_sha256, None)] + [(f.clean_copy, f.clean_sha256, f.path)
-                                                              for f in m.launchers] if m else []
-    for copy, sha, rel in copies:
-        data = (ws / copy).read_bytes()
-        if sha256_bytes(data) != sha:
-            copies = []
-            break
-        if rel is None:
-            text = data.decode()
-        else:
-            launchers[rel] = data.decode()
-    if not copies:
+    saved = {None: (m.clean_copy, m.source.clean_sha256), **{f.path: (f.clean_copy, f.clean_sha256) for f in m.launchers}} \
+        if m else {}
+    data = {rel: _read(ws / copy) for rel, (copy, _) in saved.items()}
+    if not saved or any(data[rel] is None or sha256_bytes(data[rel]) != sha for rel, (_, sha) in saved.items()):
         raise AtrexError(f"{spec.source_rel} is instrumented and no verified clean copy is saved for spec {spec.name!r}",
                          path=str(spec.path), hint="revert it, or run check-sass before apply")
+    text = data.pop(None).decode()
+    launchers.update({rel: d.decode() for rel, d in data.items()})
     return text, launchers
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None,
