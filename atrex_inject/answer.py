@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .decode import Launch
-from .intervals import CYCLES, pairs
+from .intervals import CYCLES, Durations, durations, pairs
 from .manifest import Manifest
 from .summary import FEW_TICKS
 from .timeline import _unit as unit_of
@@ -90,6 +90,19 @@ def _draws(clusters: int, rng: np.random.Generator) -> np.ndarray:
     return np.bincount(flat, minlength=RESAMPLES * clusters).reshape(RESAMPLES, clusters).astype(np.float64)
 
 
+def _median(row: dict, unit: tuple[str, float]) -> str:
+    """An interval's median as the line prints it: in the unit, and in the SM's cycles where the
+    clock timed every instance (what the hardware counted, beside its ns at the local rate)."""
+    cycles = row.get("cycles") if row.get("resolution") == CYCLES else None
+    return fmt(row["median"], unit) + (f" / {cycles['median']:.0f} cycles" if cycles else "")
+
+
+def _ns(d: Durations) -> np.ndarray:
+    """The durations in ns exactly as the summary tallies them (Durations.grid)."""
+    grid, per_ns = d.grid()
+    return grid / per_ns if per_ns != 1.0 else grid
+
+
 def _no(launch: str, text: str, reason: str, **rest) -> dict:
     return {"launch": launch, "status": "none", "reason": reason, "text": "No answer: " + text,
             "compared": [], "enclosing": [], "leader": None, "runner_up": None, "ratio": None, "caveats": [],
@@ -131,7 +144,10 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
     ctas, cl = np.unique(np.concatenate([cta[p[n]["owner"]] for n in phases]), return_inverse=True)
     bounds = np.cumsum([0] + [p[n]["owner"].size for n in phases])
     weights = _draws(ctas.size, np.random.default_rng(SEED))
-    boot = {n: _medians(p[n]["dur"], cl[bounds[k]:bounds[k + 1]], weights) for k, n in enumerate(phases)}
+    # resampled at the resolution the summary's medians were taken at: cycles at the local rate where
+    # the capture carries the SM clock, else the timer's ns
+    timed = {n: durations(launch, p[n]) for n in phases}
+    boot = {n: _medians(_ns(timed[n]), cl[bounds[k]:bounds[k + 1]], weights) for k, n in enumerate(phases)}
     ranked = sorted(pair or phases, key=lambda n: (-stats[n]["median"], names.index(n)))
     leader, runner = ranked[0], ranked[1]
     tail = (1 - LEVEL) / 2
@@ -172,8 +188,8 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
         caveats.append(f"`{leader}` has {stats[leader]['count']} instances and `{runner}` {stats[runner]['count']}: "
                        "the ratio compares one instance of each, not their total time.")
     tick = summary.get("timer_tick_ns")
-    few = [(n, stats[n]["median_ticks"]) for n in phases
-           if stats[n].get("median_ticks") is not None and stats[n]["median_ticks"] < FEW_TICKS]
+    few = [(n, stats[n]["median_ticks"]) for n in phases if stats[n].get("resolution") != CYCLES
+           and stats[n].get("median_ticks") is not None and stats[n]["median_ticks"] < FEW_TICKS]
     if few:
         hint = ("; record the clock (`[capture] clock = true`)" if manifest.backend == "cuda"
                 and not manifest.capture.clock else "")
@@ -183,7 +199,7 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
     unit = unit_of(max(stats[n]["median"] for n in phases))
     others = [n for n in phases if n not in (leader, runner)]
     rest = ("; " + ("the other phases: " if pair else "") + ", ".join(
-        f"`{n}` {fmt(stats[n]['median'], unit)}" for n in others)) if others else ""
+        f"`{n}` {_median(stats[n], unit)}" for n in others)) if others else ""
     if ratio is None:  # the runner-up's median is 0: below the timer's resolution
         ratio = {"value": None, "lo": None, "hi": None, "end_on_estimate": None}
         interval = f"`{runner}`'s median is 0: below the timer's resolution"
@@ -195,14 +211,14 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
     if ratio["value"] is None or (ratio["lo"] is not None and ratio["lo"] > 1):
         status = "leader"
         times = "" if ratio["value"] is None else f"{ratio['value']:.2f}× "
-        text = (f"`{leader}` takes longer than `{runner}`{asked}: median {fmt(stats[leader]['median'], unit)} "
-                f"against {fmt(stats[runner]['median'], unit)} per instance, {times}({interval}){rest}." if pair else
-                f"`{leader}` takes longest: median {fmt(stats[leader]['median'], unit)} per instance, "
-                f"{times}({interval}) the next, `{runner}` ({fmt(stats[runner]['median'], unit)}){rest}.")
+        text = (f"`{leader}` takes longer than `{runner}`{asked}: median {_median(stats[leader], unit)} "
+                f"against {_median(stats[runner], unit)} per instance, {times}({interval}){rest}." if pair else
+                f"`{leader}` takes longest: median {_median(stats[leader], unit)} per instance, "
+                f"{times}({interval}) the next, `{runner}` ({_median(stats[runner], unit)}){rest}.")
     else:
         status = "even"
-        text = (f"Neither takes clearly longer{asked}: `{leader}` ({fmt(stats[leader]['median'], unit)}) and "
-                f"`{runner}` ({fmt(stats[runner]['median'], unit)}), ratio {ratio['value']:.2f}× ({interval}) "
+        text = (f"Neither takes clearly longer{asked}: `{leader}` ({_median(stats[leader], unit)}) and "
+                f"`{runner}` ({_median(stats[runner], unit)}), ratio {ratio['value']:.2f}× ({interval}) "
                 f"includes 1{rest}.")
     if caveats:
         text += (" Caveat: " if len(caveats) == 1 else " Caveats: ") + " ".join(caveats)

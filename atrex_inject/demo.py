@@ -2,13 +2,15 @@
 
 Copies the bundled GEMM example and its spec into a work folder, applies the spec, checks that
 the bundled real H200 capture was recorded from exactly this instrumented source (same source
-id), then decodes, validates, summarizes, prints the answer line (answer.py), writes the HTML
+id), then decodes, validates, summarizes, prints the answer line (answer.py) and the same question's
+answer on the bundled capture of the GEMM recorded with the SM clock (in cycles), writes the HTML
 report with the Perfetto trace beside it and the PNG, and reverts byte-exact. Then it compares two
 bundled H200 captures of one kernel before and after a one-line change (docs/compare.md).
 With --live it builds the instrumented example and captures on this machine's GPU instead.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from . import manifest as mf
 from . import snapshot
+from .answer import answers
 from .assets import asset_dir
 from .compare import answer_line as compare_answer, compare_dirs, render_text as compare_text
 from .compare_picture import render_png as compare_png
@@ -56,6 +59,20 @@ def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
     _say(console, run.stdout.strip())
     if run.returncode != 0:
         raise AtrexError(f"the instrumented example failed (exit {run.returncode}): {run.stderr[-500:]}")
+
+
+def _clock_answer(m: mf.Manifest) -> dict | None:
+    """The demo's question answered on the bundled capture of the same GEMM recorded with the SM
+    clock: its phases of 2-7 timer ticks in cycles. Its manifest is the clock spec's; the pair is
+    the demo spec's (the same intervals, the same question)."""
+    cap = asset_dir("demo_clock_capture")
+    if not (cap / mf.FILE_NAME).is_file():
+        return None
+    step("validating the bundled clock = true capture")
+    mc = dataclasses.replace(mf.load(cap / mf.FILE_NAME), pair=m.pair)
+    ev = gather(cap, mc)
+    (a,) = answers(ev.capture, ev.launches[:1], mc)[:1]
+    return {"verdict": ev.capture["verdict"], "text": a["text"], "capture": str(cap)}
 
 
 def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
@@ -100,6 +117,10 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     step("writing the report")
     page = render_report(ev, work / "report.html", str(cap))
     _say(console, f"5. answer: {page['answer']['text']}")
+    cycles = _clock_answer(m)
+    if cycles:
+        _say(console, f"   at the SM clock's resolution (the same GEMM recorded with `[capture] clock = true`, "
+                      f"an H200 capture, {cycles['verdict']}): {cycles['text']}")
     trace, png, panels = page["trace"], None, None
     if launches:
         step("drawing the picture")
@@ -126,4 +147,5 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     return {"work": str(work), "validation": report["verdict"], "checks": report["checks"],
             "summaries": report["summaries"], "answer": page["answer"]["text"], "perfetto": trace,
             "png": png and str(png), "panels": panels, "report": page["report"],
-            "reverted_byte_exact": restored, "archived": rv["archived"], "live": live, "comparison": comparison}
+            "reverted_byte_exact": restored, "archived": rv["archived"], "live": live, "comparison": comparison,
+            "clock_answer": cycles}

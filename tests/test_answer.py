@@ -162,6 +162,23 @@ def test_quantized_phases_are_flagged_with_the_clock_as_the_remedy():
     assert any("the ratio compares one instance of each, not their total time" in c for c in a["caveats"])
 
 
+def test_a_clock_capture_answers_in_cycles_and_resamples_them():
+    """The GEMM recorded with `clock = true`: every phase timed by the SM clock prints its median in
+    ns at the local rate and in cycles, no phase is called quantized (its 2-7 timer ticks are not
+    what was measured), and the interval is drawn from the same cycle-timed durations as the
+    medians: it holds the estimate, which timer-tick draws of these phases do not always do."""
+    cap = FIX / "gemm_mma_clock"
+    m = load_manifest(cap / "manifest.json")
+    (a,) = _answers(cap)
+    s = {r["name"]: r for r in summarize_launch(decode_dir(cap, m)[0], m)["intervals"]}
+    lead = s[a["leader"]]
+    assert lead["resolution"] == "cycles"
+    assert f"median {lead['median']:.0f} ns / {lead['cycles']['median']:.0f} cycles per instance" in a["text"]
+    assert not [c for c in a["caveats"] if "quantization" in c]
+    r = a["ratio"]
+    assert r["lo"] < r["value"] < r["hi"] and r["end_on_estimate"] is None
+
+
 def test_bootstrap_medians_are_the_medians_of_the_drawn_instances():
     """_medians with cluster weights equals the inverted-CDF median of the instances repeated as often
     as their cluster was drawn (0: left out), row by row."""
