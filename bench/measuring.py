@@ -33,11 +33,14 @@ def measure_pair(clean: list[str], instrumented: list[str], warmup: int, iterati
 
 
 def validate_capture(folder: Path, manifest: Path) -> dict:
-    """validate's verdict on one capture folder: verdict, events, the checks that failed."""
+    """validate's verdict on one capture folder: verdict, events, the checks that failed and what
+    each said (its first details: a rejection must be diagnosable from the results file alone)."""
     try:
         report, launches = validate_dir(folder, load_manifest(manifest))
+        failed = [c for c in report["checks"] if not c["ok"]]
         return {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
-                "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
+                "failed": [c["name"] for c in failed],
+                "details": {c["name"]: [d[:600] for d in c.get("details", [])[:3]] for c in failed}}
     except AtrexError as e:
         return {"verdict": "rejected", "events": 0, "failed": [str(e)]}
 

@@ -10,7 +10,7 @@
 #   bash scripts/gpu-suite.sh per-event     per-event costs, IKeT, the CuTe DSL GEMM
 #   bash scripts/gpu-suite.sh realkernels   the public kernels of bench/realkernels (their sources fetched
 #                                           here by bench/realkernels/fetch.py and carried in .src/):
-#                                           results-h200.json and every capture folder under $OUT; the
+#                                           results-h200.json and the capture folders (as archives) under $OUT; the
 #                                           kernels `realkernels-prepare` built in an earlier call on the
 #                                           same (warm) machine are taken as they are, the others built
 #   bash scripts/gpu-suite.sh realkernels-prepare   their builds, applies and check-sass only (no GPU)
@@ -38,7 +38,11 @@ case "${1:-}" in
       | tee "$OUT/device.txt"
     timeout 580 python3 bench/realkernels/run.py --resume --work /tmp/atrex-realkernels --out "$OUT" \
       --json "$OUT/results-h200.json" --samples "${SAMPLES:-8}" --budget "${BUDGET:-470}" ${ONLY:+--only $ONLY} \
-      || fail=1 ;;
+      || fail=1
+    # only a few files come back from a device call: the capture folders and measurements as one archive each
+    for d in captures clock-captures measure; do
+      [ -d "$OUT/$d" ] && tar -C "$OUT" -cJf "$OUT/$d.tar.xz" "$d" && rm -rf "${OUT:?}/$d"
+    done ;;
   realkernels-cutedsl) bash scripts/gpu-realkernels-cutedsl.sh || fail=1 ;;
   *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event|realkernels-prepare|realkernels|realkernels-cutedsl" >&2; exit 2 ;;
 esac
