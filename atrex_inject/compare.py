@@ -27,7 +27,8 @@ from .intervals import pairs
 from .manifest import Manifest
 from .measure import BOOTSTRAP, SEED, load_measurement, summarize, validate_measurement
 from .summary import timer_tick_ns
-from .twosample import Design, boot_quantile, grid_of, grouped_quantile, judge, mann_whitney, quantiles, seed_of
+from .stats import grouped_quantile, median, quantiles
+from .twosample import Design, boot_quantile, grid_of, judge, mann_whitney, seed_of
 from .validate import device_uuid, side, validate_dir
 
 MEASUREMENT_NAME = "measure.json"  # a capture folder's own measurement (`measure --out DIR/measure.json`)
@@ -542,7 +543,7 @@ def rows(r: dict) -> list[tuple[int, str, dict | None]]:
         moved = [x["change"] for x in iv["per_sm"] if x["change"] is not None]
         if moved:
             out.append((1, f"per SM: the median moved {pct(min(moved))} to {pct(max(moved))} (middle SM "
-                           f"{pct(float(np.median(moved)))}) on the {len(moved)} SMs with instances on both sides",
+                           f"{pct(float(median(moved)))}) on the {len(moved)} SMs with instances on both sides",
                         None))
     out.append((0, "launch span (per launch)", r["span"]))
     out.append((0, "site offsets from the launch's first event", None))

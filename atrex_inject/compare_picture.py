@@ -11,7 +11,7 @@ import numpy as np
 from .compare import Comparison, compare_dirs, parse_map
 from .fsio import write_atomic
 from .timeline import _unit
-from .tally import rank
+from .stats import median, quantiles
 from .progress import step
 
 POINTS = 2000  # an ECDF is drawn through at most this many of its quantiles
@@ -36,15 +36,14 @@ def draw(c: Comparison):
     grid = fig.add_gridspec(max(len(rows), 1), 2, width_ratios=[1.4, 1], hspace=0.7, wspace=0.25)
     for k, p in enumerate(rows):
         allv = np.concatenate([p["before"], p["after"]])
-        unit, scale = _unit(float(np.median(allv)) if allv.size else 0.0)
+        unit, scale = _unit(float(median(allv)) if allv.size else 0.0)
         ax = fig.add_subplot(grid[k, 0])
         for side in ("before", "after"):
             v = p[side]
             if v.size:
                 x, y = _ecdf(v)
                 ax.step(x / scale, y, where="post", color=COLORS[side], label=f"{side.upper()} ({v.size})")
-                ax.axvline(np.partition(v, rank(v.size, 0.5))[rank(v.size, 0.5)] / scale, color=COLORS[side], ls="--",
-                           lw=0.8)
+                ax.axvline(quantiles(v, (0.5,))[0] / scale, color=COLORS[side], ls="--", lw=0.8)
         change = "" if p["change"] is None else f" {100 * p['change']:+.1f}%"
         ci = "" if p["ci95"] is None else f" [{100 * p['ci95'][0]:+.1f}, {100 * p['ci95'][1]:+.1f}]"
         ax.set_title(f"{p['name']}: {p['verdict']}{change}{ci}", fontsize=10, loc="left")

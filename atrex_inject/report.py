@@ -38,6 +38,7 @@ from .manifest import Manifest
 from .patch import HUNK
 from .progress import step
 from .selection import choose, in_memory
+from .stats import rank
 from .snapshot import atrex_dir
 from .spec import find_root
 from .summary import FEW_TICKS, QUANTILES, RESOLUTION_WORD, clock_line, quantized
@@ -391,7 +392,7 @@ def _spread(p: Page) -> str:
                              *["<td>-</td>"] * 4])
                 continue
             unit = unit_of(sm[-1]["median"])
-            mid = sm[(len(sm) - 1) // 2]["median"]
+            mid = sm[rank(len(sm), 0.5)]["median"]
             spread = f"{sm[-1]['median'] / sm[0]['median']:.2f}×" if sm[0]["median"] > 0 else "-"
             rows.append([f"<td><code>{_e(r['name'])}</code></td>", f'<td class="num">{len(sm)}</td>',
                          f"<td>{_e(fmt(sm[0]['median'], unit))} (SM {sm[0]['key']})</td>",

@@ -184,7 +184,7 @@ def ranked(s: Survey) -> tuple[np.ndarray, dict[int, list[str]]]:
     for label, (who, typical, worst, values) in s.labels.items():
         if not who.size:
             continue
-        dist = values.result()[0]  # inverted-CDF quantiles, as np.quantile(method="inverted_cdf")
+        dist = values.result()[0]  # quantiles by stats.rank, the summary's rule
         targets = np.array([dist[name] for name in TARGETS])
         for name, target in zip(TARGETS, targets):
             lists.append((f"{label}: closest to {name}", who[np.argsort(np.abs(typical - target), kind="stable")]))

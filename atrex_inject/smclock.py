@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .stats import median
+
 U32 = np.uint64(1 << 32)
 # The rates an SM clock can run at: an H200 lists SM clocks of 345 to 1980 MHz (nvidia-smi -q -d
 # SUPPORTED_CLOCKS); a few percent of margin either side. A launch at 2x or 4x its clock is not one.
@@ -201,7 +203,7 @@ def counter_of(r: Readings, sm: np.ndarray, i: int, rate_ghz: float, tick: int) 
 
 
 def _quantiles(x: np.ndarray) -> dict:
-    return {"min": float(x.min()), "median": float(np.median(x)), "max": float(x.max())}
+    return {"min": float(x.min()), "median": float(median(x)), "max": float(x.max())}
 
 
 def calibrate(cycles: np.ndarray, ns: np.ndarray, sm: np.ndarray, tick: int) -> dict | None:

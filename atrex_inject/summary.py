@@ -15,7 +15,8 @@ from .errors import AtrexError
 from .intervals import CYCLES, durations, pairs
 from .manifest import Manifest
 from .smclock import LOCAL_NS, MODEL, merge, readings, speed
-from .tally import QUANTILES, Tally, run_medians, step_of
+from .stats import run_medians
+from .tally import QUANTILES, Tally, step_of
 from .progress import step
 
 FEW_TICKS = 10  # a median under this many timer ticks is mostly quantization: flagged

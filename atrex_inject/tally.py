@@ -1,5 +1,6 @@
 """Exact multisets of integers for the summary's statistics (docs/format.md, "Summary rules"):
-count and quantiles (inverted CDF), overall and per key (an SM, a site), and a median per key.
+count and quantiles (`stats.rank`), overall and per key (an SM, a site), and a midpoint median per
+key (`stats.middle`).
 
 A launch's interval durations and event times are millions of integers on few distinct values:
 multiples of the timer tick (32 ns on an H200) within a span of milliseconds. A Tally counts them
@@ -14,14 +15,11 @@ import math
 
 import numpy as np
 
+from .stats import middle, rank
+
 QUANTILES = {"min": 0.0, "p10": 0.10, "median": 0.50, "p90": 0.90, "max": 1.0}
 DENSE_BINS = 1 << 22  # a grid of at most this many (key, value) cells (16 MB), unless more values were seen
 SAMPLE = 4096
-
-
-def rank(n: int, q: float) -> int:
-    """0-based position, in sorted order, of quantile q among n values: the ceil(q n)-th smallest."""
-    return max(int(np.ceil(q * n)) - 1, 0)
 
 
 def ranks(n: int) -> list[int]:
@@ -37,25 +35,6 @@ def step_of(d: np.ndarray) -> int:
         return g
     rest = d[SAMPLE:] if g == 0 else d[SAMPLE:] & (g - 1) if g & (g - 1) == 0 else d[SAMPLE:] % g
     return math.gcd(g, int(np.gcd.reduce(rest))) if rest.any() else g
-
-
-def run_medians(keys: np.ndarray, values: np.ndarray) -> list[dict]:
-    """Per key: count and median (the mean of the two middle values) for keys in runs (all of a
-    key's values adjacent, as an owner's are in owner order). Runs of equal length are one matrix
-    partitioned along its rows: linear time, a numpy call per distinct run length."""
-    if keys.size == 0:
-        return []
-    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    length = np.diff(np.r_[first, keys.size])
-    med = np.empty(first.size, dtype=np.float64)
-    for n in np.flatnonzero(np.bincount(length)).tolist():  # the distinct lengths (np.unique imports numpy.ma)
-        rows = np.flatnonzero(length == n)
-        block = values.reshape(-1, n).copy() if rows.size == first.size else values[first[rows, None] + np.arange(n)]
-        lo, hi = (n - 1) // 2, n // 2
-        block.partition(sorted({lo, hi}), axis=1)
-        med[rows] = (block[:, lo].astype(np.int64) + block[:, hi]) / 2
-    return [{"key": int(k), "count": int(c), "median": float(m)}
-            for k, c, m in zip(keys[first].tolist(), length.tolist(), med.tolist())]
 
 
 def _stats(n: int, at_rank) -> dict:
@@ -156,7 +135,7 @@ class Tally:
             cum = np.cumsum(self.counts[k])
             n = int(cum[-1])
             at = self._at(cum, shift)
-            per_key[k] = {**_stats(n, at), "middle": sum(at([(n - 1) // 2, n // 2])) / 2}
+            per_key[k] = {**_stats(n, at), "middle": sum(at(middle(n))) / 2}
         return _stats(self.n, self._at(np.cumsum(self.counts.sum(axis=0)), shift)), per_key
 
     def _at(self, cum: np.ndarray, shift: int):
@@ -191,9 +170,9 @@ def _partitioned(x: np.ndarray, shift: int) -> dict:
     n = x.size
     if n == 0:
         return {**_stats(0, None), "middle": None}
-    want = sorted({*ranks(n), (n - 1) // 2, n // 2})
+    want = sorted({*ranks(n), *middle(n)})
     x.partition(want)
 
     def at(r):
         return [int(x[i]) + shift for i in r]
-    return {**_stats(n, at), "middle": sum(at([(n - 1) // 2, n // 2])) / 2}
+    return {**_stats(n, at), "middle": sum(at(middle(n))) / 2}

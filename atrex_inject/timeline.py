@@ -25,6 +25,7 @@ from .selection import parse_window as parse_span
 from .intervals import CYCLES, Durations, drawn_ends, durations, pairs
 from .manifest import Manifest
 from .smclock import MODEL
+from .stats import median, quantiles, rank
 from .summary import FEW_TICKS, clock_line, timer_tick_ns
 
 INSTANCES_SHOWN = 3  # instances of the row's interval an auto window spans on the median instance's owner
@@ -51,8 +52,8 @@ def _unit(ns: float) -> tuple[str, float]:
 
 
 def median_instance(dur: np.ndarray) -> int:
-    """Index of the instance whose duration (intervals.durations' ns) is the (lower) median."""
-    return int(np.argsort(dur, kind="stable")[(dur.size - 1) // 2])
+    """Index of the instance whose duration (intervals.durations' ns) is the median (`stats.rank`)."""
+    return int(np.argsort(dur, kind="stable")[rank(dur.size, 0.5)])
 
 
 def auto_window(p: dict, dur: np.ndarray, t_first: int, span: float) -> Window | None:
@@ -62,7 +63,7 @@ def auto_window(p: dict, dur: np.ndarray, t_first: int, span: float) -> Window |
     m = median_instance(dur)
     t0, t1 = float(p["t0"][m] - t_first), float(p["t1"][m] - t_first)
     starts = np.sort(p["t0"][p["owner"] == p["owner"][m]])
-    period = float(np.median(np.diff(starts))) if starts.size > 1 else 0.0
+    period = float(median(np.diff(starts))) if starts.size > 1 else 0.0
     if period <= t1 - t0:  # recorded once per owner (or overlapping): the instance with margins
         pad = max(t1 - t0, 1.0) / 4
         a, b = t0 - pad, t1 + pad
@@ -100,7 +101,7 @@ def _distribution(ax, launch: Launch, manifest: Manifest, name: str, p: dict, d:
         ax.text(0.5, 0.5, "no instances", ha="center", va="center", transform=ax.transAxes)
         return {"count": 0}
     dur = d.ns.astype(np.float64)
-    p10, med, p90 = np.quantile(dur, [0.1, 0.5, 0.9], method="inverted_cdf")
+    p10, med, p90 = quantiles(dur, (0.1, 0.5, 0.9))
     unit, scale = _unit(med)
     lo, hi = dur.min(), dur.max()
     by_cycles = d.resolution == CYCLES
@@ -116,7 +117,7 @@ def _distribution(ax, launch: Launch, manifest: Manifest, name: str, p: dict, d:
     for q, v, style in (("p10", p10, ":"), ("median", med, "-"), ("p90", p90, ":")):
         ax.axvline(v / scale, color="black", linestyle=style, linewidth=1.1, gid=f"{q}:{name}")
     ticks = float(med / tick) if tick else None
-    cycles = float(np.quantile(d.cycles, 0.5, method="inverted_cdf")) if by_cycles else None
+    cycles = quantiles(d.cycles, (0.5,))[0] if by_cycles else None
     count = f" = {cycles:.0f} cycles" if by_cycles else f" = {ticks:.0f} ticks" if ticks else ""
     ax.set_title(f"{name}: median {med / scale:.4g} {unit}{count}"
                  + f"  (p10 {p10 / scale:.4g}, p90 {p90 / scale:.4g} {unit})", fontsize=9, loc="left")

@@ -22,35 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .measure import BOOTSTRAP, SEED
-from .tally import rank
 
 LEVEL = 0.95
 ALPHA = 0.05  # the rank test's level, two-sided
 MAX_UNITS = 8192  # past this many units a side's units are resampled in blocks of consecutive ones
 SPARSE = 8  # gathering a cell's weights costs about this many dense product terms
 MAX_CELLS = 1 << 21  # units x distinct values of one figure; past it values are counted in bins of equal counts
-
-
-def quantiles(values: np.ndarray, qs=(0.10, 0.50, 0.90)) -> list[float | None]:
-    """The values' quantiles qs by the summary's rule (None when there are none)."""
-    n = values.size
-    if n == 0:
-        return [None] * len(qs)
-    at = sorted({rank(n, q) for q in qs})
-    part = np.partition(values, at)
-    return [float(part[rank(n, q)]) for q in qs]
-
-
-def grouped_quantile(keys: np.ndarray, values: np.ndarray, q: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per distinct key: (keys, counts, quantile q of its values), by the summary's rule."""
-    if keys.size == 0:
-        return keys[:0], np.zeros(0, dtype=np.int64), values[:0]
-    order = np.lexsort((values, keys))
-    k = keys[order]
-    first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    n = np.diff(np.r_[first, k.size])
-    pos = first + np.maximum(np.ceil(q * n).astype(np.int64) - 1, 0)  # rank(n, q), per key
-    return k[first], n, values[order][pos]
 
 
 def seed_of(*names: str) -> np.random.Generator:

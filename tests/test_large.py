@@ -24,7 +24,7 @@ from atrex_inject.manifest import load as load_manifest
 from atrex_inject.selection import DEFAULT_BUDGET, choose, in_memory, parse_ranges, ranges_text, windowed
 from atrex_inject.summary import summarize_file, summarize_launch
 from atrex_inject.synthetic import write_capture
-from atrex_inject.tally import run_medians
+from atrex_inject.stats import run_medians
 from atrex_inject.validate import validate_dir
 from pftrace import read
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from atrex_inject import tally
-from atrex_inject.tally import QUANTILES, Tally, run_medians, step_of
+from atrex_inject.tally import QUANTILES, Tally, step_of
 
 
 def quantiles(x: np.ndarray) -> dict:
@@ -75,13 +75,3 @@ def test_empty_and_without_keys():
                                   (np.r_[np.zeros(5000, dtype=np.int64), 6], 6)])
 def test_step_of_is_the_gcd(d, g):
     assert step_of(d) == g == int(np.gcd.reduce(d))
-
-
-def test_run_medians_equal_numpy_medians():
-    rng = np.random.default_rng(5)
-    keys = np.repeat(np.arange(300), rng.integers(1, 40, 300))  # runs of many lengths
-    values = rng.integers(0, 1 << 33, keys.size)
-    want = [{"key": int(k), "count": int((keys == k).sum()), "median": float(np.median(values[keys == k]))}
-            for k in np.unique(keys)]
-    assert run_medians(keys, values) == want
-    assert run_medians(keys, values << 19)[7]["median"] == want[7]["median"] * 2 ** 19
