@@ -9,12 +9,11 @@ compared; the enclosing ones are context, not rivals. The phase with the largest
 longest when the 95% interval of its median's ratio to the next largest median lies above 1;
 otherwise neither does, and the line says so.
 
-The ratio's interval is a cluster bootstrap: the launch's CTAs (which share barriers and an SM, so
-their instances are not independent) are drawn with replacement RESAMPLES times, the same draw for
-every phase, and each draw's medians (inverted CDF, as the summary's) divide. The seed is fixed:
-the same capture always gives the same interval. Medians of the global timer are whole ticks, so
-the draws' ratios take few values and an end of the interval often is the estimate itself: the
-line says so where it happens, so that the interval does not read as a mistake.
+The ratio's interval is a cluster bootstrap (stats.py): the launch's CTAs (which share barriers
+and an SM, so their instances are not independent) are drawn with replacement RESAMPLES times, the
+same draws for every phase, and each draw's medians (the summary's rule) divide. The seed is fixed:
+the same capture always gives the same interval. An end of it can be the estimate itself
+(docs/summary.md, "The answer", says why): the line says so where it happens.
 
 What the line also says. A mark (a site that starts or ends no interval) inside most instances of
 a compared phase means that phase spans more than one step of the code; two phases that overlap
@@ -29,15 +28,13 @@ import numpy as np
 from .decode import Launch
 from .intervals import CYCLES, Durations, durations, pairs
 from .manifest import Manifest
+from .stats import LEVEL, RESAMPLES, cluster_counts, interval, weighted_quantile
 from .summary import FEW_TICKS
 from .timeline import _unit as unit_of
 
-RESAMPLES = 2000
 METHOD = "CTA-bootstrap"  # how the interval is drawn, as the line names it
-LEVEL = 0.95
 SEED = 0
 MAJORITY = 0.5  # an interval encloses another, a mark sits inside a phase, when it does in at least this share
-CELLS = 4_000_000  # bootstrap work per chunk of resamples (resamples x (CTA, value) pairs)
 
 
 def fmt(ns: float, unit: tuple[str, float]) -> str:
@@ -60,34 +57,6 @@ def _inside(outer: dict, inner: dict) -> np.ndarray:
 def _holds(p: dict, idx: np.ndarray) -> np.ndarray:
     """Per instance of p: whether one of the events `idx` (sorted) lies strictly inside it."""
     return np.searchsorted(idx, p["i0"], side="right") < np.searchsorted(idx, p["i1"], side="left")
-
-
-def _medians(dur: np.ndarray, cluster: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Per row of `weights` (resamples x clusters, how often each cluster was drawn): the
-    inverted-CDF median of the durations, each instance counted as often as its cluster was
-    drawn; NaN where a draw holds none. Work is per distinct (cluster, duration) pair."""
-    values, v = np.unique(dur, return_inverse=True)
-    key, count = np.unique(cluster.astype(np.int64) * values.size + v, return_counts=True)
-    cl, val = key // values.size, key % values.size  # sorted by value within each cluster
-    order = np.argsort(val, kind="stable")
-    cl, val, count = cl[order], val[order], count[order].astype(np.float64)
-    starts = np.flatnonzero(np.r_[True, val[1:] != val[:-1]])
-    out = np.empty(weights.shape[0])
-    step = max(1, CELLS // max(cl.size, 1))
-    for a in range(0, weights.shape[0], step):
-        w = weights[a:a + step][:, cl] * count
-        cum = np.cumsum(np.add.reduceat(w, starts, axis=1), axis=1)
-        total = cum[:, -1]
-        at = np.argmax(cum >= np.ceil(total / 2)[:, None], axis=1)
-        out[a:a + step] = np.where(total > 0, values[val[starts][at]], np.nan)
-    return out
-
-
-def _draws(clusters: int, rng: np.random.Generator) -> np.ndarray:
-    """RESAMPLES draws of `clusters` clusters with replacement, as counts per cluster."""
-    pick = rng.integers(0, clusters, size=(RESAMPLES, clusters))
-    flat = (pick + np.arange(RESAMPLES)[:, None] * clusters).ravel()
-    return np.bincount(flat, minlength=RESAMPLES * clusters).reshape(RESAMPLES, clusters).astype(np.float64)
 
 
 def _median(row: dict, unit: tuple[str, float]) -> str:
@@ -143,14 +112,14 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
     cta = launch.owners["cta"]
     ctas, cl = np.unique(np.concatenate([cta[p[n]["owner"]] for n in phases]), return_inverse=True)
     bounds = np.cumsum([0] + [p[n]["owner"].size for n in phases])
-    weights = _draws(ctas.size, np.random.default_rng(SEED))
+    weights = cluster_counts(np.random.default_rng(SEED), RESAMPLES, ctas.size)
     # resampled at the resolution the summary's medians were taken at: cycles at the local rate where
     # the capture carries the SM clock, else the timer's ns
-    timed = {n: durations(launch, p[n]) for n in phases}
-    boot = {n: _medians(_ns(timed[n]), cl[bounds[k]:bounds[k + 1]], weights) for k, n in enumerate(phases)}
+    timed = {n: _ns(durations(launch, p[n])) for n in phases}
+    boot = {n: weighted_quantile(timed[n], cl[bounds[k]:bounds[k + 1]], weights, 0.5, np.unique(timed[n]))
+            for k, n in enumerate(phases)}
     ranked = sorted(pair or phases, key=lambda n: (-stats[n]["median"], names.index(n)))
     leader, runner = ranked[0], ranked[1]
-    tail = (1 - LEVEL) / 2
     compared = []
     for n in phases:
         r = stats[n]
@@ -159,8 +128,7 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
                "ratio": None}
         if n != leader and r["median"] > 0:
             q = boot[leader] / boot[n]
-            q = q[np.isfinite(q)]
-            lo, hi = (np.quantile(q, [tail, 1 - tail]).tolist() if q.size else (None, None))
+            lo, hi = interval(q[np.isfinite(q)]) or (None, None)
             value = stats[leader]["median"] / r["median"]
             row["ratio"] = {"value": value, "lo": lo, "hi": hi,
                             "end_on_estimate": _end_on_estimate(value, lo, hi, stats[leader], r)}
@@ -202,23 +170,23 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
         f"`{n}` {_median(stats[n], unit)}" for n in others)) if others else ""
     if ratio is None:  # the runner-up's median is 0: below the timer's resolution
         ratio = {"value": None, "lo": None, "hi": None, "end_on_estimate": None}
-        interval = f"`{runner}`'s median is 0: below the timer's resolution"
+        ends = f"`{runner}`'s median is 0: below the timer's resolution"
     elif ratio["lo"] is None:
-        interval = "no interval: no draw holds both"
+        ends = "no interval: no draw holds both"
     else:
-        interval = interval_text(ratio)
+        ends = interval_text(ratio)
     asked = " (the pair the question weighs)" if pair else ""
     if ratio["value"] is None or (ratio["lo"] is not None and ratio["lo"] > 1):
         status = "leader"
         times = "" if ratio["value"] is None else f"{ratio['value']:.2f}× "
         text = (f"`{leader}` takes longer than `{runner}`{asked}: median {_median(stats[leader], unit)} "
-                f"against {_median(stats[runner], unit)} per instance, {times}({interval}){rest}." if pair else
+                f"against {_median(stats[runner], unit)} per instance, {times}({ends}){rest}." if pair else
                 f"`{leader}` takes longest: median {_median(stats[leader], unit)} per instance, "
-                f"{times}({interval}) the next, `{runner}` ({_median(stats[runner], unit)}){rest}.")
+                f"{times}({ends}) the next, `{runner}` ({_median(stats[runner], unit)}){rest}.")
     else:
         status = "even"
         text = (f"Neither takes clearly longer{asked}: `{leader}` ({_median(stats[leader], unit)}) and "
-                f"`{runner}` ({_median(stats[runner], unit)}), ratio {ratio['value']:.2f}× ({interval}) "
+                f"`{runner}` ({_median(stats[runner], unit)}), ratio {ratio['value']:.2f}× ({ends}) "
                 f"includes 1{rest}.")
     if caveats:
         text += (" Caveat: " if len(caveats) == 1 else " Caveats: ") + " ".join(caveats)

@@ -6,9 +6,9 @@ checks), read with its own manifest; its launches are repeated observations of o
 are matched by name (`mapping` renames BEFORE's); the kernels may differ, the workload and the
 device model may not unless allowed. Per interval, per site offset and for the launch's span, the
 figures on each side, their change, a bootstrap interval that resamples owners (launches first when
-a side holds several), a rank test and a verdict come from twosample.py; per SM, per warp and per
-CTA (p90 and max: the stragglers) says where it moved. With a measurement of each side, the
-end-to-end change of the clean builds is given next to them.
+a side holds several), a rank test and a verdict come from twosample.py and stats.py; per SM, per
+warp and per CTA (p90 and max: the stragglers) says where it moved. With a measurement of each
+side, the end-to-end change of the clean builds is given next to them.
 """
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ from .intervals import durations as interval_durations
 from .smclock import MODEL
 from .intervals import pairs
 from .manifest import Manifest
-from .measure import BOOTSTRAP, SEED, load_measurement, summarize, validate_measurement
+from .measure import SEED, load_measurement, summarize, validate_measurement
 from .summary import timer_tick_ns
-from .stats import grouped_quantile, median, quantiles
-from .twosample import Design, boot_quantile, grid_of, judge, mann_whitney, seed_of
+from .stats import LEVEL, RESAMPLES, Design, grouped_quantile, median, quantiles, weighted_quantile
+from .twosample import grid_of, judge, mann_whitney, seed_of
 from .validate import device_uuid, side, validate_dir
 
 MEASUREMENT_NAME = "measure.json"  # a capture folder's own measurement (`measure --out DIR/measure.json`)
@@ -175,7 +175,7 @@ class Draws:
     launches: np.ndarray
 
     @classmethod
-    def of(cls, s: Side, b: int = BOOTSTRAP) -> "Draws":
+    def of(cls, s: Side, b: int = RESAMPLES) -> "Draws":
         w, c = s.owners.draw(seed_of(s.label, "owners"), b)
         return cls(w, s.ctas.draw(seed_of(s.label, "ctas"), b)[0], c)
 
@@ -194,7 +194,7 @@ def figure(vb: np.ndarray, ub: np.ndarray, wb: np.ndarray, va: np.ndarray, ua: n
     kb, ka = ub if kb is None else kb, ua if ka is None else ka
     points, coarse = grid_of([vb, va], max(wb.shape[1], wa.shape[1]))
     sb, sa = _stats(vb), _stats(va)
-    bb, ba = boot_quantile(vb, ub, wb, 0.5, points), boot_quantile(va, ua, wa, 0.5, points)
+    bb, ba = weighted_quantile(vb, ub, wb, 0.5, points), weighted_quantile(va, ua, wa, 0.5, points)
     test = mann_whitney(grouped_quantile(kb, vb, 0.5)[2], grouped_quantile(ka, va, 0.5)[2])
     out = {"before": sb, "after": sa, **judge(sb["median"], sa["median"], bb, ba, resolution, words, test),
            "rank_test": test, "resolution_ns": resolution}
@@ -430,7 +430,7 @@ def compare_dirs(before: str | Path, after: str | Path, mapping: dict[str, str] 
         "map": dict(mapping or {}),
         "statistics": {
             "median": "the ceil(n/2)-th smallest value (the summary's rule), over all instances of a side",
-            "bootstrap": {"sets": BOOTSTRAP, "seed": SEED, "level": 0.95,
+            "bootstrap": {"sets": RESAMPLES, "seed": SEED, "level": LEVEL,
                           "resamples": "launches, then owners within each drawn launch" if all(several) else
                                        "owners (launches first on the side holding several)" if any(several) else
                                        "owners",

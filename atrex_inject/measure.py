@@ -27,11 +27,11 @@ import numpy as np
 from .errors import AtrexError
 from .fsio import sha256_file, write_atomic
 from .proc import MAX_LINE, run_sample
+from .stats import interval, median, resample
 
 PREFIX = "__ATREX_TIMELINE_SAMPLE__="
 FORMAT = "atrex-measurement"
 ARMS = {"A": "baseline", "B": "instrumented"}
-BOOTSTRAP = 2000
 SEED = 20261130  # fixed: validation recomputes the same interval
 BLOCKS = ("ABBA", "BAAB")  # a schedule is made of these: drift falls on both arms alike
 MIN_LATENCY_MS = 1e-6  # 1 ns: no launch is shorter; a smaller number is a timer or unit error (and overflows ratios)
@@ -225,16 +225,16 @@ def check_sample(stdout: str, exit_status: int | None, req: Request, first: dict
 
 
 def summarize(samples: list[dict]) -> dict:
-    """Medians per arm, overhead = median(B)/median(A) - 1, and a seeded bootstrap 95% interval."""
+    """Midpoint medians per arm, overhead = median(B)/median(A) - 1, and its 95% interval from a
+    plain bootstrap of each arm's samples (fresh processes are independent), seeded."""
     a = np.array([s["sample"]["latency_ms"] for s in samples if s["arm"] == "A"], dtype=float)
     b = np.array([s["sample"]["latency_ms"] for s in samples if s["arm"] == "B"], dtype=float)
     rng = np.random.default_rng(SEED)
-    ra = np.median(rng.choice(a, (BOOTSTRAP, a.size)), axis=1)
-    rb = np.median(rng.choice(b, (BOOTSTRAP, b.size)), axis=1)
-    boot = rb / ra - 1
-    return {"median_ms": {"baseline": float(np.median(a)), "instrumented": float(np.median(b))},
-            "overhead": float(np.median(b) / np.median(a) - 1),
-            "overhead_ci95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
+    ra = median(resample(a, rng), axis=1)
+    rb = median(resample(b, rng), axis=1)
+    return {"median_ms": {"baseline": float(median(a)), "instrumented": float(median(b))},
+            "overhead": float(median(b) / median(a) - 1),
+            "overhead_ci95": interval(rb / ra - 1),
             "n": {"baseline": int(a.size), "instrumented": int(b.size)}}
 
 

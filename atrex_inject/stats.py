@@ -1,15 +1,26 @@
-"""The quantile rule and the midpoint median, in one place: the summary, its tally, compare, the
-pictures and the report call these, so a median means the same wherever it is printed.
+"""The statistics every figure and interval is computed with, in one place: the quantile rule, the
+midpoint median, bootstrap draws (plain and clustered), the weighted quantile a bootstrap set's
+figure is, and the percentile interval. The summary, the answer, compare and measure call these,
+so a median and its interval mean the same wherever they are printed.
 
 Two medians, each named where it is used. A capture's figures (the summary's quantiles, the
 answer's and compare's medians) take `rank`: the ceil(q n)-th smallest value, a duration that
 occurred. measure's medians of process latencies and the summary's per-owner and per-SM medians
 take `middle`: the mean of the two middle values (recorded measurements are recomputed bit for bit
-by validation, so their rule stays).
+by validation, so their rule stays). Every interval is the percentile bootstrap's (`interval`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+RESAMPLES = 2000  # bootstrap sets per interval
+LEVEL = 0.95
+TAIL = 0.025  # (1 - LEVEL) / 2 written out: computed, it is 0.025000000000000022, and measurements took 0.025
+MAX_UNITS = 8192  # past this many units a launch's units are resampled in blocks of consecutive ones
+SPARSE = 8  # gathering a cell's weights costs about this many dense product terms
+CELLS = 4_000_000  # a weighted quantile's running counts, per chunk of sets
 
 
 def rank(n, q):
@@ -69,3 +80,122 @@ def run_medians(keys: np.ndarray, values: np.ndarray) -> list[dict]:
         med[rows] = (block[:, lo].astype(np.int64) + block[:, hi]) / 2
     return [{"key": int(k), "count": int(c), "median": float(m)}
             for k, c, m in zip(keys[first].tolist(), length.tolist(), med.tolist())]
+
+
+def _picks(rng: np.random.Generator, rows: int, n: int, draws: int) -> np.ndarray:
+    """(rows, draws) indices drawn uniformly from n with replacement: every bootstrap's draws."""
+    return rng.integers(0, n, (rows, draws), dtype=np.int64)
+
+
+def resample(x: np.ndarray, rng: np.random.Generator, b: int = RESAMPLES) -> np.ndarray:
+    """Plain bootstrap, for independent values (measure's fresh processes): b sets (rows) of
+    x.size values drawn from x with replacement, the draws of rng.choice(x, (b, x.size))."""
+    return x[_picks(rng, b, x.size, x.size)]
+
+
+def cluster_counts(rng: np.random.Generator, rows: int, n: int, draws: int | None = None) -> np.ndarray:
+    """Cluster bootstrap, for values that are not independent (a CTA's instances share its SM and
+    barriers): (rows, n) how often each of n clusters is drawn in `draws` (default n) draws with
+    replacement; a cluster's values count that often (`weighted_quantile`). Exact, by bincount."""
+    draws = n if draws is None else draws
+    if n == 0 or rows == 0:
+        return np.zeros((rows, n), dtype=np.int64)
+    d = _picks(rng, rows, n, draws)
+    d += np.arange(rows, dtype=np.int64)[:, None] * n
+    return np.bincount(d.ravel(), minlength=rows * n).reshape(rows, n)
+
+
+@dataclass(frozen=True)
+class Design:
+    """A two-level cluster bootstrap, for units of several launches (a launch's units share its
+    clocks and placement): `launch[u]` is unit u's launch (0..K-1, units in launch order). With
+    K > 1, each set draws K launches with replacement, then, for each drawn launch, its units with
+    replacement; with K = 1, just the units."""
+    launch: np.ndarray
+    block: int = 1  # consecutive units of a launch drawn together (MAX_UNITS)
+
+    @classmethod
+    def of(cls, launch: np.ndarray) -> "Design":
+        return cls(np.asarray(launch, dtype=np.int64), max(1, -(-launch.size // MAX_UNITS)))
+
+    @property
+    def n(self) -> int:
+        return int(self.launch.size)
+
+    @property
+    def launches(self) -> int:
+        return int(self.launch.max()) + 1 if self.launch.size else 0
+
+    def draw(self, rng: np.random.Generator, b: int = RESAMPLES) -> tuple[np.ndarray, np.ndarray]:
+        """(unit weights (b, n) float32: how often each unit is drawn, launch counts (b, K))."""
+        k = self.launches
+        counts = cluster_counts(rng, b, k)  # launches drawn per set
+        w = np.zeros((b, self.n), dtype=np.float32)
+        first = np.searchsorted(self.launch, np.arange(k))
+        last = np.r_[first[1:], self.n]
+        for l in range(k):
+            lo, hi = int(first[l]), int(last[l])
+            blocks = -(-(hi - lo) // self.block)
+            for c in range(1, k + 1):  # sets that drew launch l c times draw its units c times over
+                rows = np.flatnonzero(counts[:, l] == c)
+                if rows.size == 0:
+                    continue
+                drawn = cluster_counts(rng, rows.size, blocks, c * blocks)
+                if self.block > 1:
+                    drawn = np.repeat(drawn, self.block, axis=1)[:, :hi - lo]
+                if rows.size == b:
+                    w[:, lo:hi] = drawn
+                else:
+                    w[rows, lo:hi] = drawn
+        return w, counts
+
+
+def weighted_quantile(values: np.ndarray, unit: np.ndarray, w: np.ndarray, q: float, points: np.ndarray) -> np.ndarray:
+    """Quantile q (`rank`) of the values under each bootstrap set's unit weights w (sets, units):
+    unit u's values count w[s, u] times, so no set's values are ever copied. Values are counted on
+    `points`, ascending, each as the point at or below it (exact when the points are the values'
+    own); NaN where a set drew no value.
+
+    The (unit, point) cells holding values, in point order, are few when units hold few values:
+    then each set's running count over those cells is w's gathered columns times the cells' counts;
+    else it is the product w @ (units x points) summed along the points. Sets go in chunks of
+    CELLS running counts, in float32, or again in float64 where a set's total passes 2^24 (float32
+    counts are exact integers below it)."""
+    if values.size == 0:
+        return np.full(w.shape[0], np.nan)
+    n = w.shape[1]
+    cell = np.searchsorted(points, values, side="right") - 1
+    nv = int(cell.max()) + 1
+    cells, count = np.unique(cell * n + unit, return_counts=True)  # point, then unit
+    if cells.size * SPARSE < n * nv:
+        cols, count, at = cells % n, count.astype(np.float32), cells // n
+
+        def running(part: np.ndarray, dtype) -> np.ndarray:
+            return np.cumsum(part[:, cols].astype(dtype) * count.astype(dtype, copy=False), axis=1)
+    else:
+        h = np.bincount(unit * nv + cell, minlength=n * nv).reshape(n, nv).astype(np.float32)
+        at = np.arange(nv)
+
+        def running(part: np.ndarray, dtype) -> np.ndarray:
+            return np.cumsum(part.astype(dtype, copy=False) @ h.astype(dtype, copy=False), axis=1)
+    out = np.empty(w.shape[0])
+    step = max(1, CELLS // at.size)
+    for a in range(0, w.shape[0], step):
+        part = w[a:a + step]
+        cum = running(part, np.float32)
+        if cum[:, -1].max() >= 1 << 24:
+            cum = running(part, np.float64)
+        total = cum[:, -1]
+        idx = np.minimum((cum <= rank(total.astype(np.int64), q)[:, None]).sum(axis=1), at.size - 1)
+        out[a:a + step] = np.where(total > 0, points[at[idx]].astype(np.float64), np.nan)
+    return out
+
+
+def interval(boot: np.ndarray) -> list[float] | None:
+    """The percentile bootstrap interval at LEVEL of resampled figures: their TAIL and 1 - TAIL
+    quantiles, interpolated between neighbours (numpy's default, as recorded measurements took
+    them); None when there are no sets or a set had no figure (NaN). An end can be the estimate
+    itself (docs/summary.md, "The answer", says why)."""
+    if boot.size == 0 or np.isnan(boot).any():
+        return None
+    return [float(v) for v in np.quantile(boot, [TAIL, 1 - TAIL])]

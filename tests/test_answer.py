@@ -8,7 +8,6 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from atrex_inject import answer as ans_mod
@@ -178,18 +177,3 @@ def test_a_clock_capture_answers_in_cycles_and_resamples_them():
     r = a["ratio"]
     assert r["lo"] < r["value"] < r["hi"] and r["end_on_estimate"] is None
 
-
-def test_bootstrap_medians_are_the_medians_of_the_drawn_instances():
-    """_medians with cluster weights equals the inverted-CDF median of the instances repeated as often
-    as their cluster was drawn (0: left out), row by row."""
-    rng = np.random.default_rng(7)
-    dur = rng.integers(1, 40, 500) * 32
-    cluster = rng.integers(0, 12, 500)
-    weights = np.vstack([np.ones(12), rng.integers(0, 4, (30, 12)), np.zeros(12)]).astype(float)
-    got = ans_mod._medians(dur, cluster, weights)
-    for w, g in zip(weights, got):
-        drawn = np.repeat(dur, w[cluster].astype(int))
-        if drawn.size == 0:
-            assert np.isnan(g)
-        else:
-            assert g == np.quantile(drawn, 0.5, method="inverted_cdf")

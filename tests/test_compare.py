@@ -22,7 +22,7 @@ from atrex_inject import manifest as mf
 from atrex_inject.compare import SPEED, compare_dirs, durations, figure
 from atrex_inject.decode import capture_files, decode_file
 from atrex_inject.summary import summarize_capture
-from atrex_inject.twosample import Design
+from atrex_inject.stats import Design
 from atrex_inject.linemap import without_directives
 from conftest import REPO, cli
 from fuzz_support import check_cli, mutate_capture, mutate_json
