@@ -36,6 +36,9 @@ case "${1:-}" in
   realkernels)
     { nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader; nvcc --version | tail -2; date -u; } \
       | tee "$OUT/device.txt"
+    # kernels prepared where nvcc is but no GPU (--prepare-only --work /tmp/atrex-realkernels, archived
+    # with tar -C /tmp -cJf .rkprep/prepared.tar.xz atrex-realkernels; carry [".rkprep"])
+    [ -f .rkprep/prepared.tar.xz ] && tar -C /tmp -xJf .rkprep/prepared.tar.xz
     timeout 580 python3 bench/realkernels/run.py --resume --work /tmp/atrex-realkernels --out "$OUT" \
       --json "$OUT/results-h200.json" --samples "${SAMPLES:-8}" --budget "${BUDGET:-470}" ${ONLY:+--only $ONLY} \
       || fail=1

@@ -299,13 +299,20 @@ def environment(catalog: dict, samples: int) -> dict:
 
 def prepared(kernel: dict, packages: dict, work: Path, resume: bool) -> tuple[Row, dict]:
     """The kernel's CPU part: as an earlier `--prepare-only` call left it in WORK (with --resume),
-    else done now; kept in WORK/<name>/row.json either way."""
+    else done now; kept in WORK/<name>/row.json either way. A resumed kernel's instrumented builds
+    are compiled again: the recorder's header is compiled into them, not into the applied sources,
+    and it may have changed since the sources were applied (or the call may run on another host)."""
     state = work / kernel["name"] / "row.json"
     if resume and state.is_file():
         saved = json.loads(state.read_text())
         r = Row(kernel)
         r.data = saved["data"]
-        return r, {k: Path(v) for k, v in saved["ctx"].items()}
+        ctx = {k: Path(v) for k, v in saved["ctx"].items()}
+        r.step("build_instrumented", lambda: build(kernel, ctx["folder"], ctx["spec"], ctx["inst"], True), "apply")
+        if "cspec" in ctx:
+            r.step("clock_build", lambda: build(kernel, ctx["cfolder"], ctx["cspec"], ctx["cinst"], True),
+                   "clock_apply")
+        return r, ctx
     r, ctx = prepare(kernel, packages, work)
     if state.parent.is_dir():
         state.write_text(json.dumps({"data": r.data, "ctx": {k: str(v) for k, v in ctx.items()}}, indent=1))
