@@ -1,10 +1,14 @@
 """bench/probe_cost/run.py: what each recorder's probe adds to a loop's SASS an event, read at build
-time by diffing the instrumented loop against the clean one (real nvcc and cuobjdump, no GPU)."""
+time by diffing the instrumented loop against the clean one (real nvcc and cuobjdump, no GPU); the
+IKeT side (bench/perturbation/iket_loops.py) has the same loop shapes."""
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -53,3 +57,23 @@ def test_a_strip_mined_trip_spreads_its_copy_out_over_its_iterations():
     mix, where = probe_cost.iteration_mix(nest, ("FFMA", 2), 4)
     assert mix == {"FFMA": 2, "CS2R": 1, "STS": 1, "IADD3": 1, "BRA": 1.25, "MOV": 0.25, "LDS": 0.25, "STG": 0.25}
     assert "a trip of 4 iterations around 0x0210-0x0260" in where
+
+
+def test_the_iket_side_has_the_same_loop_shapes():
+    """One GPU call measures IKeT on every shape bench/probe_cost measures: iket.py's default shapes
+    are probe_cost's SHAPES (the next test: iket_loops.py compiles each)."""
+    spec = importlib.util.spec_from_file_location("atrex_iket", REPO / "bench" / "perturbation" / "iket.py")
+    iket = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(iket)
+    assert iket.SHAPES.split(",") == list(probe_cost.SHAPES)
+
+
+def test_the_iket_loops_compile_clean_and_probed(tmp_path):
+    """Each IKeT shape compiles for sm_90a with and without its iket.mark (CuTe DSL, fake tensors, no
+    GPU): what can be checked of the IKeT side off the GPU host."""
+    pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a", CUTE_DSL_COMPILER_OPT="iket", CUTE_DSL_DUMP_DIR=str(tmp_path))
+    p = subprocess.run([sys.executable, str(REPO / "bench" / "perturbation" / "iket_loops.py"), "--compile-only"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1])["compiled"] == list(probe_cost.SHAPES)

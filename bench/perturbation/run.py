@@ -156,17 +156,18 @@ def fold_cutedsl(folder: Path | None) -> list[dict]:
 
 
 def fold_per_event(probe_cost: Path | None, iket: list[Path]) -> list[dict]:
-    """bench/probe_cost/run.py's rows, each FMA row with IKeT's figure at its trip count."""
+    """bench/probe_cost/run.py's rows, each with IKeT's figure on the same loop shape at its trip count
+    (an iket.py file lists them under `rows`; an older one is the FMA loop's alone)."""
     rows = json.loads(probe_cost.read_text())["rows"] if probe_cost and probe_cost.exists() else []
-    by_iters = {}
+    figures = {}
     for f in iket:
         if f.exists():
             k = json.loads(f.read_text())
-            by_iters[k.get("iterations", 1024)] = k
+            for e in k.get("rows", [k]):
+                figures[e.get("shape", "fma"), e.get("iterations", 1024)] = e["overhead"]
     for r in rows:
-        k = by_iters.get(r["iterations"]) if r["loop"] == "fma" else None
-        if k is not None:
-            r["iket"] = k["overhead"]
+        if (r["loop"], r["iterations"]) in figures:
+            r["iket"] = figures[r["loop"], r["iterations"]]
     return rows
 
 
