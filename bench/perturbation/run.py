@@ -171,6 +171,24 @@ def fold_per_event(probe_cost: Path | None, iket: list[Path]) -> list[dict]:
     return rows
 
 
+def _sass_cell(r: dict, rec: str) -> str:
+    """A recorder's per-event overhead with what it is (the tool's choice) and the SASS instructions
+    its probe adds an event, where the results have them."""
+    if rec in r.get("refused", {}):
+        return "refused"
+    added = r.get("sass", {}).get(rec)
+    notes = ([r["default_recorder"]] if rec == "default" else []) + ([f"{added['added']:g} SASS"] if added else [])
+    return _pct(r.get(rec)) + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _sass_kinds(r: dict) -> str:
+    """The SASS the tool's choice adds an event, by opcode family (those of at least 0.1 an event)."""
+    s = r.get("sass", {}).get("default")
+    if not s:
+        return "—"
+    return f"{s['added']:g}: " + ", ".join(f"{f} {d:+g}" for f, d in s["kinds"].items() if abs(d) >= 0.1)
+
+
 def table(result: dict) -> str:
     """The cost table (docs/cost.md), in markdown, from a results file."""
     by = {(r["kernel"], r["arm"]): r for r in result["rows"]}
@@ -196,15 +214,20 @@ def table(result: dict) -> str:
         out.append(f"| {what.get(k, k)} | {spec['recorder'] if spec else '—'} | {cell(off)} | {cell(spec)}{target} | "
                    f"{clock_cell} |")
     if result["per_event"]:
-        out += ["", "Per event, every warp recording (bench/probe_cost/results-h200.json; NVIDIA IKeT's `iket.mark` on "
-                    "the same FMA loop, bench/perturbation/iket-*.json, which name their device):",
+        out += ["", "Per event, every warp recording, by loop shape (bench/probe_cost/results-h200.json; NVIDIA IKeT's "
+                    "`iket.mark` on the same loops, bench/perturbation/iket-*.json, which name their device). Beside "
+                    "each recorder's overhead, the SASS instructions its probe adds an event, read at build time from "
+                    "the loop's SASS against the clean loop's (net: a probe that costs the loop some unrolling adds "
+                    "its branches and counter updates too; a strip-mined trip's copy-out spread over its events); "
+                    "the last column, by opcode family, for the tool's choice:",
                 "", "| loop | site | iterations | the tool's choice | global | staged | resident | hand-written lane-0 "
-                    "store | store floor | IKeT |", "|---|---|---|---|---|---|---|---|---|---|"]
+                    "store | store floor | IKeT | SASS the tool's choice adds an event |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in result["per_event"]:
-            out.append(f"| {r['loop']} | {r['site']} | {r['iterations'] or '—'} | {_pct(r['default'])} "
-                       f"({r['default_recorder']}) | {_pct(r.get('global'))} | {_pct(r.get('staged'))} | "
-                       f"{_pct(r.get('resident'))} | {_pct(r['hand_written'])} | {_pct(r['floor'])} | "
-                       f"{_pct(r.get('iket'))} |")
+            out.append(f"| {r.get('what', r['loop'])} | {r['site']} | {r['iterations'] or '—'} | "
+                       f"{_sass_cell(r, 'default')} | {_sass_cell(r, 'global')} | "
+                       f"{_sass_cell(r, 'staged')} | {_sass_cell(r, 'resident')} | {_pct(r['hand_written'])} | "
+                       f"{_pct(r['floor'])} | {_pct(r.get('iket'))} | {_sass_kinds(r)} |")
     return "\n".join(out) + "\n"
 
 
