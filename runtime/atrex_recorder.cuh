@@ -203,14 +203,32 @@ __device__ __forceinline__ uint32_t lane_now() {
   return l;
 }
 
-__device__ __forceinline__ uint32_t clock_lo() {
+// An event's time: the timer and, with ATREX_TL_CLOCK, the SM clock, read by one asm statement in
+// that order, so that nothing the compiler schedules (a ring's head load and the compare waiting on
+// it) falls between the two reads. Read apart, a warp descheduled between them on a loaded SM put
+// hundreds of ns between an event's two clocks (validate's clock_consistency rejected it).
+struct Now {
+  uint32_t t, c;
+};
+__device__ __forceinline__ Now now() {
 #if ATREX_TL_CLOCK
-  uint32_t c;
-  asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
-  return c;
+  Now n;
+  asm volatile("mov.u32 %0, %%globaltimer_lo;\n\tmov.u32 %1, %%clock;" : "=r"(n.t), "=r"(n.c));
+  return n;
 #else
-  return 0u;
+  return {globaltimer_lo(), 0u};
 #endif
+}
+// The full timer and the clock (0 without ATREX_TL_CLOCK) of an owner's start stamp, read as now().
+__device__ __forceinline__ uint64_t start_now(uint32_t& c) {
+  uint64_t t;
+#if ATREX_TL_CLOCK
+  asm volatile("mov.u64 %0, %%globaltimer;\n\tmov.u32 %1, %%clock;" : "=l"(t), "=r"(c));
+#else
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  c = 0u;
+#endif
+  return t;
 }
 
 // What a thread learns at construction: where its owner's events go and how many fit.
@@ -272,9 +290,9 @@ static __device__ __noinline__ Slot claim(uint32_t group, bool pred, bool staged
   o.end = o.off + h->capacity * kEventBytes;
   if (staged && lane != 0u) return o;
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(buf + h->owners_offset) + owner;
-  uint64_t t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  stamp_start(oh, cta, tid, static_cast<uint32_t>(t0), static_cast<uint32_t>(t0 >> 32), clock_lo());
+  uint32_t c0;
+  const uint64_t t0 = start_now(c0);
+  stamp_start(oh, cta, tid, static_cast<uint32_t>(t0), static_cast<uint32_t>(t0 >> 32), c0);
   return o;
 }
 
@@ -348,13 +366,13 @@ struct ResidentRing {
 // Stores one event into a staging ring's slot (shared address `slot`), resident or staged; `on`:
 // whether this lane stores (a predicate, not a branch); `valid`: kTagValid, or the same value loaded
 // where ptxas cannot see it is a constant (BasicRecorder::trips_begin).
-__device__ __forceinline__ void put_shared(uint32_t slot, uint32_t t, uint32_t payload, uint32_t site, uint32_t on = 1u,
+__device__ __forceinline__ void put_shared(uint32_t slot, Now n, uint32_t payload, uint32_t site, uint32_t on = 1u,
                                            uint32_t valid = kTagValid) {
 #if ATREX_TL_WIDE
   asm volatile(ATREX_ON(5, "@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};")
-               ::"r"(slot), "r"(t), "r"(clock_lo()), "r"(payload), "r"(site | valid), "r"(on));
+               ::"r"(slot), "r"(n.t), "r"(n.c), "r"(payload), "r"(site | valid), "r"(on));
 #else
-  asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(t), "r"(site | valid), "r"(on));
+  asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(n.t), "r"(site | valid), "r"(on));
   (void)payload;
 #endif
 }
@@ -496,13 +514,13 @@ class BasicRecorder {
       if (a_ == ring_end_) drain(K);
       return;
     }
-    const uint32_t t = globaltimer_lo();
+    const Now n = now();
     if (R) {  // the owner is its warp's lane 0; the slot saturates at the overflow slot (no compare)
       using Ring = ResidentRing<K, W, G>;
       const uint32_t e = Ring::entry(), owner = lane_now() == 0u;  // every lane loads the entry; lane 0 stores
       uint32_t a, last;
       Ring::load(e, a, last);
-      put_shared(Ring::base() + min(a, Ring::kSink), t, payload, site, owner);
+      put_shared(Ring::base() + min(a, Ring::kSink), n, payload, site, owner);
       Ring::store(e, min(a + kSlotBytes, last), owner);
       return;
     }
@@ -511,21 +529,21 @@ class BasicRecorder {
         "{\n\t.reg .pred p;\n\t"
         "setp.lt.u32 p, %1, %2;\n\t"
         "@p st.global.v4.u32 [%0], {%3, %4, %5, %6};\n\t}"
-        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(clock_lo()), "r"(payload),
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(n.t), "r"(n.c), "r"(payload),
         "r"(site | kTagValid));
 #elif ATREX_TL_PACKED
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
         "setp.lt.u32 p, %1, %2;\n\t"
         "@p st.global.u32 [%0], %3;\n\t}"
-        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(packed(t, site)));
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(packed(n.t, site)));
     (void)payload;
 #else
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
         "setp.lt.u32 p, %1, %2;\n\t"
         "@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
-        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(t), "r"(site | kTagValid));
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(n.t), "r"(site | kTagValid));
     (void)payload;
 #endif
     off_ += kEventBytes;
@@ -548,12 +566,12 @@ class BasicRecorder {
 #if ATREX_TL_WIDE
       payload = __shfl_sync(0xffffffffu, payload, 0);  // lane 0's value, as on the global path
 #endif
-      put_shared(a_, globaltimer_lo(), payload, site, 1u, valid_);
+      put_shared(a_, now(), payload, site, 1u, valid_);
       a_ += kSlotBytes;
       return;
     }
     using Ring = ResidentRing<K, W, G>;
-    put_shared(Ring::base() + min(a_, Ring::kSink), globaltimer_lo(), payload, site);
+    put_shared(Ring::base() + min(a_, Ring::kSink), now(), payload, site);
     a_ = min(a_ + kSlotBytes, ring_end_);
   }
   // Staged, before a loop recorded in trips: the ring copied out (flush), and the tag's valid bit read
@@ -671,14 +689,14 @@ class BasicRecorder {
     const uint32_t a = owns ? warp_rank() * Ring::kRingBytes : Ring::kSink;
     const uint32_t last = owns ? a + K * kSlotBytes : Ring::kSink;  // the overflow slot; its tag stays 0 unless an event lands there
     const uint32_t over = Ring::base() + last;
-    uint64_t t0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    uint32_t c0;
+    const uint64_t t0 = start_now(c0);
     const uint32_t w = lane0 && owns;
     asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], 0;\n\t@p st.shared.v2.u32 [%2], {%3, %4};") ::"r"(w),
                  "r"(over + kSlotBytes - 4u), "r"(over + kSlotBytes), "r"(static_cast<uint32_t>(t0)),
                  "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
 #if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
-    asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], %2;") ::"r"(w), "r"(over + kSlotBytes + 8u), "r"(clock_lo())
+    asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], %2;") ::"r"(w), "r"(over + kSlotBytes + 8u), "r"(c0)
                  : "memory");
 #endif
     asm volatile(ATREX_ON(0, "@p st.shared.v2.u32 [%1], {%2, %3};") ::"r"(static_cast<uint32_t>(lane0)),

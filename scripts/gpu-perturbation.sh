@@ -3,9 +3,10 @@
 # DSL bundle in .device/ for IKeT and the CuTe DSL GEMM), each part within one device call:
 #   bash scripts/gpu-perturbation.sh examples   every kernel row of bench/perturbation/run.py: off, at the
 #                                               spec's density with the tool's recorder, with the clock
-#   bash scripts/gpu-perturbation.sh per-event  bench/probe_cost (every recorder, both sites, 1024 and 2048
-#                                               iterations), IKeT's iket.mark at each trip count, and the
-#                                               CuTe DSL GEMM (scripts/gpu-cutedsl.sh)
+#   bash scripts/gpu-perturbation.sh per-event  bench/probe_cost (every loop shape, every recorder, both
+#                                               sites, 1024 and 2048 iterations), IKeT's iket.mark on the
+#                                               same shapes and trip counts, and the CuTe DSL GEMM
+#                                               (scripts/gpu-cutedsl.sh)
 # Results under $OUT (default /tmp/atrex-perturbation); back here, `python3 bench/perturbation/run.py fold`
 # puts the per-event and CuTe DSL figures into results-h200.json and `run.py table` writes docs/cost.md.
 # ATREX_CHOICE_CACHE (a folder carried with the call) holds the recorder choices made here, so the
@@ -28,14 +29,19 @@ case "${1:-}" in
     ;;
   per-event)
     log "probe cost, per event"
-    python3 bench/probe_cost/run.py build "$work/probe_cost" || exit 1
-    timeout 200 python3 bench/probe_cost/run.py run "$work/probe_cost" --rounds "${PC_ROUNDS:-2}" \
+    # 37 processes a round (each shape's clean run and its 32 builds, every trip count in one process),
+    # about a second each, then 32 captures validated
+    python3 bench/probe_cost/run.py build "$work/probe_cost" | tee "$OUT/probe_cost-sass.txt" || exit 1
+    timeout 240 python3 bench/probe_cost/run.py run "$work/probe_cost" --rounds "${PC_ROUNDS:-2}" \
       --json "$OUT/probe_cost.json" || fail=1
     if [ -f .device/cutedsl.tar.xz ]; then
       eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" || exit 1
+      # a call a trip count, every shape in each process: run-iket sizes its buffer for every launch of a
+      # process at the most events a warp records in any (the copy's are its data's: the first call)
       for n in 1024 2048; do
-        log "IKeT per event, FMA loop of $n iterations"
-        timeout 150 python3 bench/perturbation/iket.py --iters "$n" --rounds "${IKET_ROUNDS:-1}" \
+        log "IKeT per event, every shape at $n iterations (4 processes a round)"
+        shapes=$([ "$n" = 1024 ] && echo fma,fma_dep,copy,smem,mma || echo fma,fma_dep,smem,mma)
+        timeout 150 python3 bench/perturbation/iket.py --iters "$n" --shapes "$shapes" --rounds "${IKET_ROUNDS:-1}" \
           --json "$OUT/iket-$n.json" || fail=1
       done
       log "the CuTe DSL GEMM under IKeT"

@@ -41,3 +41,23 @@ def test_the_cost_table_says_whether_each_row_meets_its_target_in_either_directi
     text = run.table(result)
     assert "| -14.25% [-14.39, -14.18] (NOT met) (±2%) |" in text
     assert "+0.40% [+0.30, +0.50] (met) (±1%)" in text and "+0.03% [-0.10, +0.20] (met)" in text
+
+
+def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_shape(tmp_path):
+    """SYNTHETIC per-event results: each recorder's cell carries the SASS its probe adds an event, a
+    recorder apply refused says so, the last column lists the tool's choice's families of at least
+    0.1 an event, and IKeT's figure goes to the row of its own shape and trip count."""
+    sass = {"default": {"added": 3.56, "kinds": {"IADD3": 1.12, "CS2R": 1, "STS": 1, "LDC": 0.06}},
+            "global": {"added": 7, "kinds": {"IADD3": 3, "CS2R": 1, "ISETP": 1, "MOV": 1, "STG": 1}}}
+    row = {"loop": "smem", "what": "shared memory", "site": "loop-begin", "iterations": 1024, "base_ms": 1.0,
+           "hand_written": None, "floor": None, "default_recorder": "staged", "default": 0.017, "global": 0.035,
+           "sass": sass, "refused": {"resident": "the resident recorder's rings need 131720 bytes"}}
+    pc, ik = tmp_path / "probe_cost.json", tmp_path / "iket.json"
+    pc.write_text(json.dumps({"rows": [row, {**row, "iterations": 2048}]}))
+    ik.write_text(json.dumps({"rows": [{"shape": "smem", "iterations": 2048, "overhead": 0.05},
+                                       {"shape": "fma", "iterations": 1024, "overhead": 0.04}]}))
+    rows = run.fold_per_event(pc, [ik])
+    assert "iket" not in rows[0] and rows[1]["iket"] == 0.05
+    line = run.table({"date": "SYNTHETIC", "device": "none", "rows": [], "per_event": rows}).splitlines()[-1]
+    assert line == ("| shared memory | loop-begin | 2048 | +1.70% (staged, 3.56 SASS) | +3.50% (7 SASS) | - | refused "
+                    "| - | - | +5.00% | 3.56: IADD3 +1.12, CS2R +1, STS +1 |")

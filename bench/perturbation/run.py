@@ -156,18 +156,37 @@ def fold_cutedsl(folder: Path | None) -> list[dict]:
 
 
 def fold_per_event(probe_cost: Path | None, iket: list[Path]) -> list[dict]:
-    """bench/probe_cost/run.py's rows, each FMA row with IKeT's figure at its trip count."""
+    """bench/probe_cost/run.py's rows, each with IKeT's figure on the same loop shape at its trip count
+    (an iket.py file lists them under `rows`; an older one is the FMA loop's alone)."""
     rows = json.loads(probe_cost.read_text())["rows"] if probe_cost and probe_cost.exists() else []
-    by_iters = {}
+    figures = {}
     for f in iket:
         if f.exists():
             k = json.loads(f.read_text())
-            by_iters[k.get("iterations", 1024)] = k
+            for e in k.get("rows", [k]):
+                figures[e.get("shape", "fma"), e.get("iterations", 1024)] = e["overhead"]
     for r in rows:
-        k = by_iters.get(r["iterations"]) if r["loop"] == "fma" else None
-        if k is not None:
-            r["iket"] = k["overhead"]
+        if (r["loop"], r["iterations"]) in figures:
+            r["iket"] = figures[r["loop"], r["iterations"]]
     return rows
+
+
+def _sass_cell(r: dict, rec: str) -> str:
+    """A recorder's per-event overhead with what it is (the tool's choice) and the SASS instructions
+    its probe adds an event, where the results have them."""
+    if rec in r.get("refused", {}):
+        return "refused"
+    added = r.get("sass", {}).get(rec)
+    notes = ([r["default_recorder"]] if rec == "default" else []) + ([f"{added['added']:g} SASS"] if added else [])
+    return _pct(r.get(rec)) + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _sass_kinds(r: dict) -> str:
+    """The SASS the tool's choice adds an event, by opcode family (those of at least 0.1 an event)."""
+    s = r.get("sass", {}).get("default")
+    if not s:
+        return "—"
+    return f"{s['added']:g}: " + ", ".join(f"{f} {d:+g}" for f, d in s["kinds"].items() if abs(d) >= 0.1)
 
 
 def table(result: dict) -> str:
@@ -195,15 +214,20 @@ def table(result: dict) -> str:
         out.append(f"| {what.get(k, k)} | {spec['recorder'] if spec else '—'} | {cell(off)} | {cell(spec)}{target} | "
                    f"{clock_cell} |")
     if result["per_event"]:
-        out += ["", "Per event, every warp recording (bench/probe_cost/results-h200.json; NVIDIA IKeT's `iket.mark` on "
-                    "the same FMA loop, bench/perturbation/iket-*.json, which name their device):",
+        out += ["", "Per event, every warp recording, by loop shape (bench/probe_cost/results-h200.json; NVIDIA IKeT's "
+                    "`iket.mark` on the same loops, bench/perturbation/iket-*.json, which name their device). Beside "
+                    "each recorder's overhead, the SASS instructions its probe adds an event, read at build time from "
+                    "the loop's SASS against the clean loop's (net: a probe that costs the loop some unrolling adds "
+                    "its branches and counter updates too; a strip-mined trip's copy-out spread over its events); "
+                    "the last column, by opcode family, for the tool's choice:",
                 "", "| loop | site | iterations | the tool's choice | global | staged | resident | hand-written lane-0 "
-                    "store | store floor | IKeT |", "|---|---|---|---|---|---|---|---|---|---|"]
+                    "store | store floor | IKeT | SASS the tool's choice adds an event |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in result["per_event"]:
-            out.append(f"| {r['loop']} | {r['site']} | {r['iterations'] or '—'} | {_pct(r['default'])} "
-                       f"({r['default_recorder']}) | {_pct(r.get('global'))} | {_pct(r.get('staged'))} | "
-                       f"{_pct(r.get('resident'))} | {_pct(r['hand_written'])} | {_pct(r['floor'])} | "
-                       f"{_pct(r.get('iket'))} |")
+            out.append(f"| {r.get('what', r['loop'])} | {r['site']} | {r['iterations'] or '—'} | "
+                       f"{_sass_cell(r, 'default')} | {_sass_cell(r, 'global')} | "
+                       f"{_sass_cell(r, 'staged')} | {_sass_cell(r, 'resident')} | {_pct(r['hand_written'])} | "
+                       f"{_pct(r['floor'])} | {_pct(r.get('iket'))} | {_sass_kinds(r)} |")
     return "\n".join(out) + "\n"
 
 

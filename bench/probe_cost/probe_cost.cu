@@ -1,14 +1,23 @@
-// probe_cost.cu — probe-cost benchmark kernels (bench/probe_cost/run.py drives it).
-//   fma_loop / fma_manual:   128 FMA per thread per iteration (FMA-bound), 1056 x 256 threads
-//   copy_loop / copy_manual: grid-stride float4 copy, 512 bytes per warp per iteration (memory-bound)
-// *_manual carry the hand-written physical reference probe: %globaltimer_lo read + lane-0
-// predicated 8-byte global store per iteration; *_floor the store-based floor (floor_probe).
-// run.py instruments fma_loop / copy_loop from fma.toml / copy.toml with atrex-inject.
+// probe_cost.cu — probe-cost benchmark kernels, one loop shape each (bench/probe_cost/run.py drives it
+// and instruments each <shape>_loop); 1056 x 256 threads on an H200 (8 CTAs per SM) unless said:
+//   fma_loop:     four independent FMA chains, 128 FMA per thread per iteration (FMA-throughput-bound)
+//   fma_dep_loop: one dependent FMA chain, 128 FMA per thread per iteration, each waiting for the last
+//   copy_loop:    grid-stride float4 copy, 512 bytes per warp per iteration (memory-bound), 2112 CTAs
+//   smem_loop:    a shared-memory store, a __syncthreads() and eight loads of other warps' values per iteration
+//   mma_loop:     16 mma.sync bf16 m16n8k16 per warp per iteration, four accumulators in registers
+// fma_manual / copy_manual carry the hand-written physical reference probe: %globaltimer_lo read +
+// lane-0 predicated 8-byte global store per iteration; fma_floor / copy_floor the store-based floor
+// (floor_probe).
+//   probe_cost [reps] [shape] [iterations...]   (defaults: 21, fma, 1024)
+// times the shape's kernels at each trip count (the copy's is its data's) and prints one JSON line:
+//   {"sms", "clock_khz", "shape", "runs": [{"iterations", "loop_ms", "hand_written_ms", "floor_ms"}]}
+// (iterations null for the copy; hand_written_ms and floor_ms null where the shape has none).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -92,36 +101,124 @@ __global__ void copy_floor(const float4* __restrict__ in, float4* __restrict__ o
   }
 }
 
+// x = x*y + z; y = y*z + x: every FMA reads the one before (z = 0.1 keeps both finite).
+__global__ void fma_dep_loop(float* out, int iters, float z) {
+  float x = threadIdx.x * 1e-3f, y = 0.5f;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 64; ++j) { x = fmaf(x, y, z); y = fmaf(y, z, x); }
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = x + y;
+}
+
+// Double-buffered, so one barrier per iteration orders each store after the loads of two iterations
+// before; v keeps its scale (0.5 v + 8 x 0.0625 of others' v).
+__global__ void smem_loop(float* out, int iters) {
+  __shared__ float buf[2][256];
+  const int t = threadIdx.x;
+  float v = t;
+  for (int i = 0; i < iters; ++i) {
+    float* b = buf[i & 1];
+    b[t] = v;
+    __syncthreads();
+    v *= 0.5f;
+#pragma unroll
+    for (int k = 1; k <= 8; ++k) v = fmaf(b[(t + 32 * k) & 255], 0.0625f, v);
+  }
+  out[blockIdx.x * blockDim.x + t] = v;
+}
+
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// A and B fragments of bf16 2^-8 (0x3b80): each mma adds 16 x 2^-16 to every accumulator element.
+__global__ void mma_loop(float* out, int iters) {
+  const uint32_t a[4] = {0x3b803b80u, 0x3b803b80u, 0x3b803b80u, 0x3b803b80u}, b[2] = {0x3b803b80u, 0x3b803b80u};
+  float d[4][4] = {};
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) mma_bf16(d[j], a, b);
+    }
+  }
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) s += d[j][0] + d[j][1] + d[j][2] + d[j][3];
+  out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// One shape's timings at one trip count, as a JSON object (a negative time: the shape has no such kernel).
+static void print_run(bool first, int iters, float loop, float manual, float floor) {
+  std::printf("%s{\"iterations\": ", first ? "" : ", ");
+  iters > 0 ? std::printf("%d", iters) : std::printf("null");
+  const char* keys[] = {"loop_ms", "hand_written_ms", "floor_ms"};
+  const float ms[] = {loop, manual, floor};
+  for (int k = 0; k < 3; ++k) {
+    ms[k] < 0 ? std::printf(", \"%s\": null", keys[k]) : std::printf(", \"%s\": %.5f", keys[k], ms[k]);
+  }
+  std::printf("}");
+}
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 21;
-  const int fma_iters = argc > 2 ? std::atoi(argv[2]) : 1024;  // the FMA loop's trip count
+  const std::string shape = argc > 2 ? argv[2] : "fma";
+  std::vector<int> trips;
+  for (int k = 3; k < argc; ++k) trips.push_back(std::atoi(argv[k]));
+  if (trips.empty()) trips.push_back(1024);
+  const int max_trip = *std::max_element(trips.begin(), trips.end());
+  if (std::string(" fma fma_dep copy smem mma ").find(" " + shape + " ") == std::string::npos) {
+    std::fprintf(stderr, "unknown shape %s (fma, fma_dep, copy, smem, mma)\n", shape.c_str());
+    return 2;
+  }
   int sms = 0, clock_khz = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
-  const int fma_blocks = sms * 8, threads = 256;
-  const int copy_blocks = sms * 16, copy_cap = 128;
-  const long n4 = 1l << 26;  // 1 GiB in, 1 GiB out
+  const int blocks = sms * 8, threads = 256;
+  const size_t warps = (size_t)blocks * threads / 32;
   float* out;
-  float4 *in4, *out4;
-  uint2* buf;
-  CHECK(cudaMalloc(&out, (size_t)fma_blocks * threads * 4));
-  CHECK(cudaMalloc(&in4, n4 * 16));
-  CHECK(cudaMalloc(&out4, n4 * 16));
-  CHECK(cudaMemset(in4, 1, n4 * 16));
-  const size_t warps_fma = (size_t)fma_blocks * threads / 32, warps_copy = (size_t)copy_blocks * threads / 32;
-  CHECK(cudaMalloc(&buf, std::max(warps_fma * fma_iters, warps_copy * copy_cap) * sizeof(uint2)));
-  const float t_fma = median_ms(reps, [&] { fma_loop<<<fma_blocks, threads>>>(out, fma_iters); });
-  const float t_fma_m = median_ms(reps, [&] { fma_manual<<<fma_blocks, threads>>>(out, fma_iters, buf); });
-  const float t_copy = median_ms(reps, [&] { copy_loop<<<copy_blocks, threads>>>(in4, out4, n4); });
-  const float t_copy_m = median_ms(reps, [&] { copy_manual<<<copy_blocks, threads>>>(in4, out4, n4, buf, copy_cap); });
-  const float t_fma_f = median_ms(reps, [&] { fma_floor<<<fma_blocks, threads>>>(out, fma_iters); });
-  const float t_copy_f = median_ms(reps, [&] { copy_floor<<<copy_blocks, threads>>>(in4, out4, n4); });
-  const double probes_fma = (double)warps_fma * fma_iters;
-  const double probes_copy = (double)n4 / 32.0;  // one per warp-iteration of 512 bytes
-  std::printf("{\"sms\": %d, \"clock_khz\": %d, \"fma_loop_ms\": %.5f, \"fma_manual_ms\": %.5f, "
-              "\"copy_loop_ms\": %.5f, \"copy_manual_ms\": %.5f, \"fma_floor_ms\": %.5f, \"copy_floor_ms\": %.5f, \"probes_fma\": %.0f, \"probes_copy\": %.0f, "
-              "\"copy_gbps\": %.1f}\n",
-              sms, clock_khz, t_fma, t_fma_m, t_copy, t_copy_m, t_fma_f, t_copy_f, probes_fma, probes_copy, 2.0 * n4 * 16 / t_copy / 1e6);
+  CHECK(cudaMalloc(&out, (size_t)blocks * threads * 4));
+  std::printf("{\"sms\": %d, \"clock_khz\": %d, \"shape\": \"%s\", \"runs\": [", sms, clock_khz, shape.c_str());
+  // a shape with no reference kernels: its loop alone at each trip count
+  auto at_each_trip = [&](auto launch) {
+    for (size_t k = 0; k < trips.size(); ++k) {
+      print_run(k == 0, trips[k], median_ms(reps, [&] { launch(trips[k]); }), -1, -1);
+    }
+  };
+  if (shape == "fma") {
+    uint2* buf;
+    CHECK(cudaMalloc(&buf, warps * max_trip * sizeof(uint2)));
+    for (size_t k = 0; k < trips.size(); ++k) {
+      const int n = trips[k];
+      const float t = median_ms(reps, [&] { fma_loop<<<blocks, threads>>>(out, n); });
+      const float m = median_ms(reps, [&] { fma_manual<<<blocks, threads>>>(out, n, buf); });
+      const float f = median_ms(reps, [&] { fma_floor<<<blocks, threads>>>(out, n); });
+      print_run(k == 0, n, t, m, f);
+    }
+  } else if (shape == "fma_dep") {
+    at_each_trip([&](int n) { fma_dep_loop<<<blocks, threads>>>(out, n, 0.1f); });
+  } else if (shape == "smem") {
+    at_each_trip([&](int n) { smem_loop<<<blocks, threads>>>(out, n); });
+  } else if (shape == "mma") {
+    at_each_trip([&](int n) { mma_loop<<<blocks, threads>>>(out, n); });
+  } else {  // copy
+    const int copy_blocks = sms * 16, copy_cap = 128;
+    const long n4 = 1l << 26;  // 1 GiB in, 1 GiB out
+    float4 *in4, *out4;
+    uint2* buf;
+    CHECK(cudaMalloc(&in4, n4 * 16));
+    CHECK(cudaMalloc(&out4, n4 * 16));
+    CHECK(cudaMemset(in4, 1, n4 * 16));
+    CHECK(cudaMalloc(&buf, (size_t)copy_blocks * threads / 32 * copy_cap * sizeof(uint2)));
+    const float t = median_ms(reps, [&] { copy_loop<<<copy_blocks, threads>>>(in4, out4, n4); });
+    const float m = median_ms(reps, [&] { copy_manual<<<copy_blocks, threads>>>(in4, out4, n4, buf, copy_cap); });
+    const float f = median_ms(reps, [&] { copy_floor<<<copy_blocks, threads>>>(in4, out4, n4); });
+    print_run(true, 0, t, m, f);
+  }
+  std::printf("]}\n");
   return 0;
 }

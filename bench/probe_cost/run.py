@@ -1,153 +1,312 @@
-"""Per-event cost of the probes, every warp recording (run on the GPU host): an FMA-bound loop and
-a memory-bound copy, one event per iteration, site at loop-begin and at loop-end, the FMA loop at
-1024 and 2048 iterations. Each loop is measured clean, with a hand-written lane-0 store (what a
-probe macro does), with the store floor (every lane storing one 4-byte value to a per-warp shared
-slot, the least a store-based probe can cost), and instrumented from fma.toml / copy.toml with the
-recorder the tool chose (`default`) and with each recorder it can run (`global`, `staged`,
-`resident`; resident rings of the FMA loop's 2048 events a warp do not fit a CTA's shared memory).
+"""Per-event cost of the probes by loop shape, every warp recording (run on the GPU host). What a
+probe costs depends on what its instructions compete with, so each shape of SHAPES (a kernel of
+probe_cost.cu) stresses another resource: issue slots (independent FMA chains), latency (one
+dependent FMA chain), memory bandwidth (a grid-stride copy), shared memory and a CTA barrier
+(__syncthreads() each iteration), the tensor pipe (mma.sync in registers). One event per
+iteration, the site at loop-begin and at loop-end, shapes with a trip count at 1024 and 2048
+iterations. Each is measured clean, instrumented with the recorder the tool chose (`default`) and
+with each recorder it can run (`global`, `staged`, `resident`; a recorder apply refuses, resident
+rings of 2048 events a warp that do not fit a CTA's shared memory, is left out with apply's
+reason); the FMA and copy loops also with a hand-written lane-0 store (what a probe macro does)
+and with the store floor (every lane storing one 4-byte value to a per-warp shared slot, the
+least a store-based probe can cost).
 
-`build WORK` compiles every build into WORK (nvcc; the recorder choice compiles its candidates,
-so it runs where nvcc is, the GPU host or not); `run WORK` runs them interleaved for several
-rounds in one session (each binary a fresh process timing `reps` launches of every kernel),
-validates the first captured launch of each instrumented build, and prints the overhead of each
-against the same run's clean kernel:
+`build WORK` applies and compiles every build into WORK (nvcc; the recorder choice compiles its
+candidates, so it runs where nvcc is, the GPU host or not) and reads from each build's SASS
+(cuobjdump) the instructions its probe adds per event (sass_added); `run WORK` runs the builds
+interleaved for several rounds in one session (each binary a fresh process timing `reps` launches
+of its shape's kernels at every trip count), validates the first captured launch of each
+instrumented build, and prints the overhead of each against the same run's clean kernel:
 
     python3 bench/probe_cost/run.py build WORK
     python3 bench/probe_cost/run.py run WORK [--rounds 2] [--reps 21] [--json OUT.json]
+
+The results file (--json; bench/perturbation/run.py fold reads its rows):
+    rows      one per shape, trip count and site: loop (the shape), what (its line), site, iterations (null: the
+              copy's, set by its data), base_ms (the clean kernel's median), hand_written and floor
+              (overheads, null where the shape has none), default_recorder (the tool's choice); per
+              recorder run (default, global, staged, resident): its overhead under its name,
+              <recorder>_capture ({verdict, events, failed}: the first captured launch validated)
+              and sass[<recorder>] ({added, kinds, loop, clean_loop}: sass_added); refused
+              {recorder: apply's reason}
+    samples   each process's JSON line (probe_cost.cu's), by build (<shape>.clean for the clean binary)
+    captures  each instrumented build's validation
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import sys
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
-from atrex_inject import snapshot
+from atrex_inject import sass, snapshot
+from atrex_inject.errors import SpecError
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.spec import with_recorder
 from atrex_inject.validate import validate_dir
 
 HERE = Path(__file__).resolve().parent
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
-FMA_ITERATIONS = (1024, 2048)  # the FMA loop's trip counts (the program's second argument)
+TRIPS = (1024, 2048)  # trip counts of the shapes that have one (the program's arguments)
 SITES = ("loop-begin", "loop-end")
-# loop -> (the program's timing fields: instrumented kernel, hand-written, floor), recorders it runs
-LOOPS = {"fma": (("fma_loop_ms", "fma_manual_ms", "fma_floor_ms"), ("default", "global", "staged")),
-         "copy": (("copy_loop_ms", "copy_manual_ms", "copy_floor_ms"), ("default", "global", "staged", "resident"))}
-WARPS = 8  # both kernels launch 256-thread blocks
+RECORDERS = ("default", "global", "staged", "resident")
+
+
+class Shape(NamedTuple):
+    kernel: str  # the kernel instrumented (probe_cost.cu)
+    anchor: str  # its loop, as the spec's anchor finds it
+    work: tuple[str, int]  # an iteration's work in SASS (opcode family, instructions): a trip's iterations
+    iterations: tuple[int, ...]  # trip counts; () where the data sets it
+    capacity: int  # events a warp records, one an iteration
+    what: str
+
+
+SHAPES = {
+    "fma": Shape("fma_loop", "for (int i = 0; i < iters", ("FFMA", 128), TRIPS, 2048,
+                 "four independent FMA chains, 128 FMA a thread an iteration"),
+    "fma_dep": Shape("fma_dep_loop", "for (int i = 0; i < iters", ("FFMA", 128), TRIPS, 2048,
+                     "one dependent FMA chain, 128 FMA a thread an iteration"),
+    "copy": Shape("copy_loop", "for (long i", ("LDG", 1), (), 128,
+                  "grid-stride float4 copy, 512 bytes a warp an iteration"),
+    "smem": Shape("smem_loop", "for (int i = 0; i < iters", ("BAR", 1), TRIPS, 2048,
+                  "a shared-memory store, __syncthreads() and eight shared loads an iteration"),
+    "mma": Shape("mma_loop", "for (int i = 0; i < iters", ("HMMA", 16), TRIPS, 2048,
+                 "16 mma.sync bf16 m16n8k16 a warp an iteration, accumulating in registers"),
+}
+SPEC = """# atrex probe in probe_cost.cu's {kernel}: one event per iteration, lane 0 per warp.
+version = 1
+name = "bench_{name}"
+question = "probe cost at one probe per iteration of {what}"
+backend = "cuda"
+source = "probe_cost.cu"
+kernel = "{kernel}"
+
+[capture]
+capacity = {capacity}
+warps = 8            # the kernels' 256-thread blocks (they declare no __launch_bounds__): the rings' size
+skip = 0
+count = 1            # the first launch is written; later ones record into the reused scratch buffer
+
+[[site]]
+name = "iter"
+anchor = {{ loop = "{anchor}" }}
+position = "{site}"
+"""
 
 
 def builds() -> list[tuple[str, str, str, str]]:
-    """(name, loop, site, recorder) of each instrumented build: `fma.loop-end.staged`, ..."""
-    return [(f"{loop}.{site}.{rec}", loop, site, rec) for loop, (_, recs) in LOOPS.items() for site in SITES
-            for rec in recs]
+    """(name, shape, site, recorder) of each instrumented build: `fma.loop-end.staged`, ..."""
+    return [(f"{s}.{site}.{rec}", s, site, rec) for s in SHAPES for site in SITES for rec in RECORDERS]
 
 
-def _spec(work: Path, loop: str, site: str, recorder: str) -> Path:
-    """The loop's spec with its site at `site`, under its build's name, with the recorder (default:
-    the spec's own, auto)."""
-    base = work / f"{loop}.toml"
-    text = base.read_text().replace('position = "loop-begin"', f'position = "{site}"')
-    name = f"{loop}_{site.replace('-', '_')}"
-    text = re.sub(r'(?m)^name = "[^"]+"', f'name = "bench_{name}"', text, count=1)
+def _spec(work: Path, shape: str, site: str, recorder: str) -> Path:
+    """The shape's spec with its site at `site`, under its build's name, with the recorder (default:
+    none named, the tool chooses)."""
+    s = SHAPES[shape]
+    name = f"{shape}_{site.split('-')[1]}"  # with `_<recorder>` and bench_, within a spec name's 32 characters
     spec = work / f"{name}.toml"
-    spec.write_text(text)
+    spec.write_text(SPEC.format(name=name, kernel=s.kernel, what=s.what, capacity=s.capacity, anchor=s.anchor,
+                                site=site))
     return spec if recorder == "default" else with_recorder(spec, recorder)
 
 
-def build(work: Path) -> None:
-    """The clean binary and each instrumented one into WORK, with a plan.json naming them and the
-    recorder each runs: applied and reverted one at a time (apply holds the project's lock),
-    compiled in parallel."""
+def _kinds(ops) -> Counter:
+    """Opcode families: `CS2R.32` is CS2R, a branch (`BRA>address`) BRA."""
+    return Counter(o.split(">")[0].split(".")[0] for o in ops)
+
+
+def _iterations(n: float) -> str:
+    return f"{n:g} iteration" + ("" if n == 1 else "s")
+
+
+def iteration_mix(loops: list[sass.Loop], work: tuple[str, int], trip: int) -> tuple[dict[str, float], str]:
+    """The instructions one iteration of the hottest of `loops` executes, by family, and which loop
+    that is. Among the outermost loops doing the shape's work, the one that runs most iterations a
+    trip (the unrolled body over its remainder loop; the strip-mined trip over the last
+    iterations); a trip's iterations are its work instructions over an iteration's. A loop around
+    another (a staged ring's trip of `trip` iterations, the per-iteration loop inside) spreads its
+    own instructions over those iterations."""
+    family, per = work
+    doing = [l for l in loops if l.count(family)]
+    inside = {l: [i for i in doing if i != l and l.start <= i.start and i.end <= l.end] for l in doing}
+    outer = [l for l in doing if not any(l in v for v in inside.values())]
+
+    def mix(l: sass.Loop) -> tuple[dict[str, float], float, str]:
+        k = _kinds(l.ops)
+        where = f"0x{l.start:04x}-0x{l.end:04x}: {len(l.ops)} instructions"
+        if not inside[l]:
+            n = l.count(family) / per
+            return {f: c / n for f, c in k.items()}, n, f"{where}, {_iterations(n)} a trip"
+        (i,) = inside[l]
+        if not trip:
+            raise ValueError(f"loop {where} holds loop 0x{i.start:04x}-0x{i.end:04x}: no strip-mined trip says "
+                             "how often it runs")
+        n_in = i.count(family) / per
+        body = _kinds(i.ops)
+        own = k - body
+        m = {f: own[f] / trip + body[f] / n_in for f in own | body}
+        return m, trip, (f"{where}, a trip of {trip} iterations around 0x{i.start:04x}-0x{i.end:04x} "
+                         f"({len(i.ops)} instructions, {_iterations(n_in)} a trip)")
+
+    if not outer:
+        raise ValueError(f"no loop does the shape's work ({family})")
+    m, _, where = max((mix(l) for l in outer), key=lambda t: t[1])
+    return m, where
+
+
+def sass_added(clean: list[sass.Insn], copy: list[sass.Insn], work: tuple[str, int], trip: int) -> dict:
+    """What the probe adds to an iteration of the loop, from the SASS: the clean kernel's hottest
+    loop (found by its backward branch) against the instrumented copy's recording side's hottest
+    loop that reads the timer, each iteration's instructions by family (iteration_mix), the copy's
+    less the clean kernel's: `added` the net count an event (one an iteration), `kinds` each
+    family's change (negative where the probe cost the loop some of its unrolling: fewer branches
+    and counter updates an iteration), `loop` and `clean_loop` the loops read."""
+    c, clean_loop = iteration_mix(sass.loops(clean), work, 0)
+    i, loop = iteration_mix(sass.probed(copy, sass.sides(copy)[1]), work, trip)
+    kinds = {f: round(i.get(f, 0) - c.get(f, 0), 2) for f in sorted(set(c) | set(i))}
+    kinds = dict(sorted(((f, d) for f, d in kinds.items() if d), key=lambda t: (-t[1], t[0])))
+    return {"added": round(sum(i.values()) - sum(c.values()), 2), "kinds": kinds, "loop": loop,
+            "clean_loop": clean_loop}
+
+
+def build(work: Path, shapes=tuple(SHAPES), sites=SITES, recorders=RECORDERS) -> None:
+    """The clean binary and each instrumented one into WORK, with a plan.json naming them, the
+    recorder each runs and what its probe adds to the loop's SASS (sass_added): applied and
+    reverted one at a time (apply holds the project's lock), compiled in parallel. A recorder
+    named that apply refuses is in the plan with apply's reason, unbuilt."""
     work.mkdir(parents=True, exist_ok=True)
-    for f in ("probe_cost.cu", "timing.cuh", "fma.toml", "copy.toml"):
+    for f in ("probe_cost.cu", "timing.cuh"):
         shutil.copy(HERE / f, work / f)
     (work / ".git").mkdir(exist_ok=True)  # marks the project root for the specs' paths
     plan = {"clean": {"binary": "clean"}}
-    for name, loop, site, rec in builds():
-        spec = _spec(work, loop, site, rec)
-        m = snapshot.apply(spec, root=work).manifest
+    for name, shape, site, rec in builds():
+        if shape not in shapes or site not in sites or rec not in recorders:
+            continue
+        spec = _spec(work, shape, site, rec)
+        entry = {"shape": shape, "site": site, "recorder": rec}
+        try:
+            m = snapshot.apply(spec, root=work).manifest
+        except SpecError as e:
+            if rec == "default":
+                raise
+            plan[name] = {**entry, "refused": e.message}
+            continue
         shutil.copy(work / "probe_cost.cu", work / f"{name}.cu")
         (work / f"{name}.manifest.json").write_text(m.dumps())
         snapshot.revert(spec, root=work)
-        plan[name] = {"binary": name, "loop": loop, "site": site, "recorder": rec, "chosen": m.recorder["recorder"]}
+        trip = max((s.trip for s in m.perturbation.strip_mined), default=0)  # a staged ring's trip, 0 for none
+        plan[name] = {**entry, "binary": name, "chosen": m.recorder["recorder"], "copy": m.perturbation.clone,
+                      "trip": trip}
     inc = snapshot.runtime_header().parent
+    built = [k for k, p in plan.items() if "binary" in p]
 
     def compile_one(name: str) -> None:
         src = work / ("probe_cost.cu" if name == "clean" else f"{name}.cu")
         subprocess.run([*NVCC, f"-I{inc}", f"-I{work}", "-o", work / name, src], check=True)
 
     with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        list(pool.map(compile_one, plan))
+        list(pool.map(compile_one, built))
+    clean = sass.disassemble(work / "clean")
+    for k in built:
+        if k == "clean":
+            continue
+        p, shape = plan[k], SHAPES[plan[k]["shape"]]
+        copy = sass.function(sass.disassemble(work / k), p["copy"])
+        p["sass"] = sass_added(sass.function(clean, shape.kernel), copy, shape.work, p["trip"])
     (work / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
 
 
-def _run_one(binary: Path, reps: int, iters: int, capture: Path | None) -> dict:
+def _run_one(binary: Path, reps: int, shape: str, capture: Path | None) -> dict:
     env = dict(os.environ)
     if capture:
         capture.mkdir(parents=True, exist_ok=True)
         env["ATREX_TIMELINE_OUT"] = str(capture)
-    out = subprocess.run([binary, str(reps), str(iters)], check=True, capture_output=True, text=True, env=env).stdout
+    argv = [binary, str(reps), shape, *map(str, SHAPES[shape].iterations)]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def run(work: Path, rounds: int, reps: int) -> dict:
-    """Every build at every FMA trip count, `rounds` times (odd rounds in reverse order), then the
-    rows: per loop, site and trip count, each column's overhead against the clean kernel."""
+    """Each shape's clean run and builds, `rounds` times (odd rounds in reverse order), each process
+    timing every trip count of its shape; then the rows: per shape, trip count and site, each
+    column's overhead against the clean kernel."""
     plan = json.loads((work / "plan.json").read_text())
-    samples: dict[tuple[str, int], list[dict]] = {(k, n): [] for k in plan for n in FMA_ITERATIONS}
-    order = list(samples)
+    shapes = [s for s in SHAPES if any(p.get("shape") == s for p in plan.values())]
+    jobs = []  # (sample key, binary, shape), each shape's clean run beside its builds
+    for s in shapes:
+        jobs += [(f"{s}.clean", "clean", s)]
+        jobs += [(k, k, s) for k, p in plan.items() if p.get("shape") == s and "binary" in p]
+    samples: dict[str, list[dict]] = {key: [] for key, _, _ in jobs}
     for r in range(rounds):
-        for k, n in (order if r % 2 == 0 else order[::-1]):
-            cap = work / f"cap_{k}_{n}" if k != "clean" and r == 0 else None
-            samples[k, n].append(_run_one(work / plan[k]["binary"], reps, n, cap))
+        for key, binary, s in (jobs if r % 2 == 0 else jobs[::-1]):
+            cap = work / f"cap_{key}" if binary != "clean" and r == 0 else None
+            samples[key].append(_run_one(work / binary, reps, s, cap))
     checks = {}
-    for k in plan:
-        if k == "clean":
-            continue
-        report, launches = validate_dir(work / f"cap_{k}_{FMA_ITERATIONS[0]}", load_manifest(work / f"{k}.manifest.json"))
-        checks[k] = {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
-                     "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
-    med = lambda k, n, f: statistics.median(s[f] for s in samples[k, n])  # noqa: E731
+    for key, binary, _ in jobs:
+        if binary != "clean":
+            report, launches = validate_dir(work / f"cap_{key}", load_manifest(work / f"{key}.manifest.json"))
+            checks[key] = {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
+                           "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
+
+    def med(key: str, n: int | None, field: str) -> float | None:
+        values = [next(x[field] for x in s["runs"] if x["iterations"] == n) for s in samples[key]]
+        return None if None in values else statistics.median(values)
+
     rows = []
-    for loop, ((kernel, manual, floor), recs) in LOOPS.items():
-        for n in (FMA_ITERATIONS if loop == "fma" else FMA_ITERATIONS[:1]):
-            base = med("clean", n, kernel)
+    for s in shapes:
+        for n in SHAPES[s].iterations or (None,):
+            base = med(f"{s}.clean", n, "loop_ms")
+            ref = {c: med(f"{s}.clean", n, f"{c}_ms") for c in ("hand_written", "floor")}
             for site in SITES:
-                row = {"loop": loop, "site": site, "iterations": n if loop == "fma" else None, "base_ms": base,
-                       "hand_written": med("clean", n, manual) / base - 1, "floor": med("clean", n, floor) / base - 1}
-                for rec in recs:
-                    key = f"{loop}.{site}.{rec}"
-                    row["default_recorder" if rec == "default" else f"{rec}_capture"] = (
-                        plan[key]["chosen"] if rec == "default" else checks[key])
-                    row[rec] = med(key, n, kernel) / base - 1
-                row["default_capture"] = checks[f"{loop}.{site}.default"]
+                row = {"loop": s, "what": SHAPES[s].what, "site": site, "iterations": n, "base_ms": base,
+                       **{c: None if v is None else v / base - 1 for c, v in ref.items()},
+                       "default_recorder": plan[f"{s}.{site}.default"]["chosen"], "sass": {}}
+                for rec in RECORDERS:
+                    key = f"{s}.{site}.{rec}"
+                    if "refused" in plan[key]:
+                        row.setdefault("refused", {})[rec] = plan[key]["refused"]
+                        continue
+                    row[rec] = med(key, n, "loop_ms") / base - 1
+                    row[f"{rec}_capture"] = checks[key]
+                    row["sass"][rec] = plan[key]["sass"]
                 rows.append(row)
-    return {"rows": rows, "samples": {f"{k}@{n}": v for (k, n), v in samples.items()}, "captures": checks}
+    return {"rows": rows, "samples": samples, "captures": checks}
 
 
 def _pct(v) -> str:
     return "-" if v is None else f"{100 * v:+.2f}%"
 
 
+def print_plan(plan: dict) -> None:
+    """The SASS each build's probe adds an event, by family."""
+    for k, p in plan.items():
+        if "sass" in p:
+            kinds = ", ".join(f"{f} {d:+g}" for f, d in p["sass"]["kinds"].items())
+            print(f"{k:<28}{p['chosen']:>10}{p['sass']['added']:>+8.2f}  {kinds}")
+        elif "refused" in p:
+            print(f"{k:<28}{'refused':>10}  {p['refused'][:90]}")
+
+
 def print_rows(rows: list[dict]) -> None:
+    """Each row's overheads, and the SASS the tool's choice adds an event."""
     cols = ("default", "global", "staged", "resident", "hand_written", "floor")
-    print(f"{'loop':<6}{'site':<12}{'iters':>6}{'chosen':>10}" + "".join(f"{c:>14}" for c in cols))
+    print(f"{'loop':<9}{'site':<12}{'iters':>6}{'chosen':>10}{'SASS':>8}" + "".join(f"{c:>14}" for c in cols))
     for r in rows:
-        print(f"{r['loop']:<6}{r['site']:<12}{r['iterations'] or '-':>6}{r['default_recorder']:>10}"
-              + "".join(f"{_pct(r.get(c)):>14}" for c in cols))
+        print(f"{r['loop']:<9}{r['site']:<12}{r['iterations'] or '-':>6}{r['default_recorder']:>10}"
+              f"{r['sass']['default']['added']:>+8.2f}" + "".join(f"{_pct(r.get(c)):>14}" for c in cols))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="compile every build into WORK")
+    b = sub.add_parser("build", help="compile every build into WORK and print what each probe adds to the SASS")
     b.add_argument("work", type=Path)
     r = sub.add_parser("run", help="run WORK's builds and print the table")
     r.add_argument("work", type=Path)
@@ -157,11 +316,13 @@ def main() -> int:
     a = ap.parse_args()
     if a.cmd == "build":
         build(a.work)
+        print_plan(json.loads((a.work / "plan.json").read_text()))
         return 0
     res = run(a.work, a.rounds, a.reps)
     print_rows(res["rows"])
     for k, c in res["captures"].items():
-        print(f"capture {k}: {c['verdict']}, {c['events']} events" + (f", failed: {c['failed']}" if c["failed"] else ""))
+        failed = f", failed: {c['failed']}" if c["failed"] else ""
+        print(f"capture {k}: {c['verdict']}, {c['events']} events{failed}")
     if a.json:
         a.json.write_text(json.dumps(res, indent=2) + "\n")
     return 0 if all(c["verdict"] == "valid" for c in res["captures"].values()) else 1

@@ -1,0 +1,79 @@
+"""bench/probe_cost/run.py: what each recorder's probe adds to a loop's SASS an event, read at build
+time by diffing the instrumented loop against the clean one (real nvcc and cuobjdump, no GPU); the
+IKeT side (bench/perturbation/iket_loops.py) has the same loop shapes."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from atrex_inject import sass
+from conftest import REPO
+
+_spec = importlib.util.spec_from_file_location("atrex_probe_cost", REPO / "bench" / "probe_cost" / "run.py")
+probe_cost = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(probe_cost)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_the_sass_diff_finds_the_global_probe_in_the_fma_loop(tmp_path):
+    """The FMA loop with its site at loop-begin on the global path: the loop keeps its 128 FFMA an
+    iteration and the probe adds a %globaltimer read (CS2R) and a global store (STG) an event, with
+    the slot arithmetic around them. Resident rings of 2048 events a warp do not fit a CTA: apply
+    refuses them, and the plan says why instead of a build."""
+    probe_cost.build(tmp_path, ["fma"], ["loop-begin"], ["global", "resident"])
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    s = plan["fma.loop-begin.global"]["sass"]
+    assert s["added"] >= 3 and s["kinds"]["CS2R"] == 1 and s["kinds"]["STG"] == 1, s
+    assert "FFMA" not in s["kinds"] and s["added"] == pytest.approx(sum(s["kinds"].values()), abs=0.05), s
+    assert "1 iteration a trip" in s["loop"], s
+    resident = plan["fma.loop-begin.resident"]
+    assert "rings need" in resident["refused"] and "binary" not in resident
+
+
+def _loop(start: int, body: list[str]) -> list[sass.Insn]:
+    return [(start + 16 * k, op, op) for k, op in enumerate(body)]
+
+
+def test_a_strip_mined_trip_spreads_its_copy_out_over_its_iterations():
+    """SYNTHETIC SASS: the clean loop unrolled twice (2 x 2 FFMA an iteration) against a staged
+    trip of 4 iterations: an inner loop of one iteration with a timer read and a shared store,
+    inside a trip loop whose own 4 instructions (the copy-out) are spread over its 4 iterations,
+    a quarter of each an iteration. The inner loop also lost the unrolling: one branch and one
+    counter update an iteration against half of each."""
+    clean = _loop(0x100, ["FFMA", "FFMA", "FFMA", "FFMA", "IADD3", "BRA>256"])
+    inner = _loop(0x210, ["CS2R.32", "STS.64", "FFMA", "FFMA", "IADD3", "BRA>528"])
+    copy = [*_loop(0x200, ["MOV"]), *inner, *_loop(0x270, ["LDS.64", "STG.E.64", "BRA>512"])]
+    loops = [sass.Loop(0x100, 0x150, tuple(o for _, o, _ in clean))]
+    mix, where = probe_cost.iteration_mix(loops, ("FFMA", 2), 0)
+    assert mix == {"FFMA": 2, "IADD3": 0.5, "BRA": 0.5} and "2 iterations a trip" in where
+    nest = [sass.Loop(0x210, 0x260, tuple(o for _, o, _ in inner)),
+            sass.Loop(0x200, 0x290, tuple(o for _, o, _ in copy))]
+    mix, where = probe_cost.iteration_mix(nest, ("FFMA", 2), 4)
+    assert mix == {"FFMA": 2, "CS2R": 1, "STS": 1, "IADD3": 1, "BRA": 1.25, "MOV": 0.25, "LDS": 0.25, "STG": 0.25}
+    assert "a trip of 4 iterations around 0x0210-0x0260" in where
+
+
+def test_the_iket_side_has_the_same_loop_shapes():
+    """One GPU call measures IKeT on every shape bench/probe_cost measures: iket.py's default shapes
+    are probe_cost's SHAPES (the next test: iket_loops.py compiles each)."""
+    spec = importlib.util.spec_from_file_location("atrex_iket", REPO / "bench" / "perturbation" / "iket.py")
+    iket = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(iket)
+    assert iket.SHAPES.split(",") == list(probe_cost.SHAPES)
+
+
+def test_the_iket_loops_compile_clean_and_probed(tmp_path):
+    """Each IKeT shape compiles for sm_90a with and without its iket.mark (CuTe DSL, fake tensors, no
+    GPU): what can be checked of the IKeT side off the GPU host."""
+    pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a", CUTE_DSL_COMPILER_OPT="iket", CUTE_DSL_DUMP_DIR=str(tmp_path))
+    p = subprocess.run([sys.executable, str(REPO / "bench" / "perturbation" / "iket_loops.py"), "--compile-only"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1])["compiled"] == list(probe_cost.SHAPES)
