@@ -16,8 +16,9 @@ cycles are what that SM counted. Its ns are its cycles at its owner's local rate
 (smclock.local_rates: the SM clock changes speed within a launch), and it is flagged `varied` when
 the local rates at its start and at its end differ by more than their own uncertainty (the clock
 changed speed inside it). An instance whose cycles imply a rate the device cannot run at
-(smclock.RATE_GHZ; validate's clock_consistency names them) keeps the global timer's ns, in steps of
-its tick (32 ns on an H200), and `why` says why.
+(smclock.RATE_GHZ; validate's clock_consistency names them), or one of whose ends had its clock read
+late after its timer (smclock.pauses: the warp paused between the two reads), keeps the global
+timer's ns, in steps of its tick (32 ns on an H200), and `why` says why.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .decode import Launch
-from .smclock import RATE_GHZ, READ_TICKS, local_rates, readings
+from .smclock import RATE_GHZ, READ_TICKS, impossible, local_rates, readings
 
 CYCLES, TIMER, MIXED = "cycles", "globaltimer", "mixed"
 
@@ -113,14 +114,16 @@ def durations(launch: Launch, p: dict[str, np.ndarray]) -> Durations:
     rates, u = local_rates(r, a, b, tick)
     read = READ_TICKS * tick
     lo, hi = RATE_GHZ
+    paused = impossible(r, tick).paused  # per event: its clock read late after its timer (smclock.pauses)
     ok = ((cycles >= 0) & (cycles <= hi * (dur + read)) & (cycles >= lo * (dur - read))
-          & (rates >= lo) & (rates <= hi))
+          & (rates >= lo) & (rates <= hi) & ~paused[p["i0"]] & ~paused[p["i1"]])
     ns = np.where(ok, cycles / np.where(ok, rates, 1.0), dur.astype(np.float64))
     start, u0 = local_rates(r, a, a, tick)
     end, u1 = local_rates(r, b, b, tick)
     varied = ok & (np.abs(end - start) > u0 * start + u1 * end)
     why = "" if ok.all() else ("their cycles, or their owner's readings around them, imply a rate the SM clock "
-                               "cannot run at (validate's clock_consistency names them)")
+                               "cannot run at (validate's clock_consistency names them), or an end's clock was "
+                               "read late after its timer (the warp paused between the two reads)")
     return Durations(ns, np.where(ok, cycles, -1), ok, clock["rate_ghz"], why, np.where(ok, rates, np.nan),
                      np.where(ok, u, np.nan), varied)
 
