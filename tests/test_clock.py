@@ -570,3 +570,32 @@ def test_a_fixed_cost_that_is_no_interval_is_refused():
     """--fixed-cost names an interval of the spec; anything else exits 2 listing them."""
     code, out = cli("summary", FIX / "gemm_mma", "--fixed-cost", "nope -> nothing")
     assert code == 2 and "'nope -> nothing' is not an interval of the spec" in out and "iter -> copies_issued" in out
+
+
+REAL = FIX / "realkernels"
+
+
+@pytest.mark.parametrize("name", ["fi_segment_packbits_clock", "fi_decode_clock"])
+def test_public_kernels_recorded_with_the_clock_are_valid(name):
+    """flashinfer kernels recorded with `clock = true` after their harness's warm-up (H200): valid,
+    every interval timed by the SM clock except the instances that end or start at a paused event."""
+    r = validate_capture(REAL / name, load_manifest(REAL / name / "manifest.json"))
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+
+
+def test_a_paused_event_times_no_interval_on_a_real_capture():
+    """SegmentPackBitsKernel's 11 pauses (an event's clock read 150-420 ns after its timer): each is
+    paused, no step of the capture is a fault, and the loop interval's instances that end at a
+    paused event keep the timer's ns while the others are timed by the clock."""
+    m = load_manifest(REAL / "fi_segment_packbits_clock" / "manifest.json")
+    launch = decode_file(next((REAL / "fi_segment_packbits_clock").glob("*.atrex")), m)
+    ev, o, tick = launch.events, launch.owners, launch.meta["timer_resolution_ns"]
+    im = impossible(readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"]), tick)
+    assert int(im.paused.sum()) == 11 and not (im.jump | im.out_of_range | im.backward).any()
+    iv = next(i for i in m.intervals if i.name == "chunk -> chunk_end")
+    p = pairs(launch, iv.start_id, iv.end_id)
+    d = durations(launch, p)
+    touched = im.paused[p["i0"]] | im.paused[p["i1"]]
+    assert touched.any() and not d.by_cycles[touched].any() and d.by_cycles[~touched].all()
+    assert "paused" in d.why
+
