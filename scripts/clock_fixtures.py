@@ -1,5 +1,5 @@
-"""Copy the captures of one scripts/gpu-clock.sh run into tests/fixtures/h200/ (clock_phases/,
-clock_phases_resident/, clock_phases_loaded/, gemm_mma_clock/) and write their section of PROVENANCE.md, before the
+"""Copy the captures of one scripts/gpu-clock.sh run into tests/fixtures/h200/ (a folder per
+name of NAMES) and write their section of PROVENANCE.md, before the
 section update_fixtures.py writes last (its other sections are left as they are).
 
     python3 scripts/clock_fixtures.py clock.tar.gz RUN_LABEL
@@ -23,8 +23,10 @@ from atrex_inject.decode import decode_file
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.summary import clock_line
 
-NAMES = ("clock_phases", "clock_phases_resident", "clock_phases_loaded", "gemm_mma_clock")
-HEADING = "## clock_phases/, clock_phases_resident/, clock_phases_loaded/ and gemm_mma_clock/ (the SM clock)"
+EXAMPLES = ("layernorm", "softmax_rows", "reduce_sumsq", "rmsnorm_nvrtc")
+NAMES = ("clock_phases", "clock_phases_resident", "clock_phases_loaded", "gemm_mma_clock",
+         *(f"{ex}_clock" for ex in EXAMPLES))
+HEADING = "## clock_phases/ and the other captures with the SM clock"
 SECTION = "## clock_phases/"  # how this script's section begins, whichever folders it named
 SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the global path)",
          "clock_phases_resident": "the same spec with `recorder = \"resident\"`, `warps = 4` added by "
@@ -32,7 +34,10 @@ SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the glob
          "clock_phases_loaded": "`tests/sources/clock_phases_loaded.toml` as written: the same phases timed by warps "
                                 "0-3 while warps 4-7 of each CTA stream global memory",
          "gemm_mma_clock": "`examples/specs/gemm_mma.toml` renamed `gemm_mma_clock`, with `clock = true` added and "
-                           "`skip = 200` (run with `--warmup 200 --iters 10`)"}
+                           "`skip = 200` (run with `--warmup 200 --iters 10`)",
+         **{f"{ex}_clock": f"`examples/specs/{ex}.toml` as written, renamed `{ex}_clock`, with `clock = true` added"
+            + (" (the CUDA string of a Python file, NVRTC-compiled and launched from Python, captured by the launch "
+               "hooks)" if ex == "rmsnorm_nvrtc" else " (the harness's own warm-up)") for ex in EXAMPLES}}
 
 
 def section(label: str, device: list[str], rows: list[tuple[str, dict, dict, dict]]) -> str:
@@ -67,7 +72,7 @@ def main(tar: Path, label: str) -> None:
             if not any(d.glob("*.atrex")):
                 sys.exit(f"{tar}: no capture of {name} in it (see its {name}.capture.txt); nothing written")
             _copy(d, FIX / name, [*d.glob("*-launch*"), d / "manifest.json", d / "run.json",
-                                  d / f"{name}.instrumented.cu"])
+                                  *d.glob(f"{name}.instrumented.*")])
             m = load_manifest(FIX / name / "manifest.json")
             raw = next((FIX / name).glob("*.atrex"))
             side = json.loads(raw.with_suffix(".json").read_text())

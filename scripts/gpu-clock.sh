@@ -2,7 +2,7 @@
 # Real captures with the SM clock (`[capture] clock = true`, 16-byte events) for tests/test_clock.py:
 # on the GPU host, from the repository root, with wheels in .whl/ (carry [".whl"]):
 #   bash scripts/gpu-clock.sh            (results under $OUT/clock/, default OUT=/tmp/atrex-gpu; ~1 minute)
-# Four captures, each applied, built for sm_90a, run once with probes off, captured through
+# Captures, each applied, built for sm_90a, run once with probes off, captured through
 # `atrex-inject capture`, reverted byte for byte, validated and summarized:
 #   clock_phases           tests/sources/clock_phases.toml as written: the ground-truth kernel (spins of
 #                          0, 40, 200 and 2000 cycles and 5000 ns between sites) on the global path
@@ -11,6 +11,9 @@
 #                          while warps 4-7 of each CTA stream a 256 MB buffer from global memory
 #   gemm_mma_clock         examples/specs/gemm_mma.toml renamed, with `clock = true` and 200 warmup
 #                          launches before the written one: a real kernel's clock
+#   layernorm_clock, softmax_rows_clock, reduce_sumsq_clock   the examples' specs as written, `clock = true`
+#                          added (renamed so): memory-bound kernels after their harness's normal warm-up
+#   rmsnorm_nvrtc_clock    the same for a kernel in a Python string, NVRTC-compiled and launched from Python
 # Everything goes into one archive, $OUT/clock/clock.tar.gz; here, `python3 scripts/clock_fixtures.py
 # clock.tar.gz RUN_LABEL` turns it into tests/fixtures/h200/<name>/ with their provenance.
 set -uo pipefail
@@ -81,6 +84,28 @@ capture_one clock_phases "$work/tests/sources/clock_phases.toml" tests/sources/c
 capture_one clock_phases_resident "$cp_spec" tests/sources/clock_phases.cu
 capture_one clock_phases_loaded "$work/tests/sources/clock_phases_loaded.toml" tests/sources/clock_phases_loaded.cu
 capture_one gemm_mma_clock "$gemm_spec" examples/cuda/gemm_mma.cu --warmup 200 --iters 10
+# the examples as a new user records their clock: the spec as written, `clock = true` added, renamed <ex>_clock
+clock_of() {
+  sed -e "s/^name = \"$1\"$/name = \"$1_clock\"/" -e 's/^\[capture\]$/[capture]\nclock = true/' \
+    "$work/examples/specs/$1.toml" > "$work/examples/specs/$1_clock.toml" && echo "$work/examples/specs/$1_clock.toml"
+}
+for ex in layernorm softmax_rows reduce_sumsq; do
+  capture_one "${ex}_clock" "$(clock_of $ex)" "examples/cuda/$ex.cu"
+done
+# a kernel in a Python string, compiled with NVRTC and launched from Python, captured by the launch hooks
+name=rmsnorm_nvrtc_clock spec=$(clock_of rmsnorm_nvrtc) src="$work/examples/kernelpy/nvrtc/kernel.py"
+log "$name: apply, capture through the launch hooks"
+if $ATREX apply "$spec" --root "$work"; then
+  mkdir -p "$D/cap/$name" && cp "$src" "$D/cap/$name/$name.instrumented.py" && cp "$work/.atrex/$name/manifest.json" "$D/cap/$name/"
+  workload=$(python3 -c "import sys; sys.path.insert(0, sys.argv[1]); import problem as p; print(p.NAME + ':' + 'x'.join(map(str, p.get_inputs()[0].shape)) + ':seed=1')" "$work/examples/kernelpy/nvrtc")
+  $T $ATREX capture --spec "$spec" --root "$work" --out "$D/cap/$name" --workload "$workload" \
+    -- python3 "$work/examples/kernelpy/run.py" "$src" --warmup 3 --iters 10 | tee "$D/$name.capture.txt" || fail=1
+  $ATREX revert "$spec" --root "$work" || fail=1
+  $ATREX validate "$D/cap/$name" --source "$D/cap/$name/$name.instrumented.py" || fail=1
+  $ATREX summary "$D/cap/$name" | tee "$D/$name.summary.txt"
+else
+  fail=1
+fi
 nvidia-smi --query-gpu=clocks.sm,clocks.max.sm --format=csv,noheader | tee -a "$D/sm_clock.txt"
 
 # one archive: the device machine returns only a few files from $OUT
