@@ -2,9 +2,11 @@
 name of NAMES) and write their section of PROVENANCE.md, before the
 section update_fixtures.py writes last (its other sections are left as they are).
 
-    python3 scripts/clock_fixtures.py clock.tar.gz RUN_LABEL
+    python3 scripts/clock_fixtures.py clock.tar.gz RUN_LABEL [NAME,NAME,...]
 
-RUN_LABEL: how PROVENANCE.md names that GPU call, as update_fixtures.py's does (its date). Afterwards the
+RUN_LABEL: how PROVENANCE.md names that GPU call, as update_fixtures.py's does (its date); the names
+(default: all of NAMES) choose which captures become fixtures, in a section of their own, so the
+fixtures other tests were written against can stay from an earlier call. Afterwards the
 golden outputs include the new folders: regenerate them (`python3 tests/golden_outputs.py
 tests/golden`).
 """
@@ -26,8 +28,6 @@ from atrex_inject.summary import clock_line
 EXAMPLES = ("layernorm", "softmax_rows", "reduce_sumsq", "rmsnorm_nvrtc")
 NAMES = ("clock_phases", "clock_phases_resident", "clock_phases_loaded", "gemm_mma_clock",
          *(f"{ex}_clock" for ex in EXAMPLES))
-HEADING = "## clock_phases/ and the other captures with the SM clock"
-SECTION = "## clock_phases/"  # how this script's section begins, whichever folders it named
 SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the global path)",
          "clock_phases_resident": "the same spec with `recorder = \"resident\"`, `warps = 4` added by "
                                   "`atrex_inject.spec.with_recorder(spec, 'resident', 4)` (so named `clock_phases_resident`)",
@@ -40,10 +40,15 @@ SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the glob
                "hooks)" if ex == "rmsnorm_nvrtc" else " (the harness's own warm-up)") for ex in EXAMPLES}}
 
 
+def heading(names: list[str]) -> str:
+    """The section's heading, which names its folders (and finds the section this script wrote before)."""
+    return f"## {', '.join(f'{n}/' for n in names)} (the SM clock)"
+
+
 def section(label: str, device: list[str], rows: list[tuple[str, dict, dict, dict]]) -> str:
     side = rows[0][1]
     d = side["device"]
-    lines = [HEADING, "",
+    lines = [heading([r[0] for r in rows]), "",
              f"{label}: `bash scripts/gpu-clock.sh` on an {d['name']} (UUID {d['uuid']}, {d.get('sm_count', '?')} "
              f"SMs, driver {device[0].split(', ')[-1] if device else '?'}, nvcc "
              f"{device[1].strip() if len(device) > 1 else '?'}, "
@@ -57,17 +62,18 @@ def section(label: str, device: list[str], rows: list[tuple[str, dict, dict, dic
     lines += ["", "These files are device output: never edit them. tests/test_clock.py reads them, and plants "
                   "faults in synthetic copies.", ""]
     return "\n".join(textwrap.fill(line, 100, subsequent_indent="  " if line.startswith("- ") else "",
-                                   break_on_hyphens=False) if line else "" for line in lines)
+                                   break_on_hyphens=False) if line and not line.startswith("## ") else line
+                     for line in lines)
 
 
-def main(tar: Path, label: str) -> None:
+def main(tar: Path, label: str, names: list[str]) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         with tarfile.open(tar) as f:
             f.extractall(t, filter="data")
         device = (t / "device.txt").read_text().splitlines()
-        for name in NAMES:
+        for name in names:
             d = t / "cap" / name
             if not any(d.glob("*.atrex")):
                 sys.exit(f"{tar}: no capture of {name} in it (see its {name}.capture.txt); nothing written")
@@ -77,13 +83,14 @@ def main(tar: Path, label: str) -> None:
             raw = next((FIX / name).glob("*.atrex"))
             side = json.loads(raw.with_suffix(".json").read_text())
             rows.append((name, side, m, decode_file(raw, m).meta["clock"]))
-    for name in NAMES:
+    for name in names:
         for p in (FIX / name).iterdir():
             p.chmod(0o644)
     text = (FIX / "PROVENANCE.md").read_text()
-    if SECTION in text:  # replace the section this script wrote before
-        start = text.index(SECTION)
-        end = text.find("\n## ", start + len(SECTION))
+    own = heading(names) + "\n"
+    if own in text:  # replace the section this script wrote before for these folders
+        start = text.index(own)
+        end = text.find("\n## ", start + len(own))
         text = text[:start] + (text[end + 1:] if end >= 0 else "")
     at = text.index(SPLIT) if SPLIT in text else len(text)
     (FIX / "PROVENANCE.md").write_text(text[:at] + section(label, device, rows) + "\n" + text[at:])
@@ -92,4 +99,9 @@ def main(tar: Path, label: str) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2])
+    if len(sys.argv) not in (3, 4):
+        sys.exit(__doc__)
+    chosen = sys.argv[3].split(",") if len(sys.argv) == 4 else list(NAMES)
+    if unknown := [n for n in chosen if n not in NAMES]:
+        sys.exit(f"unknown capture name(s) {', '.join(unknown)}: choose among {', '.join(NAMES)}")
+    main(Path(sys.argv[1]), sys.argv[2], chosen)

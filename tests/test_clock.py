@@ -52,6 +52,13 @@ SPIN_TRIP = 64
 # An event reads the timer, then the clock a few instructions later (the resident path: after its
 # ring lookup); how far apart varies by a few cycles from one event to the next.
 READ_SKEW_NS = 2
+# With other warps of the SM streaming memory (clock_phases_loaded) the probe's instructions and
+# the spin's trips wait for issue slots now and then: on the H200 91-93% of warm instances lay
+# within FEW_CYCLES of the median cost, the rest up to 55 cycles past it; a spin overshot by up to 65
+# cycles (one trip more), and the two reads of an event lay up to 8 ns apart. Per fixture: (the share
+# of warm instances within FEW_CYCLES, the most any lies beyond it, the read skew in ns).
+LOAD = {"clock_phases_loaded": (0.9, 56, 8)}
+STEADY = (1.0, 0, READ_SKEW_NS)
 
 
 def _ground_truth_project(tmp_path: Path, name: str) -> tuple[Path, Path]:
@@ -197,19 +204,21 @@ def test_cycle_intervals_give_the_programmed_phases(name):
     round (_phase) comes out within a few cycles of its programmed length once the probe's own cost
     is taken off (the first rounds: no less than it)."""
     launch, m = _launch(name)
+    share, tail, _ = LOAD.get(name, STEADY)
     for phase, n in PHASES.items():
         p, d, spun, warm = _phase(launch, m, phase)
         assert d.resolution == "cycles" and p["dur"].size == launch.owners["claims"].size * 16
-        assert (spun >= n).all() and (spun[warm] < n + SPIN_TRIP).all(), phase
+        assert (spun >= n).all() and (spun[warm] < n + SPIN_TRIP + tail).all(), phase
         cost = d.cycles - spun  # the recorder's instructions between the two clock reads
         fixed = int(np.median(cost[warm]))
         assert 0 < fixed < 200, (phase, fixed)
-        assert np.abs(cost[warm] - fixed).max() <= FEW_CYCLES, (phase, fixed, cost[warm].min(), cost[warm].max())
-        assert (cost >= fixed - FEW_CYCLES).all()
-        assert (np.abs(d.cycles[warm] - fixed - n) < SPIN_TRIP + FEW_CYCLES).all()
+        off = np.abs(cost[warm] - fixed)
+        assert np.mean(off <= FEW_CYCLES) >= share and off.max() <= FEW_CYCLES + tail, (phase, fixed, off.max())
+        assert (cost >= fixed - FEW_CYCLES - tail).all()
+        assert (np.abs(d.cycles[warm] - fixed - n) < SPIN_TRIP + FEW_CYCLES + 2 * tail).all()
     # the 0-cycle spin: a phase's cost beyond its spin (its start is the loop-begin probe's)
     p, d, spun, warm = _phase(launch, m, "round -> spun_0")
-    assert (spun[warm] < SPIN_TRIP).all() and np.ptp((d.cycles - spun)[warm]) <= 2 * FEW_CYCLES
+    assert (spun[warm] < SPIN_TRIP).all() and np.ptp((d.cycles - spun)[warm]) <= 2 * (FEW_CYCLES + tail)
 
 
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
@@ -221,17 +230,18 @@ def test_ns_at_the_measured_clock_are_within_one_percent(name):
     one tick of it, give or take the recorder's few cycles and the local rate's own uncertainty; the
     2000-cycle spin within 1% of its own measured length (warm instances: _phase)."""
     launch, m = _launch(name)
+    _, tail, _ = LOAD.get(name, STEADY)
     rate = launch.meta["clock"]["rate_ghz"]
     tick = launch.meta["timer_resolution_ns"]
     p, d, spun, warm = _phase(launch, m, "spun_200 -> spun_2000")
     assert np.array_equal(d.ns, d.cycles / d.rates) and (np.abs(d.rates / rate - 1) < 0.01).all()
     fixed = np.median((d.cycles - spun)[warm])
-    assert (np.abs((d.cycles - fixed) / rate - spun / rate) <= 0.01 * spun / rate)[warm].all()
+    assert (np.abs((d.cycles - fixed) / rate - spun / rate) <= (0.01 * spun + tail) / rate)[warm].all()
     p, d, spun_ns, warm = _phase(launch, m, NS_PHASE)
     ns, read, u = (d.ns - fixed / d.rates)[warm], spun_ns[warm], d.uncertainty[warm]
     assert (read >= NS_PROGRAMMED).all() and (read < NS_PROGRAMMED + 2 * tick).all()
     assert (np.abs(ns - read) <= 0.01 * read).all(), (ns.min(), ns.max())
-    assert (u < 0.02).all() and (np.abs(ns - read) < tick + FEW_CYCLES / rate + u * ns).all()
+    assert (u < 0.02).all() and (np.abs(ns - read) < tick + (FEW_CYCLES + tail) / rate + u * ns).all()
 
 
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
@@ -242,6 +252,7 @@ def test_global_timer_figures_are_off_by_up_to_a_tick(name):
     launch's, on the interval's length), so the 40-cycle phase, one length within a few cycles, reads
     as two or three neighbouring multiples of the tick."""
     launch, m = _launch(name)
+    _, _, skew = LOAD.get(name, STEADY)
     tick = launch.meta["timer_resolution_ns"]
     assert tick == 32
     for phase in (*PHASES, NS_PHASE):
@@ -249,9 +260,10 @@ def test_global_timer_figures_are_off_by_up_to_a_tick(name):
         spread = np.ptp(d.rates) / np.median(d.rates)  # the local rates' spread
         assert (p["dur"] % tick == 0).all()
         off = np.abs(p["dur"] - d.ns)
-        assert (off < tick + 2 * READ_SKEW_NS + spread * d.ns).all(), (phase, off.max())
+        assert (off < tick + 2 * skew + spread * d.ns).all(), (phase, off.max())
     p, d, _, warm = _phase(launch, m, "spun_0 -> spun_40")
-    assert np.ptp(d.ns[warm]) < tick / 4  # by cycles: one length, within a few cycles
+    if name not in LOAD:  # under load, test_cycle_intervals_give_the_programmed_phases bounds the tail
+        assert np.ptp(d.ns[warm]) < tick / 4  # by cycles: one length, within a few cycles
     assert len(np.unique(p["dur"][warm])) >= 2 and np.ptp(p["dur"][warm]) <= 2 * tick  # by the timer: ±1 tick
 
 
@@ -530,15 +542,16 @@ def test_fixture_is_the_ground_truth_source_instrumented(name, tmp_path):
     code, out = cli("apply", spec, "--recorder", recorder)
     assert code == 0, out
     compiled = FIX / name / f"{name}.instrumented.cu"
-    assert without_directives(src.read_text()) == compiled.read_text()  # the #line directives aside (linemap.py)
+    assert without_directives(src.read_text()) == without_directives(compiled.read_text())  # #line aside (linemap.py)
     code, out = cli("validate", FIX / name, "--source", compiled, "--json")
     assert code == 0 and "source file" not in json.loads(out)["unchecked_provenance"], out
 
 
 # With resident rings a probe's own cost depends on what ran before it: 63 cycles after the empty
-# spin, 45 after the spins of 200 and 2000 cycles (measured per instance on the H200 capture), so
-# the empty phase's cost leaves those phases up to 25 cycles short of the kernel's own count.
-FIXED_COST_SPREAD = {"clock_phases": 0, "clock_phases_resident": 18, "clock_phases_loaded": 0}
+# spin, 45 after the spins of 200 and 2000 cycles (measured per instance on the H200 captures), so
+# the empty phase's cost leaves those phases up to 25 cycles short of the kernel's own count. The
+# loaded ground truth was recorded with the resident rings the tool chose for it.
+FIXED_COST_SPREAD = {"clock_phases": 0, "clock_phases_resident": 18, "clock_phases_loaded": 18}
 
 
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
@@ -575,12 +588,33 @@ def test_a_fixed_cost_that_is_no_interval_is_refused():
 REAL = FIX / "realkernels"
 
 
-@pytest.mark.parametrize("name", ["fi_segment_packbits_clock", "fi_decode_clock"])
-def test_public_kernels_recorded_with_the_clock_are_valid(name):
-    """flashinfer kernels recorded with `clock = true` after their harness's warm-up (H200): valid,
-    every interval timed by the SM clock except the instances that end or start at a paused event."""
-    r = validate_capture(REAL / name, load_manifest(REAL / name / "manifest.json"))
+@pytest.mark.parametrize("folder", [REAL / "fi_segment_packbits_clock", REAL / "fi_decode_clock",
+                                    *(FIX / f"{ex}_clock" for ex in ("gemm_mma", "layernorm", "softmax_rows",
+                                                                     "reduce_sumsq", "rmsnorm_nvrtc"))],
+                         ids=lambda f: f.name)
+def test_real_kernels_recorded_with_the_clock_are_valid(folder):
+    """Seven kernels recorded with `clock = true` on the H200 after their program's own warm-up, the
+    clocks not locked: two flashinfer kernels, the examples' GEMM, layernorm, row softmax and
+    reduction as their specs are written, and an RMSNorm in a Python string launched through NVRTC.
+    Each validates, clock_consistency included, although the SM clock changed speed inside most."""
+    r = validate_capture(folder, load_manifest(folder / "manifest.json"))
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+
+
+def test_a_pause_right_after_the_start_stamp_is_judged_at_the_rate_around_it():
+    """softmax_rows_clock: owner 1803's first event has 419 cycles in the timer's 96 ns after its
+    start stamp (4.4 GHz: out of any SM's range), and its step out about 130 ns too few, while the
+    step over it, from the stamp to the next event, runs at 1.98 GHz: a pause. Judged at its
+    neighbours' rate, which counted the paused step itself (2.02 GHz), the step out gave back too
+    little and the capture was rejected."""
+    folder = FIX / "softmax_rows_clock"
+    m = load_manifest(folder / "manifest.json")
+    launch = decode_file(next(folder.glob("*.atrex")), m)
+    ev, o, tick = launch.events, launch.owners, launch.meta["timer_resolution_ns"]
+    im = impossible(readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"]), tick)
+    first = np.flatnonzero((ev["owner"] == 1803) & (ev["seq"] == 0))
+    assert first.tolist() == [10818] and im.dc[10818] == 419 and im.dt[10818] == 96
+    assert np.flatnonzero(im.paused).tolist() == [10818] and not (im.jump | im.out_of_range | im.backward).any()
 
 
 def test_a_paused_event_times_no_interval_on_a_real_capture():
