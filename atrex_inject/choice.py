@@ -28,15 +28,18 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
 3. the first candidate that keeps the kernel is chosen; where none does, each is compiled again with
    its copy's registers held to the clean kernel's allocation (`__maxnreg__` on the copy's head) and
    the first that keeps it, spills included, is chosen; where still none does, the first candidate
-   SASS cannot decide ("unsure") is kept and `measure` decides; where every candidate is another
-   kernel, the first is kept and its problems are apply's warnings (check-sass fails on it).
+   SASS cannot decide ("unsure") that keeps the clean kernel's register allocation is kept (else
+   the first unsure) and `measure` decides; where every candidate is another kernel, the first is
+   kept and its problems are apply's warnings (check-sass fails on it).
 
 What SASS decides (`judge`, the one judgment apply and check-sass give): a change every CTA of a
 recording run pays is a problem: probes off not the clean kernel, fewer CTAs per SM at the kernel's
-block size (registers, shared memory), more spills. What SASS cannot weigh is a doubt: a change in
-the schedule of a loop (a clean loop the copy no longer has as it was, fewer or more loads in flight
-where recording CTAs time a loop; only the recording CTAs run it), and more registers where the
-block size is unknown (whether the launches fill an SM that far is the grid's). On public kernels
+block size (registers, shared memory), more spills where CTAs that record nothing run them. What
+SASS cannot weigh is a doubt: a change in the schedule of a loop (a clean loop the copy no longer
+has as it was, fewer or more loads in flight where recording CTAs time a loop; only the recording
+CTAs run it), spills on the recording side only (a copy held to the clean kernel's registers: the
+CTAs that record nothing run the clean side without them), and more registers where the block size
+is unknown (whether the launches fill an SM that far is the grid's). On public kernels
 such copies measured within target as often as not (bench/realkernels, docs/realkernels.md), so
 the SASS says "unsure" and `measure` decides.
 Without nvcc the spec's recorder is the documented default, the global path, and apply says so.
@@ -53,7 +56,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from . import __version__, registry
+from . import __version__, registry, sass
 from .errors import AtrexError, SpecError
 from .fsio import inside, sha256_bytes, write_atomic
 from .plan import DEFAULT_PATH, BufferPath, RecorderMode, make_plan, requested_mode
@@ -133,7 +136,8 @@ class Choice:
 
 
 def _constraint(mode: RecorderMode) -> dict:
-    return {"max_registers": mode.max_registers} if mode.max_registers else {}
+    return ({"max_registers": mode.max_registers, **({"held": mode.to_json()["held"]} if mode.held else {})}
+            if mode.max_registers else {})
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
@@ -149,7 +153,25 @@ def _include_of(launcher: str, path: Path, header: Path, search: list[Path]) -> 
 
 
 def describe(mode: RecorderMode) -> str:
+    if mode.held:
+        caps = sorted({c for _, c in mode.held})
+        return (f"{mode.path.value}, registers held to each instantiation's clean allocation "
+                f"({caps[0]}{f'-{caps[-1]}' if len(caps) > 1 else ''})")
     return f"{mode.path.value}{f', registers held to {mode.max_registers}' if mode.max_registers else ''}"
+
+
+def held_mode(mode: RecorderMode, clean_registers: int, clean, kernel: str) -> RecorderMode:
+    """The candidate compiled again with its copy's registers held to the clean kernel's allocation
+    (rule 3): for a template kernel built in several instantiations whose template arguments can
+    be read from their mangled names, each to its own, so that a heavy instantiation is not held
+    to a light one's registers and made to spill; else to `clean_registers`, the judged one's."""
+    hits = sorted(sass.matches(clean.funcs, kernel))
+    args = [sass.template_args(h) for h in hits]
+    held = ()
+    if len(hits) > 1 and None not in args:
+        held = tuple((tuple(a), allocated_registers(clean.kernel(h)[1].registers)) for h, a in zip(hits, args))
+        held = held if all(r for _, r in held) else ()
+    return replace(mode, max_registers=allocated_registers(clean_registers), held=held)
 
 
 @dataclass
@@ -233,10 +255,10 @@ class Target:
             "pass the flags your build uses with --nvcc-flag"))
 
     def key(self) -> str:
-        """What a cached choice is valid for: the spec, the tool and its recorder runtime, and every
-        file a build of the clean source reads, by content (sass.dependency_digest: the source, each
-        header it includes however deep, nvcc's version, the flags); "" when nvcc cannot list those
-        files (the choice is then not cached)."""
+        """What a cached choice is valid for: the spec, the tool (its version and the code of its
+        rules) and its recorder runtime, and every file a build of the clean source reads, by
+        content (sass.dependency_digest: the source, each header it includes however deep, nvcc's
+        version, the flags); "" when nvcc cannot list those files (the choice is then not cached)."""
         from .assets import asset_dir  # noqa: PLC0415
         runtime = asset_dir("runtime")
         with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
@@ -247,7 +269,9 @@ class Target:
             return ""
         recorder = [f"{p.relative_to(runtime)}\0{sha256_bytes(p.read_bytes())}" for p in sorted(runtime.rglob("*"))
                     if p.is_file() and p.suffix in (".cuh", ".h")]
-        return sha256_bytes("\0\0".join([self.spec.text, deps, *recorder, __version__]).encode())[:32]
+        # the rules that judged it, by content: a choice made by other rules is not this tool's
+        rules = [sha256_bytes(Path(m.__file__).read_bytes()) for m in (sys.modules[__name__], sass)]
+        return sha256_bytes("\0\0".join([self.spec.text, deps, *recorder, *rules, __version__]).encode())[:32]
 
 
 def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
@@ -271,7 +295,12 @@ def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
         problems.append(f"the copy fits {ctas['copy']} CTAs per SM against the clean kernel's {ctas['clean']} "
                         f"(registers and static shared memory, {r['threads_per_block']} threads per CTA)")
     if r["spills"]["copy"] > r["spills"]["clean"]:
-        problems.append(f"the copy spills {r['spills']['copy']} bytes against the clean kernel's {r['spills']['clean']}")
+        spilled = f"the copy spills {r['spills']['copy']} bytes against the clean kernel's {r['spills']['clean']}"
+        local = r["local_accesses"]
+        if clean_side and local["copy_clean_side"] <= local["clean"]:
+            doubts.append(f"{spilled}, on its recording side only (the CTAs that record nothing run without them)")
+        else:
+            problems.append(spilled)
     for m in r["missing"] if clean_side else []:
         have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
         doubts.append(f"the copy's clean side does not hold {m['missing']} clean loop(s) with {have} per trip as the "
@@ -511,7 +540,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             paths, ranked_notes = ranked(spec, warps, target.not_uniform, target.barrier_loop)
             notes += ranked_notes
             kept = first_keeping([requested_mode(spec, path, warps) for path in paths]) or first_keeping(
-                [replace(e.mode, max_registers=allocated_registers(e.registers["clean"])) for e in list(seen)
+                [held_mode(e.mode, e.registers["clean"], clean, target.kernel) for e in list(seen)
                  if e.registers["clean"]])
         finally:
             pool.shutdown(wait=True, cancel_futures=True)  # no build outlives its folder
@@ -519,10 +548,15 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
         return _chosen(kept, seen, notes)
     if not seen:
         raise AtrexError(f"no recorder can record spec {spec.name!r}: {'; '.join(notes)}", path=str(spec.path))
-    unsure = next((e for e in seen if e.verdict == UNSURE), None)
+    # among the unsure, the first whose copy keeps the clean kernel's register allocation: more
+    # registers lower every CTA's occupancy wherever they count, where recording-side doubts
+    # (spills, a loop's schedule) cost only the recording CTAs (flashinfer's RoPE recorded at +8.2%
+    # with 48 registers against 40, a CTA in 256 recording)
+    unsure = min((e for e in seen if e.verdict == UNSURE), default=None, key=_grows_allocation)
     if unsure is not None:
-        return Choice(unsure.mode, "chosen", f"the {describe(unsure.mode)} recorder keeps the clean kernel's "
-                                             f"occupancy and spills; SASS cannot decide the rest: "
+        return Choice(unsure.mode, "chosen", f"the {describe(unsure.mode)} recorder keeps what every CTA runs "
+                                             f"(occupancy at the kernel's block size, spills where CTAs record "
+                                             f"nothing); SASS cannot decide the rest: "
                                              f"{'; '.join(unsure.doubts)}; measure decides",
                       tuple(seen), notes=tuple(notes), verdict=UNSURE)
     first = seen[0]
@@ -530,6 +564,11 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                                         "candidate, records it as another kernel: check-sass says how",
                   tuple(seen), tuple(f"recorder {describe(first.mode)}: {p}" for p in first.problems), tuple(notes),
                   verdict=ANOTHER)
+
+
+def _grows_allocation(e: Evidence) -> bool:
+    regs = e.registers
+    return None not in (regs["clean"], regs["copy"]) and allocated_registers(regs["copy"]) > allocated_registers(regs["clean"])
 
 
 def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str]) -> Choice:
@@ -576,14 +615,15 @@ def _check_cached(obj, key: str, spec: ProbeSpec, target: Target) -> Choice:
                                               and warps == (spec.capture.warps or warps)),
           f"rings sized for {warps!r} warps")
     check(mode.path in ranked(spec, warps, target.not_uniform, target.barrier_loop)[0]
-          and mode == replace(requested_mode(spec, mode.path, warps), max_registers=mode.max_registers),
+          and mode == replace(requested_mode(spec, mode.path, warps), max_registers=mode.max_registers,
+                              held=mode.held),
           f"recorder {describe(mode)} with {mode.event_bytes}-byte events is not a candidate of this spec")
     for e in got.evidence:
         check(all(isinstance(d, dict) and all(v is None or type(v) is int for v in d.values())
                   for d in (e.registers, e.ctas_per_sm, e.spills)) and type(e.shared_added) is int
               and all(isinstance(t, str) for t in (*e.problems, *e.doubts)), "evidence that is not counts and text")
     held = {allocated_registers(e.registers.get("clean")) for e in got.evidence
-            if e.mode == replace(mode, max_registers=0)}
+            if e.mode == replace(mode, max_registers=0, held=())}
     check(mode.max_registers == 0 or mode.max_registers in held,
           f"registers held to {mode.max_registers}, not the clean kernel's allocation")
     mine = [e for e in got.evidence if e.mode == mode]

@@ -300,8 +300,9 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
         for d in r["doubts"]:
             out.print(f"  UNSURE: {d}")
         out.print({"keeps": "the recording run is the clean kernel with probes added",
-                   "unsure": "unsure: the recording keeps the kernel's occupancy and spills; whether its loops' "
-                             "schedule matters only a measurement decides",
+                   "unsure": "unsure: the recording keeps what every CTA runs (occupancy at the kernel's block "
+                             "size, no spills where CTAs record nothing); whether the doubts above matter only a "
+                             "measurement decides",
                    "another kernel": "the recording run would be another kernel: its timeline would not describe "
                                      "this one"}[r["verdict"]])
         if r["hint"]:

@@ -9,6 +9,8 @@ and hands it to the backend's rewriter and to the manifest.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -39,14 +41,23 @@ class RecorderMode:
     # the instrumented copy's registers held to the clean kernel's (choice.py, rule 3): at most this
     # many, through `__maxnreg__` on the copy's head (cuda/clone.held); 0: not held
     max_registers: int = 0
+    # a template kernel compiled in several instantiations: each one's own clean allocation, by its
+    # template arguments (an integer or bool argument's value, None for any other: sass.template_args),
+    # which the copy's `__maxnreg__` tests (cuda/clone.held)
+    held: tuple[tuple[tuple[str | None, ...], int], ...] = ()
 
     def to_json(self) -> dict:
         return {"path": self.path.value, "event_bytes": self.event_bytes, "ring": self.ring, "warps": self.warps,
-                "max_registers": self.max_registers}
+                "max_registers": self.max_registers, **({"held": [[list(a), r] for a, r in self.held]} if self.held else {})}
 
     @classmethod
     def of_json(cls, obj: dict) -> "RecorderMode":
-        return cls(BufferPath(obj["path"]), obj["event_bytes"], obj["ring"], obj["warps"], obj["max_registers"])
+        held = tuple((tuple(args), r) for args, r in obj.get("held", ()))
+        # the arguments are written into the copy's source: integers, or nothing else
+        if not all(type(r) is int and 0 < r <= 255 and all(a is None or (type(a) is str and re.fullmatch(r"-?\d+", a))
+                                                            for a in args) for args, r in held):
+            raise ValueError(f"held registers {obj.get('held')!r} are not integer arguments and register counts")
+        return cls(BufferPath(obj["path"]), obj["event_bytes"], obj["ring"], obj["warps"], obj["max_registers"], held)
 
     @property
     def packed(self) -> bool:

@@ -173,6 +173,97 @@ def qualified_name(mangled: str) -> tuple[str, ...] | None:
             return tuple(names) or None
 
 
+# builtin types of the Itanium mangling: one letter each
+_BUILTIN = set("vwbcahstijlmxynofdeg")
+
+
+def _skip_type(m: str, i: int) -> int | None:
+    """The end of the type encoded at m[i] (a builtin, a source name, a nested name, a qualified,
+    pointer or reference type, a substitution), each with its template arguments; None for what
+    this reader does not know."""
+    if i >= len(m):
+        return None
+    c = m[i]
+    if c in _BUILTIN:
+        return i + 1
+    if c in "PRKVO":
+        return _skip_type(m, i + 1)
+    if c.isdigit():
+        d = _SOURCE_NAME.match(m, i)
+        i = d.end() + int(d.group())
+        return _skip_args(m, i) if m.startswith("I", i) else i
+    if c == "N":
+        i += 1
+        while i < len(m) and m[i] != "E":
+            if m[i] in "KV":
+                i += 1
+                continue
+            i = _skip_type(m, i) if m[i].isdigit() or m[i] == "S" else None
+            if i is None:
+                return None
+            if m.startswith("I", i):
+                i = _skip_args(m, i)
+                if i is None:
+                    return None
+        return i + 1 if i < len(m) else None
+    if c == "S":
+        e = re.match(r"S[0-9A-Z]*_|St|Sa|Sb|Ss|Si|So|Sd", m[i:])
+        if not e:
+            return None
+        i += e.end()
+        return _skip_args(m, i) if m.startswith("I", i) else i
+    return None
+
+
+def _skip_args(m: str, i: int) -> int | None:
+    """The end of a template argument list `I…E` at m[i]."""
+    args = _template_args(m, i)
+    return None if args is None else args[1]
+
+
+def _template_args(m: str, i: int) -> tuple[list[str | None], int] | None:
+    """The arguments of the list `I…E` at m[i], and its end: a literal of a builtin integer type as
+    its value (`Lj128E` -> "128", `Lb0E` -> "0", `Lin3E` -> "-3"), any other argument None."""
+    if not m.startswith("I", i):
+        return None
+    i += 1
+    out: list[str | None] = []
+    while i < len(m) and m[i] != "E":
+        lit = re.match(r"L([bcahstijlmxy])(n?)(\d+)E", m[i:])
+        if lit:
+            out.append(("-" if lit.group(2) else "") + lit.group(3))
+            i += lit.end()
+            continue
+        if m[i] in "LXJ":  # another literal, an expression, a pack: this reader stops
+            return None
+        i = _skip_type(m, i)
+        if i is None:
+            return None
+        out.append(None)
+    return (out, i + 1) if i < len(m) else None
+
+
+def template_args(mangled: str) -> list[str | None] | None:
+    """The template arguments of a function template's instantiation, read from its mangled name
+    (qualified_name's grammar, then `I…E`): an integer or bool literal as its value, a type or any
+    other argument None. None: not an instantiation this reader can read (no arguments, or an
+    encoding it does not know), so no caller mistakes one argument for another."""
+    m = re.match(r"_ZL?N?(St)?", mangled)
+    if not m or qualified_name(mangled) is None:
+        return None
+    i = m.end()
+    while True:
+        d = _SOURCE_NAME.match(mangled, i)
+        if not d:
+            return None
+        i = d.end() + int(d.group())
+        if mangled.startswith("I", i):
+            got = _template_args(mangled, i)
+            return got[0] if got else None
+        if mangled.startswith("E", i) or i >= len(mangled):
+            return None
+
+
 def matches(funcs, kernel: str) -> list[str]:
     """The functions (mangled names) whose name is the kernel's, by the structure of their mangled
     names (qualified_name): `step` matches `slow::step` and `step`, `slow::step` only the nested
@@ -248,6 +339,11 @@ def _timed(insns: list[Insn]) -> set[int]:
         return seen
 
     return {insns[i][0] for i in reach(succ) | reach(pred)}
+
+
+def _local(insns: list[Insn]) -> int:
+    """Local-memory loads and stores (spilled registers, stack) among these instructions."""
+    return sum(1 for _, op, _ in insns if op.split(".")[0] in ("LDL", "STL"))
 
 
 def sides(insns: list[Insn]) -> tuple[list[Loop], list[Loop]]:
@@ -558,12 +654,17 @@ def compare(clean: Build, inst: Build, kernel: str, clone: str, threads: int | N
     threads = threads or bound
     found = loops(k_clean)
     copy_sides = sides(k_copy)
+    timed = _timed(k_copy)
     short, fewer = compare_loops(found, copy_sides)
     res = {"clean": r_clean, "off": r_off, "copy": r_copy}
     return {"off_identical": [i[2] for i in k_off] == [i[2] for i in k_clean],
             "registers": {k: r.registers for k, r in res.items()},
             "shared": {k: r.shared for k, r in res.items()},
             "spills": {k: r.spills for k, r in res.items()},
+            # local loads and stores: the clean kernel's, and those of the copy's clean side (the
+            # code CTAs that record nothing run): spills the probes cause there cost every CTA
+            "local_accesses": {"clean": _local(k_clean),
+                               "copy_clean_side": _local([i for i in k_copy if i[0] not in timed])},
             "threads_per_block": threads,
             "ctas_per_sm": {k: ctas_per_sm(res[k].registers, res[k].shared, threads) for k in ("clean", "copy")},
             # the copy's registers are its clean side's too: a lower bound here means that where

@@ -99,7 +99,10 @@ def forge(entry: Path, **mode) -> None:
 @pytest.mark.parametrize("mode,why", [
     ({"event_bytes": 4}, "recorder global with 4-byte events is not a candidate of this spec"),
     ({"max_registers": 8}, "registers held to 8, not the clean kernel's allocation"),
-    ({"path": "staged", "ring": 32, "warps": 40}, "rings sized for 40 warps")])
+    ({"path": "staged", "ring": 32, "warps": 40}, "rings sized for 40 warps"),
+    ({"max_registers": 40, "held": [[["0); asm(\"trap;\"); //"], 40]]},
+     "not a recorder choice: ValueError held registers [[['0); asm(\"trap;\"); //'], 40]] are not integer "
+     "arguments and register counts")])
 def test_a_forged_choice_is_refused_and_chosen_again(proj, monkeypatch, capfd, mode, why):
     """One field of the cached choice edited (synthetic): apply does not use it, says why on stderr,
     and records the choice it computes."""
@@ -111,6 +114,19 @@ def test_a_forged_choice_is_refused_and_chosen_again(proj, monkeypatch, capfd, m
     assert calls == [1] and rec["recorder"] == computed["recorder"] and "max_registers" not in rec
     err = capfd.readouterr().err
     assert f"atrex: the cached recorder choice {entry} is not used ({why}); choosing again" in err, err
+
+
+@needs_nvcc
+def test_a_choice_the_rules_of_another_build_made_is_a_cache_miss(proj, monkeypatch, tmp_path_factory):
+    """The judging code (choice.py, sass.py) is part of the key: the same spec and sources judged by
+    rules that changed since are chosen again (here sass.py read from a copy with one line added)."""
+    applied_once(proj)
+    changed = tmp_path_factory.mktemp("rules") / "sass.py"
+    changed.write_bytes(Path(sass.__file__).read_bytes() + b"# another rule\n")
+    monkeypatch.setattr(sass, "__file__", str(changed))
+    calls = counting_choose(monkeypatch)
+    snapshot.apply(proj / "s.toml")
+    assert calls == [1]
 
 
 @needs_nvcc

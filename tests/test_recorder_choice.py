@@ -15,7 +15,7 @@ from atrex_inject.plan import BufferPath
 from atrex_inject.sass import allocated_registers
 from atrex_inject.errors import SpecError
 from atrex_inject.spec import load_spec
-from conftest import CUDA_SPECS, cli, edit_file
+from conftest import CUDA_SPECS, REPO, cli, edit_file
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -294,3 +294,56 @@ def test_apply_and_check_sass_give_one_answer_for_one_build(tmp_path):
     assert (r["recorder"]["recorder"], r["verdict"]) == (rec["recorder"], rec["verdict"]), (r, rec)
     assert code == (1 if r["verdict"] == "another kernel" else 0)
     assert cli("revert", tmp_path / "t.toml")[0] == 0
+
+
+def test_a_copy_held_to_the_clean_registers_that_spills_only_where_it_records_is_preferred(tmp_path):
+    """register_bound: its block size unknown, its copy on the global path takes 44 registers (48
+    allocated against the clean kernel's 40: every CTA would run with fewer warps per SM wherever
+    registers bound it); held to 40 it spills, but only on its recording side, which one CTA in 16
+    runs. Both are unsure; the one that keeps the allocation is chosen, and check-sass gives the
+    same word for the same build. A copy that spilled where CTAs record nothing would be another
+    kernel (judge: its clean side's local loads and stores)."""
+    (tmp_path / ".git").mkdir()
+    for f in ("register_bound.cu", "register_bound.toml"):
+        shutil.copy(REPO / "tests" / "sources" / f, tmp_path / f)
+    code, out = cli("apply", tmp_path / "register_bound.toml", "--json")
+    assert code == 0, out
+    rec = json.loads(out)["recorder"]
+    plain, held = rec["evidence"]
+    assert allocated_registers(plain["registers"]["copy"]) > allocated_registers(plain["registers"]["clean"]) == 40
+    assert plain["verdict"] == "unsure" and not plain["spills"]["copy"]
+    assert held["registers"]["copy"] <= 40 and held["spills"]["copy"] > 0 and held["verdict"] == "unsure", held
+    assert held["doubts"] == [f"the copy spills {held['spills']['copy']} bytes against the clean kernel's 0, on its "
+                              "recording side only (the CTAs that record nothing run without them)"]
+    assert (rec["recorder"], rec["max_registers"], rec["verdict"]) == ("global", 40, "unsure"), rec
+    code, out = cli("check-sass", tmp_path / "register_bound.toml", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["verdict"] == "unsure" and r["registers"]["copy"] <= 40, r
+    assert r["local_accesses"]["copy_clean_side"] == r["local_accesses"]["clean"] == 0
+    # the same copy judged as though every CTA recorded: its spills are every CTA's
+    problems, _ = choice.judge(r, clean_side=False)
+    assert problems == [f"the copy spills {held['spills']['copy']} bytes against the clean kernel's 0"]
+    assert cli("revert", tmp_path / "register_bound.toml")[0] == 0
+
+
+def test_a_template_kernel_is_held_instantiation_by_instantiation(tmp_path):
+    """register_bound_t, launched in two instantiations whose clean kernels take 22 and 38
+    registers: held to one count, the light one's copy would keep its own growth or the heavy one
+    spill where no CTA records; so each instantiation's copy is held to its own clean allocation,
+    `__maxnreg__` choosing by the template argument, and neither spills where CTAs record nothing."""
+    (tmp_path / ".git").mkdir()
+    for f in ("register_bound_t.cu", "register_bound_t.toml"):
+        shutil.copy(REPO / "tests" / "sources" / f, tmp_path / f)
+    clean = (tmp_path / "register_bound_t.cu").read_bytes()
+    code, out = cli("apply", tmp_path / "register_bound_t.toml", "--json")
+    assert code == 0, out
+    rec = json.loads(out)["recorder"]
+    assert rec["held"] == [[["4"], 24], [["9"], 40]] and rec["verdict"] == "unsure", rec
+    assert rec["evidence"][-1]["recorder"] == "global, registers held to each instantiation's clean allocation (24-40)"
+    assert "__global__ __maxnreg__((N == 4) ? 24 : 40) void register_bound_t__atrex(" in \
+        (tmp_path / "register_bound_t.cu").read_text()
+    code, out = cli("check-sass", tmp_path / "register_bound_t.toml", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["verdict"] == "unsure" and not r["problems"], r
+    assert cli("revert", tmp_path / "register_bound_t.toml")[0] == 0
+    assert (tmp_path / "register_bound_t.cu").read_bytes() == clean

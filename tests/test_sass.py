@@ -146,3 +146,23 @@ def test_qualified_names_are_read_from_the_mangling():
     assert qualified_name("_ZN12_GLOBAL__N_16kernelEPf") == ("kernel",)
     assert qualified_name("k_c") is None
     assert qualified_name("_Z12truncated") is None
+
+
+@pytest.mark.parametrize("mangled, args", [
+    ("_Z1kILi128ELb1EEvPf", ["128", "1"]),  # int and bool
+    ("_Z1kILin3ELj7ELm9EEvv", ["-3", "7", "9"]),  # a negative int, unsigned, unsigned long
+    ("_ZN10flashinfer56BatchQKApplyRotaryPosIdsCosSinCacheHeadParallelismKernelILb0ELj128ELj8ELj16E13__nv_bfloat16iEEvP"
+     "T3_S3_S3_S3_PfPT4_jjjjmmmmmmmm", ["0", "128", "8", "16", None, None]),  # types: a struct's name, a builtin
+    ("_ZN10flashinfer17MergeStatesKernelILj8E13__nv_bfloat16S1_EEvPT0_PfPT1_S4_jjj", ["8", None, None]),  # a substitution
+    ("_ZN4slow4stepIN2ns4HalfEPKfEEvPT_", [None, None]),  # a nested name, a pointer to const
+    ("_ZN4slow4stepIfEEvPT_", [None]),
+    ("_ZN10flashinfer29SingleDecodeWithKVCacheKernelILNS_15PosEncodingModeE0ELj1EEEvv", None),  # an enum literal
+    ("_Z1kIJifEEvv", None),  # a pack
+    ("_Z1kiPf", None),  # no template arguments
+    ("k_c", None),
+])
+def test_template_arguments_are_read_from_the_mangling(mangled, args):
+    """An instantiation's integer and bool arguments by value, any other argument None, in order;
+    None where the reader cannot be sure of every argument's position."""
+    from atrex_inject.sass import template_args
+    assert template_args(mangled) == args

@@ -122,11 +122,52 @@ _LAUNCH_BOUNDS = re.compile(r"\b__launch_bounds__\s*\(")
 _GLOBAL = re.compile(r"\b__global__\b")
 
 
+def _template_params(lead: str) -> list[str | None] | None:
+    """The names of a template head's parameters, in order, None for a type or template parameter;
+    None where there is no head or it has a pack."""
+    m = re.match(r"\s*template\s*<", lead)
+    if not m:
+        return None
+    depth, i, parts, start = 1, m.end(), [], m.end()
+    while i < len(lead) and depth:
+        c = lead[i]
+        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(c, 0)
+        if (c == "," and depth == 1) or depth == 0:
+            parts.append(lead[start:i].split("=")[0].strip())
+            start = i + 1
+        i += 1
+    if depth or any("..." in p for p in parts):
+        return None
+    names = []
+    for p in parts:
+        word = re.search(r"([A-Za-z_]\w*)\s*$", p)
+        kind = re.match(r"(typename|class|template)\b", p)
+        names.append(None if kind or not word else word.group(1))
+    return names
+
+
+def _cap(lead: str, mode: RecorderMode) -> str:
+    """`__maxnreg__`'s argument: the one cap, or for a template kernel held instantiation by
+    instantiation, a choice among each one's cap by its integer arguments (the largest where two
+    instantiations differ only in other arguments, and for any other instantiation)."""
+    params = _template_params(lead) if mode.held else None
+    if not params or any(len(args) != len(params) for args, _ in mode.held):
+        return str(mode.max_registers)
+    caps: dict[str, int] = {}
+    for args, cap in mode.held:
+        test = " && ".join(f"{p} == {a}" for p, a in zip(params, args) if p is not None and a is not None)
+        if test:
+            caps[test] = max(caps.get(test, 0), cap)
+    fallback = max(cap for _, cap in mode.held)
+    return "".join(f"({t}) ? {c} : " for t, c in caps.items() if c != fallback) + str(fallback)
+
+
 def held(lead: str, mode: RecorderMode | None) -> str:
-    """A kernel head's text before its name with the copy's registers held to `mode.max_registers`:
-    `__maxnreg__(R)` after `__global__`, in place of any `__launch_bounds__(...)` (nvcc refuses the
-    two together, and launch bounds cap registers only by whole CTAs per SM). The copy is launched
-    with the clean kernel's configuration, so its launch bounds have nothing else to say."""
+    """A kernel head's text before its name with the copy's registers held to `mode.max_registers`
+    (or, instantiation by instantiation, to `mode.held`): `__maxnreg__(R)` after `__global__`, in
+    place of any `__launch_bounds__(...)` (nvcc refuses the two together, and launch bounds cap
+    registers only by whole CTAs per SM). The copy is launched with the clean kernel's
+    configuration, so its launch bounds have nothing else to say."""
     if mode is None or not mode.max_registers:
         return lead
     m = _LAUNCH_BOUNDS.search(lead)
@@ -137,7 +178,7 @@ def held(lead: str, mode: RecorderMode | None) -> str:
             i += 1
         lead = lead[:m.start()] + lead[i:].lstrip(" ")
     g = _GLOBAL.search(lead)
-    return f"{lead[:g.end()]} __maxnreg__({mode.max_registers}){lead[g.end():]}" if g else lead
+    return f"{lead[:g.end()]} __maxnreg__({_cap(lead, mode)}){lead[g.end():]}" if g else lead
 
 
 def default_arguments(src: SourceFile, heads: list[tuple[int, int]]) -> bool:
