@@ -61,3 +61,16 @@ def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_s
     line = run.table({"date": "SYNTHETIC", "device": "none", "rows": [], "per_event": rows}).splitlines()[-1]
     assert line == ("| shared memory | loop-begin | 2048 | +1.70% (staged, 3.56 SASS) | +3.50% (7 SASS) | - | refused "
                     "| - | - | +5.00% | 3.56: IADD3 +1.12, CS2R +1, STS +1 |")
+
+
+def test_another_call_s_rows_replace_the_same_kernel_and_arm_and_name_their_device():
+    """fold --rows: a later call's clock rows take the place of the clock rows they measure again,
+    other rows stay, each folded row keeps its call's date and device, and the file names it."""
+    result = {"date": "d1", "device": "GPU-A", "per_event": [],
+              "rows": [{"kernel": "k", "arm": "spec", "overhead": 0.01}, {"kernel": "k", "arm": "clock", "overhead": 0.2}]}
+    part = {"date": "d2", "device": "GPU-B", "rows": [{"kernel": "k", "arm": "clock", "overhead": 0.005},
+                                                      {"kernel": "j", "arm": "clock", "overhead": 0.0}]}
+    run.fold_rows(result, part)
+    assert [(r["kernel"], r["arm"], r["overhead"], r.get("measured")) for r in result["rows"]] == [
+        ("k", "spec", 0.01, None), ("k", "clock", 0.005, "d2, GPU-B"), ("j", "clock", 0.0, "d2, GPU-B")]
+    assert result["device"] == "GPU-A; GPU-B (the clock rows of d2 folded in from a later call)"

@@ -14,8 +14,8 @@ the one the cost table (docs/cost.md) is generated from.
     python3 bench/perturbation/run.py build WORK [--kernels gemm_mma,...]     (nvcc: here or on the GPU host)
     python3 bench/perturbation/run.py measure WORK [--samples 8] [--arms off,spec,clock]
         [--probe-cost F] [--iket F] [--cutedsl DIR] [--json OUT]                (the GPU host)
-    python3 bench/perturbation/run.py fold [--json F] [--probe-cost F] [--iket F ...] [--cutedsl DIR]
-        (another call's per-event and CuTe DSL figures into the results)
+    python3 bench/perturbation/run.py fold [--json F] [--probe-cost F] [--iket F ...] [--cutedsl DIR] [--rows F]
+        (another call's per-event, CuTe DSL or kernel rows into the results)
     python3 bench/perturbation/run.py table [--json F] [--out docs/cost.md]   (the cost table, from the results)
 """
 from __future__ import annotations
@@ -155,6 +155,17 @@ def fold_cutedsl(folder: Path | None) -> list[dict]:
     return rows
 
 
+def fold_rows(result: dict, part: dict) -> None:
+    """Another call's kernel rows into `result`: each replaces the row of the same kernel and arm
+    (or joins the table), keeps its call's date and device in `measured`, and the file's device
+    names that call's too, so that a reader knows which rows ran where."""
+    got = {(r["kernel"], r["arm"]): {**r, "measured": f"{part['date']}, {part['device']}"} for r in part["rows"]}
+    rows = [got.pop((r["kernel"], r["arm"]), r) for r in result["rows"]]
+    result["rows"] = rows + list(got.values())
+    arms = ", ".join(sorted({r["arm"] for r in part["rows"]}))
+    result["device"] += f"; {part['device']} (the {arms} rows of {part['date']} folded in from a later call)"
+
+
 def fold_per_event(probe_cost: Path | None, iket: list[Path]) -> list[dict]:
     """bench/probe_cost/run.py's rows, each with IKeT's figure on the same loop shape at its trip count
     (an iket.py file lists them under `rows`; an older one is the FMA loop's alone)."""
@@ -250,6 +261,8 @@ def main() -> int:
     f.add_argument("--probe-cost", type=Path)
     f.add_argument("--iket", type=Path, action="append", default=[])
     f.add_argument("--cutedsl", type=Path)
+    f.add_argument("--rows", type=Path, help="another call's `measure` results file: its rows replace the same "
+                                             "kernel's same arm, and its device is named beside the file's")
     t = sub.add_parser("table", help="write the cost table from a results file")
     t.add_argument("--json", type=Path, default=RESULTS)
     t.add_argument("--out", type=Path, default=TABLE)
@@ -266,6 +279,8 @@ def main() -> int:
             result["rows"] = [r for r in result["rows"] if r["kernel"] != "cutedsl_gemm"] + fold_cutedsl(a.cutedsl)
         if a.probe_cost:
             result["per_event"] = fold_per_event(a.probe_cost, a.iket)
+        if a.rows:
+            fold_rows(result, json.loads(a.rows.read_text()))
         a.json.write_text(json.dumps(result, indent=2) + "\n")
         return 0
     if a.cmd == "table":
