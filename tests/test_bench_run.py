@@ -46,7 +46,8 @@ def test_the_cost_table_says_whether_each_row_meets_its_target_in_either_directi
 def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_shape(tmp_path):
     """SYNTHETIC per-event results: each recorder's cell carries the SASS its probe adds an event, a
     recorder apply refused says so, the last column lists the tool's choice's families of at least
-    0.1 an event, and IKeT's figure goes to the row of its own shape and trip count."""
+    0.1 an event, and IKeT's figure goes to the row of its own shape and trip count, or to a row of
+    its own where the tool's rows have none."""
     sass = {"default": {"added": 3.56, "kinds": {"IADD3": 1.12, "CS2R": 1, "STS": 1, "LDC": 0.06}},
             "global": {"added": 7, "kinds": {"IADD3": 3, "CS2R": 1, "ISETP": 1, "MOV": 1, "STG": 1}}}
     row = {"loop": "smem", "what": "shared memory", "site": "loop-begin", "iterations": 1024, "base_ms": 1.0,
@@ -58,9 +59,11 @@ def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_s
                                        {"shape": "fma", "iterations": 1024, "overhead": 0.04}]}))
     rows = run.fold_per_event(pc, [ik])
     assert "iket" not in rows[0] and rows[1]["iket"] == 0.05
-    line = run.table({"date": "SYNTHETIC", "device": "none", "rows": [], "per_event": rows}).splitlines()[-1]
-    assert line == ("| shared memory | loop-begin | 2048 | +1.70% (staged, 3.56 SASS) | +3.50% (7 SASS) | - | refused "
-                    "| - | - | +5.00% | 3.56: IADD3 +1.12, CS2R +1, STS +1 |")
+    assert rows[2] == {"loop": "fma", "site": "—", "iterations": 1024, "iket": 0.04}
+    lines = run.table({"date": "SYNTHETIC", "device": "none", "rows": [], "per_event": rows}).splitlines()
+    assert lines[-2] == ("| shared memory | loop-begin | 2048 | +1.70% (staged, 3.56 SASS) | +3.50% (7 SASS) | - | "
+                         "refused | - | - | +5.00% | 3.56: IADD3 +1.12, CS2R +1, STS +1 |")
+    assert lines[-1] == "| fma | — | 1024 | - | - | - | - | - | - | +4.00% | — |"
 
 
 def test_another_call_s_rows_replace_the_same_kernel_and_arm_and_name_their_device():

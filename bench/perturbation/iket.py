@@ -16,7 +16,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from measuring import device  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SHAPES = "fma,fma_dep,copy,smem,mma"  # iket_loops.py's, bench/probe_cost's
@@ -59,7 +63,8 @@ def main() -> int:
         r = rows[-1]
         print(f"IKeT per event, {run['shape']} at {run['iterations'] or 'its data'} iterations: "
               f"{100 * r['overhead']:+.2f}% (clean {r['clean_ms']:.4f} ms, iket {r['iket_ms']:.4f} ms)")
-    res = {"rows": rows, "processes": {"clean": len(clean), "iket": len(probed)},
+    res = {"date": time.strftime("%Y-%m-%d"), "device": device(), "rows": rows,
+           "processes": {"clean": len(clean), "iket": len(probed)},
            "loop": "bench/probe_cost's loop shapes in CuTe DSL (iket_loops.py), one iket.mark per iteration"}
     a.json.write_text(json.dumps(res, indent=2) + "\n")
     return 0
