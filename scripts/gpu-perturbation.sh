@@ -7,7 +7,8 @@
 #                                               sites, 1024 and 2048 iterations), IKeT's iket.mark on the
 #                                               same shapes and trip counts, and the CuTe DSL GEMM
 #                                               (scripts/gpu-cutedsl.sh)
-# Results under $OUT (default /tmp/atrex-perturbation); back here, `python3 bench/perturbation/run.py fold`
+# Results under $OUT (default /tmp/atrex-perturbation; per-event's as one archive, per-event.tar.gz,
+# since a device call returns only a few files); back here, `python3 bench/perturbation/run.py fold`
 # puts the per-event and CuTe DSL figures into results-h200.json and `run.py table` writes docs/cost.md.
 # ATREX_CHOICE_CACHE (a folder carried with the call) holds the recorder choices made here, so the
 # GPU host compiles only the builds.
@@ -47,6 +48,8 @@ case "${1:-}" in
       log "the CuTe DSL GEMM under IKeT"
       OUT="$OUT" bash scripts/gpu-cutedsl.sh hopper_gemm || fail=1
     fi
+    # a device call returns only a few files: the part's output as one archive
+    tar -C "$OUT" -czf "$work/per-event.tar.gz" . && find "$OUT" -mindepth 1 -delete && mv "$work/per-event.tar.gz" "$OUT/"
     ;;
   *) echo "usage: bash scripts/gpu-perturbation.sh examples|per-event" >&2; exit 2 ;;
 esac
