@@ -416,7 +416,13 @@ def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
     except _Unbuildable as e:
         return _fallback(spec, f"the clean kernel could not be compiled and read on its own with "
                                f"{' '.join(target.flags)} ({e.message}); pass your build's flags with --nvcc-flag "
-                               "or [build] nvcc_flags")
+                               "or [build] nvcc_flags" + ("" if spec.build_unit or spec.source.suffix not in HEADERS else
+                                                          ", or, for a kernel in a header that needs what another "
+                                                          "file declares first, [build] unit = a .cu that #includes it "
+                                                          "directly, after what it needs"))
+
+
+HEADERS = (".cuh", ".h", ".hpp", ".hh", ".inl")  # a kernel in one of these is compiled through a unit
 
 
 class _Unbuildable(AtrexError):

@@ -347,3 +347,26 @@ def test_a_template_kernel_is_held_instantiation_by_instantiation(tmp_path):
     assert code == 0 and r["verdict"] == "unsure" and not r["problems"], r
     assert cli("revert", tmp_path / "register_bound_t.toml")[0] == 0
     assert (tmp_path / "register_bound_t.cu").read_bytes() == clean
+
+
+def test_a_header_kernel_that_needs_another_file_s_declarations_is_told_about_build_unit(tmp_path):
+    """k.cuh uses a struct params.h declares, and its launcher includes both through all.h: the
+    header cannot be compiled on its own to choose the recorder, and apply's fallback says what to
+    give (a unit that includes it directly), not only the flags."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "params.h").write_text("struct Params { float* x; int n; };\n")
+    (tmp_path / "k.cuh").write_text("__global__ void scale(Params p) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                    "  if (i < p.n) p.x[i] *= 2.f;\n}\n")
+    (tmp_path / "all.h").write_text('#include "params.h"\n#include "k.cuh"\n')
+    (tmp_path / "launch.cu").write_text('#include "all.h"\nvoid run(Params p) { scale<<<(p.n + 255) / 256, 256>>>(p); }\n')
+    (tmp_path / "s.toml").write_text('version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cuh"\n'
+                                     'launchers = ["launch.cu"]\nkernel = "scale"\nintervals = ["start -> end"]\n\n'
+                                     '[[site]]\nname = "start"\nanchor = { entry = true }\n\n'
+                                     '[[site]]\nname = "end"\nanchor = { exit = true }\n')
+    code, out = cli("apply", tmp_path / "s.toml", "--json")
+    assert code == 0, out
+    rec = json.loads(out)["recorder"]
+    assert rec["how"] == "fallback" and 'identifier "Params" is undefined' in rec["why"]
+    assert rec["why"].endswith("[build] unit = a .cu that #includes it directly, after what it needs: the global "
+                               "recorder, the default"), rec["why"]
+    assert cli("revert", tmp_path / "s.toml")[0] == 0

@@ -409,7 +409,8 @@ def table(result: dict, rejudged: dict | None = None) -> str:
         failed = "; ".join(f"{k}: {v['reason']}" for k, v in d["steps"].items()
                            if not v["ok"] and not v.get("skipped")).replace("|", "\\|")
         st = d["steps"]
-        out.append(f"| {d['name']}: {d['what']} | {choice.get('recorder', '—')} ({choice.get('how', '—')}) | "
+        held = ", registers held to the clean kernel's" if choice.get("max_registers") else ""
+        out.append(f"| {d['name']}: {d['what']} | {choice.get('recorder', '—')}{held} ({choice.get('how', '—')}) | "
                    f"{d.get('check_sass', {}).get('verdict', '—')} | {cell(d.get('off'))} | {cell(d.get('spec'))} "
                    f"(±{100 * d['target']:.0f}%) | {d.get('validate', {}).get('verdict') or '—'} | "
                    f"{(d.get('clock_validate') or {}).get('verdict') or '—'} | "
