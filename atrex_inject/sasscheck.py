@@ -77,6 +77,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     step("reading the builds' SASS")
     clone = made.backend_data["perturbation"]["clone"]
     r, problems, doubts = choice.assess(clean, inst, target.kernel, clone, target.threads, choice.some_ctas_idle(plan))
+    doubts += choice.per_trip(plan.spec.sites)
     verdict = choice.verdict(problems, doubts)
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
             "versioned": made.backend_data["perturbation"]["versioned"], **r, "verdict": verdict,

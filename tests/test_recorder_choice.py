@@ -65,7 +65,27 @@ def test_apply_records_the_choice_and_its_evidence(project, example, recorder):
     kept = rec["evidence"][-1]
     assert kept["verdict"] == "keeps" and all(e["verdict"] != "keeps" for e in rec["evidence"][:-1])
     assert kept["ctas_per_sm"]["copy"] == kept["ctas_per_sm"]["clean"]
+    assert rec["verdict"] == ("unsure" if example == "sgemm_smem" else "keeps"), rec  # its k-tile sites: every trip
     assert cli("revert", spec)[0] == 0
+
+
+def test_a_site_at_every_trip_of_a_loop_leaves_a_kept_copy_unsure_in_apply_and_check_sass(project, monkeypatch,
+                                                                                          tmp_path):
+    """sgemm_smem records every k-tile: its copy's SASS keeps the clean kernel, but what a probe on
+    every trip costs the recording CTAs SASS cannot weigh (the k-loop recorded at +2.7% of a 1%
+    target on the H200), so apply and check-sass both say unsure and why; the cached choice says
+    the same without compiling."""
+    monkeypatch.setenv(choice.CACHE_ENV, str(tmp_path / "cache"))
+    spec = project / "examples" / "specs" / "sgemm_smem.toml"
+    rec = snapshot.apply(spec).manifest.recorder
+    why = "sites kt_begin, kt_end record every trip of a loop: each trip of a recording CTA pays a probe"
+    assert rec["verdict"] == "unsure" and rec["evidence"][-1]["verdict"] == "keeps" and why in rec["why"], rec
+    snapshot.revert(spec)
+    code, out = cli("check-sass", spec, "--json")
+    r = json.loads(out)
+    assert code == 0 and r["verdict"] == "unsure" and any(why in d for d in r["doubts"]), r
+    monkeypatch.setattr(sass, "build", lambda *a, **k: pytest.fail("compiled again"))
+    assert snapshot.apply(spec).manifest.recorder == rec
 
 
 def test_a_copy_held_to_the_clean_registers_gets_maxnreg(project):

@@ -31,8 +31,10 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -40,6 +42,8 @@ sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(HERE))
 from fetch import SRC, load_catalog  # noqa: E402
 from measuring import OFF_TARGET, ci, device, measure_pair, met, pct, validate_capture  # noqa: E402
+
+from atrex_inject import choice as recorder_choice  # noqa: E402
 
 RESULTS = HERE / "results-h200.json"
 TABLE = REPO / "docs" / "realkernels.md"
@@ -416,8 +420,15 @@ def table(result: dict, rejudged: dict | None = None) -> str:
                    f"{(d.get('clock_validate') or {}).get('verdict') or '—'} | "
                    f"{'byte-exact' if st.get('revert', {}).get('ok') else 'FAILED' if 'revert' in st else '—'} | "
                    f"{failed or '—'} |")
-    out += _confusion(result["rows"], {d["name"]: d.get("check_sass", {}).get("verdict") for d in result["rows"]},
-                      "check-sass's word when the run was made")
+    said = {d["name"]: d.get("check_sass", {}).get("verdict") for d in result["rows"]}
+    out += _confusion(result["rows"], said, "check-sass's word when the run was made")
+    today = {name: recorder_choice.UNSURE if word == recorder_choice.KEEPS and recorder_choice.per_trip(_sites(name))
+             else word
+             for name, word in said.items()}
+    if today != said:
+        out += _confusion(result["rows"], today, "check-sass's word under today's rule for a site at every trip of a "
+                                                 "loop (choice.per_trip reads the spec alone, so it judges the same "
+                                                 "builds)")
     if rejudged:
         out += _confusion(result["rows"], {d["name"]: d.get("check_sass", {}).get("verdict") for d in rejudged["rows"]},
                           f"check-sass's word today on the same kernels, builds and specs (`run.py --no-gpu`, "
@@ -435,6 +446,14 @@ def _measured_on(result: dict) -> str:
         return f"{result['date']}; {result['device']} {result['uuid']}, driver {result['driver']}"
     return "; ".join(f"{', '.join(names)} on {date}, {dev} {uuid}, driver {drv}"
                      for (date, dev, uuid, drv), names in calls.items())
+
+
+def _sites(name: str) -> list[SimpleNamespace]:
+    """A row's spec's sites, as recorder_choice.per_trip reads them (name, position, every), from its TOML."""
+    spec = HERE / "specs" / f"{name}.toml"
+    sites = tomllib.loads(spec.read_text()).get("site", []) if spec.is_file() else []
+    return [SimpleNamespace(name=t.get("name"), position=t.get("position", "at"), every=t.get("every", 1))
+            for t in sites]
 
 
 def _confusion(rows: list[dict], said: dict, title: str) -> list[str]:
