@@ -359,12 +359,12 @@ class Embedded:
 def _embedded_forms() -> dict[str, tuple[str, list[list[str]]]]:
     """name -> (text, the lines it takes in a patch): the recorder header as a kernel.py embeds it,
     written in a raw string as it is, in a non-raw triple-quoted one escaped (kernelpy/literal.py)."""
-    from .kernelpy.literal import _escape  # noqa: PLC0415  (how a non-raw literal spells a text)
+    from .kernelpy.literal import escape  # noqa: PLC0415  (how a non-raw literal spells a text)
     from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
     from .cuda.probes import HEADER  # noqa: PLC0415
 
     text = runtime_text()
-    forms = {tuple(text.split("\n")[:-1])} | {tuple(_escape(text, q * 3, "\n").split("\n")[:-1]) for q in "\"'"}
+    forms = {tuple(text.split("\n")[:-1])} | {tuple(escape(text, q * 3, "\n").split("\n")[:-1]) for q in "\"'"}
     return {HEADER: (text, [list(f) for f in forms])}
 
 

@@ -90,11 +90,9 @@ def kernel_copy(manifest: Manifest, symbol: str | bytes) -> bytes | None:
     NVRTC) the kernel's name becomes the copy's (`_Z8k__atrexPf`); None for any other symbol (the
     copy itself included). A manifest without a copy (older tools instrumented the kernel in
     place) keeps the symbol."""
-    from .cuda.clone import CLONE_SUFFIX
     sym = symbol.decode() if isinstance(symbol, bytes) else symbol
-    name = re.sub(r"<.*", "", manifest.kernel).split("::")[-1].strip()  # `ns::k<T, 4>` -> k
-    in_place = manifest.perturbation is None or not manifest.perturbation.clone
-    copy = name if in_place else name + CLONE_SUFFIX
+    name, clone = _names(manifest)
+    copy = clone or name
     if sym == name:
         return copy.encode()
     m = re.search(rf"(?<![0-9]){len(name)}{re.escape(name)}", sym) if sym.startswith("_Z") else None
@@ -107,13 +105,20 @@ def copy_expression(manifest: Manifest, expression: str | bytes) -> str | None:
     """The copy's NVRTC name expression for one naming the kernel (`k<float>` -> `k__atrex<float>`,
     `&ns::k<4>` -> `&ns::k__atrex<4>`), so that compiling it instantiates the copy of a template
     kernel; None for an expression naming anything else."""
-    from .cuda.clone import CLONE_SUFFIX
     expr = expression.decode() if isinstance(expression, bytes) else expression
-    name = re.sub(r"<.*", "", manifest.kernel).split("::")[-1].strip()
-    if manifest.perturbation is None or not manifest.perturbation.clone:
+    name, clone = _names(manifest)
+    if clone is None:
         return None
     m = re.match(rf"^(\s*&?\s*(?:[\w:]*::)?){re.escape(name)}(?![\w])", expr)
-    return None if m is None else m.group(1) + name + CLONE_SUFFIX + expr[m.end():]
+    return None if m is None else m.group(1) + clone + expr[m.end():]
+
+
+def _names(manifest: Manifest) -> tuple[str, str | None]:
+    """The kernel's own name and its copy's, unqualified and without template arguments, as the
+    manifest records them (`ns::k<T, 4>` -> k; the copy None where the manifest has none)."""
+    bare = lambda n: re.sub(r"<.*", "", n).split("::")[-1].strip()  # noqa: E731
+    clone = manifest.perturbation.clone if manifest.perturbation is not None else None
+    return bare(manifest.kernel), (bare(clone) if clone else None)
 
 
 def clone_symbol(manifest: Manifest, symbol: str | bytes) -> bytes:

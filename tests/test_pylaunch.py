@@ -339,6 +339,19 @@ def test_copy_names():
     assert copy_expression(m, "rmsnorm_rows2<float>") is None and copy_expression(m, "other") is None
 
 
+def test_copy_names_are_the_manifest_s():
+    """The copy's name is read from the manifest (`perturbation.clone`, qualified in a namespace),
+    not rebuilt from the kernel's: a manifest naming another copy (synthetic) is followed, and a
+    namespaced kernel's mangled name maps to its namespaced copy's."""
+    m = load_manifest(REPO / "tests" / "fixtures" / "h200" / "realkernels" / "fi_decode_clock" / "manifest.json")
+    assert m.perturbation.clone == "flashinfer::SingleDecodeWithKVCacheKernel__atrex"
+    assert kernel_copy(m, "_ZN10flashinfer29SingleDecodeWithKVCacheKernelILb0EEEvT_") == \
+        b"_ZN10flashinfer36SingleDecodeWithKVCacheKernel__atrexILb0EEEvT_"
+    other = dataclasses.replace(m, perturbation=dataclasses.replace(m.perturbation, clone="flashinfer::decode_probed"))
+    assert kernel_copy(other, "_ZN10flashinfer29SingleDecodeWithKVCacheKernelEv") == b"_ZN10flashinfer13decode_probedEv"
+    assert copy_expression(other, "flashinfer::SingleDecodeWithKVCacheKernel<P>") == "flashinfer::decode_probed<P>"
+
+
 class Calls:
     """What a stand-in API saw: which launches ran clean and which ran the copy."""
 

@@ -117,7 +117,7 @@ class Literal:
                 tokens.append(head + closed + self.quote)
             cur = []
             quote = q * 3 if "\n" in text else self.quote
-            tokens.append(quote + _escape(text, quote, nl) + quote)
+            tokens.append(quote + escape(text, quote, nl) + quote)
         cur.append(body[pos:])
         if "".join(cur) or not tokens:
             tokens.append(head + "".join(cur) + self.quote)
@@ -129,7 +129,7 @@ class Literal:
         if not self.triple and "\n" in text:
             return None
         if not self.raw:
-            return _escape(text, self.quote, nl)
+            return escape(text, self.quote, nl)
         if ("\r" in text or text.endswith("\\") or _odd_backslashes(body, p) or text.startswith(q)
                 or text.endswith(q) or (q * 3 if self.triple else q) in text):
             return None
@@ -141,7 +141,7 @@ def _odd_backslashes(body: str, p: int) -> bool:
     return n % 2 == 1
 
 
-def _escape(text: str, quote: str, nl: str) -> str:
+def escape(text: str, quote: str, nl: str) -> str:
     """`text` as the body of a non-raw literal with this quote: backslashes doubled, line ends real
     lines in a triple-quoted literal (`\\n` otherwise), a quote character escaped wherever it could
     end the literal (always in a one-line literal; in a triple-quoted one at either end of the text
