@@ -26,7 +26,8 @@ cycles run backward, or imply a rate outside RATE_GHZ whatever the two readings'
 skew (READ_TICKS), or disagree with the rate of the owner's neighbouring readings by more than the
 truncation of both plus a speed change of CHANGE over the step. One event whose clock was read late
 after its timer (the warp paused between the two adjacent reads: more cycles into it, as many fewer
-out of it, its neighbours agreeing) is a pause (`pauses`), not a fault; a clock read early is.
+out of it, the step over it agreeing with the model) is a pause (`pauses`), not a fault; a clock read
+early is.
 """
 from __future__ import annotations
 
