@@ -7,8 +7,8 @@
 #                                               sites, 1024 and 2048 iterations), IKeT's iket.mark on the
 #                                               same shapes and trip counts, and the CuTe DSL GEMM
 #                                               (scripts/gpu-cutedsl.sh)
-# Results under $OUT (default /tmp/atrex-perturbation; per-event's as one archive, per-event.tar.gz,
-# since a device call returns only a few files); back here, `python3 bench/perturbation/run.py fold`
+# Results under $OUT (default /tmp/atrex-perturbation; examples' validated captures as captures.tar.gz,
+# per-event's output as per-event.tar.gz, since a device call returns only a few files); back here, `python3 bench/perturbation/run.py fold`
 # puts the per-event and CuTe DSL figures into results-h200.json and `run.py table` writes docs/cost.md.
 # ATREX_CHOICE_CACHE (a folder carried with the call) holds the recorder choices made here, so the
 # GPU host compiles only the builds.
@@ -27,6 +27,11 @@ case "${1:-}" in
     python3 bench/perturbation/run.py build "$work/examples" ${KERNELS:+--kernels $KERNELS} || exit 1
     $T python3 bench/perturbation/run.py measure "$work/examples" --samples "${SAMPLES:-8}" --arms "${ARMS:-off,spec,clock}" \
       --json "$OUT/results-h200.json" || fail=1
+    # the capture each recording arm validated, with the manifests, as one archive: a rejection is
+    # studied here (a device call returns only a few files)
+    (cd "$work/examples" && for d in cap-*; do [ -d "$d" ] && echo "$d/$(ls "$d" | sort | head -1)"; done; ls ./*.manifest.json) \
+      > "$work/firsts" 2>/dev/null
+    tar -C "$work/examples" -czf "$OUT/captures.tar.gz" -T "$work/firsts" || fail=1
     ;;
   per-event)
     log "probe cost, per event"
