@@ -279,10 +279,10 @@ class Target:
 
 def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
     """(problems, doubts): why a recording run of this build would be another kernel, and what SASS
-    cannot decide about it (r: what sass.compare read; module docstring). The one judgment of the
-    choice and of check-sass. `clean_side`: some CTAs record nothing, so the copy keeps a clean side
-    that should hold every clean loop (where every CTA records, the recording side is the whole
-    copy, checked by its loads in flight)."""
+    cannot decide about it (r: what sass.compare read, and whether the copy's body is versioned;
+    module docstring). The one judgment of the choice and of check-sass. `clean_side`: some CTAs
+    record nothing, so the copy keeps a clean side that should hold every clean loop (where every
+    CTA records, the recording side is the whole copy, checked by its loads in flight)."""
     problems, doubts = [], []
     if not r["off_identical"]:
         problems.append("with probes off the program does not run the clean kernel instruction for instruction")
@@ -300,7 +300,7 @@ def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
     if r["spills"]["copy"] > r["spills"]["clean"]:
         spilled = f"the copy spills {r['spills']['copy']} bytes against the clean kernel's {r['spills']['clean']}"
         local = r["local_accesses"]
-        if clean_side and local["copy_clean_side"] <= local["clean"]:
+        if clean_side and r["versioned"] and local["copy_clean_side"] <= local["clean"]:
             doubts.append(f"{spilled}, on its recording side only (the CTAs that record nothing run without them)")
         else:
             problems.append(spilled)
@@ -317,16 +317,17 @@ def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
     return problems, doubts
 
 
-def assess(clean, inst, kernel: str, clone: str, threads: int | None, clean_side: bool):
+def assess(clean, inst, kernel: str, clone: str, threads: int | None, clean_side: bool, versioned: bool):
     """(r, problems, doubts): sass.compare and judge of each instantiation of the kernel (one for a
     plain kernel), the judgment of all of them together: the instantiation the program launches is
     chosen at run time, so every one must keep the kernel. `r` is the first instantiation's with the
-    worst verdict; with more than one, each problem and doubt names its instantiation."""
+    worst verdict; with more than one, each problem and doubt names its instantiation. `versioned`:
+    the copy's body is versioned (the rewrite's word), so CTAs that record nothing run a clean side."""
     from .sass import compare, instances  # noqa: PLC0415
     pairs = instances(clean, inst, kernel, clone)
     judged = []
     for k, c in pairs:
-        r = compare(clean, inst, k, c, threads)
+        r = {**compare(clean, inst, k, c, threads), "versioned": versioned}
         problems, doubts = judge(r, clean_side)
         if len(pairs) > 1:
             problems, doubts = [f"{k}: {p}" for p in problems], [f"{k}: {d}" for d in doubts]
@@ -520,7 +521,8 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             target.built[mode] = (rw, inst)
             try:
                 r, problems, doubts = assess(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"],
-                                             target.threads, some_ctas_idle(plan))
+                                             target.threads, some_ctas_idle(plan),
+                                             rw.backend_data["perturbation"]["versioned"])
             except AtrexError as e:
                 notes.append(f"{describe(mode)}: {e.message}")
                 return None

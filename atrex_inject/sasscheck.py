@@ -76,7 +76,8 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         inst = inst or target.build(Path(tmp), "instrumented", made.text, made.launchers or None)
     step("reading the builds' SASS")
     clone = made.backend_data["perturbation"]["clone"]
-    r, problems, doubts = choice.assess(clean, inst, target.kernel, clone, target.threads, choice.some_ctas_idle(plan))
+    r, problems, doubts = choice.assess(clean, inst, target.kernel, clone, target.threads, choice.some_ctas_idle(plan),
+                                        made.backend_data["perturbation"]["versioned"])
     doubts += choice.per_trip(plan.spec.sites)
     verdict = choice.verdict(problems, doubts)
     return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
