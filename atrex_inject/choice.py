@@ -354,7 +354,7 @@ def ranked(spec: ProbeSpec, warps: int | None, not_uniform: str | None = None,
         rings = False
         notes.append("staged and resident rings are sized for the block: give the kernel __launch_bounds__ or add "
                      "`warps = W` to [capture]")
-    dense = any(s.every == 1 and s.position in ("loop-begin", "loop-end") for s in spec.sites)
+    dense = bool(every_trip(spec.sites))
     if dense and barrier_loop:
         notes.append(f"the loop at line {barrier_loop} records every iteration and waits at a CTA barrier: a staged "
                      "ring's copy-out would hold every warp of the CTA there, so the global path is tried first")
@@ -577,6 +577,11 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                   verdict=ANOTHER)
 
 
+def every_trip(sites) -> list[str]:
+    """The sites that record every trip of a loop (`every = 1` at its begin or end), by name."""
+    return [s.name for s in sites if s.every == 1 and s.position in ("loop-begin", "loop-end")]
+
+
 def per_trip(sites) -> list[str]:
     """The doubt no SASS reading removes: a site that records every trip of a loop makes each trip
     of a recording CTA pay its probe, and whether that lengthens the kernel (a recording CTA in the
@@ -585,7 +590,7 @@ def per_trip(sites) -> list[str]:
     merge-states within, the CuTe SM80 GEMM's k-loop at +1.6% and the shared-memory GEMM's at +2.7%
     of their 1% beyond: docs/realkernels.md, docs/cost.md), so such a copy is unsure, not kept.
     `sites`: the spec's (each with name, position and every)."""
-    dense = [s.name for s in sites if s.every == 1 and s.position in ("loop-begin", "loop-end")]
+    dense = every_trip(sites)
     if not dense:
         return []
     return [f"site{'s' if len(dense) > 1 else ''} {', '.join(dense)} record{'' if len(dense) > 1 else 's'} every "

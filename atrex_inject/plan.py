@@ -10,7 +10,6 @@ and hands it to the backend's rewriter and to the manifest.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from enum import StrEnum
 

@@ -154,6 +154,13 @@ def qualified_name(mangled: str) -> tuple[str, ...] | None:
     parameter is a scalar (`i`, `f`, `x`, `b`, a struct's `<len><name>`) is found like any other.
     A kernel is a free function, so only its own name can carry template arguments. None: not a
     mangled name (an `extern "C"` kernel's name is its own)."""
+    got = _read_name(mangled)
+    return got[0] if got else None
+
+
+def _read_name(mangled: str) -> tuple[tuple[str, ...], int] | None:
+    """qualified_name's names, and where the name ends in `mangled` (its template arguments' `I`,
+    a nested name's `E`, or its parameters)."""
     m = re.match(r"_ZL?(N)?(St)?", mangled)
     if not m:
         return None
@@ -170,7 +177,7 @@ def qualified_name(mangled: str) -> tuple[str, ...] | None:
             names.append(mangled[i:i + n])
         i += n
         if not nested or mangled.startswith(("I", "E"), i):
-            return tuple(names) or None
+            return (tuple(names), i) if names else None
 
 
 # builtin types of the Itanium mangling: one letter each
@@ -248,20 +255,9 @@ def template_args(mangled: str) -> list[str | None] | None:
     (qualified_name's grammar, then `I…E`): an integer or bool literal as its value, a type or any
     other argument None. None: not an instantiation this reader can read (no arguments, or an
     encoding it does not know), so no caller mistakes one argument for another."""
-    m = re.match(r"_ZL?N?(St)?", mangled)
-    if not m or qualified_name(mangled) is None:
-        return None
-    i = m.end()
-    while True:
-        d = _SOURCE_NAME.match(mangled, i)
-        if not d:
-            return None
-        i = d.end() + int(d.group())
-        if mangled.startswith("I", i):
-            got = _template_args(mangled, i)
-            return got[0] if got else None
-        if mangled.startswith("E", i) or i >= len(mangled):
-            return None
+    name = _read_name(mangled)
+    got = _template_args(mangled, name[1]) if name else None
+    return got[0] if got else None
 
 
 def matches(funcs, kernel: str) -> list[str]:

@@ -178,12 +178,9 @@ def impossible(r: Readings, tick: int) -> Impossible:
     lo_rate, hi_rate = RATE_GHZ
     backward = dc < 0
     out = ~backward & ((dc > hi_rate * (dt + read)) | (dc < lo_rate * (dt - read)))
-    lo, hi = around(r, a, b)
-    side_ns = (r.t[a] - r.t[lo]) + (r.t[hi] - r.t[b])
-    nb = _ratio((r.c[a] - r.c[lo]) + (r.c[hi] - r.c[b]), side_ns)
-    usable = (side_ns > 2 * read) & (nb >= lo_rate) & (nb <= hi_rate)
+    nb, usable, slack = _neighbours(r, a, b, read)
+    allowed = read + slack * np.abs(dt)
     with np.errstate(divide="ignore", invalid="ignore"):
-        allowed = read + (2 * read / np.where(usable, side_ns, 1) + CHANGE) * np.abs(dt)
         late = np.where(usable, dc / np.where(usable, nb, 1) - dt, np.nan)  # ns the step's clock runs ahead
         jump = ~backward & ~out & usable & (np.abs(late) > allowed)
     same_next = np.r_[r.owner[b][1:] == r.owner[b][:-1], False]
@@ -196,14 +193,29 @@ def impossible(r: Readings, tick: int) -> Impossible:
                       np.where(usable, allowed, np.nan))
 
 
+def _neighbours(r: Readings, a: np.ndarray, b: np.ndarray, read: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For spans from reading a to reading b of one owner: the rate of the owner's readings within
+    LOCAL_NS either side (`around`), the span left out; whether it can judge the span (measured over
+    more than two readings' error, within RATE_GHZ); and the slack per ns of a span judged at it
+    (the two readings' error over the ns it was measured on, plus a speed change of CHANGE)."""
+    lo, hi = around(r, a, b)
+    side_ns = (r.t[a] - r.t[lo]) + (r.t[hi] - r.t[b])
+    rate = _ratio((r.c[a] - r.c[lo]) + (r.c[hi] - r.c[b]), side_ns)
+    usable = (side_ns > 2 * read) & (rate >= RATE_GHZ[0]) & (rate <= RATE_GHZ[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slack = 2 * read / np.where(usable, side_ns, 1) + CHANGE
+    return rate, usable, slack
+
+
 def pauses(r: Readings, tick: int) -> np.ndarray:
     """Per event: its clock was read late after its own timer reading. The two are read by adjacent
     instructions, timer first, but a warp can be paused between any two instructions: then the
     step into the event has more cycles than the owner's rate gives its timer ns and the step out
     of it about as many fewer (the smaller at least PAUSE_MATCH of the larger), while the step over
     the event, from the reading before it to the one after, agrees with the model (`impossible`
-    calls it a pause where one of the two steps would otherwise be a fault). The rate both steps are measured at is the owner's
-    around that step over, so the paused reading does not bend the rate it is judged by (a pause
+    calls it a pause where one of the two steps would otherwise be a fault). The rate both steps
+    are measured at is the owner's around that step over, so the paused reading does not bend the
+    rate it is judged by (a pause
     after a short first step, 419 cycles in 96 ns, counted in its own step out's neighbours, made
     that rate 2.02 GHz and the pause a fault). That is a pause, not a fault; the event's cycles
     time no interval (intervals.durations). A clock read early (fewer cycles in, more out) cannot
@@ -213,16 +225,12 @@ def pauses(r: Readings, tick: int) -> np.ndarray:
     nxt = np.minimum(b + 1, r.last[b])
     has_next = nxt > b
     read = READ_TICKS * tick
-    lo, hi = around(r, a, nxt)
-    side_ns = (r.t[a] - r.t[lo]) + (r.t[hi] - r.t[nxt])
-    rate = _ratio((r.c[a] - r.c[lo]) + (r.c[hi] - r.c[nxt]), side_ns)
-    ok = has_next & (side_ns > 2 * read) & (rate >= RATE_GHZ[0]) & (rate <= RATE_GHZ[1])
+    rate, usable, slack = _neighbours(r, a, nxt, read)
+    ok = has_next & usable
     rate = np.where(ok, rate, 1.0)
     dt_in, dt_out = r.t[b] - r.t[a], r.t[nxt] - r.t[b]
     late_in = (r.c[b] - r.c[a]) / rate - dt_in
     late_out = (r.c[nxt] - r.c[b]) / rate - dt_out
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slack = 2 * read / np.where(ok, side_ns, 1) + CHANGE
     allowed_over = read + slack * np.abs(dt_in + dt_out)
     return (ok & (late_in > 0) & (late_out < 0)
             & (np.minimum(late_in, -late_out) >= PAUSE_MATCH * np.maximum(late_in, -late_out))
