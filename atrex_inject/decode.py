@@ -34,7 +34,7 @@ from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
 from .launchfile import TYPE_NAMES as SIDECAR_TYPE_NAMES
 from .layout import (EVENT_BYTES, FLAG_CLOCK, FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES,
-                     OWNER_DTYPE, PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, full_time,
+                     OWNER_DTYPE, PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, clock8, full_time,
                      group_owners, slot_owners, stamp_resolution_ns)
 from .manifest import Manifest
 from .owners import cta_name
@@ -268,18 +268,21 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
                            f"{resolution}", path=str(side_path),
                            hint="the sidecar was edited or belongs to another buffer; capture again",
                            check="timer_resolution")
-    if int(h["event_bytes"]) == 4 and 0 < resolution < PACKED_SITES + 1:
-        raise CaptureError(f"packed events keep the site id in the timer's low {PACKED_SITE_BITS} bits, but this "
+    clock = bool(int(h["flags"]) & FLAG_CLOCK)
+    if (int(h["event_bytes"]) == 4 or clock8(clock, int(h["event_bytes"]))) and 0 < resolution < PACKED_SITES + 1:
+        what, hint = (("packed events", "capture again without [capture] packed (8-byte events)")
+                      if int(h["event_bytes"]) == 4 else
+                      ("8-byte events with the clock", "capture again with [capture] wide = true (16-byte events)"))
+        raise CaptureError(f"{what} keep the site id in the timer's low {PACKED_SITE_BITS} bits, but this "
                            f"launch's owner stamps are multiples of {resolution} ns only: the timer ticks finer than "
                            f"{PACKED_SITES + 1} ns here, so its events' site ids and times cannot be told apart",
-                           path=where, hint="capture again without [capture] packed (8-byte events)",
-                           check="timer_resolution")
+                           path=where, hint=hint, check="timer_resolution")
     # the header's facts override the sidecar's; the sidecar as written stays for validation to compare
     meta = {**meta, "sidecar": meta, "file": path.name, "bytes": size, "version": int(h["version"]),
             "launch_seq": int(h["launch_seq"]), "grid": grid.tolist(), "block": block.tolist(), "capacity": cap, "event_bytes": int(h["event_bytes"]), "source_id": source_id,
             "timer_resolution_ns": resolution,
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
-    if int(h["flags"]) & FLAG_CLOCK and int(h["event_bytes"]) == 16:
+    if clock and int(h["event_bytes"]) in (8, 16):
         meta["clock"] = _clock(buf, h, own, owners, resolution)
     return h, meta, owners, own
 
@@ -309,28 +312,42 @@ def _check_starts(own: np.ndarray, expected: dict, grid: np.ndarray, where: str)
 
 def _clock(buf: mmap.mmap | bytes, h: np.void, own: np.ndarray, owners: dict, tick: int) -> dict | None:
     """The launch's SM clock over the owners' spans (smclock.calibrate), from each owner's start stamp
-    (t0, clk0) and its last written event, read alone from the buffer (one 16-byte slot per owner),
+    (t0, clk0) and its last written event, read alone from the buffer (one slot per owner),
     so every part of the launch has the same scale for pictures and resampling grids (intervals are
     converted at local rates: intervals.durations). Owners that were not
     claimed, wrote nothing, moved (their warp's ring may hold another's events) or whose last slot
     is torn give no span."""
-    cap = int(h["capacity"])
+    cap, words = int(h["capacity"]), int(h["event_bytes"]) // 4
     written = np.where(owners["claims"] > 0, np.minimum(owners["attempted"], cap), 0)
     o = np.flatnonzero((written > 0) & ~owners["moved"])
     if not o.size:
         return None
-    slots = np.frombuffer(buf, dtype="<u4", count=own.size * cap * 4, offset=int(h["events_offset"]))
-    last = slots.reshape(own.size, cap, 4)[o, written[o] - 1]  # reads one slot per owner
-    o, last = o[last[:, 3] >= TAG_VALID], last[last[:, 3] >= TAG_VALID]
+    slots = np.frombuffer(buf, dtype="<u4", count=own.size * cap * words, offset=int(h["events_offset"]))
+    last = slots.reshape(own.size, cap, words)[o, written[o] - 1]  # reads one slot per owner
+    valid, t_lo, clock = _fields(last, words, True)
     # each span as decode unwraps it: a uint32 difference from the owner's start
-    ns = np.subtract(last[:, 0], own["t0_lo"][o]).astype(np.int64)
-    cycles = unwrap(last[:, 1], own["clk0"][o]) - own["clk0"][o].astype(np.int64)
+    o, t_lo, clock = o[valid], t_lo[valid], clock[valid]
+    ns = np.subtract(t_lo, own["t0_lo"][o]).astype(np.int64)
+    cycles = unwrap(clock, own["clk0"][o]) - own["clk0"][o].astype(np.int64)
     return calibrate(cycles, ns, owners["smid"][o], tick)
 
 
-def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, words: int) -> tuple[dict, int, int]:
+def _fields(rows: np.ndarray, words: int, clock: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Slots' (one row of `words` each) written mask, %globaltimer_lo and %clock words (None without
+    the clock), by layout (docs/format.md): packed (one word) and 8-byte clock events {clock, t |
+    (site id + 1)} keep the site in the timer's low bits, their last word never zero; plain {t,
+    tag} and wide {t, clock, payload, tag} events set the tag's valid bit."""
+    tag = rows[:, words - 1]
+    if words == 1 or clock8(clock, words * 4):
+        return tag != 0, tag & np.uint32(~PACKED_SITES & U32), rows[:, 0] if words == 2 else None
+    return tag >= TAG_VALID, rows[:, 0], rows[:, 1] if words == 4 else None
+
+
+def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, words: int,
+            clock: bool) -> tuple[dict, int, int]:
     """Events of consecutive owners from their slots `ev` (one row of `words` per slot; owner
-    indices local to these owners): (event columns, each a copy, torn events, stray events)."""
+    indices local to these owners; `clock`: the launch recorded it): (event columns, each a copy,
+    torn events, stray events)."""
     n_owners = own.size
     # Each owner's written events are a prefix of its slots: a boolean prefix mask compresses the
     # event block in one pass, and repeats build the per-event owner, sequence and time base, with
@@ -342,9 +359,8 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     # compress is ~10x faster than the same selection on a 2-D array
     row = {1: np.uint32, 2: np.uint64, 4: np.complex128}[words]
     rows = ev if full else ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
-    tag = rows[:, words - 1]  # packed (one word): %globaltimer_lo | (site id + 1), never zero
-    valid = tag != 0 if words == 1 else tag >= TAG_VALID
-    t_lo = tag & np.uint32(~PACKED_SITES & U32) if words == 1 else rows[:, 0]
+    tag = rows[:, words - 1]
+    valid, t_lo, _ = _fields(rows, words, clock)
     torn = total - int(np.count_nonzero(valid))
     stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
     t0 = full_time(own, "t0").view(np.uint64)
@@ -364,11 +380,14 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     t_ns = t_ns.view(np.int64)
     if torn:
         o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
-    site = (tag & np.uint32(PACKED_SITES)).astype(np.int32) - 1 if words == 1 else (tag & ~TAG_VALID).view(np.int32)
+    packed_site = words == 1 or clock8(clock, words * 4)
+    site = (tag & np.uint32(PACKED_SITES)).astype(np.int32) - 1 if packed_site else (tag & ~TAG_VALID).view(np.int32)
     events = {"owner": o_idx, "site": site, "seq": s_idx, "t_ns": t_ns}
-    if words == 4:
+    _, _, clock_word = _fields(rows, words, clock)
+    if clock_word is not None:
         # %clock reads unwrapped against the owner's clk0 (smclock.unwrap): zero without the clock
-        events["cycles"] = unwrap(rows[:, 1], own["clk0"][o_idx])
+        events["cycles"] = unwrap(clock_word, own["clk0"][o_idx])
+    if words == 4:
         events["payload"] = rows[:, 2].copy()
     return events, torn, stray
 
@@ -426,7 +445,7 @@ def decode_parts(path: str | Path | Capture, manifest: Manifest, max_events: int
     def one(lo: int, hi: int) -> Launch:
         at = int(h["events_offset"]) + lo * slot_bytes
         slots = np.frombuffer(buf, dtype="<u4", count=(hi - lo) * cap * words, offset=at).reshape(-1, words)
-        events, torn, stray = _unpack(slots, own[lo:hi], written[lo:hi], cap, words)
+        events, torn, stray = _unpack(slots, own[lo:hi], written[lo:hi], cap, words, bool(int(h["flags"]) & FLAG_CLOCK))
         del slots  # events are copies: nothing of the mapping outlives the part
         _release(buf, at, at + (hi - lo) * slot_bytes)
         part = {k: v[lo:hi] for k, v in owners.items()}

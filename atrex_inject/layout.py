@@ -26,8 +26,16 @@ TAG_VALID = np.uint32(0x80000000)  # an event's tag: this bit | site id (a zero 
 # must carry no time (a tick of at least 2**PACKED_SITE_BITS ns); never zero, so zero = never written.
 PACKED_SITE_BITS = 5
 PACKED_SITES = (1 << PACKED_SITE_BITS) - 1  # site ids 0..30
-EVENT_BYTES = (4, 8, 16)  # packed, plain {t, tag}, wide {t, clock, payload, tag}
+# packed; plain {t, tag}, or {clock, t | (site id + 1)} with the clock (clock8); wide {t, clock, payload, tag}
+EVENT_BYTES = (4, 8, 16)
 FLAG_CLOCK, FLAG_WIDE, FLAG_PACKED = 1, 2, 4  # launch header flags
+
+
+def clock8(clock: bool, event_bytes: int) -> bool:
+    """Whether events of this width carry the clock in 8 bytes: {%clock, %globaltimer_lo | (site id
+    + 1)}, the site packed into the timer's low bits as a packed event keeps it (so the same tick
+    rule holds), the last word never zero."""
+    return clock and event_bytes == 8
 
 
 class Role(StrEnum):
@@ -164,16 +172,18 @@ def resident_rings(g: OwnerGroup, warps: int) -> int:
 
 
 def staging_bytes(events: int, warps: int, slot_bytes: int, groups: Sequence[OwnerGroup],
-                  resident: bool = False) -> int:
+                  resident: bool = False, start_slots: int = 1) -> int:
     """Static shared memory the staged or resident rings take per CTA (docs/guide.md): each group keeps
     warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`; resident, each
-    group keeps one ring per warp that can own it (resident_rings) of `events` (the capacity) + 2
-    slots (an overflow slot, and the owner's start time), one sink slot for warps that own no ring,
+    group keeps one ring per warp that can own it (resident_rings) of `events` (the capacity) + 1 +
+    `start_slots` slots (an overflow slot, and the owner's start time and clock: two 8-byte slots
+    where the clock goes in 8-byte events), one sink slot for warps that own no ring,
     and a table of WARP_SLOTS 8-byte entries, where each warp's next slot is kept between probes
     (runtime/atrex_recorder.cuh, ResidentRing). `slot_bytes`: 8, or 16 for wide events (a packed
     event is packed as it leaves the ring)."""
     if resident:
-        return sum((resident_rings(g, warps) * (events + 2) + 1) * slot_bytes + WARP_SLOTS * 8 for g in groups)
+        return sum((resident_rings(g, warps) * (events + 1 + start_slots) + 1) * slot_bytes + WARP_SLOTS * 8
+                   for g in groups)
     return (warps + 1) * events * slot_bytes * len(groups)
 
 

@@ -15,7 +15,7 @@ from enum import StrEnum
 
 from . import registry
 from .errors import SpecError
-from .layout import Role, staging_bytes
+from .layout import PACKED_SITES, Role, clock8, staging_bytes
 from .spec import ProbeSpec, Site
 
 MAX_STATIC_SHARED = 48 * 1024  # bytes of static __shared__ a CTA may declare: the staging rings must fit
@@ -34,7 +34,9 @@ class RecorderMode:
     size. One object, so the rewriter's code, the launch header, the manifest and the SASS check
     cannot disagree about it."""
     path: BufferPath = BufferPath.GLOBAL
-    event_bytes: int = 8  # 4 packed (the site id in the timer's low bits), 8, or 16 (payload or clock)
+    # 4 packed (the site id in the timer's low bits), 8 ({clock, timer | site} with the clock), or 16
+    # (a payload, or the clock where the site ids do not fit the timer's low bits)
+    event_bytes: int = 8
     ring: int = 0  # events a warp's ring holds: staged, up to 32; resident, the capacity; global, 0
     warps: int = 0  # warps per CTA the rings are sized for (launches with more are refused); global, 0
     # the instrumented copy's registers held to the clean kernel's (choice.py, rule 3): at most this
@@ -44,10 +46,12 @@ class RecorderMode:
     # template arguments (an integer or bool argument's value, None for any other: sass.template_args),
     # which the copy's `__maxnreg__` tests (cuda/clone.held)
     held: tuple[tuple[tuple[str | None, ...], int], ...] = ()
+    clock: bool = False  # events carry %clock (8-byte events: {clock, timer | site}, layout.clock8)
 
     def to_json(self) -> dict:
         return {"path": self.path.value, "event_bytes": self.event_bytes, "ring": self.ring, "warps": self.warps,
-                "max_registers": self.max_registers, **({"held": [[list(a), r] for a, r in self.held]} if self.held else {})}
+                "max_registers": self.max_registers, **({"held": [[list(a), r] for a, r in self.held]} if self.held else {}),
+                **({"clock": True} if self.clock else {})}
 
     @classmethod
     def of_json(cls, obj: dict) -> "RecorderMode":
@@ -56,7 +60,8 @@ class RecorderMode:
         if not all(type(r) is int and 0 < r <= 255 and all(a is None or (type(a) is str and re.fullmatch(r"-?\d+", a))
                                                             for a in args) for args, r in held):
             raise ValueError(f"held registers {obj.get('held')!r} are not integer arguments and register counts")
-        return cls(BufferPath(obj["path"]), obj["event_bytes"], obj["ring"], obj["warps"], obj["max_registers"], held)
+        return cls(BufferPath(obj["path"]), obj["event_bytes"], obj["ring"], obj["warps"], obj["max_registers"], held,
+                   obj.get("clock", False) is True)
 
     @property
     def packed(self) -> bool:
@@ -72,6 +77,12 @@ class RecorderMode:
         return 16 if self.wide else 8
 
     @property
+    def start_slots(self) -> int:
+        """A resident ring's slots for its owner's start {t0, clk0}: two 8-byte slots where the clock
+        goes in 8-byte events, else one."""
+        return 2 if clock8(self.clock, self.event_bytes) else 1
+
+    @property
     def staged(self) -> bool:
         return self.path == BufferPath.STAGED
 
@@ -85,15 +96,15 @@ class RecorderMode:
         if self.path == BufferPath.GLOBAL:
             return None
         return Staging(self.ring, self.warps, staging_bytes(self.ring, self.warps, self.slot_bytes, groups,
-                                                            self.resident), self.resident)
+                                                            self.resident, self.start_slots), self.resident)
 
     @classmethod
-    def of_record(cls, event_bytes: int, staging: "Staging | None") -> "RecorderMode":
+    def of_record(cls, event_bytes: int, staging: "Staging | None", clock: bool = False) -> "RecorderMode":
         """The mode a manifest's capture record describes."""
         if staging is None:
-            return cls(BufferPath.GLOBAL, event_bytes)
+            return cls(BufferPath.GLOBAL, event_bytes, clock=clock)
         return cls(BufferPath.RESIDENT if staging.resident else BufferPath.STAGED, event_bytes, staging.events,
-                   staging.warps)
+                   staging.warps, clock=clock)
 
 
 @dataclass(frozen=True)
@@ -110,7 +121,7 @@ class CaptureSettings:
     """What a capture of this plan holds: the spec's capture settings resolved into a recorder mode
     (the manifest's `capture` record, docs/format.md)."""
     capacity: int  # events per owner
-    event_bytes: int  # 8; 16 with a payload or the clock; 4 packed
+    event_bytes: int  # 8 (with the clock or not); 16 with a payload or wide; 4 packed
     clock: bool = False
     skip: int = 0  # launches before the first one written
     count: int = 1  # launches written; 0 = all
@@ -118,7 +129,7 @@ class CaptureSettings:
 
     @property
     def mode(self) -> RecorderMode:
-        return RecorderMode.of_record(self.event_bytes, self.staging)
+        return RecorderMode.of_record(self.event_bytes, self.staging, self.clock)
 
 
 @dataclass(frozen=True)
@@ -162,15 +173,16 @@ STAGED_RING = 32  # events a staged ring holds before it is copied out: one per 
 def requested_mode(spec: ProbeSpec, path: BufferPath | None = None, warps: int = 0) -> RecorderMode:
     """The spec's recorder mode on buffer path `path` (default: the one it names; "auto" is the
     default path), with events as wide as its payloads and clock need and rings sized for `warps`
-    warps per CTA (default: the spec's `warps`)."""
+    warps per CTA (default: the spec's `warps`). The clock goes in 8-byte events, the site id in the
+    timer's low bits, unless the spec asks for `wide` events or has more sites than those bits hold."""
     c = spec.capture
-    wide = c.clock or any(s.payload for s in spec.sites)
+    wide = c.wide or any(s.payload for s in spec.sites) or (c.clock and len(spec.sites) > PACKED_SITES)
     event_bytes = 16 if wide else 4 if c.packed else 8
     path = path or (DEFAULT_PATH if c.recorder == "auto" else BufferPath(c.recorder))
     if path == BufferPath.GLOBAL:
-        return RecorderMode(path, event_bytes)
+        return RecorderMode(path, event_bytes, clock=c.clock)
     ring = c.capacity if path == BufferPath.RESIDENT else c.ring or STAGED_RING
-    return RecorderMode(path, event_bytes, ring, warps or c.warps)
+    return RecorderMode(path, event_bytes, ring, warps or c.warps, clock=c.clock)
 
 
 def make_plan(spec: ProbeSpec, mode: RecorderMode | None = None) -> Plan:

@@ -38,7 +38,7 @@ INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 TOP_KEYS = {"version", "name", "question", "backend", "source", "kernel", "declared_by", "launchers", "cuda_string",
             "capture", "build", "site", "intervals", "pair", "expect"}
 KERNEL_KEYS = {"name", "occurrence"}
-CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "recorder", "warps", "ring", "packed"}
+CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "recorder", "warps", "ring", "packed", "wide"}
 RECORDERS = ("auto", "global", "staged", "resident")  # [capture] recorder (plan.BufferPath, and auto: choice.py)
 BUILD_KEYS = {"nvcc_flags", "unit"}
 SITE_KEYS = {"name", "anchor", "position", "role", "predicate", "payload", "ctas", "warps", "every"}
@@ -103,6 +103,9 @@ class Capture:
     ring: int = 0  # staged: events per warp staged in shared memory before a coalesced copy (0: the default)
     warps: int = 0  # warps per CTA the rings are sized for (0: the kernel's __launch_bounds__)
     packed: bool = False  # 4-byte events in the buffer: the site id in the timer's low bits (docs/format.md)
+    # 16-byte events {t, clock, payload, tag} with the clock, for a timer that ticks finer than the 32 ns the
+    # 8-byte clock event's site bits need (docs/format.md)
+    wide: bool = False
 
 
 @dataclass(frozen=True)
@@ -316,6 +319,9 @@ def parse_spec(text: str, path: Path, root: Path | None) -> ProbeSpec:
         what = "capture.clock" if capture.clock else f"site {next(s.name for s in sites if s.payload)!r}'s payload"
         raise err(f"capture.packed keeps a 4-byte event (timer and site id) with no room for {what}", "capture",
                   "packed", hint="drop `packed`, or drop the clock and the payloads")
+    if capture.packed and capture.wide:
+        raise err("capture.packed asks for 4-byte events and capture.wide for 16-byte ones", "capture", "wide",
+                  hint="drop one of them")
     if capture.packed and len(sites) > PACKED_SITES:
         raise err(f"capture.packed holds site ids 0..{PACKED_SITES - 1} in the timer's low {PACKED_SITE_BITS} bits; "
                   f"this spec has {len(sites)} sites", "capture", "packed",
@@ -395,6 +401,7 @@ def _capture(data: dict, err, unknown, typed) -> Capture:
         recorder=recorder, ring=ring,
         warps=typed(cap_t, "warps", int, "capture", default=0, lo=1, hi=32, unit=" warps per CTA"),
         packed=typed(cap_t, "packed", bool, "capture", default=False),
+        wide=typed(cap_t, "wide", bool, "capture", default=False),
     )
 
 

@@ -15,7 +15,8 @@
 //   | magic, version, ids,  | n_owners (48 B      | each slot 8 bytes {t = %globaltimer_lo, tag}     |
 //   | geometry, groups[8]   | each: claims, start,| (16 with ATREX_TL_WIDE: {t, clock, payload, tag});|
 //   | (host-written)        | end, attempted ...) | tag = site id | kTagValid; zero = never written    |
-//   |                       |                     | (4 with ATREX_TL_PACKED: t | (site id + 1))      |
+//   |                       |                     | (4 with ATREX_TL_PACKED: t | (site id + 1); 8 with |
+//   |                       |                     | ATREX_TL_CLOCK alone: {clock, t | (site id + 1)}) |
 //   +-----------------------+---------------------+--------------------------------------------------+
 //
 // Owners are numbered group by group (GroupDesc.owner_base): within a group, selected CTAs in
@@ -43,14 +44,18 @@ typedef unsigned long long uint64_t;
 #define ATREX_TL_CLOCK 0  // 1: also record %clock (low 32 bits of the SM cycle counter) per event
 #endif
 #ifndef ATREX_TL_WIDE
-#define ATREX_TL_WIDE ATREX_TL_CLOCK  // 1: 16-byte events {t, clock, payload, tag}; 0: 8-byte {t, tag}
+#define ATREX_TL_WIDE 0  // 1: 16-byte events {t, clock, payload, tag}; 0: 8-byte {t, tag} ({clock, t | site} with the clock)
 #endif
 #ifndef ATREX_TL_PACKED
 #define ATREX_TL_PACKED 0  // 1: 4-byte events in the buffer, %globaltimer_lo | (site id + 1) (spec [capture] packed)
 #endif
-#if ATREX_TL_PACKED && ATREX_TL_WIDE
+#if ATREX_TL_PACKED && (ATREX_TL_WIDE || ATREX_TL_CLOCK)
 #error "atrex: packed events carry no clock and no payload"
 #endif
+// The clock in 8 bytes: {%clock, %globaltimer_lo | (site id + 1)}, the site in the timer's low bits as
+// packed events keep it, so that recording the clock stores no more than an event without it (16-byte
+// events took layernorm's resident copy from 32 to 44 registers and a fifth fewer CTAs per SM).
+#define ATREX_TL_CLOCK8 (ATREX_TL_CLOCK && !ATREX_TL_WIDE)
 
 namespace atrex {
 
@@ -60,6 +65,9 @@ constexpr uint32_t kTagValid = 0x80000000u;  // set in every written event: zero
 // they are copied out, so a probe stores the same 8-byte slot either way: docs/format.md).
 constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : ATREX_TL_PACKED ? 4u : 8u;
 constexpr uint32_t kSlotBytes = ATREX_TL_WIDE ? 16u : 8u;
+// A resident ring's start slots: the owner's start {t0_lo, t0_hi, clk0}, one 16-byte slot or two 8-byte ones
+// where the clock is recorded in 8-byte events (the clk0 word at the same offset either way).
+constexpr uint32_t kStartSlots = ATREX_TL_CLOCK8 ? 2u : 1u;
 // Packed: the site id + 1 in the timer's low 5 bits, which carry no time at a 32 ns tick (the H200's):
 // at most 31 sites, and never a zero word (zero = never written). Decode refuses a launch whose owner
 // stamps show a finer tick (check timer_resolution).
@@ -332,7 +340,7 @@ struct StageRing<0u, W, G> {  // no staging
 
 // Resident rings of one owner group ([capture] recorder = "resident"): R rings, one per warp
 // that can own the group's recorder (its rank among them), each of K slots (the capacity), an
-// overflow slot and a start slot (the owner's start time, kept here from entry to exit), plus one
+// overflow slot and kStartSlots start slots (the owner's start time, kept here from entry to exit), plus one
 // sink slot for warps that own no ring.
 // Where each warp is in its ring lives in shared memory too, not in registers: a table with one
 // entry per SM warp slot (%warpid), {next slot, overflow slot} as byte offsets from base(). A
@@ -344,10 +352,10 @@ constexpr uint32_t kWarpSlots = 64;  // %warpid < %nwarpid <= 64 (sm_90)
 template <uint32_t K, uint32_t R, uint32_t G>
 struct ResidentRing {
   __device__ __forceinline__ static uint32_t base() {
-    __shared__ __align__(16) unsigned char ring[(R * (K + 2u) + 1u) * kSlotBytes];
+    __shared__ __align__(16) unsigned char ring[(R * (K + 1u + kStartSlots) + 1u) * kSlotBytes];
     return static_cast<uint32_t>(__cvta_generic_to_shared(ring));
   }
-  static constexpr uint32_t kRingBytes = (K + 2u) * kSlotBytes;
+  static constexpr uint32_t kRingBytes = (K + 1u + kStartSlots) * kSlotBytes;
   static constexpr uint32_t kSink = R * kRingBytes;  // the sink slot, as an offset from base()
   // This warp's table entry (shared address), by its slot on the SM.
   __device__ __forceinline__ static uint32_t entry() {
@@ -371,6 +379,10 @@ __device__ __forceinline__ void put_shared(uint32_t slot, Now n, uint32_t payloa
 #if ATREX_TL_WIDE
   asm volatile(ATREX_ON(5, "@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};")
                ::"r"(slot), "r"(n.t), "r"(n.c), "r"(payload), "r"(site | valid), "r"(on));
+#elif ATREX_TL_CLOCK8
+  asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(n.c), "r"(packed(n.t, site)), "r"(on));
+  (void)payload;
+  (void)valid;
 #else
   asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(n.t), "r"(site | valid), "r"(on));
   (void)payload;
@@ -431,7 +443,7 @@ __device__ __forceinline__ void publish_owner(const ResidentExit& e, uint32_t ct
   uint32_t tag, t0_lo, t0_hi, clk0 = 0u;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(e.last + kSlotBytes - 4u));
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(e.last + kSlotBytes));
-#if ATREX_TL_WIDE
+#if ATREX_TL_CLOCK
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(e.last + kSlotBytes + 8u));
 #endif
   OwnerHeader* oh = reinterpret_cast<OwnerHeader*>(atrex_tl_buffer + sizeof(LaunchHeader)) + e.owner;
@@ -538,6 +550,13 @@ class BasicRecorder {
         "@p st.global.u32 [%0], %3;\n\t}"
         ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(packed(n.t, site)));
     (void)payload;
+#elif ATREX_TL_CLOCK8
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.lt.u32 p, %1, %2;\n\t"
+        "@p st.global.v2.u32 [%0], {%3, %4};\n\t}"
+        ::"l"(atrex_tl_buffer + off_), "r"(off_), "r"(end_), "r"(n.c), "r"(packed(n.t, site)));
+    (void)payload;
 #else
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
@@ -582,8 +601,10 @@ class BasicRecorder {
   __device__ __forceinline__ void trips_begin() {
     static_assert(!R && K != 0u, "trips are the staged rings'");
     flush();
+#if !ATREX_TL_CLOCK8  // clock events carry no valid bit: the site id in the timer's low bits marks them written
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(a_), "r"(kTagValid) : "memory");
     asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(valid_) : "r"(a_) : "memory");
+#endif
   }
 
   // Staged: copies the ring's events out now, the whole warp together, and empties it. `n`: how many
@@ -695,7 +716,7 @@ class BasicRecorder {
     asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], 0;\n\t@p st.shared.v2.u32 [%2], {%3, %4};") ::"r"(w),
                  "r"(over + kSlotBytes - 4u), "r"(over + kSlotBytes), "r"(static_cast<uint32_t>(t0)),
                  "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
-#if ATREX_TL_WIDE  // a 16-byte start slot also keeps the clock
+#if ATREX_TL_CLOCK  // the start slots also keep the clock
     asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], %2;") ::"r"(w), "r"(over + kSlotBytes + 8u), "r"(c0)
                  : "memory");
 #endif

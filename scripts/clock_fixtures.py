@@ -26,11 +26,16 @@ from atrex_inject.manifest import load as load_manifest
 from atrex_inject.summary import clock_line
 
 EXAMPLES = ("layernorm", "softmax_rows", "reduce_sumsq", "rmsnorm_nvrtc")
-NAMES = ("clock_phases", "clock_phases_resident", "clock_phases_loaded", "gemm_mma_clock",
+NAMES = ("clock_phases", "clock_phases_resident", "clock_phases8", "clock_phases8_resident", "clock_phases_loaded",
+         "gemm_mma_clock",
          *(f"{ex}_clock" for ex in EXAMPLES))
 SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the global path)",
          "clock_phases_resident": "the same spec with `recorder = \"resident\"`, `warps = 4` added by "
                                   "`atrex_inject.spec.with_recorder(spec, 'resident', 4)` (so named `clock_phases_resident`)",
+         "clock_phases8": "`tests/sources/clock_phases.toml` renamed `clock_phases8`, its payloads dropped: the "
+                          "clock in 8-byte events (the global path)",
+         "clock_phases8_resident": "the same with `recorder = \"resident\"`, `warps = 4` added by "
+                                   "`with_recorder(spec, 'resident', 4)`",
          "clock_phases_loaded": "`tests/sources/clock_phases_loaded.toml` as written: the same phases timed by warps "
                                 "0-3 while warps 4-7 of each CTA stream global memory",
          "gemm_mma_clock": "`examples/specs/gemm_mma.toml` renamed `gemm_mma_clock`, with `clock = true` added and "
@@ -52,7 +57,8 @@ def section(label: str, device: list[str], rows: list[tuple[str, dict, dict, dic
              f"{label}: `bash scripts/gpu-clock.sh` on an {d['name']} (UUID {d['uuid']}, {d.get('sm_count', '?')} "
              f"SMs, driver {device[0].split(', ')[-1] if device else '?'}, nvcc "
              f"{device[1].strip() if len(device) > 1 else '?'}, "
-             "`-O3 -gencode=arch=compute_90a,code=sm_90a`). Each spec below (16-byte events with `%clock`) was "
+             "`-O3 -gencode=arch=compute_90a,code=sm_90a`). Each spec below (events with `%clock`: 16 bytes with a "
+             "payload, else 8) was "
              "applied on the GPU host (each folder's `*.instrumented.cu` is the file it compiled), built, run once "
              "with probes off, captured with `atrex-inject capture --spec … --workload … -- BUILD`, validated "
              "against that source and reverted byte for byte.", ""]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real captures with the SM clock (`[capture] clock = true`, 16-byte events) for tests/test_clock.py:
+# Real captures with the SM clock (`[capture] clock = true`) for tests/test_clock.py:
 # on the GPU host, from the repository root, with wheels in .whl/ (carry [".whl"]):
 #   bash scripts/gpu-clock.sh            (results under $OUT/clock/, default OUT=/tmp/atrex-gpu; ~1 minute)
 # Captures, each applied, built for sm_90a, run once with probes off, captured through
@@ -7,6 +7,8 @@
 #   clock_phases           tests/sources/clock_phases.toml as written: the ground-truth kernel (spins of
 #                          0, 40, 200 and 2000 cycles and 5000 ns between sites) on the global path
 #   clock_phases_resident  the same spec with resident staging rings (spec.with_recorder(spec, 'resident', 4))
+#   clock_phases8, clock_phases8_resident   the same two without the payloads (the spins' own counts):
+#                          the clock in 8-byte events {clock, timer | site}, as the examples record it
 #   clock_phases_loaded    tests/sources/clock_phases_loaded.toml: the same phases timed by warps 0-3
 #                          while warps 4-7 of each CTA stream a 256 MB buffer from global memory
 #   gemm_mma_clock         examples/specs/gemm_mma.toml renamed, with `clock = true` and 200 warmup
@@ -42,6 +44,7 @@ wl() { python3 -c "import json,sys; l=[x for x in open(sys.argv[1]) if x.startsw
 # name, spec, source (relative to the work tree), program arguments
 capture_one() {
   local name=$1 spec=$2 rel=$3; shift 3
+  [ -n "${ONLY:-}" ] && [[ ",$ONLY," != *",$name,"* ]] && return  # ONLY=name,name: these captures alone
   local src="$work/$rel" bin="$work/$name.inst"
   log "$name: apply, build, probes off, capture"
   grep -E "^(name|capacity|clock|staging)" "$spec"
@@ -82,6 +85,12 @@ PY
 
 capture_one clock_phases "$work/tests/sources/clock_phases.toml" tests/sources/clock_phases.cu
 capture_one clock_phases_resident "$cp_spec" tests/sources/clock_phases.cu
+sed -e 's/^name = "clock_phases"$/name = "clock_phases8"/' -e '/^payload = /d' "$work/tests/sources/clock_phases.toml" \
+  > "$work/tests/sources/clock_phases8.toml"
+capture_one clock_phases8 "$work/tests/sources/clock_phases8.toml" tests/sources/clock_phases.cu
+cp8_spec=$(python3 -c "import sys; from atrex_inject.spec import with_recorder; print(with_recorder(sys.argv[1], 'resident', 4))" \
+  "$work/tests/sources/clock_phases8.toml")
+capture_one clock_phases8_resident "$cp8_spec" tests/sources/clock_phases.cu
 capture_one clock_phases_loaded "$work/tests/sources/clock_phases_loaded.toml" tests/sources/clock_phases_loaded.cu
 capture_one gemm_mma_clock "$gemm_spec" examples/cuda/gemm_mma.cu --warmup 200 --iters 10
 # the examples as a new user records their clock: the spec as written, `clock = true` added, renamed <ex>_clock
@@ -92,10 +101,16 @@ clock_of() {
 for ex in layernorm softmax_rows reduce_sumsq; do
   capture_one "${ex}_clock" "$(clock_of $ex)" "examples/cuda/$ex.cu"
 done
+# the softmax's clock in 16-byte events too (`wide = true`): the two layouts side by side on one kernel
+sed -e 's/^name = "softmax_rows_clock"$/name = "softmax_rows_clock_wide"/' -e 's/^clock = true$/clock = true\nwide = true/' \
+  "$work/examples/specs/softmax_rows_clock.toml" > "$work/examples/specs/softmax_rows_clock_wide.toml"
+capture_one softmax_rows_clock_wide "$work/examples/specs/softmax_rows_clock_wide.toml" examples/cuda/softmax_rows.cu
 # a kernel in a Python string, compiled with NVRTC and launched from Python, captured by the launch hooks
 name=rmsnorm_nvrtc_clock spec=$(clock_of rmsnorm_nvrtc) src="$work/examples/kernelpy/nvrtc/kernel.py"
 log "$name: apply, capture through the launch hooks"
-if $ATREX apply "$spec" --root "$work"; then
+if [ -n "${ONLY:-}" ] && [[ ",$ONLY," != *",$name,"* ]]; then
+  :
+elif $ATREX apply "$spec" --root "$work"; then
   mkdir -p "$D/cap/$name" && cp "$src" "$D/cap/$name/$name.instrumented.py" && cp "$work/.atrex/$name/manifest.json" "$D/cap/$name/"
   workload=$(python3 -c "import sys; sys.path.insert(0, sys.argv[1]); import problem as p; print(p.NAME + ':' + 'x'.join(map(str, p.get_inputs()[0].shape)) + ':seed=1')" "$work/examples/kernelpy/nvrtc")
   $T $ATREX capture --spec "$spec" --root "$work" --out "$D/cap/$name" --workload "$workload" \

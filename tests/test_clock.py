@@ -285,14 +285,15 @@ def test_the_local_model_leaves_room_on_real_captures(name):
     assert (off <= 0.8 * im.allowed_ns[has]).all(), (off / im.allowed_ns[has]).max()
 
 
-@pytest.mark.parametrize("name", [_fixture("clock_phases")])
+@pytest.mark.parametrize("name", [_fixture("clock_phases"), _fixture("clock_phases8")])
 def test_backward_clock_within_an_owner_is_rejected_by_name(name, tmp_path):
-    """SYNTHETIC copy of the real capture: one event's %clock set 5000 cycles back. Its owner's clock
-    runs backwards into it and jumps forward out of it: clock_consistency fails, twice, naming the
-    owner and the event; nothing else fails."""
+    """SYNTHETIC copy of the real capture: one event's %clock set 5000 cycles back (its second word in
+    a 16-byte event, its first in an 8-byte one). Its owner's clock runs backwards into it and jumps
+    forward out of it: clock_consistency fails, twice, naming the owner and the event; nothing else
+    fails."""
     s = Synthetic(tmp_path, name)
     owner, seq = 7, 30
-    s.events[owner, seq, 1] -= 5000
+    s.events[owner, seq, 0 if s.words == 2 else 1] -= 5000
     r = s.save().validate()
     assert r["verdict"] == "rejected" and failing(r) == {"clock_consistency": 2}
     details = next(c for c in r["checks"] if c["name"] == "clock_consistency")["details"]
@@ -577,6 +578,29 @@ def test_phases_less_the_reported_fixed_cost_match_the_kernels_own_count(name):
     code, text = cli("summary", FIX / name, "--fixed-cost", "round -> spun_0")
     assert f"fixed cost {fixed['cycles']:.0f} cycles per probe (median of round -> spun_0" in text
     assert "less fixed cost" in text
+
+
+@pytest.mark.parametrize("name", [_fixture("clock_phases8"), _fixture("clock_phases8_resident")])
+def test_the_clock_in_8_byte_events_gives_the_programmed_phases(name):
+    """The ground truth recorded with the clock in 8-byte events ({clock, timer | site id + 1}: no
+    payloads, so the spins' own counts come from the 16-byte capture of the same kernel and
+    recorder): it validates, decodes every event's site from the timer's low bits, and each phase
+    less the empty phase's median is within 20 cycles of what the spins measured themselves (20
+    more with resident rings, FIXED_COST_SPREAD)."""
+    launch, m = _launch(name)
+    assert launch.meta["event_bytes"] == 8 and launch.meta["flags"] & 1 and m.capture.clock
+    assert sorted(np.unique(launch.events["site"]).tolist()) == list(range(len(m.sites)))
+    r = validate_capture(FIX / name, m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+    wide = name.replace("clock_phases8", "clock_phases")
+    ref, ref_m = _launch(wide)
+    code, out = cli("summary", FIX / name, "--fixed-cost", "round -> spun_0", "--json")
+    assert code == 0, out
+    rows = {r["name"]: r for r in json.loads(out)["launches"][0]["intervals"]}
+    for phase in PHASES:
+        _, _, spun, _ = _phase(ref, ref_m, phase)
+        less = rows[phase]["cycles_less_fixed_cost"]["median"]
+        assert abs(less - np.median(spun)) <= 20 + FIXED_COST_SPREAD[wide], (phase, less, np.median(spun))
 
 
 def test_a_fixed_cost_that_is_no_interval_is_refused():

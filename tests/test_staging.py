@@ -124,9 +124,9 @@ def test_gpu_ran_what_with_recorder_and_apply_write_here(project):
 
 
 def test_staging_that_overflows_static_shared_memory_is_refused_at_its_line(project):
-    """(32 warps + 1) rings x 32 events x 16 bytes (the clock widens events) x 3 owner groups is
+    """(32 warps + 1) rings x 32 events x 16 bytes (the clock in wide events) x 3 owner groups is
     50688 bytes: more than the 48 KiB of static shared memory a CTA may declare."""
-    spec = _spec_with(project, ("[capture]\n", "[capture]\nrecorder = 'staged'\nring = 32\nwarps = 32\nclock = true\n"))
+    spec = _spec_with(project, ("[capture]\n", "[capture]\nrecorder = 'staged'\nring = 32\nwarps = 32\nclock = true\nwide = true\n"))
     spec.write_text(spec.read_text() + '\n[[site]]\nname = "wg"\nanchor = { entry = true }\nrole = "warpgroup"\n')
     with pytest.raises(SpecError, match=r"need 50688 bytes of static shared memory per CTA \(3 owner groups") as e:
         make_plan(load_spec(spec))

@@ -51,6 +51,10 @@ class CuteDslBackend:
         if spec.cuda_string is not None:
             raise SpecError("cuda_string names the variable of a Python source that holds CUDA source; it applies to "
                             'the cuda backend', path=where, line=spec.line_of("cuda_string"), hint="remove cuda_string")
+        if spec.capture.clock:
+            raise SpecError("capture.clock records %clock with each event; IKeT's events carry its timer only",
+                            path=where, line=spec.line_of("capture", "clock"),
+                            hint="drop `clock` (the CuTe DSL route times intervals by the global timer)")
         check_own_buffers(spec, self)
         seen: dict[tuple[str, str], int] = {}
         for iv in spec.intervals:
