@@ -17,9 +17,12 @@ the same capture always gives the same interval. An end of it can be the estimat
 
 What the line also says. A mark (a site that starts or ends no interval) inside most instances of
 a compared phase means that phase spans more than one step of the code; two phases that overlap
-share time; a median under FEW_TICKS timer ticks is mostly quantization. When the intervals cannot
-answer (a rejected capture, fewer than two phases, a phase without instances) the line says why
-and what to change, and names no winner.
+share time; a median under FEW_TICKS timer ticks is mostly quantization: record the SM clock, or,
+where the caller has the same question answered on a valid capture of the same kernel recorded with
+it (the demo's bundled `clock = true` GEMM), read that answer, which the line points at and the
+answer carries (`at_clock`; `clock_answer_line` prints it). When the intervals cannot answer (a
+rejected capture, fewer than two phases, a phase without instances) the line says why and what to
+change, and names no winner.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from .decode import Launch
 from .intervals import CYCLES, Durations, durations, pairs
 from .manifest import Manifest
 from .stats import LEVEL, RESAMPLES, cluster_counts, interval, weighted_quantile
-from .summary import FEW_TICKS
+from .summary import FEW_TICKS, quantized
 from .timeline import _unit as unit_of
 
 METHOD = "CTA-bootstrap"  # how the interval is drawn, as the line names it
@@ -75,14 +78,20 @@ def _ns(d: Durations) -> np.ndarray:
 def _no(launch: str, text: str, reason: str, **rest) -> dict:
     return {"launch": launch, "status": "none", "reason": reason, "text": "No answer: " + text,
             "compared": [], "enclosing": [], "leader": None, "runner_up": None, "ratio": None, "caveats": [],
-            "pair": [], "reference": None, **rest}
+            "pair": [], "reference": None, "quantized": [], "at_clock": None, **rest}
 
 
 def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verdict: str,
-           failed: list[str] = ()) -> dict:
+           failed: list[str] = (), clocked: dict | None = None) -> dict:
     """The answer for one launch: {"launch", "status" (leader | even | none), "text" (the line),
     "compared" (per phase: name, count, owners, median/p10/p90 in ns, ratio of the leader's median
-    to it with its interval), "enclosing", "leader", "runner_up", "ratio", "caveats", "reason"}."""
+    to it with its interval), "enclosing", "leader", "runner_up", "ratio", "caveats", "reason",
+    "quantized" (the compared phases whose median is under FEW_TICKS timer ticks), "at_clock"}.
+
+    clocked: the same question answered on a valid capture of the same kernel recorded with the SM
+    clock ({"capture": where it is, "text": its answer line, ...}: the demo's). Where a phase is
+    quantized, the caveat points at it instead of advising to record the clock, and "at_clock" is it
+    (else None)."""
     name = summary["launch"] if summary else (launch.name if launch else "")
     if verdict != "valid":
         return _no(name, f"the capture is {verdict} (failed: {', '.join(failed) or 'see the validation'}); "
@@ -156,10 +165,11 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
         caveats.append(f"`{leader}` has {stats[leader]['count']} instances and `{runner}` {stats[runner]['count']}: "
                        "the ratio compares one instance of each, not their total time.")
     tick = summary.get("timer_tick_ns")
-    few = [(n, stats[n]["median_ticks"]) for n in phases if stats[n].get("resolution") != CYCLES
-           and stats[n].get("median_ticks") is not None and stats[n]["median_ticks"] < FEW_TICKS]
+    few = [(n, stats[n]["median_ticks"]) for n in phases if quantized(stats[n])]
+    at_clock = clocked if few else None
     if few:
-        hint = ("; record the clock (`[capture] clock = true`)" if manifest.backend == "cuda"
+        hint = (f"; the same question in SM cycles, on the `clock = true` capture {clocked['capture']}, is below"
+                if clocked else "; record the clock (`[capture] clock = true`)" if manifest.backend == "cuda"
                 and not manifest.capture.clock else "")
         caveats.append(f"{', '.join(f'`{n}` ({t:.0f} {_ticks(t)})' for n, t in few)}: a median under {FEW_TICKS} "
                        f"timer ticks of {tick} ns is mostly quantization{hint}.")
@@ -194,7 +204,13 @@ def answer(launch: Launch | None, manifest: Manifest, summary: dict | None, verd
             "enclosing": enclosing, "leader": leader if status == "leader" else None, "runner_up": runner,
             "ratio": {**ratio, "level": LEVEL, "resamples": RESAMPLES, "cluster": "cta", "method": METHOD,
                       "of": f"{leader} / {runner}"}, "caveats": caveats, "unit": unit[0], "pair": list(pair),
-            "reference": leader}
+            "reference": leader, "quantized": [n for n, _ in few], "at_clock": at_clock}
+
+
+def clock_answer_line(clocked: dict) -> str:
+    """An answer's `at_clock` (answer's `clocked`) as the demo and the report print it, under the
+    answer: where it was recorded, then its answer line."""
+    return f"At the SM clock's resolution ({clocked['source']}): {clocked['text']}"
 
 
 def _end_on_estimate(value: float, lo: float | None, hi: float | None, a: dict, b: dict) -> str | None:
@@ -229,10 +245,12 @@ def _overlap(a: dict, b: dict) -> float:
     return float(part.mean())
 
 
-def answers(capture: dict, launches: list[Launch], manifest: Manifest) -> list[dict]:
-    """One answer per launch of a validation report (evidence.gather's capture and launches)."""
+def answers(capture: dict, launches: list[Launch], manifest: Manifest, clocked: dict | None = None) -> list[dict]:
+    """One answer per launch of a validation report (evidence.gather's capture and launches);
+    `clocked`: answer's."""
     failed = [c["name"] for c in capture["checks"] if not c["ok"]]
     if not launches:
         return [_no("", "no launch decoded"
                     + (f" (failed: {', '.join(failed)})." if failed else "."), "no_launch")]
-    return [answer(l, manifest, s, capture["verdict"], failed) for l, s in zip(launches, capture["summaries"])]
+    return [answer(l, manifest, s, capture["verdict"], failed, clocked)
+            for l, s in zip(launches, capture["summaries"])]

@@ -646,11 +646,12 @@ def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder
                                                "bundled H200 capture."),
          as_json: bool = JsonOpt, quiet: bool = QuietOpt):
     """The whole pipeline on the bundled example (bf16 GEMM, inline PTX) and a real H200 capture of
-    that same instrumented source: apply, diff stat, decode, validate, summarize, the answer line,
-    report.html (open it first: the question, its answer, the tables) with the .pftrace beside it and
-    the PNG, revert byte-exact; then compare: two bundled H200 captures of one kernel before and
-    after a one-line change, and which intervals moved (compare.png). Needs no GPU; --live captures
-    for real where one is present."""
+    that same instrumented source: apply, diff stat, decode, validate, summarize, the answer line
+    (its phases of a few timer ticks answered in SM cycles too, on the bundled clock = true capture
+    of the same GEMM), report.html (open it first: the question, its answer, the tables) with the
+    .pftrace beside it and the PNG, revert byte-exact; then compare: two bundled H200 captures of
+    one kernel before and after a one-line change, and which intervals moved (compare.png). Needs
+    no GPU; --live captures for real where one is present."""
     from .demo import run_demo
     r = _run(as_json, lambda: run_demo(out_dir, live, None if as_json else out), lambda r: None, quiet)
     if r["validation"] != "valid":

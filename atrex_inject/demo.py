@@ -2,15 +2,18 @@
 
 Copies the bundled GEMM example and its spec into a work folder, applies the spec, checks that
 the bundled real H200 capture was recorded from exactly this instrumented source (same source
-id), then decodes, validates, summarizes, prints the answer line (answer.py) and the same question's
-answer on the bundled capture of the GEMM recorded with the SM clock (in cycles), writes the HTML
-report with the Perfetto trace beside it and the PNG, and reverts byte-exact. Then it compares two
-bundled H200 captures of one kernel before and after a one-line change (docs/compare.md).
+id), then decodes, validates, summarizes, prints the answer line (answer.py), writes the HTML
+report with the Perfetto trace beside it and the PNG, and reverts byte-exact. Where the answer's
+phases are a few timer ticks, the answer (printed and in the report) gives the same question
+answered in SM cycles on the bundled, validated capture of the same GEMM recorded with the clock,
+instead of advising to record it. Then it compares two bundled H200 captures of one kernel before
+and after a one-line change (docs/compare.md).
 With --live it builds the instrumented example and captures on this machine's GPU instead.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -19,19 +22,20 @@ from pathlib import Path
 
 from . import manifest as mf
 from . import snapshot
-from .answer import answers
+from .answer import answers, clock_answer_line
 from .assets import asset_dir
 from .compare import answer_line as compare_answer, compare_dirs, render_text as compare_text
 from .compare_picture import render_png as compare_png
 from .decode import capture_files
 from .errors import AtrexError
 from .evidence import gather
-from .fsio import sha256_file
+from .fsio import sha256_file, write_atomic
 from .patch import diffstat
 from .progress import step
 from .report import render as render_report
-from .summary import render_text
+from .summary import clock_line, render_text
 from .timeline import render_png
+from .validate import side
 
 SPEC = "gemm_mma"
 
@@ -61,18 +65,44 @@ def _live_capture(work: Path, src: Path, cap: Path, console) -> None:
         raise AtrexError(f"the instrumented example failed (exit {run.returncode}): {run.stderr[-500:]}")
 
 
-def _clock_answer(m: mf.Manifest) -> dict | None:
+def _clock_answer(m: mf.Manifest, work: Path) -> tuple[dict | None, str | None]:
     """The demo's question answered on the bundled capture of the same GEMM recorded with the SM
-    clock: its phases of 2-7 timer ticks in cycles. Its manifest is the clock spec's; the pair is
-    the demo spec's (the same intervals, the same question)."""
-    cap = asset_dir("demo_clock_capture")
-    if not (cap / mf.FILE_NAME).is_file():
-        return None
+    clock, copied to WORK/clock_capture: (answer.answer's `clocked`, None), or (None, why it is not
+    used; None when none is bundled). It is used only where it is the same kernel of the same clean
+    source with the same intervals, recorded with the clock, valid against the instrumented source
+    it was built from, and none of its compared phases is left a few timer ticks. Its manifest is
+    the clock spec's; the copy's gets the demo spec's `pair` (the same question), so `report` on it
+    answers as here."""
+    bundled = asset_dir("demo_clock_capture")
+    if not (bundled / mf.FILE_NAME).is_file():
+        return None, None
+    cap = Path(shutil.copytree(bundled, work / "clock_capture", dirs_exist_ok=True))
     step("validating the bundled clock = true capture")
-    mc = dataclasses.replace(mf.load(cap / mf.FILE_NAME), pair=m.pair)
-    ev = gather(cap, mc)
-    (a,) = answers(ev.capture, ev.launches[:1], mc)[:1]
-    return {"verdict": ev.capture["verdict"], "text": a["text"], "capture": str(cap)}
+    try:
+        mc = mf.load(cap / mf.FILE_NAME)
+        question = lambda x: (x.kernel, x.source.path, x.source.clean_sha256, x.intervals)
+        if not mc.capture.clock or question(mc) != question(m):
+            return None, f"{cap} is not this GEMM's question recorded with the SM clock"
+        mc = dataclasses.replace(mc, pair=m.pair)
+        write_atomic(cap / mf.FILE_NAME, json.dumps(mc.to_json(), indent=1) + "\n")
+        built = sorted(cap.glob("*.instrumented.cu"))
+        ev = gather(cap, mc, source=built[0] if built else None)
+    except AtrexError as e:
+        return None, f"{cap} could not be read: {e}"
+    report = ev.capture
+    if report["verdict"] != "valid":
+        failed = ", ".join(c["name"] for c in report["checks"] if not c["ok"])
+        return None, f"{cap} is {report['verdict']} (failed: {failed})"
+    (a,) = answers(report, ev.launches[:1], mc)[:1]
+    if a["status"] == "none" or a["quantized"]:
+        return None, f"its answer is not in SM cycles: {a['text']}"
+    launch, checks, file = ev.launches[0], report["checks"], capture_files(cap)[0]
+    gpu = (side(launch, "device", dict) or {}).get("name") or "the GPU not named"
+    return {"capture": str(cap), "file": file.name, "verdict": report["verdict"], "text": a["text"],
+            "clock": report["summaries"][0]["clock"],
+            "source": f"the same GEMM and intervals, recorded with `[capture] clock = true` on {gpu}: "
+                      f"{file}, {report['verdict']}, {sum(c['ok'] for c in checks)}/{len(checks)} "
+                      f"checks pass"}, None
 
 
 def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
@@ -114,13 +144,16 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
     _say(console, "4. summary (recomputed from canonical events):")
     for s in report["summaries"]:
         _say(console, "   " + render_text(s).replace("\n", "\n   "))
+    clocked, not_used = _clock_answer(m, work)
     step("writing the report")
-    page = render_report(ev, work / "report.html", str(cap))
+    page = render_report(ev, work / "report.html", str(cap), clocked=clocked)
     _say(console, f"5. answer: {page['answer']['text']}")
-    cycles = _clock_answer(m)
+    cycles = page["answer"].get("at_clock")  # where its phases are a few timer ticks
     if cycles:
-        _say(console, f"   at the SM clock's resolution (the same GEMM recorded with `[capture] clock = true`, "
-                      f"an H200 capture, {cycles['verdict']}): {cycles['text']}")
+        _say(console, f"   {clock_answer_line(cycles)}")
+        _say(console, f"   its {clock_line(cycles['clock'])}")
+    elif not_used and page["answer"].get("quantized"):
+        _say(console, f"   (the bundled clock = true capture is not shown: {not_used})")
     trace, png, panels = page["trace"], None, None
     if launches:
         step("drawing the picture")
@@ -148,4 +181,4 @@ def run_demo(out_dir: Path | None, live: bool, console=None) -> dict:
             "summaries": report["summaries"], "answer": page["answer"]["text"], "perfetto": trace,
             "png": png and str(png), "panels": panels, "report": page["report"],
             "reverted_byte_exact": restored, "archived": rv["archived"], "live": live, "comparison": comparison,
-            "clock_answer": cycles}
+            "clock_answer": cycles, "clock_answer_not_used": not_used}

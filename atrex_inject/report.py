@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import __version__
 from . import manifest as mf
-from .answer import answers, fmt
+from .answer import answers, clock_answer_line, fmt
 from .compare import (ON_ESTIMATE, SPEED, WHEN, Comparison, about_lines, change_text, compare_dirs, end_to_end_line,
                       moved_line, on_estimate, p_text, rows, verdict_text)
 from .compare import answer_line as compare_answer
@@ -146,10 +146,14 @@ def _answer_line(p: Page) -> str:
     none = a["status"] == "none"
     text = a["text"].removeprefix("No answer: ") if none else a["text"]
     own = f'<b>{"No answer" if none else "Answer"}{" in this capture alone" if p.comparison else ""}:</b> '
+    # under it, the same question at the SM clock's resolution where the caller has it (the demo) and this
+    # answer's phases are a few timer ticks
+    at_clock = (f'<p id="answer-at-clock" class="answer">{_code(clock_answer_line(a["at_clock"]))}</p>'
+                if a.get("at_clock") else "")
     if p.comparison is None:
-        return f'<p id="answer" class="answer{" none" if none else ""}">{own}{_code(text)}{more}</p>'
+        return f'<p id="answer" class="answer{" none" if none else ""}">{own}{_code(text)}{more}</p>{at_clock}'
     return (f'<div id="answer" class="answer"><p><b>Answer:</b> {_code(compare_answer(p.comparison.result))} '
-            f'(<a href="#comparison">the comparison</a>)</p><p>{own}{_code(text)}{more}</p></div>')
+            f'(<a href="#comparison">the comparison</a>)</p><p>{own}{_code(text)}{more}</p></div>{at_clock}')
 
 
 def _meta(p: Page) -> str:
@@ -547,15 +551,15 @@ def _sections(p: Page) -> list[str]:
 
 
 def render(ev: Evidence, out: str | Path, capture_dir: str, window: Window | None = None,
-           comparison: Comparison | None = None) -> dict:
+           comparison: Comparison | None = None, clocked: dict | None = None) -> dict:
     """Write the report for gathered evidence (and a comparison with another capture), and the trace
     beside it; returns {"report", "trace" (None without a decoded launch), "answer" (the first
-    launch's answer.answer dict)}."""
+    launch's answer.answer dict)}. `clocked`: answer.answer's (the demo's clock = true capture)."""
     out = Path(out)
     m = ev.manifest
     p = Page(ev, out, capture_dir, window, comparison=comparison)
     step("computing the answer (its ratio's bootstrap interval)")
-    p.answers = (answers(ev.capture, ev.launches, m) if ev.capture is not None else
+    p.answers = (answers(ev.capture, ev.launches, m, clocked) if ev.capture is not None else
                  [{"status": "none", "text": "No answer: no capture was given.", "launch": ""}])
     _find_patch(p)
     if ev.launches:

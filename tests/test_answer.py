@@ -158,7 +158,26 @@ def test_quantized_phases_are_flagged_with_the_clock_as_the_remedy():
     few = [c for c in a["caveats"] if "mostly quantization" in c]
     assert few == ["`stream_done -> tail_done` (3 ticks): a median under 10 timer ticks of 32 ns is mostly "
                    "quantization; record the clock (`[capture] clock = true`)."]
+    assert a["quantized"] == ["stream_done -> tail_done"] and a["at_clock"] is None
     assert any("the ratio compares one instance of each, not their total time" in c for c in a["caveats"])
+
+
+def test_quantized_phases_point_at_the_answer_in_cycles_where_the_caller_has_it():
+    """Where the same question is answered on a capture recorded with the SM clock (the demo's), the
+    caveat points at that answer instead of advising to record the clock, and the answer carries it;
+    an answer with no quantized phase does not."""
+    clocked = {"capture": "CLOCKED", "source": "where", "text": "its answer."}
+    cap = FIX / "reduce_sumsq"
+    m = load_manifest(cap / "manifest.json")
+    ev = gather(cap, m)
+    (a,) = answers(ev.capture, ev.launches, m, clocked)
+    assert a["at_clock"] is clocked and "record the clock" not in a["text"]
+    assert [c for c in a["caveats"] if "mostly quantization" in c] == [
+        "`stream_done -> tail_done` (3 ticks): a median under 10 timer ticks of 32 ns is mostly quantization; the "
+        "same question in SM cycles, on the `clock = true` capture CLOCKED, is below."]
+    assert ans_mod.clock_answer_line(clocked) == "At the SM clock's resolution (where): its answer."
+    (b,) = _answers(FIX / "gemm_mma_clock")  # in cycles: nothing quantized, nothing to point at
+    assert b["quantized"] == [] and b["at_clock"] is None
 
 
 def test_a_clock_capture_answers_in_cycles_and_resamples_them():

@@ -65,12 +65,7 @@ def test_demo(tmp_path):
     # the spec's question weighs the barrier wait against the MMAs: the answer is about that pair
     assert out["answer"].startswith("`stage_ready -> mma_done` takes longer than `copies_issued -> stage_ready` "
                                     "(the pair the question weighs): median 512 ns against 128 ns per instance, 4.00×")
-    # and the same question on the bundled clock = true capture of the GEMM: its 2-7-tick phases in cycles
-    clock = out["clock_answer"]
-    assert clock["verdict"] == "valid" and "quantization" not in clock["text"]
-    assert clock["text"].startswith("`stage_ready -> mma_done` takes longer than `copies_issued -> stage_ready` "
-                                    "(the pair the question weighs): median 503 ns / 877 cycles against 129 ns / "
-                                    "226 cycles per instance")
+    # its 2-7-tick phases in cycles, on the bundled clock = true capture of the GEMM: tests/test_demo.py
     assert Path(out["perfetto"]).stat().st_size > 100_000 and Path(out["png"]).exists()
     assert "<table class=\"validation\">" in Path(out["report"]).read_text()
 

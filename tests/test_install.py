@@ -1,5 +1,5 @@
 """`pip install .` (not editable) carries everything the demo needs: the grammars, the runtime
-header, the example and its spec, and the bundled real H200 capture (issue 11)."""
+header, the example and its spec, and the bundled real H200 captures (issue 11)."""
 from __future__ import annotations
 
 import os
@@ -29,3 +29,5 @@ def test_demo_runs_from_a_plain_install(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "restored byte for byte: yes" in run.stdout and (away / "demo" / "report.html").is_file()
+    # the bundled clock = true capture of the GEMM (and the instrumented source it validates against) came along
+    assert "At the SM clock's resolution" in run.stdout and "record the clock" not in run.stdout

@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from atrex_inject import report
-from atrex_inject.answer import answers
+from atrex_inject.answer import answers, clock_answer_line
 from atrex_inject.cli import app
 from atrex_inject.evidence import gather
 from atrex_inject.manifest import load as load_manifest
@@ -144,7 +144,8 @@ def test_report_in_a_browser(built):
 
 def test_demo_report_opens_with_the_answer_line(tmp_path):
     """The demo's own report, in Chromium: the question, then the line the demo printed, before
-    anything else on the page; the screenshot is the first screen a reviewer sees."""
+    anything else on the page, and under it the same question in SM cycles on the bundled clock = true
+    capture; the screenshot is the first screen a reviewer sees."""
     r = invoke("demo", "--out", tmp_path / "demo", "--json")
     out = json.loads(r.output)
     shown = ("" if out["answer"].startswith("No answer:") else "Answer: ") + out["answer"].replace("`", "")
@@ -156,6 +157,8 @@ def test_demo_report_opens_with_the_answer_line(tmp_path):
             ["H1#question", "P#answer"]
         assert page.locator("#answer").inner_text() == shown
         assert page.locator("#answer").bounding_box()["y"] < 200  # on the first screen
+        assert page.locator("#answer-at-clock").inner_text() == clock_answer_line(out["clock_answer"]).replace("`", "")
+        assert page.locator("#answer-at-clock").bounding_box()["y"] < 900
         assert page.screenshot(path=str(tmp_path / "demo-report.png"))[:8] == b"\x89PNG\r\n\x1a\n"
         browser.close()
 
