@@ -286,7 +286,7 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     sites = ["iter", "end"] if case == "begin-and-end" else ["iter"]
     assert m.to_json()["perturbation"]["strip_mined"] == ([{"line": 3, "every": 1, "sites": sites, "trip": trip}]
                                                           if trip else [])
-    assert (f"recorded in trips of {trip} iterations" in text and f"__atrex_k < {trip}u" in text
+    assert (f"recorded in trips of {trip} iterations" in text and f"trip_end({trip * len(sites)}u)" in text
             and "__atrex_r0.rec_held(0u);" in text) == bool(trip)
     if trip:  # the rings are flushed before the first trip and after each, so the checked probes of
         # the last iterations start with room in the ring (they store, then drain a full ring)

@@ -238,7 +238,7 @@ def strip_mine(edits: Edits, sm: StripMine, anchored: set) -> None:
 
 def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
     """for (INIT; i < E; INCR) {BODY}  ->  { INIT; trips_begin; for (; i < E && E - i > (T-1)*S; ) {
-    for (k = 0; k < T; ++k) { held begin probes {BODY} held end probes INCR; } flush(T x P); }
+    for (e = trip_end(T x P); in_trip(e); ) { held begin probes {BODY} held end probes INCR; } flush(T x P); }
     for (; i < E; INCR) { checked begin probes {BODY} checked end probes } }: a loop whose dense
     sites record to staged rings, in trips of T iterations. The rings are copied out (the whole
     warp, coalesced) before the first trip (trips_begin, which also loads the tag's valid bit where
@@ -248,8 +248,10 @@ def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
     iteration in a convergence region (bench/probe_cost's FMA loop: 9 SASS instructions an event,
     against the global path's 7). The last iterations, fewer than T, use the checked probes, which
     need a ring with room (they store, then drain a full ring): the flush after each trip leaves
-    them one. That flush is told its count, T x P (P: the group's sites per iteration). A `#pragma`
-    before the loop goes to the trip's loop, whose iterations are the loop's."""
+    them one. That flush is told its count, T x P (P: the group's sites per iteration). The trip's
+    loop runs until the first group's ring pointer, which its held probes bump, reaches the slot T x P
+    events on: no counter of its own. A `#pragma` before the loop goes to the trip's loop, whose
+    iterations are the loop's."""
     cl, t, text, nl = sm.loop, sm.trip, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
@@ -258,6 +260,7 @@ def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
     def gen() -> str:
         begin_all = "".join(f" __atrex_r{g}.trips_begin();" for g in sorted(sm.per_iteration))
         flush_trip = "".join(f" __atrex_r{g}.flush({t * n}u);" for g, n in sorted(sm.per_iteration.items()))
+        g0, n0 = min(sm.per_iteration.items())
         held_begin, held_end, checked_begin, checked_end = (
             f" {edits.inline(items)}" if items else "" for items in (sm.begin, sm.end, sm.checked_begin, sm.checked_end))
         init = f" {cl.init};" if cl.init else ""
@@ -267,7 +270,8 @@ def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
         return (f"{pad}{{{init}{begin_all}  // atrex: site(s) {names} recorded in trips of {t} iterations, the warp's "
                 f"staging ring copied out before and after each{nl}"
                 f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}); ) {{{nl}"
-                f"{ind}  {text[loop.lead:loop.start]}for (unsigned __atrex_k = 0u; __atrex_k < {t}u; ++__atrex_k) "
+                f"{ind}  {text[loop.lead:loop.start]}for (const unsigned __atrex_e = __atrex_r{g0}.trip_end({t * n0}u); "
+                f"__atrex_r{g0}.in_trip(__atrex_e); ) "
                 f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }}{flush_trip} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {{{checked_begin} {text[body.start:body.end]}{checked_end} }}"
                 f"  /* atrex: the last iterations, their probes checked */ }}")

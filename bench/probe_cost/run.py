@@ -41,6 +41,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -51,6 +52,9 @@ from atrex_inject.errors import SpecError
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.spec import with_recorder
 from atrex_inject.validate import validate_dir
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from measuring import device  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
@@ -324,7 +328,7 @@ def main() -> int:
         failed = f", failed: {c['failed']}" if c["failed"] else ""
         print(f"capture {k}: {c['verdict']}, {c['events']} events{failed}")
     if a.json:
-        a.json.write_text(json.dumps(res, indent=2) + "\n")
+        a.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "device": device(), **res}, indent=2) + "\n")
     return 0 if all(c["verdict"] == "valid" for c in res["captures"].values()) else 1
 
 
