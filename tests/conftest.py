@@ -93,6 +93,13 @@ def shared_caches(tmp_path_factory) -> Path:
     mp.undo()
 
 
+@pytest.fixture(scope="session")
+def demo_json(tmp_path_factory) -> tuple[int, str]:
+    """`atrex-inject demo --out DIR --json`, run once per worker: its exit code and output, for the
+    tests that read what it printed and wrote (its work folder, DIR) and change nothing there."""
+    return cli("demo", "--out", tmp_path_factory.mktemp("demo") / "demo", "--json")
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of examples/ in a fresh project root (a .git folder marks the root)."""
