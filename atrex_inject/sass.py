@@ -584,7 +584,9 @@ def dependency_digest(src: Path, folders: list[str], flags: list[str], cwd: Path
     """What a build of `src` (with -I `folders`, then `flags`, run in `cwd`) depends on, wherever its
     files lie: nvcc's version, the flags, and the content of every file the preprocessor reads for it,
     `src` first (`nvcc -M`: headers in subfolders, system headers, those only the device pass
-    includes). None when nvcc cannot list them: the build then fails and says why."""
+    includes). A name nvcc lists that is no file is a `#line` directive's (an instrumented source
+    names its clean file so): its name is keyed, not content. None when nvcc cannot list them, or a
+    file it lists cannot be read: the build then fails and says why."""
     cmd = [nvcc(), "-M", *(f"-I{d}" for d in folders), *flags, str(src)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
@@ -595,8 +597,12 @@ def dependency_digest(src: Path, folders: list[str], flags: list[str], cwd: Path
     h = hashlib.sha256(json.dumps([_nvcc_version(cmd[0]), flags]).encode())
     rule = p.stdout.replace("\\\n", " ").split(":", 1)[1]  # `x.o : a.cu \<newline> b.h`, a space in a name as `\ `
     for dep in re.findall(r"(?:\\ |\S)+", rule):
+        path = Path(cwd or ".") / dep.replace("\\ ", " ")
+        if not path.exists():  # `#line 1 "examples/cuda/k.cu"`: nvcc -M lists the name, which nothing reads
+            h.update(b"#line " + dep.encode())
+            continue
         try:
-            h.update(hashlib.sha256((Path(cwd or ".") / dep.replace("\\ ", " ")).read_bytes()).digest())
+            h.update(hashlib.sha256(path.read_bytes()).digest())
         except OSError:
             return None
     return h.hexdigest()

@@ -67,6 +67,14 @@ def edit_file(path: Path, *edits: tuple[str, str]) -> Path:
     return path
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `long` (a quarter of a minute or more on a 2-core machine) run first, in their
+    order, the others after them in theirs. Under pytest -n the first tests are dealt to the workers
+    in turn, so the long ones are shared out at the start rather than one of them left running
+    alone at the end while the other workers wait."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_caches(tmp_path_factory) -> Path:
     """One recorder-choice cache (choice.CACHE_ENV) and one build cache (sass.BUILD_CACHE_ENV) for
@@ -83,6 +91,13 @@ def shared_caches(tmp_path_factory) -> Path:
     mp.setenv(BUILD_CACHE_ENV, str(folder))
     yield folder
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def demo_json(tmp_path_factory) -> tuple[int, str]:
+    """`atrex-inject demo --out DIR --json`, run once per worker: its exit code and output, for the
+    tests that read what it printed and wrote (its work folder, DIR) and change nothing there."""
+    return cli("demo", "--out", tmp_path_factory.mktemp("demo") / "demo", "--json")
 
 
 @pytest.fixture

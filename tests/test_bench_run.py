@@ -16,6 +16,7 @@ _spec.loader.exec_module(run)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+@pytest.mark.long
 def test_a_row_builds_clean_and_instrumented_with_the_chosen_recorder(tmp_path):
     """reduce_sumsq at 1/32: the spec with stride 32 under its own name, its recorder chosen (resident
     rings: the global path's copy takes 40 registers against 32), and the same with the clock."""

@@ -145,6 +145,32 @@ def test_a_cache_folder_linked_out_of_the_project_is_not_read(proj, tmp_path_fac
     assert f"atrex: the recorder-choice cache is not read: {proj / '.atrex' / 'cache'} is a symbolic link" in err
 
 
+@needs_nvcc
+def test_apply_in_a_copy_of_the_project_reads_its_compile_check_back(proj, tmp_path_factory, monkeypatch):
+    """The spec in a subfolder: the instrumented text's `#line` directives name the source from the
+    project's root, which from the spec's folder is no file (nvcc -M lists it all the same). The
+    compile check apply makes is still kept by content: the same project applied again in another
+    folder compiles nothing, and writes the same source."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv(choice.CACHE_ENV, str(cache))
+    monkeypatch.setenv(sass.BUILD_CACHE_ENV, str(cache))
+    (proj / "specs").mkdir()
+    (proj / "specs" / "s.toml").write_text((proj / "s.toml").read_text().replace('source = "k.cu"', 'source = "../k.cu"'))
+    (proj / "s.toml").unlink()
+    copy = tmp_path_factory.mktemp("copy") / "proj"
+    shutil.copytree(proj, copy)
+    snapshot.apply(proj / "specs" / "s.toml")
+    assert '#line 1 "k.cu"' in (proj / "k.cu").read_text() and len(list(cache.glob("host-*.ok"))) == 1
+    run = subprocess.run
+
+    def no_compile(cmd, *a, **k):
+        assert "-c" not in cmd and "-cubin" not in cmd, f"nvcc compiled: {cmd}"
+        return run(cmd, *a, **k)
+    monkeypatch.setattr(subprocess, "run", no_compile)
+    snapshot.apply(copy / "specs" / "s.toml")
+    assert (copy / "k.cu").read_bytes() == (proj / "k.cu").read_bytes()
+
+
 FLAGS = list(choice.DEFAULT_FLAGS)
 
 

@@ -57,10 +57,10 @@ def test_verdict_json(tmp_path):
     assert r.exit_code == 0 and out["grade"] == "diagnostic" and out["notes"]
 
 
-def test_demo(tmp_path):
-    r = invoke("demo", "--out", tmp_path / "demo", "--json")
-    assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+def test_demo(demo_json):
+    code, output = demo_json
+    assert code == 0, output
+    out = json.loads(output)
     assert out["validation"] == "valid" and out["reverted_byte_exact"] is True
     # the spec's question weighs the barrier wait against the MMAs: the answer is about that pair
     assert out["answer"].startswith("`stage_ready -> mma_done` takes longer than `copies_issued -> stage_ready` "

@@ -252,6 +252,7 @@ def kernel_pys(draw):
 DIRECTIVE = re.compile(r'^#line (\d+) "kernel\.py"$')
 
 
+@pytest.mark.long
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=kernel_pys(), named=st.booleans())
 def test_quoting_round_trip(tmp_path_factory, case, named):

@@ -7,6 +7,7 @@ import json
 import random
 import shutil
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ from fuzz_support import REPO, capture_case, check_cli, mutate_json, project, sp
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 
 
+@pytest.mark.long
 @FAST
 @given(seed=st.integers(0, 2 ** 32))
 def test_mutated_specs(tmp_path_factory, seed):
@@ -24,6 +26,7 @@ def test_mutated_specs(tmp_path_factory, seed):
     spec_case(random.Random(seed), root)
 
 
+@pytest.mark.long
 @FAST
 @given(key=st.sampled_from(["name", "source", "kernel", "capacity", "skip", "payload", "every", "anchor", "ctas",
                             "intervals", "stride", "occurrence"]),
@@ -46,6 +49,7 @@ def test_mutated_captures_sidecars_and_names(tmp_path_factory, seed):
     capture_case(random.Random(seed), tmp_path_factory.mktemp("cap"))
 
 
+@pytest.mark.long
 @FAST
 @given(seed=st.integers(0, 2 ** 32))
 def test_mutated_applied_manifests(tmp_path_factory, seed):

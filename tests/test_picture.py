@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from atrex_inject.cli import app
 from atrex_inject.decode import decode_dir
-from atrex_inject.demo import run_demo
 from atrex_inject.intervals import pairs
 from atrex_inject.spec import Interval
 from atrex_inject.manifest import load as load_manifest
@@ -39,9 +38,9 @@ def _complete(ax, name: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The demo's own run: its picture and its capture folder (the bundled H200 capture)."""
-    r = run_demo(tmp_path_factory.mktemp("demo"), live=False)
+def demo(demo_json):
+    """The demo's own run (conftest.demo_json): its picture and its capture folder (the bundled H200 capture)."""
+    r = json.loads(demo_json[1])
     cap = Path(r["work"]) / "capture"
     m = load_manifest(cap / "manifest.json")
     return r, m, decode_dir(cap, m)[0]

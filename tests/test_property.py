@@ -69,6 +69,7 @@ def specs(draw, rel: str):
     return "\n".join(lines)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("rel,kernel", SOURCES, ids=[k for _, k in SOURCES])
 def test_random_specs_round_trip_and_compile(tmp_path_factory, rel, kernel):
     @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))

@@ -46,6 +46,7 @@ def test_loop_reads_only_what_it_made():
     assert {"build/gemm.clean", "build/gemm.inst", "build/measurement.json", "build/evaluations.jsonl"} <= made
 
 
+@pytest.mark.long
 def test_loop_runs_as_written(tmp_path):
     root = tmp_path / "clone"
     shutil.copytree(REPO / "examples", root / "examples")

@@ -142,12 +142,11 @@ def test_report_in_a_browser(built):
         browser.close()
 
 
-def test_demo_report_opens_with_the_answer_line(tmp_path):
+def test_demo_report_opens_with_the_answer_line(tmp_path, demo_json):
     """The demo's own report, in Chromium: the question, then the line the demo printed, before
     anything else on the page, and under it the same question in SM cycles on the bundled clock = true
     capture; the screenshot is the first screen a reviewer sees."""
-    r = invoke("demo", "--out", tmp_path / "demo", "--json")
-    out = json.loads(r.output)
+    out = json.loads(demo_json[1])
     shown = ("" if out["answer"].startswith("No answer:") else "Answer: ") + out["answer"].replace("`", "")
     with _sync_playwright()() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -37,6 +37,7 @@ int main() { launch_a(nullptr); launch_b(nullptr); return 0; }
 """
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("rdc", [True, False])
 def test_two_instrumented_units_link(tmp_path, rdc):
     (tmp_path / ".git").mkdir()

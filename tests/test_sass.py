@@ -93,6 +93,31 @@ def test_a_build_is_kept_by_content_and_read_back_without_compiling(tmp_path, mo
     assert sass.build(tmp_path / "a" / "k.cu", [str(tmp_path / "a")], ["-arch=sm_90a"]) == builds[0]
 
 
+def test_a_build_whose_line_directives_name_no_file_is_kept_by_content(tmp_path, monkeypatch):
+    """An instrumented source names its clean file in `#line` directives, relative to the project's
+    root: nvcc -M lists the name though nothing reads it, and from the build's folder it names no
+    file. The build is kept all the same and read back from another folder without compiling;
+    another name is another build."""
+    from atrex_inject import sass
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(sass.BUILD_CACHE_ENV, str(cache))
+    body = "__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+    builds = []
+    for name, line in (("a", "src/k.cu"), ("b", "src/k.cu"), ("c", "other/k.cu")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "k.cu").write_text(f'#line 1 "{line}"\n{body}')
+        builds.append(sass.build(tmp_path / name / "k.cu", [], ["-arch=sm_90a"], cwd=tmp_path / name))
+    assert builds[0] == builds[1] and len(list(cache.glob("build-*.json"))) == 2
+
+    run = sass.subprocess.run
+
+    def no_compile(cmd, *a, **k):
+        assert "-cubin" not in cmd, "nvcc compiled"
+        return run(cmd, *a, **k)
+    monkeypatch.setattr(sass.subprocess, "run", no_compile)
+    assert sass.build(tmp_path / "c" / "k.cu", [], ["-arch=sm_90a"], cwd=tmp_path / "c") == builds[2]
+
+
 def test_a_header_compiled_through_a_unit_is_kept_by_the_header_s_content(tmp_path, monkeypatch):
     """A header source is compiled through a one-line unit that includes it from the unit's own
     folder: two headers of one name and other code are two builds, not one read back."""

@@ -74,6 +74,7 @@ AT = ("import sys, time; from atrex_inject.cli import app; "
       "time.sleep(max(0, float(sys.argv.pop(1)) - time.time())); app()")
 
 
+@pytest.mark.long
 def test_concurrent_and_killed_apply_revert_always_leave_the_clean_source_reachable(project):
     """Synthetic race: apply and revert as separate processes released together with a random
     offset of up to 40 ms, sometimes with apply killed at a random moment, 20 rounds; after each,
