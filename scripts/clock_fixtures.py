@@ -26,8 +26,11 @@ from atrex_inject.manifest import load as load_manifest
 from atrex_inject.summary import clock_line
 
 EXAMPLES = ("layernorm", "softmax_rows", "reduce_sumsq", "rmsnorm_nvrtc")
+# <ex>_clock8: the same examples' captures in 8-byte clock events, from a run whose recorder writes them
+# (gpu-clock.sh names its capture folders <ex>_clock either way): the fixture's name -> its folder in the archive
+EIGHT = {f"{ex}_clock8": f"{ex}_clock" for ex in EXAMPLES}
 NAMES = ("clock_phases", "clock_phases_resident", "clock_phases8", "clock_phases8_resident", "clock_phases_loaded",
-         "gemm_mma_clock",
+         "gemm_mma_clock", *EIGHT,
          *(f"{ex}_clock" for ex in EXAMPLES))
 SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the global path)",
          "clock_phases_resident": "the same spec with `recorder = \"resident\"`, `warps = 4` added by "
@@ -42,7 +45,9 @@ SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the glob
                            "`skip = 200` (run with `--warmup 200 --iters 10`)",
          **{f"{ex}_clock": f"`examples/specs/{ex}.toml` as written, renamed `{ex}_clock`, with `clock = true` added"
             + (" (the CUDA string of a Python file, NVRTC-compiled and launched from Python, captured by the launch "
-               "hooks)" if ex == "rmsnorm_nvrtc" else " (the harness's own warm-up)") for ex in EXAMPLES}}
+               "hooks)" if ex == "rmsnorm_nvrtc" else " (the harness's own warm-up)") for ex in EXAMPLES},
+         **{f"{ex}_clock8": f"the same as `{ex}_clock/`, its clock in 8-byte events (`{ex}_clock` in the archive)"
+            for ex in EXAMPLES}}
 
 
 def heading(names: list[str]) -> str:
@@ -80,11 +85,12 @@ def main(tar: Path, label: str, names: list[str]) -> None:
             f.extractall(t, filter="data")
         device = (t / "device.txt").read_text().splitlines()
         for name in names:
-            d = t / "cap" / name
+            folder = EIGHT.get(name, name)
+            d = t / "cap" / folder
             if not any(d.glob("*.atrex")):
-                sys.exit(f"{tar}: no capture of {name} in it (see its {name}.capture.txt); nothing written")
+                sys.exit(f"{tar}: no capture of {folder} in it (see its {folder}.capture.txt); nothing written")
             _copy(d, FIX / name, [*d.glob("*-launch*"), d / "manifest.json", d / "run.json",
-                                  *d.glob(f"{name}.instrumented.*")])
+                                  *d.glob(f"{folder}.instrumented.*")])
             m = load_manifest(FIX / name / "manifest.json")
             raw = next((FIX / name).glob("*.atrex"))
             side = json.loads(raw.with_suffix(".json").read_text())

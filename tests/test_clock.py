@@ -625,6 +625,31 @@ def test_real_kernels_recorded_with_the_clock_are_valid(folder):
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
 
 
+@pytest.mark.parametrize("folder", [FIX / f"{ex}_clock8" for ex in ("layernorm", "reduce_sumsq", "rmsnorm_nvrtc")],
+                         ids=lambda f: f.name)
+def test_real_kernels_recorded_with_the_clock_in_8_byte_events_are_valid(folder):
+    """The examples' layernorm and reduction (resident rings: the choice the spec gets without the
+    clock) and the NVRTC RMSNorm, their clock in 8-byte events {clock, timer | site}, recorded on
+    the H200 after their program's own warm-up: each validates, clock_consistency included."""
+    m = load_manifest(folder / "manifest.json")
+    launch = decode_file(next(folder.glob("*.atrex")), m)
+    assert launch.meta["event_bytes"] == 8 and launch.meta["flags"] == 1 and "cycles" in launch.events
+    r = validate_capture(folder, m)
+    assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
+
+
+def test_the_softmax_with_8_byte_clock_events_is_rejected_at_its_last_events():
+    """softmax_rows_clock8 (docs/validate.md): 370 owners' last event, `row_end` right after the
+    write pass's stores, reads its clock up to 3000 cycles after its timer: a step into it faster
+    than any SM clock, with no event after it to show a pause. It is rejected under
+    clock_consistency alone, naming row_end; its 16-byte capture (softmax_rows_clock) is valid."""
+    folder = FIX / "softmax_rows_clock8"
+    r = validate_capture(folder, load_manifest(folder / "manifest.json"))
+    assert r["verdict"] == "rejected" and failing(r) == {"clock_consistency": 373}
+    details = next(c for c in r["checks"] if c["name"] == "clock_consistency")["details"]
+    assert details[0].startswith("softmax_rows-launch3: 370 steps of 366 owners") and "site 'row_end' event 5" in details[0]
+
+
 def test_a_pause_right_after_the_start_stamp_is_judged_at_the_rate_around_it():
     """softmax_rows_clock: owner 1803's first event has 419 cycles in the timer's 96 ns after its
     start stamp (4.4 GHz: out of any SM's range), and its step out about 130 ns too few, while the
