@@ -324,7 +324,7 @@ def _clock(buf: mmap.mmap | bytes, h: np.void, own: np.ndarray, owners: dict, ti
         return None
     slots = np.frombuffer(buf, dtype="<u4", count=own.size * cap * words, offset=int(h["events_offset"]))
     last = slots.reshape(own.size, cap, words)[o, written[o] - 1]  # reads one slot per owner
-    valid, t_lo, clock = _fields(last, words, True)
+    valid, t_lo, _, clock = _fields(last, words, True)
     # each span as decode unwraps it: a uint32 difference from the owner's start
     o, t_lo, clock = o[valid], t_lo[valid], clock[valid]
     ns = np.subtract(t_lo, own["t0_lo"][o]).astype(np.int64)
@@ -332,15 +332,17 @@ def _clock(buf: mmap.mmap | bytes, h: np.void, own: np.ndarray, owners: dict, ti
     return calibrate(cycles, ns, owners["smid"][o], tick)
 
 
-def _fields(rows: np.ndarray, words: int, clock: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Slots' (one row of `words` each) written mask, %globaltimer_lo and %clock words (None without
-    the clock), by layout (docs/format.md): packed (one word) and 8-byte clock events {clock, t |
-    (site id + 1)} keep the site in the timer's low bits, their last word never zero; plain {t,
-    tag} and wide {t, clock, payload, tag} events set the tag's valid bit."""
+def _fields(rows: np.ndarray, words: int,
+            clock: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Slots' (one row of `words` each) written mask, %globaltimer_lo, site id and %clock word (None
+    without the clock), by layout (docs/format.md): packed (one word) and 8-byte clock events
+    {clock, t | (site id + 1)} keep the site in the timer's low bits, their last word never zero;
+    plain {t, tag} and wide {t, clock, payload, tag} events set the tag's valid bit."""
     tag = rows[:, words - 1]
     if words == 1 or clock8(clock, words * 4):
-        return tag != 0, tag & np.uint32(~PACKED_SITES & U32), rows[:, 0] if words == 2 else None
-    return tag >= TAG_VALID, rows[:, 0], rows[:, 1] if words == 4 else None
+        site = (tag & np.uint32(PACKED_SITES)).astype(np.int32) - 1
+        return tag != 0, tag & np.uint32(~PACKED_SITES & U32), site, rows[:, 0] if words == 2 else None
+    return tag >= TAG_VALID, rows[:, 0], (tag & ~TAG_VALID).view(np.int32), rows[:, 1] if words == 4 else None
 
 
 def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, words: int,
@@ -360,7 +362,7 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
     row = {1: np.uint32, 2: np.uint64, 4: np.complex128}[words]
     rows = ev if full else ev.view(row).ravel()[live].view("<u4").reshape(-1, words)
     tag = rows[:, words - 1]
-    valid, t_lo, _ = _fields(rows, words, clock)
+    valid, t_lo, site, clock_word = _fields(rows, words, clock)
     torn = total - int(np.count_nonzero(valid))
     stray = 0 if full else int(np.count_nonzero(ev[:, words - 1])) - int(np.count_nonzero(tag))
     t0 = full_time(own, "t0").view(np.uint64)
@@ -379,11 +381,9 @@ def _unpack(ev: np.ndarray, own: np.ndarray, written: np.ndarray, cap: int, word
         np.add(t_ns, np.subtract(t_lo, np.repeat(own["t0_lo"], written)), out=t_ns, casting="unsafe")
     t_ns = t_ns.view(np.int64)
     if torn:
-        o_idx, s_idx, rows, tag, t_ns = o_idx[valid], s_idx[valid], rows[valid], tag[valid], t_ns[valid]
-    packed_site = words == 1 or clock8(clock, words * 4)
-    site = (tag & np.uint32(PACKED_SITES)).astype(np.int32) - 1 if packed_site else (tag & ~TAG_VALID).view(np.int32)
+        o_idx, s_idx, rows, site, t_ns = o_idx[valid], s_idx[valid], rows[valid], site[valid], t_ns[valid]
+        clock_word = None if clock_word is None else clock_word[valid]
     events = {"owner": o_idx, "site": site, "seq": s_idx, "t_ns": t_ns}
-    _, _, clock_word = _fields(rows, words, clock)
     if clock_word is not None:
         # %clock reads unwrapped against the owner's clk0 (smclock.unwrap): zero without the clock
         events["cycles"] = unwrap(clock_word, own["clk0"][o_idx])
