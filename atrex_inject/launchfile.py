@@ -48,11 +48,14 @@ def write_launch(out_dir: str | Path, kernel: str, launch_seq: int, raw: bytes, 
     """Write the raw buffer, then its sidecar (so a launch is complete only when both exist), each
     atomically. `extra`: fields this writer adds (how it captured), after the common ones.
     Returns the `.atrex` path."""
+    # the names are appended, not swapped in with `with_suffix`: a method's kernel (`Softmax.kernel`)
+    # has a dot that `with_suffix` would take for the suffix and cut the name at
     base = Path(out_dir) / base_name(kernel, launch_seq)
-    side = {"format": SIDECAR_FORMAT, "version": FORMAT_VERSION, "file": base.name + ".atrex", "kernel": kernel,
+    atrex, sidecar = base.parent / (base.name + ".atrex"), base.parent / (base.name + ".json")
+    side = {"format": SIDECAR_FORMAT, "version": FORMAT_VERSION, "file": atrex.name, "kernel": kernel,
             "launch_seq": launch_seq, "grid": list(grid), "block": list(block),
             "source_id": source_id, "workload": workload, "device": device, **extra,
             "timer_resolution_ns": raw_resolution_ns(raw), "run_id": run_id, "bytes": len(raw), "crc32": zlib.crc32(raw)}
-    write_atomic(base.with_suffix(".atrex"), raw)
-    write_atomic(base.with_suffix(".json"), json.dumps(side) + "\n")
-    return base.with_suffix(".atrex")
+    write_atomic(atrex, raw)
+    write_atomic(sidecar, json.dumps(side) + "\n")
+    return atrex
