@@ -4,6 +4,7 @@ call and its cubin's IKeT metadata lists exactly the spec's event names; revert 
 bad inputs give clear errors and change nothing."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -479,3 +480,37 @@ def test_the_perturbation_table_says_what_recorded_in_each_cutedsl_row(project, 
                                                                                  if row["records"] else " |"))
     assert got == {"every CTA": art["overhead"], "the first CTA (IKeT's selection)": art["overhead"],
                    None: art["overhead"]}
+
+
+def test_a_method_kernel_s_capture_files_carry_its_whole_name(tmp_path):
+    """quack's kernels are `Class.kernel` methods: the capture files are `Softmax.kernel-launch1.*`,
+    which decode finds, not `Softmax.*` (a suffix swap cut the name at its dot, and the capture was
+    refused as misnamed)."""
+    from atrex_inject.decode import capture_files
+    from atrex_inject.launchfile import write_launch
+    path = write_launch(tmp_path, "Softmax.kernel", 1, b"", (1, 1, 1), (32, 1, 1), "0" * 64, "w", {}, "r")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Softmax.kernel-launch1.atrex", "Softmax.kernel-launch1.json"]
+    assert capture_files(tmp_path) == [path]
+    assert json.loads((tmp_path / "Softmax.kernel-launch1.json").read_text())["file"] == path.name
+
+
+QUACK = REPO / "tests" / "fixtures" / "h200" / "quack_softmax"
+
+
+def test_a_site_that_ends_one_interval_and_starts_the_next_is_one_event(tmp_path):
+    """quack's softmax timed `start -> loaded -> reduced -> done`: at `loaded` and `reduced` the
+    rewrite ends one IKeT range and starts the next, two records of one execution. Normalized from
+    the real trace, each warp has each site once, in order (it had `loaded` and `reduced` twice, and
+    validation refused every warp under interval_pairing); the whole capture of that run validates."""
+    from atrex_inject.cutedsl.normalize import normalize_trace
+    from atrex_inject.decode import decode_dir, site_counts
+    from atrex_inject.manifest import load as load_manifest
+    from atrex_inject.validate import validate_capture
+    m = load_manifest(QUACK / "manifest.json")
+    normalize_trace(QUACK / "iket_trace.cta0-7.json", m, tmp_path, "w", {"uuid": "GPU-x"})
+    (launch,) = decode_dir(tmp_path, m)
+    assert launch.counts["owners_claimed"] == 8 * 4  # CTAs 0-7, 4 warps each
+    per = site_counts(launch, len(m.sites))
+    claimed = per.sum(axis=1) > 0
+    assert claimed.sum() == 32 and (per[claimed] == 1).all()
+    assert validate_capture(QUACK, m)["verdict"] == "valid"

@@ -109,6 +109,11 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
     block = (launch["blockDimX"], launch["blockDimY"], launch["blockDimZ"])
     iket = manifest.iket
     ranges = {r.name: r for r in iket.ranges}
+    # a site that ends one interval and starts the next (`a -> b`, `b -> c`) runs `range_end` then
+    # `range_start` at one place: one execution of the site, two IKeT records. The end's is kept (the
+    # site's moment; the start after it is the probe's own cost), so the site is one event as the
+    # CUDA recorder writes it
+    ends = {r.end_site for r in iket.ranges}
     rows = []  # (location index, site id, timestamp, payload)
     for mk in launch.get("markers", []):
         site = iket.marks.get(_at(names, mk["markerNameIdx"], "marker name"))
@@ -118,7 +123,8 @@ def normalize_launch(trace: dict, launch: dict, seq: int, manifest: Manifest) ->
         r = ranges.get(_at(names, rg["rangeNameIdx"], "range name"))
         if r is not None:
             start_loc, end_loc = rg["warpLocIdxs"]
-            rows.append((start_loc, r.start_site, rg["startTs"], int(rg.get("startPayload", 0)) & 0xFFFFFFFF))
+            if r.start_site not in ends:
+                rows.append((start_loc, r.start_site, rg["startTs"], int(rg.get("startPayload", 0)) & 0xFFFFFFFF))
             rows.append((end_loc, r.end_site, rg["endTs"], int(rg.get("endPayload", 0)) & 0xFFFFFFFF))
     ev = np.array(rows, dtype=np.int64).reshape(-1, 4)
     loc_xyz = np.array([l["ctaId"] for l in loc], dtype=np.int64).reshape(-1, 3)
