@@ -8,13 +8,15 @@
 #   [JOBS="gemm-spec gemm-off quack_softmax ..."] [LANES="a,b|c|..."] [BUDGET=500] \
 #     bash scripts/gpu-realkernels-cutedsl.sh
 # Each job runs on one GPU: gemm-spec and gemm-off are the GEMM's recording and probes-off arms
-# (ROUNDS=4: 16+16 processes each), every other job a row of cutedsl.toml (8+8 processes an arm).
+# (ROUNDS=4: 16+16 processes each), every other job a row of cutedsl.toml (SAMPLES+SAMPLES processes
+# an arm, 8 by default; each process imports torch and the DSL, about 10 s on an H200 host).
 # LANES lists the jobs each GPU runs in turn, `|` between GPUs. By default a GPU a job where there
 # are enough (eight: the GEMM's two arms and five rows, each within about 400 s); else the GEMM's
 # arms keep a GPU each and the rows take turns on the others, and on one or two GPUs every job takes
-# its turn: then split JOBS over calls so that no GPU has more than about 450 s of work (two quack
-# rows take about that). No job outlives BUDGET seconds from the start.
-# Writes under $OUT: device.txt, rows/<row>.json and rows.tar.gz (each row's log, measurements and
+# its turn: then split JOBS over calls so that no GPU has more than about 500 s of work (one quack
+# row at 8+8 took 440 s on an H200 host, its two measurements 360 s of it). No job outlives BUDGET seconds from the start.
+# Writes under $OUT: device.txt, rows/results-h200.json (the rows as one results file: bench/realkernels/run.py
+# merge folds it in) and rows.tar.gz (each row's json, log, measurements, run-iket's trace and
 # capture), gemm-spec/ and gemm-off/ (gpu-cutedsl.sh's results.tar.gz: their measure-spec.json and
 # measure-off.json, in one folder, are what `bench/perturbation/run.py fold --cutedsl DIR` reads).
 set -uo pipefail
@@ -49,7 +51,7 @@ job() {  # one job on the GPU CUDA_VISIBLE_DEVICES names, cut at the deadline
                  timeout "$left" bash scripts/gpu-cutedsl.sh hopper_gemm > "$OUT/gemm-spec.log" 2>&1 ;;
     gemm-off) OUT="$OUT/gemm-off" MEASURE_ON=0 MEASURE_OFF=1 ROUNDS=4 ITERS=300 \
                 timeout "$left" bash scripts/gpu-cutedsl.sh hopper_gemm > "$OUT/gemm-off.log" 2>&1 ;;
-    *) timeout "$left" python3 bench/realkernels/cutedsl_rows.py run "$OUT/rows" --kernels "$1" --samples 8 ;;
+    *) timeout "$left" python3 bench/realkernels/cutedsl_rows.py run "$OUT/rows" --kernels "$1" --samples "${SAMPLES:-8}" ;;
   esac
 }
 IFS='|' read -ra lanes <<< "$LANES"
@@ -66,6 +68,7 @@ done
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
 for f in gemm-spec gemm-off; do [ -f "$OUT/$f.log" ] && grep -E "^== |overhead|revert" "$OUT/$f.log" | tail -8; done
-tar -C "$OUT" -czf "$OUT/rows.tar.gz" rows && find "$OUT/rows" -mindepth 1 -type d -exec rm -rf {} +
+python3 bench/realkernels/cutedsl_rows.py results "$OUT/rows" --samples "${SAMPLES:-8}" || fail=1
+tar -C "$OUT" -czf "$OUT/rows.tar.gz" rows && find "$OUT/rows" -mindepth 1 ! -name results-h200.json -exec rm -rf {} +
 log "done (fail=$fail, $SECONDS s)"
 exit $fail

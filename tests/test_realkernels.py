@@ -139,3 +139,18 @@ def test_a_command_gets_json_before_the_program_it_runs(tmp_path, monkeypatch):
                         run.subprocess.CompletedProcess(argv, 0, '{"ok": true}', ""))
     assert run._cli("capture", "--out", "d", "--", "prog", "--iters", "3", cwd=tmp_path) == (0, {"ok": True}, "")
     assert seen[0][len(run.ATREX):] == ["capture", "--json", "--out", "d", "--", "prog", "--iters", "3"]
+
+
+def test_merge_keeps_each_row_s_device_and_both_files_packages():
+    """A CuTe DSL call's results file names its own packages: folded into the CUDA rows' file, the
+    packages of both stay (the table's package line pins every row), each row keeps its device, and
+    the rows come in kernels.toml's order with the others after them."""
+    env = lambda uuid, pkg: {"date": "2026-12-02", "device": "NVIDIA H200", "uuid": uuid, "driver": "580",  # noqa: E731
+                             "nvcc": "13.0", "packages": {pkg: {"dist": pkg}}, "settings": {}}
+    cuda = {**env("GPU-a", "flashinfer"), "rows": [{"name": "fi_rope"}, {"name": "fi_rmsnorm"}]}
+    dsl = {**env("GPU-b", "quack-kernels"), "rows": [{"name": "quack_softmax"}]}
+    merged = run.merge(cuda, dsl)
+    assert set(merged["packages"]) == {"flashinfer", "quack-kernels"}
+    assert [r["name"] for r in merged["rows"]] == ["fi_rmsnorm", "fi_rope", "quack_softmax"]
+    assert [r["measured"]["uuid"] for r in merged["rows"]] == ["GPU-a", "GPU-a", "GPU-b"]
+    assert run._fewer({"samples": {"A": 4, "B": 4}}) == ", 4+4 processes" and run._fewer({"samples": {"A": 8, "B": 8}}) == ""

@@ -8,6 +8,7 @@ it are not run.
 
     python3 bench/realkernels/cutedsl_rows.py fetch           (here, with package access: .src/)
     python3 bench/realkernels/cutedsl_rows.py run OUT [--kernels a,b] [--samples 8]   (the GPU host)
+    python3 bench/realkernels/cutedsl_rows.py results OUT [--samples 8]  (OUT/results-h200.json for run.py merge)
 
 `run` writes OUT/<row>.json, the row as run_row returns it (kernels.toml's result rows: name, what,
 target, `steps` each ok or not with its reason, `off` and `spec` the two measurements, `validate`,
@@ -263,7 +264,9 @@ def run_row(k: Kernel, out: Path, samples: int = 8) -> dict:
     def capture():
         rc, _, why = r.atrex("capture", "--spec", str(spec), "--root", str(work), "--out", str(cap), "--workload",
                              f"{k.name}:small:seed=1", cmd=cmd(inst, "--warmup", "1", "--iters", "1", "--small"))
-        shutil.rmtree(cap / "iket", ignore_errors=True)  # run-iket's own folder, normalized into cap/
+        for trace in (cap / "iket").glob("*.trace.json"):  # the decoded trace the capture came from, kept
+            shutil.move(trace, art / "iket-trace.json")      # beside it as evidence (a fixture can be cut from it)
+        shutil.rmtree(cap / "iket", ignore_errors=True)  # the rest of run-iket's own folder
         return rc == 0, why
     r.step("capture", capture, "apply")
 
@@ -309,7 +312,13 @@ def main() -> int:
     r.add_argument("out", type=Path)
     r.add_argument("--kernels", help="comma-separated row names (default: every row)")
     r.add_argument("--samples", type=int, default=8, help="processes per side and arm (a multiple of 4)")
+    j = sub.add_parser("results", help="the rows under OUT as one results file for `run.py merge` (GPU host)")
+    j.add_argument("out", type=Path)
+    j.add_argument("--samples", type=int, default=8, help="the processes per side and arm the rows were run with")
     a = ap.parse_args()
+    if a.cmd == "results":
+        (a.out / "results-h200.json").write_text(json.dumps(results(a.out, a.samples), indent=2) + "\n")
+        return 0
     packages, kernels = load()
     if a.cmd == "fetch":
         fetch(packages, a.cache)
@@ -331,6 +340,19 @@ def main() -> int:
         ok &= all(s["ok"] for s in row["steps"].values())
         print(line(row), flush=True)
     return 0 if ok else 1
+
+
+def results(out: Path, samples: int) -> dict:
+    """The rows under `out` as one results file in run.py's shape (date, device, driver, nvcc,
+    packages, settings, rows), which `run.py merge` folds into results-h200.json beside the CUDA rows."""
+    sys.path.insert(0, str(HERE))
+    from run import environment  # noqa: PLC0415  (run.py's header: nvidia-smi and nvcc on this host)
+    packages, kernels = load()
+    env = environment({"package": {n: {"dist": p.dist, "version": p.version, "wheel": p.wheel, "sha256": p.sha256}
+                                   for n, p in packages.items()}}, samples)
+    env["settings"] = {"samples": samples, "warmup": WARMUP, "iterations": ITERATIONS}
+    env["rows"] = [json.loads((out / f"{k.name}.json").read_text()) for k in kernels if (out / f"{k.name}.json").is_file()]
+    return env
 
 
 if __name__ == "__main__":

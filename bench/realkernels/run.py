@@ -384,11 +384,13 @@ def _where(result: dict) -> dict:
 def merge(result: dict, part: dict) -> dict:
     """The rows of another call's results file (`part`) in place of the same kernels' rows, in
     kernels.toml's order; each row keeps where it was measured (`measured`), so that rows of
-    several device calls make one file. The other fields (packages, settings) are the part's."""
+    several device calls make one file. The packages are both files' (a CuTe DSL part names its own);
+    the other fields (settings) are the part's."""
     tag = lambda r, env: {**r, "measured": r.get("measured") or _where(env)}  # noqa: E731
     rows = {r["name"]: tag(r, result) for r in result["rows"]} | {r["name"]: tag(r, part) for r in part["rows"]}
     order = [k["name"] for k in load_catalog()["kernel"]]
-    return {**part, "rows": sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else 1e9)}
+    return {**part, "packages": {**result.get("packages", {}), **part.get("packages", {})},
+            "rows": sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else 1e9)}
 
 
 def table(result: dict, rejudged: dict | None = None) -> str:
@@ -408,7 +410,7 @@ def table(result: dict, rejudged: dict | None = None) -> str:
            "| kernel | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
            "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
     for d in result["rows"]:
-        cell = lambda r: "—" if not r else f"{pct(r.get('overhead'))} {ci(r.get('ci95'))} ({met(r)})"  # noqa: E731
+        cell = lambda r: "—" if not r else f"{pct(r.get('overhead'))} {ci(r.get('ci95'))} ({met(r)}){_fewer(r)}"  # noqa: E731
         choice = d.get("choice") or {}
         failed = "; ".join(f"{k}: {v['reason']}" for k, v in d["steps"].items()
                            if not v["ok"] and not v.get("skipped")).replace("|", "\\|")
@@ -434,6 +436,13 @@ def table(result: dict, rejudged: dict | None = None) -> str:
                           f"check-sass's word today on the same kernels, builds and specs (`run.py --no-gpu`, "
                           f"{rejudged['date']}: bench/realkernels/rejudged.json), against the same measurements")
     return "\n".join(out) + "\n"
+
+
+def _fewer(m: dict) -> str:
+    """The processes a measurement took, where fewer than the default 8+8 (a shorter device call)."""
+    n = m.get("samples") or {}
+    a, b = n.get("A"), n.get("B")
+    return f", {a}+{b} processes" if a and b and (a, b) != (8, 8) else ""
 
 
 def _measured_on(result: dict) -> str:
