@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from .align import insertions
+
 MARK = "// atrex: clean line"  # ends each directive the .cu route writes (source_id.py leaves those lines out)
 _MARKED = re.compile(r'^#line \d+ "(?:[^"\\\n]|\\.)*" ' + re.escape(MARK) + r'\r?\n', re.M)
 
@@ -75,9 +77,8 @@ def without_directives(text: str) -> str:
 
 
 def with_directives(clean: str, instrumented: str, rel: str) -> str:
-    """A rewritten CUDA file (`instrumented` holds `clean` in order, kernelpy/align.py) with a MARKed
+    """A rewritten CUDA file (`instrumented` holds `clean` in order, align.py) with a MARKed
     directive after each insertion that adds lines."""
-    from .kernelpy.align import insertions
     bom = "\ufeff" if clean.startswith("\ufeff") else ""  # stays first (the rewriter writes it before its prefix)
     clean, instrumented = clean[len(bom):], instrumented[len(bom):]
     nl = "\r\n" if "\r\n" in clean else "\n"

@@ -6,8 +6,9 @@ write the result back into the string's literal, every other byte of the file as
    numbers it reports (anchor candidates, sites) are the file's, and with the recorder header's
    text embedded instead of #included: load_inline, NVRTC and CuPy then all compile it as it is,
    with no include path to pass (docs/kernelpy.md says why this over rewriting the compile call).
-3. align.py recovers what the rewriter inserted; a `#line N "kernel.py"` directive follows each
-   inserted block, so the compiler's diagnostics keep naming the file's lines.
+3. ../align.py (shared with the .cu route) recovers what the rewriter inserted; a
+   `#line N "kernel.py"` directive follows each inserted block, so the compiler's diagnostics
+   keep naming the file's lines.
 4. literal.py writes the insertions into the tokens in their own quoting; the new file must
    parse and its string must evaluate to exactly the instrumented text, or nothing is written.
 """
@@ -16,13 +17,13 @@ from __future__ import annotations
 import ast
 import re
 
+from ..align import NotAnInsertion, insertions
 from ..assets import asset_dir
 from ..errors import AtrexError
 from ..backend import Rewrite
 from ..plan import Plan
 from ..spec import ProbeSpec
 from ..linemap import apply as apply_insertions, line_directives
-from .align import NotAnInsertion, insertions
 from .literal import LiteralError
 from .locate import CudaString, locate
 
