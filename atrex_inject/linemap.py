@@ -3,7 +3,7 @@
 adds lines, `#line N "file"` goes at the next clean line start, N being the line that clean line
 has in the clean file. Both CUDA routes use it: a `.cu` file (cuda/backend.py, whose directives
 carry MARK so that the source id can leave them out, source_id.py) and a CUDA string in Python
-(kernelpy/rewrite.py, whose file lines are the Python file's).
+(cuda/python/rewrite.py, whose file lines are the Python file's).
 """
 from __future__ import annotations
 

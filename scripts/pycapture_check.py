@@ -19,9 +19,9 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from atrex_inject import snapshot
+from atrex_inject.cuda.python.capture import LaunchCapture
 from atrex_inject.decode import decode_dir
 from atrex_inject.gpu import check, gpu_available
-from atrex_inject.pycapture import LaunchCapture
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Launches from Python captured with no change to the program (atrex_inject/pylaunch/,
+"""Launches from Python captured with no change to the program (atrex_inject/cuda/python/hooks/,
 docs/launches.md). Under `atrex-inject capture` every Python process of the program gets the
 hooks; each launch API is patched as it is imported; compiling ties each image and module to the
 CUDA text it came from; a launch of the kernel that cannot be captured runs the clean kernel and
@@ -25,9 +25,9 @@ import pytest
 
 from atrex_inject import snapshot
 from atrex_inject.manifest import load as load_manifest
-from atrex_inject.pycapture import copy_expression, kernel_copy
-from atrex_inject.pylaunch import child_env, ledger
-from atrex_inject.pylaunch.session import Origin, Session
+from atrex_inject.cuda.python.capture import copy_expression, kernel_copy
+from atrex_inject.cuda.python.hooks import child_env, ledger
+from atrex_inject.cuda.python.hooks.session import Origin, Session
 from conftest import REPO, cli
 
 FIX = REPO / "tests" / "fixtures" / "h200" / "pylaunch"
@@ -145,9 +145,9 @@ NVRTC_TRACE = '''
 import json, sys
 from pathlib import Path
 from cuda.bindings import nvrtc
-from atrex_inject.pycapture import kernel_copy
-from atrex_inject.pylaunch.driver import image_origin
-from atrex_inject.pylaunch.session import current
+from atrex_inject.cuda.python.capture import kernel_copy
+from atrex_inject.cuda.python.hooks.driver import image_origin
+from atrex_inject.cuda.python.hooks.session import current
 text, expr, copy = Path(sys.argv[1]).read_text(), sys.argv[2], sys.argv[3]
 
 def build(t, exprs=()):
@@ -203,9 +203,9 @@ def test_nvrtc_images_are_traced_to_their_text(project, tmp_path, case):
 CORE_COMPILE = '''
 import json, sys
 from cuda.core import Program, ProgramOptions
-from atrex_inject.pylaunch import cudacore
+from atrex_inject.cuda.python.hooks import cudacore
 from atrex_inject.source_id import source_id_of
-from atrex_inject.pylaunch.session import current
+from atrex_inject.cuda.python.hooks.session import current
 text = open(sys.argv[1]).read()
 oc = Program(text, "c++", ProgramOptions(arch="sm_90a")).compile("cubin", name_expressions=("twice<float>",))
 (kept, origin), = cudacore._objects
@@ -413,7 +413,7 @@ from cuda.bindings import driver, nvrtc
 
 UNCAPTURED = '''
 from cuda.bindings import driver
-from atrex_inject.pylaunch.session import Origin, current
+from atrex_inject.cuda.python.hooks.session import Origin, current
 s = current()
 for _ in range(3):  # synthetic: launches through the hooks of a module whose text they never saw (no GPU here)
     s.launch("cuda.bindings", b"rmsnorm_rows", (1, 1, 1), (256, 1, 1), 0, lambda: None, None,

@@ -12,8 +12,8 @@ capture runs `cap.function(symbol)`, the copy, instead of the clean kernel.
         driver.cuLaunchKernel(cap.function(b"k"), *grid, *block, 0, stream, params, 0)
 
 A program run under `atrex-inject capture` needs none of this in its own code: the launch hooks
-(atrex_inject/pylaunch/) put every launch of the kernel from cuda-python or CuPy through a
-LaunchCapture (docs/launches.md).
+(hooks/) put every launch of the kernel from cuda-python or CuPy through a LaunchCapture
+(docs/launches.md).
 """
 from __future__ import annotations
 
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CaptureError
-from .gpu import check, device_info, driver
-from .launchfile import write_launch
-from .layout import MAX_BUFFER_BYTES, build_header
-from .manifest import Manifest
+from ...errors import CaptureError
+from ...gpu import check, device_info, driver
+from ...launchfile import write_launch
+from ...layout import MAX_BUFFER_BYTES, build_header
+from ...manifest import Manifest
 
 SYMBOL = b"atrex_tl_buffer"
 HEADER_SYMBOL = b"atrex_tl_header"  # the launch header's constant copy, read by the owners' entry and exit
