@@ -352,6 +352,19 @@ def test_copy_names_are_the_manifest_s():
     assert copy_expression(other, "flashinfer::SingleDecodeWithKVCacheKernel<P>") == "flashinfer::decode_probed<P>"
 
 
+def test_a_manifest_without_a_copy_still_reads(tmp_path):
+    """A manifest written before the instrumented copy existed has no `perturbation.clone`: it
+    still loads, and its kernel is launched by its own name (the probes were in the kernel)."""
+    d = json.loads((REPO / "tests" / "fixtures" / "h200" / "kernelpy" / "rmsnorm_nvrtc" / "manifest.json").read_text())
+    del d["perturbation"]["clone"]
+    (tmp_path / "manifest.json").write_text(json.dumps(d))
+    m = load_manifest(tmp_path / "manifest.json")
+    assert m.perturbation.clone is None
+    assert kernel_copy(m, "rmsnorm_rows") == b"rmsnorm_rows"
+    assert kernel_copy(m, "_Z12rmsnorm_rowsPKfPfi") == b"_Z12rmsnorm_rowsPKfPfi"
+    assert copy_expression(m, "rmsnorm_rows<float>") is None  # nothing to instantiate beside the kernel
+
+
 class Calls:
     """What a stand-in API saw: which launches ran clean and which ran the copy."""
 

@@ -67,7 +67,10 @@ def copy_expression(manifest: Manifest, expression: str | bytes) -> str | None:
 
 def _names(manifest: Manifest) -> tuple[str, str | None]:
     """The kernel's own name and its copy's, unqualified and without template arguments, as the
-    manifest records them (`ns::k<T, 4>` -> k; the copy None where the manifest has none)."""
+    manifest records them (`ns::k<T, 4>` -> k). The copy's name is read, never rebuilt from the
+    kernel's and cuda/clone.py's suffix: the manifest is the record of what apply wrote. None where
+    the manifest has no `perturbation.clone`: the copy and that field came in together, so such a
+    manifest is older than the copy, and its probes are in the kernel itself."""
     bare = lambda n: re.sub(r"<.*", "", n).split("::")[-1].strip()  # noqa: E731
     clone = manifest.perturbation.clone if manifest.perturbation is not None else None
     return bare(manifest.kernel), (bare(clone) if clone else None)
