@@ -4,9 +4,9 @@ CUDA recorder writes them itself, the CuTe DSL route runs IKeT's run-iket and no
 output), with the manifest copied in as it is, so the folder decodes by itself, and the run
 record (runrecord.py: the program and its argument files, hashed before and after the run), so
 the folder names the binary it is evidence of. With the cuda backend every Python process of the
-program gets the launch hooks (pylaunch/): the kernel's launches from cuda-python, cuda.core and
+program gets the launch hooks (cuda/python/hooks/): the kernel's launches from cuda-python, cuda.core and
 CuPy are captured with no change to the program, and what each process did with them is reported
-here (its ledger, pylaunch/ledger.py).
+here (its ledger, cuda/python/hooks/ledger.py).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from . import registry, runrecord, snapshot
 from .decode import capture_files
 from .errors import CaptureError
 from .fsio import sha256_bytes
-from .pylaunch import ledger
+from .cuda.python.hooks import ledger
 from .spec import load_spec
 
 
@@ -31,7 +31,7 @@ def run_capture(spec_path: Path, root: Path | None, out_dir: Path, cmd: list[str
     manifest = snapshot.load_manifest(snapshot.workspace(spec))
     if manifest is None:
         raise CaptureError(f"spec {spec.name!r} is not applied", hint="atrex-inject apply SPEC, then build and capture")
-    # ATREX_MANIFEST: the launch hooks (pylaunch/) read the kernel and its capture plan there
+    # ATREX_MANIFEST: the launch hooks (cuda/python/hooks/) read the kernel and its capture plan there
     env = dict(os.environ, ATREX_WORKLOAD=workload or os.environ.get("ATREX_WORKLOAD", ""),
                ATREX_MANIFEST=str(snapshot.workspace(spec) / mf.FILE_NAME))
     src = spec.root / manifest.source.path

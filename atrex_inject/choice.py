@@ -199,9 +199,9 @@ class Target:
     def of(cls, spec: ProbeSpec, text: str, flags: list[str] | None = None,
            launchers: dict[str, str] | None = None) -> "Target":
         runtime, suffix = None, spec.source.suffix
-        if suffix == ".py":  # CUDA source in a Python string (kernelpy/): its text, built as a .cu file
-            from .kernelpy.locate import locate  # noqa: PLC0415
-            from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
+        if suffix == ".py":  # CUDA source in a Python string (cuda/python/): its text, built as a .cu file
+            from .cuda.python.locate import locate  # noqa: PLC0415
+            from .cuda.python.rewrite import runtime_text  # noqa: PLC0415
             text = locate(text, spec.source_rel, str(spec.path), spec.cuda_string).value
             runtime, suffix = runtime_text(), ".cu"
         from .cuda.names import KernelName  # noqa: PLC0415

@@ -47,7 +47,7 @@ def _say(console, text: str) -> None:
 
 def _check_live() -> None:
     """--live builds and runs on this machine: say before anything is applied when it cannot."""
-    from .pycapture import gpu_available
+    from .gpu import gpu_available
     if shutil.which("nvcc") is None or not gpu_available():
         raise AtrexError("--live needs nvcc and a CUDA GPU on this machine", hint="run the demo without --live")
 

@@ -3,7 +3,7 @@
 and the one Python writer of the pair.
 
 The C++ host session (runtime/atrex_timeline.cuh) writes the same pair with the same keys;
-pycapture.py (kernels launched from Python) and cutedsl/normalize.py (run-iket's output) write
+cuda/python/capture.py (kernels launched from Python) and cutedsl/normalize.py (run-iket's output) write
 through write_launch, so decode cannot tell the three apart.
 """
 from __future__ import annotations

@@ -3,12 +3,14 @@
 adds lines, `#line N "file"` goes at the next clean line start, N being the line that clean line
 has in the clean file. Both CUDA routes use it: a `.cu` file (cuda/backend.py, whose directives
 carry MARK so that the source id can leave them out, source_id.py) and a CUDA string in Python
-(kernelpy/rewrite.py, whose file lines are the Python file's).
+(cuda/python/rewrite.py, whose file lines are the Python file's).
 """
 from __future__ import annotations
 
 import re
 from typing import Callable
+
+from .align import insertions
 
 MARK = "// atrex: clean line"  # ends each directive the .cu route writes (source_id.py leaves those lines out)
 _MARKED = re.compile(r'^#line \d+ "(?:[^"\\\n]|\\.)*" ' + re.escape(MARK) + r'\r?\n', re.M)
@@ -75,9 +77,8 @@ def without_directives(text: str) -> str:
 
 
 def with_directives(clean: str, instrumented: str, rel: str) -> str:
-    """A rewritten CUDA file (`instrumented` holds `clean` in order, kernelpy/align.py) with a MARKed
+    """A rewritten CUDA file (`instrumented` holds `clean` in order, align.py) with a MARKed
     directive after each insertion that adds lines."""
-    from .kernelpy.align import insertions
     bom = "\ufeff" if clean.startswith("\ufeff") else ""  # stays first (the rewriter writes it before its prefix)
     clean, instrumented = clean[len(bom):], instrumented[len(bom):]
     nl = "\r\n" if "\r\n" in clean else "\n"

@@ -358,9 +358,9 @@ class Embedded:
 
 def _embedded_forms() -> dict[str, tuple[str, list[list[str]]]]:
     """name -> (text, the lines it takes in a patch): the recorder header as a kernel.py embeds it,
-    written in a raw string as it is, in a non-raw triple-quoted one escaped (kernelpy/literal.py)."""
-    from .kernelpy.literal import escape  # noqa: PLC0415  (how a non-raw literal spells a text)
-    from .kernelpy.rewrite import runtime_text  # noqa: PLC0415
+    written in a raw string as it is, in a non-raw triple-quoted one escaped (cuda/python/literal.py)."""
+    from .cuda.python.literal import escape  # noqa: PLC0415  (how a non-raw literal spells a text)
+    from .cuda.python.rewrite import runtime_text  # noqa: PLC0415
     from .cuda.probes import HEADER  # noqa: PLC0415
 
     text = runtime_text()

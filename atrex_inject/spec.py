@@ -123,7 +123,7 @@ class ProbeSpec:
     kernel_occurrence: int | None = None  # 1-based pick among several definitions the name matches
     launchers: tuple[Path, ...] = ()  # other files (absolute, inside root) whose launches of the kernel are captured
     lines: dict[tuple, int] = field(default_factory=dict, compare=False)  # key path -> its line (line_of)
-    cuda_string: str | None = None  # a Python source's variable holding the CUDA source (kernelpy/)
+    cuda_string: str | None = None  # a Python source's variable holding the CUDA source (cuda/python/)
     capture: Capture = field(default_factory=Capture)
     nvcc_flags: tuple[str, ...] = ()  # [build] nvcc_flags: the flags the kernel's build uses (choice.py compiles with them)
     build_unit: Path | None = None  # [build] unit: the .cu that includes a header kernel and instantiates it

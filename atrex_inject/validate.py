@@ -24,7 +24,7 @@ from .launchfile import IKET_LOG_LINE_CHARS, SIDECAR_FORMAT
 from . import manifest as mf
 from . import runrecord
 from .manifest import Manifest
-from .pylaunch import ledger
+from .cuda.python.hooks import ledger
 from .source_id import source_id_of
 from .smclock import CHANGE, RATE_GHZ, READ_TICKS, counter_of, impossible, readings
 from .summary import QUANTILES, Summarizer
@@ -340,7 +340,7 @@ def _source_id(path: Path) -> str:
     """The id a capture of this instrumented source carries; a .py file's is its CUDA string's."""
     text = _read(path, "instrumented source").decode(errors="replace")
     if Path(path).suffix == ".py":
-        from .kernelpy.rewrite import source_id_of_python
+        from .cuda.python.rewrite import source_id_of_python
         return source_id_of_python(text)
     return source_id_of(text)
 
@@ -548,7 +548,7 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
         notes.append(f"{len(missed)} place(s) in the sources launch or may launch {manifest.kernel} without a capture "
                      "session; such launches ran without probes and left no file here: "
                      + "; ".join(f"{n['file']}:{n['line']} {n['via']} ({n['reason']})" for n in missed))
-    notes += ledger.notes(capture_dir)  # launches from Python the hooks could not capture (pylaunch/ledger.py)
+    notes += ledger.notes(capture_dir)  # launches from Python the hooks could not capture (cuda/python/hooks/ledger.py)
     if claims:
         _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
     valid = all(c.ok for c in checks.values()) and bool(heads)

@@ -19,8 +19,9 @@ import numpy as np
 from cuda.bindings import driver as cu
 
 from atrex_inject import snapshot
+from atrex_inject.cuda.python.capture import LaunchCapture
 from atrex_inject.decode import decode_dir
-from atrex_inject.pycapture import LaunchCapture, _check, gpu_available
+from atrex_inject.gpu import check, gpu_available
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,31 +39,31 @@ def main(out_dir: Path) -> int:
         subprocess.run(["nvcc", "-cubin", "-O3", "-gencode=arch=compute_90a,code=sm_90a",
                         f"-I{snapshot.runtime_header().parent}", f"-I{src.parent}", "-o", cubin, src], check=True)
         snapshot.revert(spec)
-        _check(cu.cuInit(0), "cuInit")
-        dev = _check(cu.cuDeviceGet(0), "cuDeviceGet")
-        ctx = _check(cu.cuDevicePrimaryCtxRetain(dev), "retain")
-        _check(cu.cuCtxSetCurrent(ctx), "set ctx")
-        mod = _check(cu.cuModuleLoadData(cubin.read_bytes()), "cuModuleLoadData")
+        check(cu.cuInit(0), "cuInit")
+        dev = check(cu.cuDeviceGet(0), "cuDeviceGet")
+        ctx = check(cu.cuDevicePrimaryCtxRetain(dev), "retain")
+        check(cu.cuCtxSetCurrent(ctx), "set ctx")
+        mod = check(cu.cuModuleLoadData(cubin.read_bytes()), "cuModuleLoadData")
         # recording launches the instrumented copy, reduce_sumsq__atrex (manifest perturbation.clone):
         # cap.function maps the clean kernel's symbol to the copy's
         assert m.perturbation.clone == "reduce_sumsq__atrex"
         n4 = 1 << 22
         rng = np.random.default_rng(7)
         x = rng.uniform(-1, 1, 4 * n4).astype(np.float32)
-        dx = _check(cu.cuMemAlloc(x.nbytes), "alloc x")
-        dout = _check(cu.cuMemAlloc(4), "alloc out")
-        _check(cu.cuMemcpyHtoD(dx, x, x.nbytes), "copy x")
-        _check(cu.cuMemsetD8(dout, 0, 4), "zero out")
-        sms = _check(cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "sms")
+        dx = check(cu.cuMemAlloc(x.nbytes), "alloc x")
+        dout = check(cu.cuMemAlloc(4), "alloc out")
+        check(cu.cuMemcpyHtoD(dx, x, x.nbytes), "copy x")
+        check(cu.cuMemsetD8(dout, 0, 4), "zero out")
+        sms = check(cu.cuDeviceGetAttribute(cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "sms")
         grid, block = (int(sms) * 4, 1, 1), (256, 1, 1)
         cap_dir = out_dir / "pycapture"
         cap_dir.mkdir(parents=True, exist_ok=True)
         params = ((dx, n4, dout), (None, ctypes.c_long, None))
         with LaunchCapture(mod, m, grid, block, cap_dir, launch_seq=0, workload=f"pycapture:n4={n4}") as cap:
             func = cap.function(b"_Z12reduce_sumsqPK6float4lPf")
-            _check(cu.cuLaunchKernel(func, *grid, *block, 0, 0, params, 0), "cuLaunchKernel")
+            check(cu.cuLaunchKernel(func, *grid, *block, 0, 0, params, 0), "cuLaunchKernel")
         got = np.zeros(1, dtype=np.float32)
-        _check(cu.cuMemcpyDtoH(got, dout, 4), "read out")
+        check(cu.cuMemcpyDtoH(got, dout, 4), "read out")
         ref = float(np.sum(x.astype(np.float64) ** 2))
         rel = abs(float(got[0]) - ref) / ref
         (cap_dir / "manifest.json").write_text(m.dumps())

@@ -72,7 +72,7 @@ def test_demo(demo_json):
 
 def test_demo_live_without_a_gpu_says_so_before_applying(tmp_path, monkeypatch):
     """--live on a machine without a GPU stops at once (exit 2), before copying or applying anything."""
-    monkeypatch.setattr("atrex_inject.pycapture.gpu_available", lambda: False)
+    monkeypatch.setattr("atrex_inject.gpu.gpu_available", lambda: False)
     r = invoke("demo", "--live", "--out", tmp_path / "demo")
     assert r.exit_code == 2 and "--live needs nvcc and a CUDA GPU" in r.output, r.output
     assert "1. apply" not in r.output and not (tmp_path / "demo").exists()
@@ -83,14 +83,14 @@ def test_include_dir():
     assert (Path(r.output.strip()) / "atrex_timeline.cuh").is_file()
 
 
-def test_pycapture_without_driver():
+def test_gpu_probe_without_driver():
     """On a machine without an NVIDIA driver (CI), probing for a GPU answers False instead of raising
     cuda-python's DynamicLibNotFoundError."""
     import os
 
     import pytest
 
-    from atrex_inject.pycapture import gpu_available
+    from atrex_inject.gpu import gpu_available
     if os.path.exists("/dev/nvidia0"):
         pytest.skip("a GPU is present")
     assert gpu_available() is False

@@ -134,7 +134,7 @@ def test_python_capture_refuses_a_buffer_the_recorder_cannot_address():
     """The device recorder keeps its slots as 32-bit offsets into the buffer, so a launch whose
     buffer would pass 4 GiB is refused before anything is allocated (the C++ host session does the
     same and turns probes off)."""
-    from atrex_inject.pycapture import LaunchCapture
+    from atrex_inject.cuda.python.capture import LaunchCapture
 
     m = load_manifest(FIX / "pycapture" / "manifest.json")
     m = dataclasses.replace(m, capture=dataclasses.replace(m.capture, capacity=1 << 20))  # 1M events per owner

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from atrex_inject import snapshot
 from atrex_inject.cuda.probes import MARK
-from atrex_inject.kernelpy.rewrite import PAD, runtime_text, source_id_of_python
+from atrex_inject.cuda.python.rewrite import PAD, runtime_text, source_id_of_python
 from atrex_inject.source_id import source_id_of
 from atrex_inject.spec import load_spec
 from conftest import KERNELPY_SPECS, NVCC_FLAGS, REPO, cli, refused, sha, tree_hashes
@@ -185,7 +185,7 @@ def test_clone_symbol(project):
     from dataclasses import replace
 
     from atrex_inject.errors import CaptureError
-    from atrex_inject.pycapture import clone_symbol
+    from atrex_inject.cuda.python.capture import clone_symbol
     m = snapshot.apply(project / "examples" / "specs" / "rmsnorm_nvrtc.toml").manifest
     assert m.perturbation.clone == "rmsnorm_rows__atrex"
     assert clone_symbol(m, "rmsnorm_rows") == b"rmsnorm_rows__atrex"
@@ -320,7 +320,7 @@ def test_literal_insertions_read_back_exactly(case, ins):
     """Any text inserted at any value offsets of any spelling: the tokens written read back, by
     Python's own parser, as the value with the text inserted; or the literal is refused (only a
     raw literal, where the text would follow a backslash)."""
-    from atrex_inject.kernelpy.literal import Literal, LiteralError
+    from atrex_inject.cuda.python.literal import Literal, LiteralError
     value, token = case
     edits = sorted({min(o, len(value)): "".join(t) for o, t in ins}.items())
     want = value

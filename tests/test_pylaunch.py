@@ -1,4 +1,4 @@
-"""Launches from Python captured with no change to the program (atrex_inject/pylaunch/,
+"""Launches from Python captured with no change to the program (atrex_inject/cuda/python/hooks/,
 docs/launches.md). Under `atrex-inject capture` every Python process of the program gets the
 hooks; each launch API is patched as it is imported; compiling ties each image and module to the
 CUDA text it came from; a launch of the kernel that cannot be captured runs the clean kernel and
@@ -25,9 +25,9 @@ import pytest
 
 from atrex_inject import snapshot
 from atrex_inject.manifest import load as load_manifest
-from atrex_inject.pycapture import copy_expression, kernel_copy
-from atrex_inject.pylaunch import child_env, ledger
-from atrex_inject.pylaunch.session import Origin, Session
+from atrex_inject.cuda.python.capture import copy_expression, kernel_copy
+from atrex_inject.cuda.python.hooks import child_env, ledger
+from atrex_inject.cuda.python.hooks.session import Origin, Session
 from conftest import REPO, cli
 
 FIX = REPO / "tests" / "fixtures" / "h200" / "pylaunch"
@@ -145,9 +145,9 @@ NVRTC_TRACE = '''
 import json, sys
 from pathlib import Path
 from cuda.bindings import nvrtc
-from atrex_inject.pycapture import kernel_copy
-from atrex_inject.pylaunch.driver import image_origin
-from atrex_inject.pylaunch.session import current
+from atrex_inject.cuda.python.capture import kernel_copy
+from atrex_inject.cuda.python.hooks.driver import image_origin
+from atrex_inject.cuda.python.hooks.session import current
 text, expr, copy = Path(sys.argv[1]).read_text(), sys.argv[2], sys.argv[3]
 
 def build(t, exprs=()):
@@ -203,9 +203,9 @@ def test_nvrtc_images_are_traced_to_their_text(project, tmp_path, case):
 CORE_COMPILE = '''
 import json, sys
 from cuda.core import Program, ProgramOptions
-from atrex_inject.pylaunch import cudacore
+from atrex_inject.cuda.python.hooks import cudacore
 from atrex_inject.source_id import source_id_of
-from atrex_inject.pylaunch.session import current
+from atrex_inject.cuda.python.hooks.session import current
 text = open(sys.argv[1]).read()
 oc = Program(text, "c++", ProgramOptions(arch="sm_90a")).compile("cubin", name_expressions=("twice<float>",))
 (kept, origin), = cudacore._objects
@@ -352,6 +352,19 @@ def test_copy_names_are_the_manifest_s():
     assert copy_expression(other, "flashinfer::SingleDecodeWithKVCacheKernel<P>") == "flashinfer::decode_probed<P>"
 
 
+def test_a_manifest_without_a_copy_still_reads(tmp_path):
+    """A manifest written before the instrumented copy existed has no `perturbation.clone`: it
+    still loads, and its kernel is launched by its own name (the probes were in the kernel)."""
+    d = json.loads((REPO / "tests" / "fixtures" / "h200" / "kernelpy" / "rmsnorm_nvrtc" / "manifest.json").read_text())
+    del d["perturbation"]["clone"]
+    (tmp_path / "manifest.json").write_text(json.dumps(d))
+    m = load_manifest(tmp_path / "manifest.json")
+    assert m.perturbation.clone is None
+    assert kernel_copy(m, "rmsnorm_rows") == b"rmsnorm_rows"
+    assert kernel_copy(m, "_Z12rmsnorm_rowsPKfPfi") == b"_Z12rmsnorm_rowsPKfPfi"
+    assert copy_expression(m, "rmsnorm_rows<float>") is None  # nothing to instantiate beside the kernel
+
+
 class Calls:
     """What a stand-in API saw: which launches ran clean and which ran the copy."""
 
@@ -413,7 +426,7 @@ from cuda.bindings import driver, nvrtc
 
 UNCAPTURED = '''
 from cuda.bindings import driver
-from atrex_inject.pylaunch.session import Origin, current
+from atrex_inject.cuda.python.hooks.session import Origin, current
 s = current()
 for _ in range(3):  # synthetic: launches through the hooks of a module whose text they never saw (no GPU here)
     s.launch("cuda.bindings", b"rmsnorm_rows", (1, 1, 1), (256, 1, 1), 0, lambda: None, None,

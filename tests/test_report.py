@@ -246,7 +246,7 @@ def test_excerpts_of_a_cuda_string_in_python_stay_clear_of_the_embedded_header(t
     import re
 
     from atrex_inject import snapshot
-    from atrex_inject.kernelpy.rewrite import runtime_text
+    from atrex_inject.cuda.python.rewrite import runtime_text
     project = tmp_path / "project"
     shutil.copytree(Path(__file__).parent.parent / "examples", project / "examples")
     (project / ".git").mkdir()

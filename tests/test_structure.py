@@ -1,11 +1,14 @@
 """The package's shape, checked: the import graph of atrex_inject flows one way (no cycle, counting
-imports inside functions and those made only for type checking), and the C++ aggregate the
-rewriter fills by position is filled in the order its struct declares."""
+imports inside functions and those made only for type checking), between modules and between
+packages alike, and the C++ aggregate the rewriter fills by position is filled in the order its
+struct declares."""
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
+
+import pytest
 
 from atrex_inject.assets import asset_dir
 from atrex_inject.cuda.probes import KERNEL_PLAN_FIELDS
@@ -72,14 +75,64 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def packages() -> list[str]:
+    """atrex_inject and every package under it, nested ones included."""
+    return sorted(m for m, p in _modules().items() if p.name == "__init__.py")
+
+
+def package_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The import graph one level below `package`: each of its subpackages one node (all the
+    modules under it), each of its own modules a node; an edge where anything under one node
+    imports anything under another. A cycle here that the module graph lacks is two packages
+    using each other through different modules, which a module-level check cannot see."""
+    def node(m: str) -> str | None:
+        if not m.startswith(package + "."):
+            return None
+        return ".".join(m.split(".")[:package.count(".") + 2])
+
+    out: dict[str, set[str]] = {}
+    for m, targets in graph.items():
+        a = node(m)
+        if a is None:
+            continue
+        out.setdefault(a, set())
+        for t in targets:
+            b = node(t)
+            if b is not None and b != a:
+                out[a].add(b)
+                out.setdefault(b, set())
+    return out
+
+
 def test_no_import_cycle():
     assert cycles(import_graph()) == []
+
+
+def test_no_import_cycle_between_packages():
+    graph = import_graph()
+    found = {p: c for p in packages() if (c := cycles(package_graph(graph, p)))}
+    assert found == {}, f"packages that import each other (package: cycles below it): {found}"
 
 
 def test_the_cycle_finder_finds_a_planted_cycle():
     graph = import_graph()
     graph["atrex_inject.registry"].add("atrex_inject.spec")  # spec imports registry: a cycle
     assert ["atrex_inject.registry", "atrex_inject.spec"] in cycles(graph)
+
+
+@pytest.mark.parametrize("package,planted,cycle", [
+    ("atrex_inject", [("cuda.names", "cutedsl.ranges"), ("cutedsl.check", "cuda.ptx")], {"cuda", "cutedsl"}),
+    ("atrex_inject.cuda", [("cuda.probes", "cuda.python.literal")], {"cuda.probes", "cuda.python"}),  # nested
+])
+def test_the_package_cycle_finder_finds_a_planted_cycle(package, planted, cycle):
+    """Two packages (or a package and a module beside it) using each other through modules that
+    form no cycle themselves."""
+    graph = import_graph()
+    for a, b in planted:
+        graph[f"atrex_inject.{a}"].add(f"atrex_inject.{b}")
+    assert cycles(graph) == []
+    found = cycles(package_graph(graph, package))
+    assert any({f"atrex_inject.{n}" for n in cycle} <= set(c) for c in found), found
 
 
 def test_kernel_plan_is_filled_in_its_declared_order():

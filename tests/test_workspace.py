@@ -266,7 +266,7 @@ def test_unapply_names_each_conflicting_hunk():
 def test_a_kernel_py_diff_is_short_and_its_patch_file_stays_complete(project, tmp_path_factory, name):
     import hashlib
 
-    from atrex_inject.kernelpy.rewrite import runtime_text
+    from atrex_inject.cuda.python.rewrite import runtime_text
     spec = project / "examples" / "specs" / f"{name}.toml"
     m = snapshot.apply(spec).manifest
     src = project / m.source.path
@@ -310,7 +310,7 @@ def test_a_cu_diff_is_shown_whole(project):
 
 def test_a_changed_header_is_shown_whole():
     """Only the exact text this atrex-inject embeds is collapsed: one changed line shows every line."""
-    from atrex_inject.kernelpy.rewrite import runtime_text
+    from atrex_inject.cuda.python.rewrite import runtime_text
     from atrex_inject.patch import for_review
     header = runtime_text()
     changed = header.replace("#define ATREX_TL_CLOCK 0", "#define ATREX_TL_CLOCK 1", 1)

@@ -1,6 +1,6 @@
 """The CUDA C++ backend: the Lark-grammar rewriter (rewrite.py) and the header-only recorder
 (runtime/atrex_timeline.cuh), whose host session writes the capture files itself. A `.py` source
-holds its CUDA source in a string (kernelpy/, docs/kernelpy.md)."""
+holds its CUDA source in a string (python/, docs/kernelpy.md)."""
 from __future__ import annotations
 
 import subprocess
@@ -78,16 +78,16 @@ class CudaBackend:
 
     def rewrite(self, plan, text: str, launchers: dict[str, str] | None = None):
         if plan.spec.source.suffix == ".py":  # the spec refuses launchers there
-            from ..kernelpy.rewrite import rewrite as rewrite_python
+            from .python.rewrite import rewrite as rewrite_python
             return rewrite_python(plan, text)
         from .rewrite import rewrite
         return rewrite(plan, text, launchers=launchers)
 
     def capture(self, manifest, cmd: list[str], out_dir: Path, env: dict[str, str]) -> None:
         """The instrumented program's recorder writes the files into ATREX_TIMELINE_OUT; its Python
-        processes get the launch hooks (pylaunch/) for kernels launched through cuda-python, cuda.core
+        processes get the launch hooks (python/hooks/) for kernels launched through cuda-python, cuda.core
         or CuPy."""
-        from ..pylaunch import child_env
+        from .python.hooks import child_env
         proc = subprocess.run(cmd, env={**child_env(env), "ATREX_TIMELINE_OUT": str(out_dir)})
         if proc.returncode != 0:
             raise CaptureError(f"the program exited with status {proc.returncode} under capture")

@@ -154,7 +154,7 @@ def scan(src: SourceFile, target: Target) -> Scan:
                 f"a driver launch runs a CUfunction, which names no kernel in the source: if it runs "
                 f"{target.kernel.label}, that launch is not captured",
                 f"launch {target.kernel.label} by name (<<<>>> or cudaLaunchKernelEx) in a file the spec lists, or "
-                "capture it from Python with atrex_inject.pycapture.LaunchCapture"))
+                "capture it from Python with atrex_inject.cuda.python.capture.LaunchCapture"))
         elif t.type == "PREPROC":
             _define(src, target, i, out)
         elif t.type == "WORD" and t.value in SET_ATTRIBUTE and i + 1 < len(tk.toks) and tk.toks[i + 1].type == "LPAR":

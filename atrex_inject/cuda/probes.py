@@ -74,7 +74,7 @@ def site_label(plan: Plan, site: Site) -> str:
 
 
 def prefix(plan: Plan, sfx: str, runtime: str | None = None) -> str:
-    """The lines put at the top of the file. With `runtime` (CUDA source inside Python: kernelpy/),
+    """The lines put at the top of the file. With `runtime` (CUDA source inside Python: python/),
     the recorder headers' text goes in place of the #include, and the host-side statics are fenced
     off from NVRTC, which compiles no host code."""
     spec, mode, c = plan.spec, plan.mode, plan.spec.capture

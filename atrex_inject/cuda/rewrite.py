@@ -72,7 +72,7 @@ def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[s
     _refuse_undeclared_copy(spec, kernel, decls, [*files[0].scan.captured, *files[0].scan.mirrors])
     wrap_launches(edits, files[0].scan.captured, files[0].scan.mirrors, kernel, sfx, defaults)
     out, sid = _render(edits, prefix(plan, sfx, runtime), sfx)
-    if runtime is None:  # a .cu file: the compiler names its clean lines (a CUDA string in Python: kernelpy/)
+    if runtime is None:  # a .cu file: the compiler names its clean lines (a CUDA string in Python: python/)
         out = with_directives(text, out, spec.source_rel)
     lines = out.split("\n")
     for p in placed.placements:

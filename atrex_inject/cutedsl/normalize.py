@@ -252,7 +252,7 @@ def normalize_run(iket_dir: Path, manifest: Manifest, out_dir: Path, workload: s
     """After `run-iket profile`: normalize the decoded trace of the one process that launched the kernel
     (several would reuse launch numbers in one folder: one capture folder holds one run), with what
     run-iket's `log` says about lost trace data, when given."""
-    from ..pycapture import device_info
+    from ..gpu import device_info
     facts = None if log is None else read_log(log, manifest.kernel)
     traces = sorted(Path(iket_dir).glob("iket_pid_*.trace.json"))
     if not traces:

@@ -11,7 +11,7 @@ and cupy as each is imported, before the program can bind their functions. From 
   (driver.py, cudacore.py, cupyhooks.py), so a launch's source is known, not assumed;
 - a launch of the manifest's kernel goes through session.Session.launch: counted in the process,
   and, for the launches the spec's [capture] skip/count selects, run as the instrumented copy
-  under a pycapture.LaunchCapture (the clean kernel runs when it cannot be captured, and the
+  under a capture.LaunchCapture (the clean kernel runs when it cannot be captured, and the
   launch is recorded as not captured with the reason);
 - each process writes its ledger (ledger.py, `pylaunch-<pid>.json` in the capture folder), which
   `capture` reports and `validate` notes.

@@ -19,7 +19,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-from ..errors import CaptureError
+from ....errors import CaptureError
 from .session import Origin, current
 
 API = "cuda.bindings"

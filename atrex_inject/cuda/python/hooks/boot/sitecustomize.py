@@ -1,4 +1,4 @@
-# atrex-inject's start-up hook, on PYTHONPATH only under `atrex-inject capture` (atrex_inject/pylaunch):
+# atrex-inject's start-up hook, on PYTHONPATH only under `atrex-inject capture` (atrex_inject/cuda/python/hooks):
 # it installs the launch hooks, then runs the sitecustomize this one hides, if there is one.
 import os
 import sys
@@ -7,7 +7,7 @@ import sys
 def _atrex_boot():
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        from atrex_inject.pylaunch.imports import install
+        from atrex_inject.cuda.python.hooks.imports import install
         install()
     except Exception as e:  # noqa: BLE001 - the program must run; the user must know its launches are not hooked
         sys.stderr.write(f"atrex: launches from Python are not hooked in this process ({type(e).__name__}: {e}); "

@@ -6,8 +6,9 @@ write the result back into the string's literal, every other byte of the file as
    numbers it reports (anchor candidates, sites) are the file's, and with the recorder header's
    text embedded instead of #included: load_inline, NVRTC and CuPy then all compile it as it is,
    with no include path to pass (docs/kernelpy.md says why this over rewriting the compile call).
-3. align.py recovers what the rewriter inserted; a `#line N "kernel.py"` directive follows each
-   inserted block, so the compiler's diagnostics keep naming the file's lines.
+3. align.py (atrex_inject/, shared with the .cu route) recovers what the rewriter inserted; a
+   `#line N "kernel.py"` directive follows each inserted block, so the compiler's diagnostics
+   keep naming the file's lines.
 4. literal.py writes the insertions into the tokens in their own quoting; the new file must
    parse and its string must evaluate to exactly the instrumented text, or nothing is written.
 """
@@ -16,13 +17,13 @@ from __future__ import annotations
 import ast
 import re
 
-from ..assets import asset_dir
-from ..errors import AtrexError
-from ..backend import Rewrite
-from ..plan import Plan
-from ..spec import ProbeSpec
-from ..linemap import apply as apply_insertions, line_directives
-from .align import NotAnInsertion, insertions
+from ...align import NotAnInsertion, insertions
+from ...assets import asset_dir
+from ...errors import AtrexError
+from ...backend import Rewrite
+from ...plan import Plan
+from ...spec import ProbeSpec
+from ...linemap import apply as apply_insertions, line_directives
 from .literal import LiteralError
 from .locate import CudaString, locate
 
@@ -36,7 +37,7 @@ def runtime_text() -> str:
     """The recorder header as embedded: atrex_timeline.cuh with the runtime headers it includes
     written in place, each under a `#line` naming it (an error in one points into the real file);
     a header already written, and `#pragma once` (a warning in a main file), become comments."""
-    from ..cuda.probes import HEADER
+    from ..probes import HEADER
     folder, done = asset_dir("runtime"), set()
 
     def inline(name: str) -> list[str]:
@@ -59,7 +60,7 @@ def runtime_text() -> str:
 
 def rewrite(plan: Plan, text: str) -> Rewrite:
     """The instrumented Python file for the plan's spec (cuda backend, `.py` source)."""
-    from ..cuda.rewrite import rewrite as cuda_rewrite
+    from ..rewrite import rewrite as cuda_rewrite
     spec = plan.spec
     path = str(spec.source)
     cs = locate(text, spec.source_rel, path, spec.cuda_string)
@@ -106,7 +107,7 @@ def rewrite(plan: Plan, text: str) -> Rewrite:
 
 def _stamp(ins: list[tuple[int, str]], value: str, old_id: str) -> tuple[list[tuple[int, str]], str, str]:
     """The source identity of the final string (directives included): (insertions, id, text)."""
-    from ..source_id import SOURCE_ID_PLACEHOLDER, source_id_of
+    from ...source_id import SOURCE_ID_PLACEHOLDER, source_id_of
     key = '__atrex_source_id[] = "{}"'
     holders = [i for i, (_, t) in enumerate(ins) if key.format(old_id) in t]
     if len(holders) != 1:
@@ -159,8 +160,8 @@ def _write_back(text: str, cs: CudaString, ins: list[tuple[int, str]], spec: Pro
 def source_id_of_python(text: str) -> str:
     """The source id of a Python file's instrumented CUDA string (what its captures carry); of the
     whole file when none is instrumented (which then matches no capture)."""
-    from ..cuda.probes import MARK
-    from ..source_id import source_id_of
+    from ..probes import MARK
+    from ...source_id import source_id_of
     from .locate import marked_value
     value = marked_value(text, MARK)
     return source_id_of(text if value is None else value)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper, PositionProvider
 
-from ..errors import SpecError
+from ...errors import SpecError
 from .literal import Literal, LiteralError
 
 FILLERS = ("format", "format_map")  # methods that fill {fields}: refused

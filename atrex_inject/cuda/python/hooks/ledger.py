@@ -16,8 +16,8 @@ import json
 import re
 from pathlib import Path
 
-from ..errors import CaptureError
-from ..fsio import write_atomic
+from ....errors import CaptureError
+from ....fsio import write_atomic
 
 FORMAT = "atrex-pylaunch"
 VERSION = 1

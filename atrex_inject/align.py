@@ -1,10 +1,12 @@
 """Where the CUDA rewriter inserted text: (offset in the clean string, inserted text) pairs.
 
 The rewriter keeps every clean byte in order and only adds (probes, the instrumented copy of the
-kernel, launch wrapping), so the clean CUDA text is a subsequence of the instrumented one. The
-pairs are what goes back into the Python literal: the user's spelling of every clean character
-stays as it was. Lines are matched first (most insertions are whole lines), then characters
-inside the lines that differ.
+kernel, launch wrapping), so the clean CUDA text is a subsequence of the instrumented one. Both
+CUDA routes read the pairs: linemap.py puts a `#line` directive after each that adds lines, and a
+CUDA string in Python gets them written into its literal, so the user's spelling of every clean
+character stays as it was. Lines are matched first (most insertions are whole lines), then
+characters inside the lines that differ. A module of its own, below both routes, so that neither
+imports the other to use it.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One process's capture of the kernel's launches from Python: counting them, choosing those the
 spec's [capture] skip/count selects, running each chosen one as the instrumented copy under a
-pycapture.LaunchCapture, and keeping the ledger (ledger.py). The API hooks (driver.py,
+capture.LaunchCapture (../capture.py), and keeping the ledger (ledger.py). The API hooks (driver.py,
 cudacore.py, cupyhooks.py) each turn a launch into one Session.launch call.
 
 A chosen launch is not captured, and runs the clean kernel as the program asked, when:
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import manifest as mf
-from ..errors import AtrexError, CaptureError
-from ..pycapture import RUN_ID, LaunchCapture, copy_expression, kernel_copy
-from ..source_id import source_id_of
+from .... import manifest as mf
+from ....errors import AtrexError, CaptureError
+from ..capture import RUN_ID, LaunchCapture, copy_expression, kernel_copy
+from ....source_id import source_id_of
 from . import ledger
 
 COMPILE_HERE = ("compile the instrumented string in this process, through NVRTC (cuda.bindings.nvrtc), a cuda.core "

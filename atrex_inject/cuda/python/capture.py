@@ -12,8 +12,8 @@ capture runs `cap.function(symbol)`, the copy, instead of the clean kernel.
         driver.cuLaunchKernel(cap.function(b"k"), *grid, *block, 0, stream, params, 0)
 
 A program run under `atrex-inject capture` needs none of this in its own code: the launch hooks
-(atrex_inject/pylaunch/) put every launch of the kernel from cuda-python or CuPy through a
-LaunchCapture (docs/launches.md).
+(hooks/) put every launch of the kernel from cuda-python or CuPy through a LaunchCapture
+(docs/launches.md).
 """
 from __future__ import annotations
 
@@ -25,63 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CaptureError
-from .launchfile import write_launch
-from .layout import MAX_BUFFER_BYTES, build_header
-from .manifest import Manifest
+from ...errors import CaptureError
+from ...gpu import check, device_info, driver
+from ...launchfile import write_launch
+from ...layout import MAX_BUFFER_BYTES, build_header
+from ...manifest import Manifest
 
 SYMBOL = b"atrex_tl_buffer"
 HEADER_SYMBOL = b"atrex_tl_header"  # the launch header's constant copy, read by the owners' entry and exit
 RUN_ID = uuid.uuid4().hex  # one per process, in every sidecar it writes: validation keeps one run per folder
-
-
-def _driver():
-    try:
-        from cuda.bindings import driver
-    except ImportError as e:
-        raise CaptureError("cuda-python is not installed", hint="pip install 'atrex-inject[cuda]'") from e
-    return driver
-
-
-def gpu_available() -> bool:
-    """True when a driver and at least one device answer; False on a machine without them."""
-    try:
-        driver = _driver()
-        err, = driver.cuInit(0)
-        if err != driver.CUresult.CUDA_SUCCESS:
-            return False
-        err, n = driver.cuDeviceGetCount()
-        return err == driver.CUresult.CUDA_SUCCESS and n > 0
-    except CaptureError:
-        return False
-    except Exception as e:  # cuda.pathfinder's DynamicLibNotFoundError: no libcuda on this machine
-        if type(e).__name__ == "DynamicLibNotFoundError":
-            return False
-        raise
-
-
-def device_info() -> dict:
-    """Name, UUID and SM count of the current (or first) device; {} without a GPU."""
-    if not gpu_available():
-        return {}
-    d = _driver()
-    err, dev = d.cuCtxGetDevice()
-    if err != d.CUresult.CUDA_SUCCESS:
-        dev = _check(d.cuDeviceGet(0), "cuDeviceGet")
-    name = _check(d.cuDeviceGetName(256, dev), "cuDeviceGetName").split(b"\0")[0].decode()
-    u = bytes(_check(d.cuDeviceGetUuid(dev), "cuDeviceGetUuid").bytes).hex()
-    sms = _check(d.cuDeviceGetAttribute(d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
-                 "cuDeviceGetAttribute")
-    return {"name": name, "uuid": f"GPU-{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}", "sm_count": int(sms)}
-
-
-def _check(result, what: str):
-    driver = _driver()
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if err != driver.CUresult.CUDA_SUCCESS:
-        _, msg = driver.cuGetErrorString(err)
-        raise CaptureError(f"{what} failed: {msg.decode() if msg else err}")
-    return rest[0] if len(rest) == 1 else rest
 
 
 def kernel_copy(manifest: Manifest, symbol: str | bytes) -> bytes | None:
@@ -115,7 +67,10 @@ def copy_expression(manifest: Manifest, expression: str | bytes) -> str | None:
 
 def _names(manifest: Manifest) -> tuple[str, str | None]:
     """The kernel's own name and its copy's, unqualified and without template arguments, as the
-    manifest records them (`ns::k<T, 4>` -> k; the copy None where the manifest has none)."""
+    manifest records them (`ns::k<T, 4>` -> k). The copy's name is read, never rebuilt from the
+    kernel's and cuda/clone.py's suffix: the manifest is the record of what apply wrote. None where
+    the manifest has no `perturbation.clone`: the copy and that field came in together, so such a
+    manifest is older than the copy, and its probes are in the kernel itself."""
     bare = lambda n: re.sub(r"<.*", "", n).split("::")[-1].strip()  # noqa: E731
     clone = manifest.perturbation.clone if manifest.perturbation is not None else None
     return bare(manifest.kernel), (bare(clone) if clone else None)
@@ -138,7 +93,7 @@ class LaunchCapture:
 
     def __init__(self, module, manifest: Manifest, grid, block, out_dir: str | Path, launch_seq: int = 0,
                  stream=0, workload: str | None = None, source_id: str | None = None, api: str = "cuda-python"):
-        self.driver = _driver()
+        self.driver = driver()
         self.api = api  # the sidecar's `capture`: which Python API launched it
         self.module, self.manifest, self.stream = module, manifest, stream
         self.grid, self.block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
@@ -161,28 +116,28 @@ class LaunchCapture:
     def function(self, symbol: str | bytes):
         """The CUfunction to launch while capturing: the instrumented copy of `symbol`."""
         sym = clone_symbol(self.manifest, symbol)
-        return _check(self.driver.cuModuleGetFunction(self.module, sym),
+        return check(self.driver.cuModuleGetFunction(self.module, sym),
                       f"cuModuleGetFunction({sym.decode()}): is the module built from the instrumented source?")
 
     def bind(self) -> None:
         """Allocate the launch's buffer, write its header, and point the module's atrex_tl_buffer and
         atrex_tl_header at it (on the launch's stream); on failure nothing stays bound or allocated."""
         d = self.driver
-        sym, size = _check(d.cuModuleGetGlobal(self.module, SYMBOL), "cuModuleGetGlobal(atrex_tl_buffer)")
+        sym, size = check(d.cuModuleGetGlobal(self.module, SYMBOL), "cuModuleGetGlobal(atrex_tl_buffer)")
         if int(size) != 8:
             raise CaptureError(f"atrex_tl_buffer has {int(size)} bytes, expected a pointer")
         self._sym = sym
-        hsym, hsize = _check(d.cuModuleGetGlobal(self.module, HEADER_SYMBOL), "cuModuleGetGlobal(atrex_tl_header)")
+        hsym, hsize = check(d.cuModuleGetGlobal(self.module, HEADER_SYMBOL), "cuModuleGetGlobal(atrex_tl_header)")
         if int(hsize) != self.header.nbytes:
             raise CaptureError(f"atrex_tl_header has {int(hsize)} bytes, expected the {self.header.nbytes}-byte "
                                "launch header", hint="rebuild the module from the source `apply` wrote")
-        self.buf = _check(d.cuMemAlloc(self.nbytes), "cuMemAlloc")
+        self.buf = check(d.cuMemAlloc(self.nbytes), "cuMemAlloc")
         try:
-            _check(d.cuMemsetD8Async(self.buf, 0, self.nbytes, self.stream), "cuMemsetD8Async")
-            _check(d.cuMemcpyHtoDAsync(self.buf, self.header, self.header.nbytes, self.stream), "write header")
-            _check(d.cuMemcpyHtoDAsync(hsym, self.header, self.header.nbytes, self.stream), "bind atrex_tl_header")
+            check(d.cuMemsetD8Async(self.buf, 0, self.nbytes, self.stream), "cuMemsetD8Async")
+            check(d.cuMemcpyHtoDAsync(self.buf, self.header, self.header.nbytes, self.stream), "write header")
+            check(d.cuMemcpyHtoDAsync(hsym, self.header, self.header.nbytes, self.stream), "bind atrex_tl_header")
             self._ptr = np.array([int(self.buf)], dtype=np.uint64)
-            _check(d.cuMemcpyHtoDAsync(sym, self._ptr, 8, self.stream), "bind atrex_tl_buffer")
+            check(d.cuMemcpyHtoDAsync(sym, self._ptr, 8, self.stream), "bind atrex_tl_buffer")
         except CaptureError:
             self.release()
             raise
@@ -211,10 +166,10 @@ class LaunchCapture:
     def write(self) -> Path:
         """Synchronize, read back, and write `<kernel>-launch<seq>.atrex` and its sidecar atomically."""
         d = self.driver
-        _check(d.cuStreamSynchronize(self.stream), "cuStreamSynchronize (the kernel failed?)")
+        check(d.cuStreamSynchronize(self.stream), "cuStreamSynchronize (the kernel failed?)")
         host = np.empty(self.nbytes, dtype=np.uint8)
-        _check(d.cuMemcpyDtoH(host, self.buf, self.nbytes), "read back")
-        drv = _check(self.driver.cuDriverGetVersion(), "cuDriverGetVersion")
+        check(d.cuMemcpyDtoH(host, self.buf, self.nbytes), "read back")
+        drv = check(self.driver.cuDriverGetVersion(), "cuDriverGetVersion")
         return write_launch(self.out_dir, self.manifest.kernel, self.seq, host.tobytes(), self.grid, self.block,
                             self.source_id, self.workload, device_info(), RUN_ID,
                             driver_version=int(drv), runtime_version=None, capture=self.api,
