@@ -21,6 +21,7 @@ from .errors import SpecError
 from .layout import MAX_GROUPS, PACKED_SITE_BITS, PACKED_SITES, ROLE_NAMES, Role
 from .spec_paths import find_root
 from .spec_table import KeyLines, SpecFile, Table
+from .spec_variant import RecorderVariant, variant_text
 
 SPEC_VERSION = 1
 ANCHOR_KINDS = ("call", "stmt", "ptx", "loop", "entry", "exit")
@@ -480,21 +481,15 @@ def with_recorder(path: Path, recorder: str, warps: int = 0, ring: int = 0, pack
     """Write `<spec>_<recorder>[_packed].toml` next to a spec: the same spec under the name
     `<name>_<recorder>[_packed]` with `recorder`, `warps`, `ring` and `packed` set in its [capture]
     table, so recorders can be applied, built and measured side by side (bench/probe_cost,
-    bench/perturbation, tests)."""
+    bench/perturbation, tests). A file, written by spec_variant's one serialiser (which says why)."""
     path = Path(path).resolve()
     text = path.read_text()
     spec = parse_spec(text, path, None)
     if spec.capture.recorder != "auto" or (packed and spec.capture.packed):
         raise SpecError("the spec already names its recorder", path=str(path), line=spec.line_of("capture"))
-    if "[capture]\n" not in text:
-        text += "\n[capture]\n"
-    kind = "_".join(k for k in ("" if recorder == "global" and packed else recorder, "packed" if packed else "") if k)
-    name_line = next(line for line in text.splitlines() if line.startswith("name = "))
-    text = text.replace(name_line, f'name = "{spec.name}_{kind}"', 1)
-    keys = [f'recorder = "{recorder}"'] + ([f"ring = {ring}"] if ring else []) + (
-        [f"warps = {warps}"] if warps else []) + (["packed = true"] if packed else [])
-    text = text.replace("[capture]\n", "[capture]\n" + "".join(f"{k}\n" for k in keys), 1)
-    out = path.with_name(f"{path.stem}_{kind}.toml")
+    variant = RecorderVariant(recorder, warps, ring, packed)
+    out = path.with_name(f"{path.stem}_{variant.kind}.toml")
+    text = variant_text(text, spec.name, variant)
     out.write_text(text)
     parse_spec(text, out, None)  # the copy must be a valid spec
     return out

@@ -22,6 +22,7 @@ class KeyLines:
 
     def __init__(self, text: str):
         self.lines: dict[tuple, int] = {}
+        self.headers: dict[tuple, int] = {}  # the paths written as a [table] or [[table]] header -> its line
         table: tuple = ()
         counts: dict[str, int] = {}
         for no, line in enumerate(text.split("\n"), 1):  # TOML lines end at \n only
@@ -34,6 +35,7 @@ class KeyLines:
                 else:
                     table = (name,)
                 self.lines.setdefault(table, no)
+                self.headers.setdefault(table, no)
                 continue
             m = self.KEY.match(line)
             if m:

@@ -2,7 +2,7 @@
 backend reads its own into CudaKeys; in another backend's spec they are refused, exit 2, at their
 line, saying which backend reads them (launchers and cuda_string with the words the CuTe DSL
 backend refused them in when its plan checked them); the unknown-key hint still lists every key
-some backend reads."""
+some backend reads; and with_recorder's variant edits only the lines it must."""
 from __future__ import annotations
 
 import pytest
@@ -10,7 +10,7 @@ import pytest
 from atrex_inject import registry
 from atrex_inject.cuda.spec_keys import CudaKeys
 from atrex_inject.errors import SpecError
-from atrex_inject.spec import load_spec
+from atrex_inject.spec import load_spec, with_recorder
 from conftest import refused
 
 CUTE = '''version = 1
@@ -101,3 +101,17 @@ def test_the_unknown_key_hint_lists_every_backend_s_keys(tree):
     assert e.value.hint == ("allowed keys here: backend, build, capture, cuda_string, declared_by, expect, intervals, "
                             "kernel, launchers, name, pair, question, site, source, version")
 
+
+def test_with_recorder_edits_the_name_line_and_the_capture_table_only(tree):
+    text = _with(tree, CUDA, table="\n[capture]  # how much\ncapacity = 8\n").read_text()
+    out = with_recorder(tree / "t.toml", "staged", 8, 32)
+    assert out.name == "t_staged.toml"
+    assert out.read_text() == text.replace('name = "t"', 'name = "t_staged"', 1).replace(
+        "[capture]  # how much\n", '[capture]  # how much\nrecorder = "staged"\nring = 32\nwarps = 8\n')
+    s = load_spec(out)
+    assert (s.name, s.capture.recorder, s.capture.ring, s.capture.warps, s.capture.capacity) == (
+        "t_staged", "staged", 32, 8, 8)
+    bare = _with(tree, CUDA).read_text()
+    out = with_recorder(tree / "t.toml", "global", packed=True)
+    assert out.read_text() == bare.replace('name = "t"', 'name = "t_packed"', 1) + (
+        '\n[capture]\nrecorder = "global"\npacked = true\n')
