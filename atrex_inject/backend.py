@@ -1,11 +1,12 @@
 """The seam between the pipeline and a backend: what a backend does, what its rewriter returns,
 and the spec rules every backend applies in its own language.
 
-A backend checks what it alone knows about a spec (the language of payload and predicate
-expressions, its own rules), rewrites the kernel source from the plan, and runs a program so
-that its launches land in a capture folder as format-2 files (docs/format.md). Everything else
-(apply/revert, decode, validation, summary, export, measurement) is shared and never branches on
-the backend's name: it asks the backend object, or the registry (registry.py) for its facts.
+A backend reads the spec keys only it uses (parse_keys), checks what it alone knows about a spec
+(the language of payload and predicate expressions, its own rules), rewrites the kernel source
+from the plan, and runs a program so that its launches land in a capture folder as format-2
+files (docs/format.md). Everything else (apply/revert, decode, validation, summary, export,
+measurement) is shared and never branches on the backend's name: it asks the backend object, or
+the registry (registry.py) for its facts.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from .errors import SpecError
 if TYPE_CHECKING:
     from .manifest import Manifest
     from .plan import Plan
-    from .spec import ProbeSpec, Site
+    from .spec import BackendKeys, ProbeSpec, Site
+    from .spec_table import Table
 
 
 @dataclass
@@ -49,6 +51,12 @@ class Rewrite:
 
 class Backend(Protocol):
     name: str  # its registry entry's name (registry.py holds its facts)
+
+    def parse_keys(self, table: Table, source: Path) -> BackendKeys:
+        """The keys of the spec's top-level `table` only this backend reads (its registry entry's
+        `spec_keys`), as a frozen BackendKeys; `source` is the spec's source, confined already. Raise
+        SpecError (table.error) at a bad one's line, or at a key of another backend's that this one
+        refuses in its own words (the spec reader refuses any left with a message of its own)."""
 
     def expression_problem(self, expr: str) -> str | None:
         """Why `expr` is not one expression on one line of the backend's language (None if it is)."""

@@ -202,11 +202,11 @@ class Target:
         if suffix == ".py":  # CUDA source in a Python string (cuda/python/): its text, built as a .cu file
             from .cuda.python.locate import locate  # noqa: PLC0415
             from .cuda.python.rewrite import runtime_text  # noqa: PLC0415
-            text = locate(text, spec.source_rel, str(spec.path), spec.cuda_string).value
+            text = locate(text, spec.source_rel, str(spec.path), spec.backend_keys.cuda_string).value
             runtime, suffix = runtime_text(), ".cu"
         from .cuda.names import KernelName  # noqa: PLC0415
         from .sass import torch_include_dirs  # noqa: PLC0415
-        return cls(spec, text, runtime, suffix, list(flags or spec.nvcc_flags or DEFAULT_FLAGS),
+        return cls(spec, text, runtime, suffix, list(flags or spec.backend_keys.nvcc_flags or DEFAULT_FLAGS),
                    [str(spec.source.parent), *torch_include_dirs(text)], spec.capture.warps * 32 or None,
                    "::".join(KernelName.parse(spec.kernel).parts), launchers=dict(launchers or {}))
 
@@ -222,9 +222,10 @@ class Target:
             src.write_text(text)
             return src, self.include
         texts = dict(launchers if launchers is not None else self.launchers)
-        unit_rel = self.spec.build_unit.relative_to(self.spec.root).as_posix() if self.spec.build_unit else None
-        if unit_rel and unit_rel not in texts and self.spec.build_unit.is_file():  # [build] unit, as it is
-            texts[unit_rel] = self.spec.build_unit.read_text()
+        build_unit = self.spec.backend_keys.build_unit
+        unit_rel = build_unit.relative_to(self.spec.root).as_posix() if build_unit else None
+        if unit_rel and unit_rel not in texts and build_unit.is_file():  # [build] unit, as it is
+            texts[unit_rel] = build_unit.read_text()
         for rel, launcher in texts.items():
             written = _include_of(launcher, self.spec.root / rel, self.spec.source, self._search(rel))
             if written:
@@ -420,7 +421,8 @@ def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
     except _Unbuildable as e:
         return _fallback(spec, f"the clean kernel could not be compiled and read on its own with "
                                f"{' '.join(target.flags)} ({e.message}); pass your build's flags with --nvcc-flag "
-                               "or [build] nvcc_flags" + ("" if spec.build_unit or spec.source.suffix not in HEADERS else
+                               "or [build] nvcc_flags" + ("" if spec.backend_keys.build_unit
+                                                          or spec.source.suffix not in HEADERS else
                                                           ", or, for a kernel in a header that needs what another "
                                                           "file declares first, [build] unit = a .cu that #includes it "
                                                           "directly, after what it needs"))

@@ -3,7 +3,9 @@ about each one, and the module that implements it (loaded on first use, so readi
 manifest or a capture loads no rewriter).
 
 This module sits at the bottom of the import graph: the spec and manifest readers check a name
-here, decode reads a fact here, and only apply, capture and the checks load a backend object.
+here, decode reads a fact here; the spec reader has the backend object read the keys only it
+reads (a backend module loads its rewriter when it rewrites), and apply, capture and the checks
+use the rest of it.
 To add a backend, write a package with a module that defines `BACKEND` (an object with the
 attributes and methods of backend.Backend) and add its entry to REGISTRY (docs/api.md, "A new
 backend").
@@ -22,10 +24,14 @@ class Entry:
     # why the recorder's own buffer options ([capture] recorder, staging, packed) do not apply; None: they do
     own_buffers_refused: str | None
     capacity_from_header: bool  # its captures size every owner to the fullest one, not to the spec's capacity
+    # the top-level spec keys (and tables) only this backend reads, with its Backend.parse_keys; here, not on
+    # the backend, so the spec reader can name every allowed key and refuse these in another backend's spec
+    spec_keys: tuple[str, ...] = ()
 
 
 REGISTRY = {e.name: e for e in (
-    Entry("cuda", "atrex_inject.cuda.backend", "C++", None, False),
+    Entry("cuda", "atrex_inject.cuda.backend", "C++", None, False,
+          ("declared_by", "launchers", "cuda_string", "build")),
     Entry("cutedsl", "atrex_inject.cutedsl.backend", "Python", "IKeT buffers its own events", True),
 )}
 
@@ -33,6 +39,11 @@ REGISTRY = {e.name: e for e in (
 def names() -> tuple[str, ...]:
     """The registered backends' names, in registry order."""
     return tuple(REGISTRY)
+
+
+def spec_keys() -> tuple[str, ...]:
+    """The top-level spec keys some backend reads alone (Entry.spec_keys), in registry order."""
+    return tuple(dict.fromkeys(k for e in REGISTRY.values() for k in e.spec_keys))
 
 
 def info(name: str) -> Entry:

@@ -40,7 +40,7 @@ from .progress import step
 from .selection import choose, in_memory
 from .stats import rank
 from .snapshot import atrex_dir
-from .spec import find_root
+from .spec_paths import find_root
 from .summary import FEW_TICKS, QUANTILES, RESOLUTION_WORD, clock_line, quantized
 from .timeline import Window, _unit as unit_of, draw, parse_window
 from .validate import unchecked_text

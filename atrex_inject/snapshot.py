@@ -40,7 +40,8 @@ from .manifest import Manifest
 from .patch import (PatchConflict, PatchMismatch, apply_patch, diffstat, for_review, unapply_keeping_edits,
                     unified_diff)
 from .plan import BufferPath, Plan, make_plan, requested_mode
-from .spec import ProbeSpec, confine, load_spec
+from .spec import ProbeSpec, load_spec
+from .spec_paths import confine
 
 PREVIEW_CONTEXT = 3  # lines shown above and below each landing by `apply --dry-run`
 STATUS_WAIT_S = 30.0  # status waits this long for a running apply/revert before giving up

@@ -55,7 +55,7 @@ def test_examples_apply_parse_compile_revert(project, spec_path):
     clean = (REPO / m.source.path).read_bytes()
     assert sha(src) == m.source.instrumented_sha256
     ast.parse(src.read_text())
-    text = cuda_of(src, load_spec(spec).cuda_string)
+    text = cuda_of(src, load_spec(spec).backend_keys.cuda_string)
     assert MARK in text and m.source.source_id == source_id_of(text) == source_id_of_python(src.read_text())
     lines = src.read_text().split("\n")
     for s in m.sites:

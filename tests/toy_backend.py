@@ -16,12 +16,16 @@ from atrex_inject.errors import CaptureError, SpecError
 from atrex_inject.launchfile import write_launch
 from atrex_inject.layout import OWNER_DTYPE, TAG_VALID, build_header, group_owners, slot_owners
 from atrex_inject.source_id import source_id_of
+from atrex_inject.spec import BackendKeys
 
 GRID, BLOCK, T0 = (2, 1, 1), (64, 1, 1), 1_790_000_000_000_000_000
 
 
 class ToyBackend:
     name = "toy"  # its facts (language, no buffers of its own) are its registry entry's
+
+    def parse_keys(self, table, source) -> BackendKeys:
+        return BackendKeys()  # no keys of its own
 
     def expression_problem(self, expr: str) -> str | None:
         return None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..backend import check_expressions, check_own_buffers
 from ..errors import CaptureError, SpecError
+from . import spec_keys
 
 CPP_NEVER = {"PREPROC", "IF0", "LAUNCH_OPEN", "LAUNCH_CLOSE"}
 CPP_TOP_LEVEL_ONLY = {"SEMI", "LBRACE", "RBRACE", "FOR", "WHILE", "DO", "IF", "ELSE", "SWITCH", "RETURN", "BREAK",
@@ -23,6 +24,10 @@ _CUDA_STRING_HINT = "remove cuda_string, or point source at the .py file"
 
 class CudaBackend:
     name = "cuda"
+
+    def parse_keys(self, table, source: Path) -> spec_keys.CudaKeys:
+        """declared_by, launchers, cuda_string and [build] (cuda/spec_keys.py)."""
+        return spec_keys.parse(table, source)
 
     def expression_problem(self, expr: str) -> str | None:
         """C++ lexed with the CUDA grammar's own terminals (comments and literals are single
@@ -73,7 +78,7 @@ class CudaBackend:
             raise SpecError("launchers applies to the cuda backend with a CUDA source file (.cu, .cuh, ...)",
                             path=where, line=spec.line_of("launchers"),
                             hint="remove launchers: a kernel.py launches its kernel from Python (docs/kernelpy.md)")
-        if spec.cuda_string is not None and spec.source.suffix != ".py":
+        if spec.backend_keys.cuda_string is not None and spec.source.suffix != ".py":
             raise SpecError(_CUDA_STRING, path=where, line=spec.line_of("cuda_string"), hint=_CUDA_STRING_HINT)
 
     def rewrite(self, plan, text: str, launchers: dict[str, str] | None = None):

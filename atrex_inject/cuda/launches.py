@@ -510,7 +510,7 @@ def find_all(spec, src: SourceFile, kernel: Kernel, launchers: dict[str, str]) -
     copies of the static capture plan would number their launches alike and overwrite each other's
     capture files."""
     files: list[FileLaunches] = []
-    parsed = [parse_source(text, rel, spec.declared_by) for rel, text in launchers.items()]
+    parsed = [parse_source(text, rel, spec.backend_keys.declared_by) for rel, text in launchers.items()]
     everyone = [src] + parsed
     known = frozenset({k.qualname for f in everyone for k in f.kernels} | {d.qualname for f in everyone
                                                                            for d in f.declarations})

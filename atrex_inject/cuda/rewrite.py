@@ -41,7 +41,7 @@ def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[s
     if MARK in text:
         raise SpecError(f"{spec.source_rel} is already instrumented (it contains {MARK!r})", path=str(spec.path),
                         hint="revert it first: atrex-inject revert SPEC")
-    src = parse_source(text, spec.source_rel, spec.declared_by)  # a UTF-8 BOM is set aside here, once (src.bom)
+    src = parse_source(text, spec.source_rel, spec.backend_keys.declared_by)  # a UTF-8 BOM is set aside here, once (src.bom)
     kernel = _kernel(spec, src)
     clash = macro_clash(src)
     if clash:
@@ -220,7 +220,7 @@ def _kernel(spec: ProbeSpec, src: SourceFile) -> Kernel:
     if kernel is not None:
         return kernel
     names = ", ".join(k.label for k in src.kernels) or "none"
-    via = f" (nor a use of {spec.declared_by}(name, ...) {{ ... }})" if spec.declared_by else ""
+    via = f" (nor a use of {spec.backend_keys.declared_by}(name, ...) {{ ... }})" if spec.backend_keys.declared_by else ""
     unread = (f"; the grammar cannot read the head of the __global__ declaration(s) at line(s) "
               f"{', '.join(map(str, src.unreadable))}" if src.unreadable else "")
     raise AnchorError(f"kernel {spec.kernel!r} has no __global__ definition in {spec.source_rel}{via}{unread}",

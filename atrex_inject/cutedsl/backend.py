@@ -13,11 +13,23 @@ from pathlib import Path
 
 from ..backend import check_expressions, check_own_buffers
 from ..errors import CaptureError, SpecError
+from ..spec import BackendKeys
 from .runiket import FIRST_CTA, LOG_NAME, prepare_run_iket
 
 
 class CuteDslBackend:
     name = "cutedsl"
+
+    def parse_keys(self, table, source: Path) -> BackendKeys:
+        """None of its own. The cuda backend's `launchers` and `cuda_string` are refused here, saying
+        why a CuTe DSL program has no use for them; the spec reader refuses its other keys."""
+        if "launchers" in table.data:
+            raise table.error("launchers applies to the cuda backend with a CUDA source file (.cu, .cuh, ...)",
+                              "launchers", hint="remove launchers: a CuTe DSL program launches its kernel from Python")
+        if "cuda_string" in table.data:
+            raise table.error("cuda_string names the variable of a Python source that holds CUDA source; it applies "
+                              "to the cuda backend", "cuda_string", hint="remove cuda_string")
+        return BackendKeys()
 
     def expression_problem(self, expr: str) -> str | None:
         """One Python expression (libcst), with no comment (tokenize)."""
@@ -44,13 +56,6 @@ class CuteDslBackend:
             raise SpecError("kernel.occurrence applies to the cuda backend", path=where,
                             line=spec.line_of("kernel", "occurrence"),
                             hint="name the @cute.kernel by its qualified name (Class.kernel) instead")
-        if spec.launchers:
-            raise SpecError("launchers applies to the cuda backend with a CUDA source file (.cu, .cuh, ...)",
-                            path=where, line=spec.line_of("launchers"),
-                            hint="remove launchers: a CuTe DSL program launches its kernel from Python")
-        if spec.cuda_string is not None:
-            raise SpecError("cuda_string names the variable of a Python source that holds CUDA source; it applies to "
-                            'the cuda backend', path=where, line=spec.line_of("cuda_string"), hint="remove cuda_string")
         if spec.capture.clock:
             raise SpecError("capture.clock records %clock with each event; IKeT's events carry its timer only",
                             path=where, line=spec.line_of("capture", "clock"),

@@ -41,8 +41,8 @@ def main() -> int:
             if kernel is None:
                 print(f"{f['path']}: no kernel {f['kernel']}")
                 continue
-            spec = SimpleNamespace(kernel=f["kernel"], declared_by=f.get("declared_by"), source=path, path=path,
-                                   key_lines={})
+            spec = SimpleNamespace(kernel=f["kernel"], backend_keys=SimpleNamespace(declared_by=f.get("declared_by")),
+                                   source=path, path=path, key_lines={})
             scan = find_all(spec, src, kernel, {})[0][0].scan
         except AtrexError as e:
             print(f"{f['path']}: refused: {str(e).splitlines()[0][:160]}")

@@ -133,7 +133,7 @@ def clock_variant(spec: Path) -> Path:
 def build_flags(spec: Path) -> list[str]:
     """The spec's [build] nvcc_flags, include folders made absolute (they are relative to the spec)."""
     from atrex_inject.spec import load_spec  # noqa: PLC0415 — the package's own reading of the spec
-    flags = load_spec(spec).nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
+    flags = load_spec(spec).backend_keys.nvcc_flags or ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17"]
     return [f"-I{(spec.parent / f[2:]).resolve()}" if f.startswith("-I") and not Path(f[2:]).is_absolute() else f
             for f in flags]
 

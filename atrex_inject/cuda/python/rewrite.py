@@ -63,7 +63,7 @@ def rewrite(plan: Plan, text: str) -> Rewrite:
     from ..rewrite import rewrite as cuda_rewrite
     spec = plan.spec
     path = str(spec.source)
-    cs = locate(text, spec.source_rel, path, spec.cuda_string)
+    cs = locate(text, spec.source_rel, path, spec.backend_keys.cuda_string)
     value = cs.value
     if PAD in value:
         raise AtrexError(f"the CUDA string holds {PAD.strip()!r}, a line atrex-inject reserves", path=path,
@@ -143,7 +143,7 @@ def _write_back(text: str, cs: CudaString, ins: list[tuple[int, str]], spec: Pro
     new = data.decode()
     try:
         ast.parse(new)
-        again = locate(new, spec.source_rel, path, spec.cuda_string)
+        again = locate(new, spec.source_rel, path, spec.backend_keys.cuda_string)
         span = new.encode()[again.parts[0].start:again.parts[-1].end].decode()
         ok = ast.literal_eval(f"(\n{span}\n)") == final
     except (SyntaxError, ValueError, AtrexError) as e:
