@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import sys
 import tempfile
@@ -146,12 +147,40 @@ def _constraint(mode: RecorderMode) -> dict:
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 
 
-def _include_of(launcher: str, path: Path, header: Path, search: list[Path]) -> str | None:
-    """How `launcher` (at `path`) writes its #include of `header`, where one of `search` finds it."""
+def _include_chain(launcher: str, path: Path, header: Path, search: list[Path],
+                   depth: int = 4) -> list[tuple[str, Path]] | None:
+    """How `launcher` (at `path`) reaches `header` through #includes, directly or through headers it
+    includes (flashinfer's mamba kernel comes in through selective_state_update.cuh): each hop's
+    place in a shadow tree and its file, the last `header`. A shadow copy of each hop, placed where
+    the hop before it finds it, serves the rewritten text to the real build's include order. None
+    where no chain of at most `depth` hops leads there. Breadth first: the shortest chain."""
     target = header.resolve()
-    for m in _INCLUDE.finditer(launcher):
-        if any((d / m.group(1)).resolve() == target for d in search):
-            return m.group(1)
+    seen = {path.resolve()}
+    level = [(launcher, path, "", [])]  # (text, file, its place in the shadow tree, the hops to it)
+    for _ in range(depth):
+        nxt = []
+        for text, file, place, hops in level:
+            for m in _INCLUDE.finditer(text):
+                spelled = m.group(1)
+                here = [] if not hops or m.group(0).rstrip().endswith(">") else [(file.parent, posixpath.dirname(place))]
+                for base, at in [*here, *((d, "") for d in search)]:
+                    found = base / spelled
+                    if not found.is_file():
+                        continue
+                    spot = posixpath.normpath(posixpath.join(at, spelled))
+                    if spot.startswith(".."):
+                        break  # above the shadow tree's root: no copy can stand in for it
+                    chain = [*hops, (spot, found)]
+                    if found.resolve() == target:
+                        return chain
+                    if found.resolve() not in seen:
+                        seen.add(found.resolve())
+                        try:
+                            nxt.append((found.read_text(errors="replace"), found, spot, chain))
+                        except OSError:
+                            pass
+                    break  # the first folder that holds it is the one the preprocessor takes
+        level = nxt
     return None
 
 
@@ -227,14 +256,17 @@ class Target:
         if unit_rel and unit_rel not in texts and build_unit.is_file():  # [build] unit, as it is
             texts[unit_rel] = build_unit.read_text()
         for rel, launcher in texts.items():
-            written = _include_of(launcher, self.spec.root / rel, self.spec.source, self._search(rel))
-            if written:
+            chain = _include_chain(launcher, self.spec.root / rel, self.spec.source, self._search(rel))
+            if chain:
                 shadow = tmp / name / "shadow"
-                (shadow / written).parent.mkdir(parents=True, exist_ok=True)
-                (shadow / written).write_text(text)
+                for i, (spot, file) in enumerate(chain):
+                    (shadow / spot).parent.mkdir(parents=True, exist_ok=True)
+                    (shadow / spot).write_text(text if i == len(chain) - 1 else file.read_text(errors="replace"))
                 unit = tmp / name / Path(rel).name
                 unit.write_text(launcher)
-                return unit, [str(shadow), *self.include, str((self.spec.root / rel).parent)]
+                # the headers copied on the way keep their own includes: their folders after the rest
+                return unit, [str(shadow), *self.include, str((self.spec.root / rel).parent),
+                              *dict.fromkeys(str(f.parent) for _, f in chain[:-1])]
         src = tmp / f"{name}{self.suffix}"
         src.write_text(text)
         unit = tmp / f"{name}.cu"
@@ -425,7 +457,7 @@ def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
                                                           or spec.source.suffix not in HEADERS else
                                                           ", or, for a kernel in a header that needs what another "
                                                           "file declares first, [build] unit = a .cu that #includes it "
-                                                          "directly, after what it needs"))
+                                                          "(directly or through a header), after what it needs"))
 
 
 HEADERS = (".cuh", ".h", ".hpp", ".hh", ".inl")  # a kernel in one of these is compiled through a unit

@@ -371,10 +371,8 @@ def test_a_template_kernel_is_held_instantiation_by_instantiation(tmp_path):
     assert (tmp_path / "register_bound_t.cu").read_bytes() == clean
 
 
-def test_a_header_kernel_that_needs_another_file_s_declarations_is_told_about_build_unit(tmp_path):
-    """k.cuh uses a struct params.h declares, and its launcher includes both through all.h: the
-    header cannot be compiled on its own to choose the recorder, and apply's fallback says what to
-    give (a unit that includes it directly), not only the flags."""
+def _params_project(tmp_path, launchers: str):
+    """k.cuh uses a struct params.h declares; its launcher includes both through all.h."""
     (tmp_path / ".git").mkdir()
     (tmp_path / "params.h").write_text("struct Params { float* x; int n; };\n")
     (tmp_path / "k.cuh").write_text("__global__ void scale(Params p) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -382,13 +380,37 @@ def test_a_header_kernel_that_needs_another_file_s_declarations_is_told_about_bu
     (tmp_path / "all.h").write_text('#include "params.h"\n#include "k.cuh"\n')
     (tmp_path / "launch.cu").write_text('#include "all.h"\nvoid run(Params p) { scale<<<(p.n + 255) / 256, 256>>>(p); }\n')
     (tmp_path / "s.toml").write_text('version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cuh"\n'
-                                     'launchers = ["launch.cu"]\nkernel = "scale"\nintervals = ["start -> end"]\n\n'
+                                     f'{launchers}kernel = "scale"\nintervals = ["start -> end"]\n\n'
                                      '[[site]]\nname = "start"\nanchor = { entry = true }\n\n'
                                      '[[site]]\nname = "end"\nanchor = { exit = true }\n')
-    code, out = cli("apply", tmp_path / "s.toml", "--json")
+    return tmp_path / "s.toml"
+
+
+def test_a_header_kernel_its_launcher_includes_through_another_header_is_judged_through_it(tmp_path):
+    """flashinfer's mamba kernel comes in through selective_state_update.cuh, which declares its
+    parameters first: the header cannot be compiled alone, and the launcher includes it only through
+    another header. apply and check-sass compile it through that chain (the rewritten text served
+    where all.h's #include finds it) and give one answer; they fell back to the global recorder
+    unchecked, and check-sass exited 2."""
+    spec = _params_project(tmp_path, 'launchers = ["launch.cu"]\n')
+    code, out = cli("apply", spec, "--json")
+    assert code == 0, out
+    rec = json.loads(out)["recorder"]
+    assert rec["how"] == "chosen" and rec["evidence"], rec
+    code, out = cli("check-sass", spec, "--json")
+    assert code in (0, 1) and json.loads(out)["verdict"] == rec["verdict"], out
+    assert cli("revert", spec)[0] == 0
+
+
+def test_a_header_kernel_no_launcher_includes_is_told_about_build_unit(tmp_path):
+    """Without a launcher or a [build] unit that includes it, the header is compiled alone, which
+    fails on the struct it needs: apply's fallback says what to give (a unit that includes it), not
+    only the flags."""
+    spec = _params_project(tmp_path, "")
+    code, out = cli("apply", spec, "--json")
     assert code == 0, out
     rec = json.loads(out)["recorder"]
     assert rec["how"] == "fallback" and 'identifier "Params" is undefined' in rec["why"]
-    assert rec["why"].endswith("[build] unit = a .cu that #includes it directly, after what it needs: the global "
+    assert rec["why"].endswith("[build] unit = a .cu that #includes it (directly or through a header), after what it needs: the global "
                                "recorder, the default"), rec["why"]
-    assert cli("revert", tmp_path / "s.toml")[0] == 0
+    assert cli("revert", spec)[0] == 0
