@@ -48,6 +48,34 @@ class Rewrite:
     launchers: dict[str, str] = field(default_factory=dict)  # other files rewritten: rel path -> their new text
     spans: dict[str, int] = field(default_factory=dict)  # interval name -> iterations it spans, where more than one
 
+    @property
+    def copy(self) -> "CopyFacts":
+        """What the CUDA rewriter says about the copy it wrote, typed: the one reader of
+        `backend_data` for the recorder choice and check-sass (the manifest reads its own fields:
+        manifest.perturbation_of). ValueError where this rewrite wrote no copy (another backend)."""
+        p = self.backend_data.get("perturbation")
+        if not isinstance(p, dict):
+            raise ValueError("this rewrite wrote no instrumented copy (not the CUDA backend's)")
+        return CopyFacts(p["clone"], p["versioned"], p.get("not_warp_uniform"), p.get("barrier_loop"))
+
+
+@dataclass(frozen=True)
+class CopyFacts:
+    """The CUDA rewriter's instrumented copy: its name (KERNEL__atrex), whether its body is
+    versioned (CTAs that record nothing run a clean side), why a site may run on part of a warp
+    (no staged rings: cuda/uniform.py), and the line of a loop recorded every iteration that waits
+    at a CTA barrier."""
+    clone: str
+    versioned: bool
+    not_uniform: str | None = None
+    barrier_loop: int | None = None
+
+    def __post_init__(self):
+        if not (isinstance(self.clone, str) and type(self.versioned) is bool
+                and (self.not_uniform is None or isinstance(self.not_uniform, str))
+                and (self.barrier_loop is None or type(self.barrier_loop) is int)):
+            raise ValueError(f"not the facts of an instrumented copy: {self!r}")
+
 
 class Backend(Protocol):
     name: str  # its registry entry's name (registry.py holds its facts)

@@ -61,10 +61,13 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__, registry, sass
+# the choice's records, also known here to its callers (sasscheck, the tests)
+from .choicerecord import ANOTHER, KEEPS, UNSURE, Choice, Evidence, describe, verdict  # noqa: F401
 from .errors import AtrexError, SpecError
 from .fsio import inside, sha256_bytes, write_atomic
 from .plan import DEFAULT_PATH, BufferPath, RecorderMode, make_plan, requested_mode
 from .sass import allocated_registers, dependency_digest
+from .sassrecord import Comparison
 from .spec import RECORDERS, ProbeSpec
 
 DEFAULT_FLAGS = ("-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17")
@@ -72,76 +75,6 @@ CACHE_ENV = "ATREX_CHOICE_CACHE"  # a folder that keeps choices across projects 
 # the choice's builds go in the machine's temp folder, never beside the source: a run killed while
 # nvcc compiles leaves nothing in the user's tree
 SCRATCH_PREFIX = ".atrex-choice-"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One candidate as compiled: what its SASS says against the clean kernel's."""
-    mode: RecorderMode
-    registers: dict  # clean, off, copy
-    ctas_per_sm: dict  # clean, copy (None: block size unknown)
-    shared_added: int  # bytes of static shared memory the copy adds per CTA
-    spills: dict  # clean, off, copy: bytes
-    problems: tuple[str, ...]  # what makes the recording another kernel (judge)
-    doubts: tuple[str, ...] = ()  # what SASS cannot decide: measure does (judge)
-
-    @property
-    def verdict(self) -> str:
-        return verdict(self.problems, self.doubts)
-
-    def to_json(self) -> dict:
-        return {"recorder": describe(self.mode), "mode": self.mode.to_json(), "registers": self.registers,
-                "ctas_per_sm": self.ctas_per_sm, "shared_added": self.shared_added, "spills": self.spills,
-                "verdict": self.verdict, "problems": list(self.problems), "doubts": list(self.doubts)}
-
-    @classmethod
-    def from_json(cls, obj: dict) -> "Evidence":
-        return cls(RecorderMode.of_json(obj["mode"]), obj["registers"], obj["ctas_per_sm"], obj["shared_added"],
-                   obj["spills"], tuple(obj["problems"]), tuple(obj.get("doubts", ())))
-
-
-KEEPS, UNSURE, ANOTHER = "keeps", "unsure", "another kernel"
-
-
-def verdict(problems, doubts) -> str:
-    """The SASS's word on a recording: it keeps the clean kernel, it is another kernel, or SASS
-    cannot decide and measure does."""
-    return ANOTHER if problems else UNSURE if doubts else KEEPS
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The recorder a plan uses and why: `how` is "chosen" (compiled and compared), "asked" (the spec
-    or --recorder names it), "fallback" (no nvcc: the default; or every candidate compiled is another
-    kernel: the first, verdict ANOTHER) or "backend" (the backend records to buffers of its own)."""
-    mode: RecorderMode
-    how: str
-    why: str
-    evidence: tuple[Evidence, ...] = ()
-    warnings: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()  # why candidates were not tried (no block size, rings that do not fit, ...)
-    key: str = field(default="", compare=False)  # what a cached copy is valid for (Target.key)
-    verdict: str = ""  # a chosen recorder's SASS verdict (KEEPS, UNSURE, ANOTHER); "" where none was compiled
-
-    def to_json(self) -> dict:
-        """The manifest's `recorder` record (docs/format.md)."""
-        return {"recorder": self.mode.path.value, **_constraint(self.mode), "how": self.how, "why": self.why,
-                **({"verdict": self.verdict} if self.verdict else {}),
-                "evidence": [e.to_json() for e in self.evidence], **({"notes": list(self.notes)} if self.notes else {})}
-
-    def cache_json(self) -> dict:
-        return {**self.to_json(), "mode": self.mode.to_json(), "warnings": list(self.warnings), "key": self.key}
-
-    @classmethod
-    def of_cache(cls, obj: dict, key: str) -> "Choice":
-        return cls(RecorderMode.of_json(obj["mode"]), obj["how"], obj["why"],
-                   tuple(Evidence.from_json(e) for e in obj["evidence"]), tuple(obj["warnings"]),
-                   tuple(obj.get("notes", ())), key, obj.get("verdict", ""))
-
-
-def _constraint(mode: RecorderMode) -> dict:
-    return ({"max_registers": mode.max_registers, **({"held": mode.to_json()["held"]} if mode.held else {})}
-            if mode.max_registers else {})
 
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
@@ -182,14 +115,6 @@ def _include_chain(launcher: str, path: Path, header: Path, search: list[Path],
                     break  # the first folder that holds it is the one the preprocessor takes
         level = nxt
     return None
-
-
-def describe(mode: RecorderMode) -> str:
-    if mode.held:
-        caps = sorted({c for _, c in mode.held})
-        return (f"{mode.path.value}, registers held to each instantiation's clean allocation "
-                f"({caps[0]}{f'-{caps[-1]}' if len(caps) > 1 else ''})")
-    return f"{mode.path.value}{f', registers held to {mode.max_registers}' if mode.max_registers else ''}"
 
 
 def held_mode(mode: RecorderMode, clean_registers: int, clean, kernel: str) -> RecorderMode:
@@ -310,47 +235,48 @@ class Target:
         return sha256_bytes("\0\0".join([self.spec.text, deps, *recorder, *rules, __version__]).encode())[:32]
 
 
-def judge(r: dict, clean_side: bool = True) -> tuple[list[str], list[str]]:
+def judge(r: Comparison, versioned: bool, clean_side: bool = True) -> tuple[list[str], list[str]]:
     """(problems, doubts): why a recording run of this build would be another kernel, and what SASS
-    cannot decide about it (r: what sass.compare read, and whether the copy's body is versioned;
+    cannot decide about it (r: what sass.compare read; `versioned`: the copy's body is versioned;
     module docstring). The one judgment of the choice and of check-sass. `clean_side`: some CTAs
     record nothing, so the copy keeps a clean side that should hold every clean loop (where every
     CTA records, the recording side is the whole copy, checked by its loads in flight)."""
     problems, doubts = [], []
-    if not r["off_identical"]:
+    if not r.off_identical:
         problems.append("with probes off the program does not run the clean kernel instruction for instruction")
-    regs, ctas, warps = r["registers"], r["ctas_per_sm"], r["warps_per_sm_by_registers"]
-    grew = None not in (regs["clean"], regs["copy"]) and allocated_registers(regs["copy"]) > allocated_registers(regs["clean"])
+    regs, ctas, warps = r.registers, r.ctas_per_sm, r.warps_per_sm_by_registers
+    grew = None not in (regs.clean, regs.copy) and allocated_registers(regs.copy) > allocated_registers(regs.clean)
     # block size unknown: registers may lower the warps an SM holds (above 32 a thread), but whether
     # the launches fill an SM that far SASS cannot tell: flashinfer's fused add + RMSNorm recorded at
     # -0.21% and its merge-states at +4.4% with such copies on an H200 (docs/realkernels.md)
-    if grew and ctas["clean"] is None and warps["copy"] < warps["clean"]:
-        doubts.append(f"the copy takes {regs['copy']} registers against the clean kernel's {regs['clean']} "
-                        f"({allocated_registers(regs['copy'])} against {allocated_registers(regs['clean'])} as allocated)")
-    if None not in (ctas["clean"], ctas["copy"]) and ctas["copy"] != ctas["clean"]:
-        problems.append(f"the copy fits {ctas['copy']} CTAs per SM against the clean kernel's {ctas['clean']} "
-                        f"(registers and static shared memory, {r['threads_per_block']} threads per CTA)")
-    if r["spills"]["copy"] > r["spills"]["clean"]:
-        spilled = f"the copy spills {r['spills']['copy']} bytes against the clean kernel's {r['spills']['clean']}"
-        local = r["local_accesses"]
-        if clean_side and r["versioned"] and local["copy_clean_side"] <= local["clean"]:
+    if grew and ctas.clean is None and warps.copy < warps.clean:
+        doubts.append(f"the copy takes {regs.copy} registers against the clean kernel's {regs.clean} "
+                        f"({allocated_registers(regs.copy)} against {allocated_registers(regs.clean)} as allocated)")
+    if None not in (ctas.clean, ctas.copy) and ctas.copy != ctas.clean:
+        problems.append(f"the copy fits {ctas.copy} CTAs per SM against the clean kernel's {ctas.clean} "
+                        f"(registers and static shared memory, {r.threads_per_block} threads per CTA)")
+    if r.spills.copy > r.spills.clean:
+        spilled = f"the copy spills {r.spills.copy} bytes against the clean kernel's {r.spills.clean}"
+        local = r.local_accesses
+        if clean_side and versioned and local.copy_clean_side <= local.clean:
             doubts.append(f"{spilled}, on its recording side only (the CTAs that record nothing run without them)")
         else:
             problems.append(spilled)
-    for m in r["missing"] if clean_side else []:
-        have = ", ".join(f"{n} {f}" for f, n in m["loop"].items() if n)
-        doubts.append(f"the copy's clean side does not hold {m['missing']} clean loop(s) with {have} per trip as the "
+    for m in r.missing if clean_side else []:
+        have = ", ".join(f"{n} {f}" for f, n in m.loop if n)
+        doubts.append(f"the copy's clean side does not hold {m.missing} clean loop(s) with {have} per trip as the "
                       "clean kernel schedules them")
-    for f in r["recording_fewer_in_flight"]:
-        doubts.append(f"recording CTAs keep {f['recording']} loads in flight in their copy of the clean {f['loop']} "
-                      f"against {f['in_flight']}")
-    for f in r["recording_more_in_flight"]:
-        doubts.append(f"recording CTAs run {f['loop']} with {f['in_flight']} loads in flight where the clean "
-                      f"kernel's loops keep at most {f['clean']}")
+    for f in r.recording_fewer_in_flight:
+        doubts.append(f"recording CTAs keep {f.recording} loads in flight in their copy of the clean {f.loop} "
+                      f"against {f.in_flight}")
+    for f in r.recording_more_in_flight:
+        doubts.append(f"recording CTAs run {f.loop} with {f.in_flight} loads in flight where the clean "
+                      f"kernel's loops keep at most {f.clean}")
     return problems, doubts
 
 
-def assess(clean, inst, kernel: str, clone: str, threads: int | None, clean_side: bool, versioned: bool):
+def assess(clean, inst, kernel: str, clone: str, threads: int | None, clean_side: bool,
+           versioned: bool) -> tuple[Comparison, list[str], list[str]]:
     """(r, problems, doubts): sass.compare and judge of each instantiation of the kernel (one for a
     plain kernel), the judgment of all of them together: the instantiation the program launches is
     chosen at run time, so every one must keep the kernel. `r` is the first instantiation's with the
@@ -360,8 +286,8 @@ def assess(clean, inst, kernel: str, clone: str, threads: int | None, clean_side
     pairs = instances(clean, inst, kernel, clone)
     judged = []
     for k, c in pairs:
-        r = {**compare(clean, inst, k, c, threads), "versioned": versioned}
-        problems, doubts = judge(r, clean_side)
+        r = compare(clean, inst, k, c, threads)
+        problems, doubts = judge(r, versioned, clean_side)
         if len(pairs) > 1:
             problems, doubts = [f"{k}: {p}" for p in problems], [f"{k}: {d}" for d in doubts]
         judged.append((r, problems, doubts))
@@ -422,9 +348,8 @@ def learn(t: Target, rewrite) -> None:
     """What the CUDA rewriter found (`rewrite`, backend.Rewrite): the kernel's qualified name and
     whether staged rings can run its sites."""
     from .cuda.clone import CLONE_SUFFIX  # noqa: PLC0415
-    p = rewrite.backend_data["perturbation"]
-    t.kernel, t.not_uniform = p["clone"].removesuffix(CLONE_SUFFIX), p.get("not_warp_uniform")
-    t.barrier_loop = p.get("barrier_loop")
+    copy = rewrite.copy
+    t.kernel, t.not_uniform, t.barrier_loop = copy.clone.removesuffix(CLONE_SUFFIX), copy.not_uniform, copy.barrier_loop
 
 
 def resolve(spec: ProbeSpec, target: Target | None, override: str | None = None,
@@ -554,15 +479,14 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             plan, rw, inst = built
             target.built[mode] = (rw, inst)
             try:
-                r, problems, doubts = assess(clean, inst, target.kernel, rw.backend_data["perturbation"]["clone"],
-                                             target.threads, some_ctas_idle(plan),
-                                             rw.backend_data["perturbation"]["versioned"])
+                r, problems, doubts = assess(clean, inst, target.kernel, rw.copy.clone, target.threads,
+                                             some_ctas_idle(plan), rw.copy.versioned)
             except AtrexError as e:
                 notes.append(f"{describe(mode)}: {e.message}")
                 return None
             staging = mode.staging(plan.groups)
-            ev = Evidence(mode, r["registers"], r["ctas_per_sm"], staging.shared_bytes_per_cta if staging else 0,
-                          r["spills"], tuple(problems), tuple(doubts))
+            ev = Evidence(mode, r.registers, r.ctas_per_sm, staging.shared_bytes_per_cta if staging else 0,
+                          r.spills, tuple(problems), tuple(doubts))
             seen.append(ev)
             return ev
 
@@ -585,8 +509,8 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             paths, ranked_notes = ranked(spec, warps, target.not_uniform, target.barrier_loop)
             notes += ranked_notes
             kept = first_keeping([requested_mode(spec, path, warps) for path in paths]) or first_keeping(
-                [held_mode(e.mode, e.registers["clean"], clean, target.kernel) for e in list(seen)
-                 if e.registers["clean"]])
+                [held_mode(e.mode, e.registers.clean, clean, target.kernel) for e in list(seen)
+                 if e.registers.clean])
         finally:
             pool.shutdown(wait=True, cancel_futures=True)  # no build outlives its folder
     if kept is not None:
@@ -634,16 +558,16 @@ def per_trip(sites) -> list[str]:
 
 def _grows_allocation(e: Evidence) -> bool:
     regs = e.registers
-    return None not in (regs["clean"], regs["copy"]) and allocated_registers(regs["copy"]) > allocated_registers(regs["clean"])
+    return None not in (regs.clean, regs.copy) and allocated_registers(regs.copy) > allocated_registers(regs.clean)
 
 
 def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str], trips: list[str]) -> Choice:
     """The candidate whose SASS keeps the clean kernel; unsure where a site records every trip of
     a loop (per_trip)."""
     regs, ctas = ev.registers, ev.ctas_per_sm
-    occupancy = f", {ctas['copy']} CTAs per SM as the clean kernel" if ctas["copy"] else ""
+    occupancy = f", {ctas.copy} CTAs per SM as the clean kernel" if ctas.copy else ""
     kept = (f"the {describe(ev.mode)} recorder keeps the clean kernel: its copy is allocated "
-            f"{allocated_registers(regs['copy'])} registers ({regs['copy']} used; the clean kernel {regs['clean']})"
+            f"{allocated_registers(regs.copy)} registers ({regs.copy} used; the clean kernel {regs.clean})"
             f"{occupancy}, every clean loop and its loads in flight")
     if trips:
         return Choice(ev.mode, "chosen", f"{kept}; SASS cannot decide the rest: {'; '.join(trips)}; measure decides",
@@ -675,12 +599,12 @@ def _check_cached(obj, key: str, spec: ProbeSpec, target: Target) -> Choice:
         if not ok:
             raise ValueError(what)
 
-    check(isinstance(obj, dict) and obj.get("key") == key and obj.get("how") == "chosen",
-          "not a chosen recorder stored under this key")
+    check(isinstance(obj, dict) and obj.get("key") == key, "not a chosen recorder stored under this key")
     try:
-        got = Choice.of_cache(obj, key)
+        got = _of_entry(obj, key)
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise ValueError(f"not a recorder choice: {type(e).__name__} {e}") from None
+    check(got.how == "chosen", "not a chosen recorder stored under this key")
     mode, warps = got.mode, got.mode.warps
     check(mode.path == BufferPath.GLOBAL or (type(warps) is int and 0 < warps <= 32
                                               and warps == (spec.capture.warps or warps)),
@@ -689,11 +613,7 @@ def _check_cached(obj, key: str, spec: ProbeSpec, target: Target) -> Choice:
           and mode == replace(requested_mode(spec, mode.path, warps), max_registers=mode.max_registers,
                               held=mode.held),
           f"recorder {describe(mode)} with {mode.event_bytes}-byte events is not a candidate of this spec")
-    for e in got.evidence:
-        check(all(isinstance(d, dict) and all(v is None or type(v) is int for v in d.values())
-                  for d in (e.registers, e.ctas_per_sm, e.spills)) and type(e.shared_added) is int
-              and all(isinstance(t, str) for t in (*e.problems, *e.doubts)), "evidence that is not counts and text")
-    held = {allocated_registers(e.registers.get("clean")) for e in got.evidence
+    held = {allocated_registers(e.registers.clean) for e in got.evidence
             if e.mode == replace(mode, max_registers=0, held=())}
     check(mode.max_registers == 0 or mode.max_registers in held,
           f"registers held to {mode.max_registers}, not the clean kernel's allocation")
@@ -701,6 +621,17 @@ def _check_cached(obj, key: str, spec: ProbeSpec, target: Target) -> Choice:
     given = UNSURE if len(mine) == 1 and mine[0].verdict == KEEPS and per_trip(spec.sites) else mine[0].verdict if mine else None
     check(len(mine) == 1 and given == got.verdict, "a verdict its evidence does not give")
     return got
+
+
+def _entry(choice: Choice) -> dict:
+    """A cache entry: the choice's record (the manifest's), with its whole mode, its warnings and
+    the key it is valid for."""
+    return {**choice.to_json(), "mode": choice.mode.to_json(), "warnings": list(choice.warnings), "key": choice.key}
+
+
+def _of_entry(obj: dict, key: str) -> Choice:
+    """The choice a cache entry (_entry) holds; KeyError, TypeError or ValueError where it is not one."""
+    return Choice.from_json(obj, RecorderMode.of_json(obj["mode"]), tuple(obj["warnings"]), key)
 
 
 def _cache_dirs(spec: ProbeSpec) -> list[Path]:
@@ -723,7 +654,7 @@ def remember(spec: ProbeSpec, choice: Choice) -> None:
     next time: apply does not fail for it."""
     if not choice.key or choice.how != "chosen":
         return
-    data = (json.dumps(choice.cache_json(), indent=2) + "\n").encode()
+    data = (json.dumps(_entry(choice), indent=2) + "\n").encode()
     try:
         if os.environ.get(CACHE_ENV):
             write_atomic(Path(os.environ[CACHE_ENV]) / f"choice-{choice.key}.json", data)

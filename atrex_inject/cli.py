@@ -13,6 +13,7 @@ from typer.core import TyperCommand
 
 from . import progress, snapshot
 from . import manifest as mf
+from .choicerecord import Choice, describe
 from .errors import AtrexError, user_error
 
 class _Command(TyperCommand):
@@ -105,10 +106,16 @@ def _run(as_json: bool, fn, render, quiet: bool = False):
             err.print(f"error: {e}")
         raise typer.Exit(e.exit_code)
     if as_json:
-        print(json.dumps(result, indent=2, default=str))
+        print(json.dumps(result, indent=2, default=_plain))
     else:
         render(result)
     return result
+
+
+def _plain(obj):
+    """A typed record in a result, as its to_json() writes it (anything else as text)."""
+    to_json = getattr(obj, "to_json", None)
+    return to_json() if callable(to_json) else str(obj)
 
 
 def _render_launches(r: dict, each_captured: bool = True) -> None:
@@ -132,15 +139,14 @@ def _progress(what: str) -> None:
     err.print(f"... {what}")
 
 
-def _render_recorder(rec: dict | None) -> None:
+def _render_recorder(rec: Choice | None) -> None:
     """The recorder apply chose, and the evidence for it (choice.py)."""
     if not rec:
         return
-    out.print(f"  recorder: {rec['recorder']} ({rec['how']}: {rec['why']})")
-    for e in rec.get("evidence", []):
-        if e["problems"] or e.get("doubts"):
-            out.print(f"    {e['recorder']}: {e.get('verdict', 'another kernel')}: "
-                      f"{'; '.join([*e['problems'], *e.get('doubts', [])])}")
+    out.print(f"  recorder: {rec.mode.path.value} ({rec.how}: {rec.why})")
+    for e in rec.evidence:
+        if e.problems or e.doubts:
+            out.print(f"    {describe(e.mode)}: {e.verdict}: {'; '.join([*e.problems, *e.doubts])}")
 
 
 RecorderOpt = typer.Option(None, "--recorder", metavar="auto|global|staged|resident",
@@ -180,7 +186,8 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
         for w in r["warnings"]:
             out.print(f"warning: {w}")
 
-    def render(r):
+    def render(res):
+        r = res.to_json()
         out.print(f"instrumented {r['source']}: +{r['lines_added']} -{r['lines_removed']} lines, "
                   f"{len(r['sites'])} sites; manifest {r['manifest']}")
         for s in r["sites"]:
@@ -194,7 +201,7 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
         if r.get("event_bytes") == 4:
             out.print("  events: 4 bytes, packed (the site id in the timer's low 5 bits; decode checks the timer's "
                       "resolution)")
-        _render_recorder(r.get("recorder"))
+        _render_recorder(res.manifest.recorder)
         p = r.get("perturbation")
         if p:  # how the clean code is kept for CTAs that record nothing (docs/design.md)
             out.print("  body versioned: CTAs that record nothing, and all when probes are off, run the clean copy"
@@ -211,7 +218,7 @@ def apply(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec (TOM
     if dry_run:
         _run(as_json, lambda: snapshot.preview(spec, root, options), render_preview, quiet)
     else:
-        _run(as_json, lambda: snapshot.apply(spec, root, options).to_json(), render, quiet)
+        _run(as_json, lambda: snapshot.apply(spec, root, options), render, quiet)
 
 
 @app.command()
@@ -281,35 +288,33 @@ def check_sass(spec: Path = typer.Argument(..., metavar="SPEC", help="Probe spec
     (docs/guide.md, "Recorder modes")."""
     from . import sasscheck
 
-    def render(r):
-        regs = r["registers"]
-        rec = r["recorder"]
-        out.print(f"{r['kernel']}: recorder {rec['recorder']} ({rec['how']}); registers clean {regs['clean']}, with "
-                  f"probes off {regs['off']}, instrumented copy {r['copy']} {regs['copy']}; copy's body "
-                  f"{'versioned' if r['versioned'] else 'NOT versioned'}")
-        ctas = r["ctas_per_sm"]
-        if ctas["clean"]:
-            out.print(f"occupancy: {ctas['clean']} CTAs per SM clean, {ctas['copy']} for the copy "
-                      f"({r['threads_per_block']} threads per CTA)")
-        out.print("probes off: the clean kernel, instruction for instruction" if r["off_identical"] else
+    def render(r: "sasscheck.SassCheck"):
+        c, regs = r.comparison, r.comparison.registers
+        out.print(f"{r.kernel}: recorder {r.recorder.mode.path.value} ({r.recorder.how}); registers clean "
+                  f"{regs.clean}, with probes off {regs.off}, instrumented copy {r.copy} {regs.copy}; copy's body "
+                  f"{'versioned' if r.versioned else 'NOT versioned'}")
+        if c.ctas_per_sm.clean:
+            out.print(f"occupancy: {c.ctas_per_sm.clean} CTAs per SM clean, {c.ctas_per_sm.copy} for the copy "
+                      f"({c.threads_per_block} threads per CTA)")
+        out.print("probes off: the clean kernel, instruction for instruction" if c.off_identical else
                   "probes off: the kernel DIFFERS from the clean build")
-        for l in r["clean_loops"]:
+        for l in c.clean_loops:
             out.print(f"  clean {l}")
-        for p in r["problems"]:
+        for p in r.problems:
             out.print(f"  PROBLEM: {p}")
-        for d in r["doubts"]:
+        for d in r.doubts:
             out.print(f"  UNSURE: {d}")
         out.print({"keeps": "the recording run is the clean kernel with probes added",
                    "unsure": "unsure: the recording keeps what every CTA runs (occupancy at the kernel's block "
                              "size, no spills where CTAs record nothing); whether the doubts above matter only a "
                              "measurement decides",
                    "another kernel": "the recording run would be another kernel: its timeline would not describe "
-                                     "this one"}[r["verdict"]])
-        if r["hint"]:
-            out.print(f"next: {r['hint']}")
+                                     "this one"}[r.verdict])
+        if r.hint:
+            out.print(f"next: {r.hint}")
 
     r = _run(as_json, lambda: sasscheck.check(spec, root, nvcc_flag or None, recorder), render, quiet)
-    if not r["ok"]:
+    if not r.ok:
         raise typer.Exit(1)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import registry, runrecord
+from .choicerecord import Choice, mode_of_record
 from .errors import AtrexError, SnapshotError
 from .layout import EVENT_BYTES, MAX_GROUPS, U32, Role
 from .plan import CaptureSettings, Group, Staging
@@ -141,7 +142,7 @@ class Manifest:
     warnings: tuple[str, ...] = ()
     spans: dict[str, int] = field(default_factory=dict)  # interval name -> iterations it spans, where more than one
     pair: tuple[str, ...] = ()  # the spec's `pair`: two intervals the question weighs against each other
-    recorder: dict | None = None  # the recorder choice and its evidence (choice.Choice.to_json); older manifests: none
+    recorder: Choice | None = None  # the recorder choice and its evidence; older manifests: none
     perturbation: Perturbation | None = None  # cuda backend
     iket: IketMap | None = None  # cutedsl backend
     version: int = VERSION
@@ -190,7 +191,7 @@ class Manifest:
                         "staging": c.staging and {"events": c.staging.events, "warps": c.staging.warps,
                                                   "shared_bytes_per_cta": c.staging.shared_bytes_per_cta,
                                                   **({"resident": True} if c.staging.resident else {})}},
-            **({"recorder": self.recorder} if self.recorder is not None else {}),
+            **({"recorder": self.recorder.to_json()} if self.recorder is not None else {}),
             "groups": [{"id": g.id, "role": g.role.value, "role_code": g.role.code, "cta_stride": g.cta_stride,
                         "cta_limit": g.cta_limit, "warp_mask": g.warp_mask, "predicate": g.predicate}
                        for g in self.groups],
@@ -431,9 +432,19 @@ def _parse(obj: Any, where: str) -> Manifest:
         not_captured=tuple(_not_captured(x) for x in top.items("not_captured", [])),
         launchers=tuple(_launcher(x) for x in top.items("launchers", [])),
         warnings=top.strings("warnings", ()),
-        spans=spans, pair=_pair(top, intervals), recorder=top.get("recorder", (dict, NULL), None),
+        spans=spans, pair=_pair(top, intervals), recorder=_recorder(top, capture),
         perturbation=_perturbation(top.sub("perturbation", None)), iket=_iket(top.sub("iket", None), len(sites)),
         version=version)
+
+
+def _recorder(top: _Obj, capture: CaptureSettings) -> Choice | None:
+    """The recorder choice (choicerecord.Choice.to_json's record), its mode the capture settings'
+    on the record's path and register cap."""
+    rec = top.get("recorder", (dict, NULL), None)
+    try:
+        return None if rec is None else Choice.from_json(rec, mode_of_record(rec, capture.mode))
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise top.bad(f"field recorder is not a recorder choice ({type(e).__name__} {e})") from None
 
 
 def _group_role(g: _Obj) -> Role:

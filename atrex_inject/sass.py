@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import AtrexError
+from .sassrecord import (Comparison, FewerInFlight, Figures, LocalAccesses, MissingLoop, MoreInFlight,
+                         Occupancy)
 
 # Opcode families whose count per trip says how much work a loop keeps in flight, and the local
 # loads and stores of spilled registers: a clean side that keeps a loop's loads in flight by
@@ -352,7 +354,8 @@ def sides(insns: list[Insn]) -> tuple[list[Loop], list[Loop]]:
     return clean, recording
 
 
-def compare_loops(clean: list[Loop], copy: tuple[list[Loop], list[Loop]]) -> tuple[list[dict], list[dict]]:
+def compare_loops(clean: list[Loop], copy: tuple[list[Loop], list[Loop]]) -> tuple[list[MissingLoop],
+                                                                                 list[FewerInFlight]]:
     """(missing, fewer): the copy's clean side should hold every loop of the clean kernel, with the
     same memory and tensor instructions per trip and as many global loads in flight; `fewer` lists
     the recording side's copies of a clean loop that keep fewer of its loads in flight, which
@@ -363,11 +366,11 @@ def compare_loops(clean: list[Loop], copy: tuple[list[Loop], list[Loop]]) -> tup
 
     have = Counter(key(l) for l in copy[0] if any(l.signature))
     want = Counter(key(l) for l in clean if any(l.signature))
-    missing = [{"loop": dict(zip(FAMILIES, s)), "in_flight": f, "missing": n - have[(s, f)],
-                "copy_in_flight": sorted(f2 for s2, f2 in have.elements() if s2 == s)}
+    missing = [MissingLoop(tuple(zip(FAMILIES, s)), f, n - have[(s, f)],
+                           tuple(sorted(f2 for s2, f2 in have.elements() if s2 == s)))
                for (s, f), n in want.items() if have[(s, f)] < n]
     rest = Counter(key(l) for l in copy[1] if any(l.signature))  # the recording side's loops
-    fewer = [{"loop": describe(l), "in_flight": l.in_flight, "recording": f, "trip": None}
+    fewer = [FewerInFlight(describe(l), l.in_flight, f)
              for l in clean if l.count("LDG")
              for (s, f) in sorted(set(rest.elements())) if s == l.signature and f < l.in_flight]
     return missing, fewer
@@ -380,19 +383,19 @@ def probed(insns: list[Insn], recording: list[Loop]) -> list[Loop]:
     return [l for l in recording if any(l.start <= a <= l.end for a in timers)]
 
 
-def shorter_trips(clean: list[Loop], probes: list[Loop]) -> list[dict]:
+def shorter_trips(clean: list[Loop], probes: list[Loop]) -> list[FewerInFlight]:
     """Probed loops whose trip has fewer global loads than a clean loop's, a whole fraction of them
     (a strip-mined trip of `every` iterations below the clean loop's unroll, or a probed loop
     ptxas no longer unrolls), that keep fewer of them in flight: recording CTAs run that loop with
     less memory-level parallelism than the clean kernel (`reduce_sumsq` at every = 2: 2 loads in
     flight against 4). The same entries as compare_loops' `fewer`, with the probed loop."""
-    return [{"loop": describe(c), "in_flight": c.in_flight, "recording": p.in_flight, "trip": describe(p)}
+    return [FewerInFlight(describe(c), c.in_flight, p.in_flight, describe(p))
             for c in clean if c.count("LDG")
             for p in probes if 0 < p.count("LDG") < c.count("LDG") and c.count("LDG") % p.count("LDG") == 0
             and p.in_flight < c.in_flight]
 
 
-def more_in_flight(clean: list[Loop], recording: list[Loop]) -> list[dict]:
+def more_in_flight(clean: list[Loop], recording: list[Loop]) -> list[MoreInFlight]:
     """The recording side's loops that keep more global loads (LDG) in flight than any loop of the
     clean kernel: recording CTAs then run a loop the clean kernel does not, its intervals time that
     loop, and they may finish sooner than the CTAs they stand for. Two causes, told apart by `loads`
@@ -405,7 +408,7 @@ def more_in_flight(clean: list[Loop], recording: list[Loop]) -> list[dict]:
     ldg = [l for l in clean if l.count("LDG")]
     most = max((l.in_flight for l in ldg), default=0)
     loads = max((l.count("LDG") for l in ldg), default=0)
-    return [{"loop": describe(l), "in_flight": l.in_flight, "clean": most, "loads": l.count("LDG"), "clean_loads": loads}
+    return [MoreInFlight(describe(l), l.in_flight, most, l.count("LDG"), loads)
             for l in recording if most and l.count("LDG") and l.in_flight > most]
 
 
@@ -638,7 +641,7 @@ def ctas_per_sm(regs: int | None, shared: int, threads: int | None) -> int | Non
     return min(limits)
 
 
-def compare(clean: Build, inst: Build, kernel: str, clone: str, threads: int | None = None) -> dict:
+def compare(clean: Build, inst: Build, kernel: str, clone: str, threads: int | None = None) -> Comparison:
     """What the probes did to the kernel, read from the SASS of a clean and an instrumented build:
     - probes off: the instrumented build's kernel must be the clean build's kernel, instruction for
       instruction (the probes live in the copy K__atrex, launched only while recording);
@@ -658,21 +661,22 @@ def compare(clean: Build, inst: Build, kernel: str, clone: str, threads: int | N
     copy_sides = sides(k_copy)
     timed = _timed(k_copy)
     short, fewer = compare_loops(found, copy_sides)
-    res = {"clean": r_clean, "off": r_off, "copy": r_copy}
-    return {"off_identical": [i[2] for i in k_off] == [i[2] for i in k_clean],
-            "registers": {k: r.registers for k, r in res.items()},
-            "shared": {k: r.shared for k, r in res.items()},
-            "spills": {k: r.spills for k, r in res.items()},
-            # local loads and stores: the clean kernel's, and those of the copy's clean side (the
-            # code CTAs that record nothing run): spills the probes cause there cost every CTA
-            "local_accesses": {"clean": _local(k_clean),
-                               "copy_clean_side": _local([i for i in k_copy if i[0] not in timed])},
-            "threads_per_block": threads,
-            "ctas_per_sm": {k: ctas_per_sm(res[k].registers, res[k].shared, threads) for k in ("clean", "copy")},
-            # the copy's registers are its clean side's too: a lower bound here means that where
-            # registers limit occupancy, a recording run has fewer warps per SM than the clean kernel
-            "warps_per_sm_by_registers": {k: warps_by_registers(res[k].registers) for k in ("clean", "copy")},
-            "clean_loops": [describe(l) for l in found if any(l.signature)],
-            "recording_fewer_in_flight": fewer + shorter_trips(found, probed(k_copy, copy_sides[1])),
-            "recording_more_in_flight": more_in_flight(found, copy_sides[1]),
-            "missing": short}
+    return Comparison(
+        off_identical=[i[2] for i in k_off] == [i[2] for i in k_clean],
+        registers=Figures(r_clean.registers, r_off.registers, r_copy.registers),
+        shared=Figures(r_clean.shared, r_off.shared, r_copy.shared),
+        spills=Figures(r_clean.spills, r_off.spills, r_copy.spills),
+        # local loads and stores: the clean kernel's, and those of the copy's clean side (the code
+        # CTAs that record nothing run): spills the probes cause there cost every CTA
+        local_accesses=LocalAccesses(_local(k_clean), _local([i for i in k_copy if i[0] not in timed])),
+        threads_per_block=threads,
+        ctas_per_sm=Occupancy(ctas_per_sm(r_clean.registers, r_clean.shared, threads),
+                              ctas_per_sm(r_copy.registers, r_copy.shared, threads)),
+        # the copy's registers are its clean side's too: a lower bound here means that where
+        # registers limit occupancy, a recording run has fewer warps per SM than the clean kernel
+        warps_per_sm_by_registers=Occupancy(warps_by_registers(r_clean.registers),
+                                            warps_by_registers(r_copy.registers)),
+        clean_loops=tuple(describe(l) for l in found if any(l.signature)),
+        recording_fewer_in_flight=tuple(fewer + shorter_trips(found, probed(k_copy, copy_sides[1]))),
+        recording_more_in_flight=tuple(more_in_flight(found, copy_sides[1])),
+        missing=tuple(short))

@@ -5,11 +5,49 @@ says whether the recording keeps the kernel, is another kernel, or SASS cannot d
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import choice
+from .choicerecord import Choice
 from .errors import AtrexError
 from .progress import step
+from .sassrecord import Comparison
+
+
+@dataclass(frozen=True)
+class SassCheck:
+    """check-sass's answer: the comparison of the kernel judged (the first instantiation with the
+    worst verdict), the recorder it was compiled with, and the judgment of every instantiation
+    together. `to_json` writes its documented keys (docs/design.md, "The SASS check")."""
+    spec: str
+    kernel: str
+    copy: str  # the instrumented copy's name
+    recorder: Choice
+    versioned: bool  # the copy's body is versioned: CTAs that record nothing run a clean side
+    comparison: Comparison
+    verdict: str  # choice.KEEPS, UNSURE or ANOTHER
+    problems: tuple[str, ...]
+    doubts: tuple[str, ...]
+    flags: tuple[str, ...]  # nvcc's flags
+    include_dirs: tuple[str, ...]  # -I folders besides the source's own
+    hint: str | None  # what to do next (_hint)
+
+    def __post_init__(self):
+        if self.verdict not in (choice.KEEPS, choice.UNSURE, choice.ANOTHER) or not isinstance(self.recorder, Choice) \
+                or not isinstance(self.comparison, Comparison):
+            raise ValueError(f"not a check-sass answer: verdict {self.verdict!r}")
+
+    @property
+    def ok(self) -> bool:
+        """The recording is not known to be another kernel (check-sass exits 0)."""
+        return self.verdict != choice.ANOTHER
+
+    def to_json(self) -> dict:
+        return {"spec": self.spec, "kernel": self.kernel, "copy": self.copy, "recorder": self.recorder.to_json(),
+                "versioned": self.versioned, **self.comparison.to_json(), "verdict": self.verdict,
+                "problems": list(self.problems), "doubts": list(self.doubts), "ok": self.ok, "flags": list(self.flags),
+                "include_dirs": list(self.include_dirs), "hint": self.hint}
 
 
 def clean_texts(spec) -> tuple[str, dict[str, str]]:
@@ -44,7 +82,7 @@ def _read(path: Path) -> bytes | None:
 
 
 def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | None = None,
-          recorder: str | None = None) -> dict:
+          recorder: str | None = None) -> SassCheck:
     """check-sass: compile the spec's source clean and instrumented with the recorder apply chooses
     (or chose, or `recorder`), compare them (sass.compare), and judge the recording as the choice
     judges it (choice.judge: one build, one answer): `verdict` keeps / unsure / another kernel,
@@ -75,18 +113,16 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
         step(f"compiling the build with the {picked.mode.path.value} recorder (nvcc)")
         inst = inst or target.build(Path(tmp), "instrumented", made.text, made.launchers or None)
     step("reading the builds' SASS")
-    clone = made.backend_data["perturbation"]["clone"]
-    r, problems, doubts = choice.assess(clean, inst, target.kernel, clone, target.threads, choice.some_ctas_idle(plan),
-                                        made.backend_data["perturbation"]["versioned"])
+    copy = made.copy
+    r, problems, doubts = choice.assess(clean, inst, target.kernel, copy.clone, target.threads,
+                                        choice.some_ctas_idle(plan), copy.versioned)
     doubts += choice.per_trip(plan.spec.sites)
     verdict = choice.verdict(problems, doubts)
-    return {"spec": spec.name, "kernel": spec.kernel, "copy": clone, "recorder": picked.to_json(),
-            "versioned": made.backend_data["perturbation"]["versioned"], **r, "verdict": verdict,
-            "problems": problems, "doubts": doubts, "ok": verdict != choice.ANOTHER, "flags": target.flags,
-            "include_dirs": target.include[1:], "hint": _hint(picked, verdict)}
+    return SassCheck(spec.name, spec.kernel, copy.clone, picked, copy.versioned, r, verdict, tuple(problems),
+                     tuple(doubts), tuple(target.flags), tuple(target.include[1:]), _hint(picked, verdict))
 
 
-def _hint(picked, verdict: str) -> str | None:
+def _hint(picked: Choice, verdict: str) -> str | None:
     """What to do next when the recording is not known to keep the kernel."""
     if verdict == choice.UNSURE:
         return ("SASS cannot decide whether the recording keeps the kernel: time the clean build against the "

@@ -25,7 +25,7 @@ import os
 import re
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -162,7 +162,7 @@ def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch
         clean_copy=f"clean/{spec.source.name}",
         patch=mf.FileRef("instrumented.patch", sha256_bytes(patch.encode())),
         runtime=mf.FileRef(hdr.name, sha256_bytes(hdr.read_bytes())),
-        capture=plan.capture, recorder=picked.to_json() if picked else None,
+        capture=plan.capture, recorder=replace(picked, warnings=()) if picked else None,  # its warnings: below
         groups=plan.groups,
         sites=tuple(mf.PlacedSite(
             id=p.site_id, name=p.site.name, role=p.site.role, group=plan.site_group[p.site_id],

@@ -84,7 +84,7 @@ def test_a_header_changed_in_a_subfolder_is_a_choice_cache_miss(proj, monkeypatc
     calls = counting_choose(monkeypatch)
     edit_file(proj / "detail" / "cfg.cuh", ("__launch_bounds__(256)", ""))
     rec = snapshot.apply(proj / "s.toml").manifest.recorder
-    assert calls == [1] and any("staged and resident rings are sized for the block" in n for n in rec["notes"]), rec
+    assert calls == [1] and any("staged and resident rings are sized for the block" in n for n in rec.notes), rec
     snapshot.revert(proj / "s.toml")
     assert snapshot.apply(proj / "s.toml").manifest.recorder == rec and calls == [1]
 
@@ -111,7 +111,7 @@ def test_a_forged_choice_is_refused_and_chosen_again(proj, monkeypatch, capfd, m
     forge(entry, **mode)
     calls = counting_choose(monkeypatch)
     rec = snapshot.apply(proj / "s.toml").manifest.recorder
-    assert calls == [1] and rec["recorder"] == computed["recorder"] and "max_registers" not in rec
+    assert calls == [1] and rec.mode.path == computed["recorder"] and not rec.mode.max_registers
     err = capfd.readouterr().err
     assert f"atrex: the cached recorder choice {entry} is not used ({why}); choosing again" in err, err
 
@@ -140,7 +140,7 @@ def test_a_cache_folder_linked_out_of_the_project_is_not_read(proj, tmp_path_fac
     (proj / ".atrex" / "cache").rmdir()
     (proj / ".atrex" / "cache").symlink_to(outside, target_is_directory=True)
     calls = counting_choose(monkeypatch)
-    assert snapshot.apply(proj / "s.toml").manifest.recorder["recorder"] == "global" and calls == [1]
+    assert snapshot.apply(proj / "s.toml").manifest.recorder.mode.path == "global" and calls == [1]
     err = capfd.readouterr().err
     assert f"atrex: the recorder-choice cache is not read: {proj / '.atrex' / 'cache'} is a symbolic link" in err
 

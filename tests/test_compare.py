@@ -465,7 +465,7 @@ def test_each_build_keeps_its_loop_under_the_spec(source, loads, tmp_path):
     shutil.copy(SOURCES / "sumsq.toml", tmp_path / "sumsq.toml")
     shutil.copy(SOURCES / source, tmp_path / "sumsq.cu")
     r = sasscheck.check(tmp_path / "sumsq.toml", tmp_path, ["-O3", "-gencode=arch=compute_90a,code=sm_90a",
-                                                       f"-I{REPO / 'examples' / 'cuda'}"])
+                                                       f"-I{REPO / 'examples' / 'cuda'}"]).to_json()
     assert r["ok"] and r["off_identical"] and r["versioned"], r
     assert {int(n) for n in re.findall(r"(\d+) LDG, \1 in flight", " ".join(r["clean_loops"]))} == loads
 

@@ -125,7 +125,7 @@ def test_packed_examples_keep_the_clean_kernel(project, example, recorder):
     resident rings the copy keeps the clean kernel's 32 registers, as the 8-byte one does (packing
     happens at the exit's copy-out, off the loops)."""
     spec = with_recorder(project / "examples" / "specs" / f"{example}.toml", recorder, 8, packed=True)
-    report = sass_check(spec, project)
+    report = sass_check(spec, project).to_json()
     assert report["off_identical"] and not report["missing"], report
     if recorder == "resident":  # packing happens at the exit's copy-out: the copy keeps the clean kernel
         assert report["ok"], report

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not i
 
 @pytest.mark.parametrize("example", ["reduce_sumsq", "gemm_mma"])
 def test_clean_copy_keeps_the_clean_loops(project, example):
-    r = sasscheck.check(project / "examples" / "specs" / f"{example}.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / f"{example}.toml", project).to_json()
     assert r["versioned"] and r["off_identical"] and r["ok"], r["missing"]
     assert r["clean_loops"] and all(r["registers"].values())
     assert r["registers"]["off"] == r["registers"]["clean"]
@@ -40,7 +40,7 @@ def test_layernorm_clean_side_is_rescheduled_on_the_global_path(project):
     copy ran 14% faster on the H200: another kernel). Same instructions per trip, so only the
     loads-in-flight count sees it: check-sass fails, naming the CTAs per SM the registers leave and
     both loops, and says to let the tool choose."""
-    r = sasscheck.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global")
+    r = sasscheck.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global").to_json()
     assert r["off_identical"] and not r["ok"]
     changed = {(m["loop"]["LDG"], m["loop"]["STG"]): m for m in r["missing"]}
     assert set(changed) == {(16, 0), (12, 4)}, r["missing"]
@@ -60,7 +60,8 @@ def test_resident_copies_keep_the_clean_registers_and_schedule(project, example)
     40 on reduce_sumsq; reduce_sumsq's copy had 36 from its trips' write-back after their begin
     probe until the entry and the table probe lost their branches (+2.4% against +3.5% on the
     H200), and has the clean kernel's 32 since."""
-    r = sasscheck.check(with_recorder(project / "examples" / "specs" / f"{example}.toml", "resident", 8), project)
+    spec = with_recorder(project / "examples" / "specs" / f"{example}.toml", "resident", 8)
+    r = sasscheck.check(spec, project).to_json()
     assert r["ok"] and not r["recording_fewer_in_flight"] and r["hint"] is None, r
     assert not r["recording_more_in_flight"], r
     assert r["registers"]["clean"] == 32 and r["registers"]["copy"] == 32, \
@@ -76,7 +77,7 @@ def test_check_sass_warns_when_a_trip_keeps_more_loads_in_flight_than_the_clean_
     does not know the grid); at every 4 it lists nothing (the test above)."""
     spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     spec.write_text(re.sub(r"(?m)^every = 4", "every = 8", spec.read_text()))
-    r = sasscheck.check(spec, project)
+    r = sasscheck.check(spec, project).to_json()
     more = [(f["in_flight"], f["clean"], f["loads"], f["clean_loads"]) for f in r["recording_more_in_flight"]]
     assert r["verdict"] == "another kernel" and more == [(8, 4, 8, 4)], r
     assert r["problems"] == ["the copy fits 4 CTAs per SM against the clean kernel's 8 (registers and static shared "
@@ -94,7 +95,7 @@ def test_check_sass_warns_when_a_trip_is_shorter_than_the_clean_loops_unroll(pro
     for the events): a doubt, measure decides."""
     spec = with_recorder(project / "examples" / "specs" / "reduce_sumsq.toml", "resident", 8)
     spec.write_text(re.sub(r"(?m)^every = 4", "every = 2", spec.read_text()).replace("capacity = 80", "capacity = 160"))
-    r = sasscheck.check(spec, project)
+    r = sasscheck.check(spec, project).to_json()
     fewer = r["recording_fewer_in_flight"]
     assert r["verdict"] == "unsure" and [(f["in_flight"], f["recording"]) for f in fewer] == [(4, 2)], fewer
     assert "2 LDG" in fewer[0]["trip"] and "4 LDG" in fewer[0]["loop"] and not r["recording_more_in_flight"]
@@ -109,7 +110,7 @@ def test_a_rescheduled_recording_loop_is_not_blamed_on_every(project):
     scheduled the whole copy for 48 registers. check-sass reports them as rescheduled (as many loads
     per trip), not as a trip to shorten, and fails on what every CTA pays: the copy's occupancy."""
     spec = project / "examples" / "specs" / "layernorm.toml"
-    r = sasscheck.check(spec, project, recorder="global")
+    r = sasscheck.check(spec, project, recorder="global").to_json()
     more = r["recording_more_in_flight"]
     assert r["verdict"] == "another kernel" and len(more) == 2 and all(f["loads"] <= f["clean_loads"] for f in more), more
     out = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project), "--recorder", "global"])
@@ -219,7 +220,7 @@ def test_check_sass_warns_when_recording_ctas_keep_fewer_loads_in_flight(project
 
     monkeypatch.setattr(sass, "sides", halved)
     variant = _variant(project, "entry_resident", lambda site: site == "start", resident=True)
-    r = sasscheck.check(variant, project)
+    r = sasscheck.check(variant, project).to_json()
     assert r["verdict"] == "unsure" and not r["missing"], r
     assert [(f["in_flight"], f["recording"]) for f in r["recording_fewer_in_flight"]] == [(4, 2)], r
     out = CliRunner().invoke(app, ["check-sass", str(variant), "--root", str(project)])
@@ -233,7 +234,7 @@ def test_recording_side_keeps_the_clean_loop_when_its_sites_are_outside_it(proje
     +17% on the H200 while it kept 2, and +1.9% once it kept all four."""
     for resident in (True, False):
         variant = _variant(project, f"noloop_{resident}", lambda site: not site.startswith("iter_"), resident)
-        r = sasscheck.check(variant, project)
+        r = sasscheck.check(variant, project).to_json()
         assert r["ok"] and r["recording_fewer_in_flight"] == [], r
 
 
@@ -248,7 +249,7 @@ def test_the_check_fails_when_the_kernel_run_with_probes_off_changes(project, mo
         return out
 
     monkeypatch.setattr(rw, "rewrite", touched)
-    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project).to_json()
     assert not r["off_identical"] and not r["ok"] and not r["missing"], r
 
 
@@ -256,14 +257,14 @@ def test_the_check_doubts_a_copy_without_versioning(project, monkeypatch):
     """Teeth: with the body not versioned (every CTA runs the instrumented code) the clean
     reduction's 4x-unrolled loop, four 16-byte loads per trip, is reported missing: a doubt."""
     monkeypatch.setattr(rw, "kernel_split", lambda *a: "not versioned for this test")
-    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project, recorder="global")
+    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project, recorder="global").to_json()
     assert any(m["loop"]["LDG"] == 4 for m in r["missing"]), r["missing"]
     assert any(d.startswith("the copy's clean side does not hold 1 clean loop(s) with 4 LDG") for d in r["doubts"])
 
 
 def test_reduce_clean_loop_is_unrolled_four_times(project):
     """The figure behind the check: clean reduce_sumsq keeps four 16-byte loads in flight per trip."""
-    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / "reduce_sumsq.toml", project).to_json()
     assert any("4 LDG" in l for l in r["clean_loops"])
 
 
@@ -315,5 +316,5 @@ def test_check_sass_says_when_the_copy_lowers_occupancy(project):
     r = CliRunner().invoke(app, ["check-sass", str(spec), "--root", str(project), "--recorder", "global"])
     assert r.exit_code == 1, r.output
     assert "occupancy: 8 CTAs per SM clean, 5 for the copy (256 threads per CTA)" in " ".join(r.output.split())
-    g = sasscheck.check(project / "examples" / "specs" / "gemm_mma.toml", project)
+    g = sasscheck.check(project / "examples" / "specs" / "gemm_mma.toml", project).to_json()
     assert g["ctas_per_sm"]["copy"] == g["ctas_per_sm"]["clean"] == 2

@@ -37,14 +37,14 @@ def assert_keeps_the_clean_kernel(r: dict) -> None:
 
 @pytest.mark.parametrize("example", CHOSEN)
 def test_the_chosen_recorder_keeps_each_example_s_kernel(project, example):
-    r = sasscheck.check(project / "examples" / "specs" / f"{example}.toml", project)
+    r = sasscheck.check(project / "examples" / "specs" / f"{example}.toml", project).to_json()
     assert_keeps_the_clean_kernel(r)
     code, out = cli("check-sass", project / "examples" / "specs" / f"{example}.toml", "--root", project)
     assert code == 0, out
 
 
 def test_the_acceptance_check_fails_when_layernorm_is_forced_onto_the_global_path(project):
-    r = sasscheck.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global")
+    r = sasscheck.check(project / "examples" / "specs" / "layernorm.toml", project, recorder="global").to_json()
     with pytest.raises(AssertionError):
         assert_keeps_the_clean_kernel(r)
 
@@ -79,7 +79,7 @@ def test_a_site_at_every_trip_of_a_loop_leaves_a_kept_copy_unsure_in_apply_and_c
     spec = project / "examples" / "specs" / "sgemm_smem.toml"
     rec = snapshot.apply(spec).manifest.recorder
     why = "sites kt_begin, kt_end record every trip of a loop: each trip of a recording CTA pays a probe"
-    assert rec["verdict"] == "unsure" and rec["evidence"][-1]["verdict"] == "keeps" and why in rec["why"], rec
+    assert rec.verdict == "unsure" and rec.evidence[-1].verdict == "keeps" and why in rec.why, rec
     snapshot.revert(spec)
     code, out = cli("check-sass", spec, "--json")
     r = json.loads(out)
@@ -95,7 +95,7 @@ def test_a_copy_held_to_the_clean_registers_gets_maxnreg(project):
     the kernel itself keeps its head."""
     spec = project / "examples" / "specs" / "softmax_rows.toml"
     m = snapshot.apply(spec).manifest
-    assert m.recorder["recorder"] == "resident" and m.recorder["max_registers"] == 32, m.recorder
+    assert m.recorder.mode.path == "resident" and m.recorder.mode.max_registers == 32, m.recorder
     text = (project / m.source.path).read_text()
     assert "__global__ __maxnreg__(32) void softmax_rows__atrex(" in text
     assert "__global__ void __launch_bounds__(kThreads) softmax_rows(" in text
@@ -118,7 +118,8 @@ def test_where_every_candidate_is_another_kernel_the_first_is_the_fallback(proje
     as the fallback it is, in apply's JSON and in check-sass's line, never as chosen."""
     monkeypatch.setenv(choice.CACHE_ENV, str(tmp_path / "cache"))
     real = choice.judge
-    monkeypatch.setattr(choice, "judge", lambda r, clean_side=True: (["planted"], real(r, clean_side)[1]))
+    monkeypatch.setattr(choice, "judge", lambda r, versioned, clean_side=True: (["planted"],
+                                                                             real(r, versioned, clean_side)[1]))
     spec = project / "examples" / "specs" / "reduce_sumsq.toml"
     code, out = cli("apply", spec, "--dry-run", "--json")
     rec = json.loads(out)["recorder"]
@@ -343,8 +344,9 @@ def test_a_copy_held_to_the_clean_registers_that_spills_only_where_it_records_is
     # the same copy judged as though every CTA recorded, or its body were not versioned (every CTA
     # runs the instrumented body): its spills are every CTA's
     spilled = [f"the copy spills {held['spills']['copy']} bytes against the clean kernel's 0"]
-    assert r["versioned"] and choice.judge(r, clean_side=False)[0] == spilled
-    assert choice.judge({**r, "versioned": False}, clean_side=True)[0] == spilled
+    checked = sasscheck.check(tmp_path / "register_bound.toml", tmp_path)
+    assert checked.versioned and choice.judge(checked.comparison, True, clean_side=False)[0] == spilled
+    assert choice.judge(checked.comparison, False, clean_side=True)[0] == spilled
     assert cli("revert", tmp_path / "register_bound.toml")[0] == 0
 
 

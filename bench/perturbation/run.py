@@ -88,8 +88,8 @@ def build(work: Path, kernels: list[str]) -> None:
             (work / f"{name}.manifest.json").write_text(m.dumps())
             snapshot.revert(spec, root=work)
             jobs.append((work / name, work / f"{name}.cu", (f"-I{inc}", f"-I{src.parent}")))
-            arm = {"binary": name, "manifest": f"{name}.manifest.json", "recorder": m.recorder["recorder"],
-                   "recorder_why": m.recorder["why"], "clock": m.capture.clock}
+            arm = {"binary": name, "manifest": f"{name}.manifest.json", "recorder": m.recorder.mode.path.value,
+                   "recorder_why": m.recorder.why, "clock": m.capture.clock}
             for a in (("clock",) if clock else ("off", "spec")):
                 plan[row]["arms"][a] = arm
     with ThreadPoolExecutor(8) as pool:

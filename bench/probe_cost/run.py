@@ -206,7 +206,7 @@ def build(work: Path, shapes=tuple(SHAPES), sites=SITES, recorders=RECORDERS) ->
         (work / f"{name}.manifest.json").write_text(m.dumps())
         snapshot.revert(spec, root=work)
         trip = max((s.trip for s in m.perturbation.strip_mined), default=0)  # a staged ring's trip, 0 for none
-        plan[name] = {**entry, "binary": name, "chosen": m.recorder["recorder"], "copy": m.perturbation.clone,
+        plan[name] = {**entry, "binary": name, "chosen": m.recorder.mode.path.value, "copy": m.perturbation.clone,
                       "trip": trip}
     inc = snapshot.runtime_header().parent
     built = [k for k, p in plan.items() if "binary" in p]
