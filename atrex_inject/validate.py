@@ -5,7 +5,8 @@ owner by CTA, warp and thread, site) and the next step.
 Checks: overflow, truncation, geometry, owner_identity, duplicate_ownership, site_identity,
 time_order, interval_pairing, deterministic_counts, stale_provenance, cross_launch_mixing,
 timer_resolution, clock_consistency, numeric_claims. A buffer decode refuses (wrong magic/version,
-short file, other source) fails the check it belongs to instead of crashing; sidecar fields are read with their types checked.
+short file, other source) fails the check it belongs to instead of crashing; sidecar fields are read
+through the launch's typed view (launchmeta.py), with their types checked.
 docs/validate.md describes each rule.
 """
 from __future__ import annotations
@@ -95,26 +96,15 @@ def unchecked_text(unchecked: list[str]) -> str:
     return ", ".join(f"{u} ({CHECKED_BY[u]})" for u in unchecked)
 
 
-def side(launch: Launch, key: str, kind: type = str):
-    """A sidecar field of the expected type, or None (a sidecar is JSON anyone could have edited)."""
-    v = launch.meta["sidecar"].get(key)
-    return v if isinstance(v, kind) and not isinstance(v, bool) else None
-
-
 def said(v) -> str:
     """A recorded value for a message: quoted, or 'not recorded' when absent."""
     return "not recorded" if v is None else repr(v)
 
 
-def device_uuid(launch: Launch) -> str | None:
-    d = side(launch, "device", dict)
-    return d.get("uuid") if d and isinstance(d.get("uuid"), str) else None
-
-
 def _owner(launch: Launch, i: int) -> str:
     """An owner by its slot in the launch geometry: CTA (x, y, z), warp and thread."""
     o = launch.owners
-    gx, gy = max(launch.meta["grid"][0], 1), max(launch.meta["grid"][1], 1)
+    gx, gy = max(launch.meta.grid[0], 1), max(launch.meta.grid[1], 1)
     cta, thread = int(o["exp_cta"][i]), int(o["exp_thread"][i])
     xyz = f"{cta % gx}, {cta // gx % gy}, {cta // (gx * gy)}"
     return f"owner {int(i) + launch.owner_base} (CTA ({xyz}), warp {thread // 32}, thread {thread})"
@@ -180,15 +170,15 @@ def _check_clock(launch: Launch, m: Manifest, check: Check) -> None:
     modelled (local rates), never rejected. A jump is named with the SM whose counter the owner
     reads after it, where one matches (its CTA ran on two SMs); a launch whose header says the clock
     was recorded while no owner's clock advanced fails too."""
-    clock = launch.meta.get("clock", False)
+    clock = launch.meta.clock
     ev, o = launch.events, launch.owners
-    if clock is False or not ev["owner"].size:
+    if not launch.meta.clock_recorded or not ev["owner"].size:
         return
     if clock is None:
         check.fail(1, f"{launch.name}: the header says %clock was recorded, but no owner's clock advanced with the "
                       "global timer from its start to its last event: no rate can be measured")
         return
-    tick = launch.meta["timer_resolution_ns"]
+    tick = launch.meta.timer_resolution_ns
     r = readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
     im = impossible(r, tick)
 
@@ -268,7 +258,7 @@ def _pairing(launch: Launch, a: int, b: int) -> dict[str, np.ndarray]:
 
 def _check_launch(launch: Launch, m: Manifest, checks: dict[str, Check]) -> None:
     c, o, ev, name = launch.counts, launch.owners, launch.events, launch.name
-    cap = launch.meta["capacity"]
+    cap = launch.meta.capacity
     over = np.flatnonzero(o["attempted"] > cap)
     least = "at least " if o["lower_bound"][over].any() else ""  # resident rings count to capacity + 1 only
     checks["overflow"].fail(over.size, f"{name}: {over.size} owners attempted more than the capacity of {cap} events "
@@ -371,8 +361,8 @@ def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, run
     if prov.source is not None:
         sid = _source_id(prov.source)
         for l in launches:
-            check.fail(sid != l.meta["source_id"], f"{l.name}: built from source id {l.meta['source_id'][:16]}…, "
-                                                   f"{prov.source} now has {sid[:16]}…")
+            check.fail(sid != l.meta.source_id, f"{l.name}: built from source id {l.meta.source_id[:16]}…, "
+                                                f"{prov.source} now has {sid[:16]}…")
     else:
         unchecked.append("source file")
     if prov.binary is not None or prov.binary_sha256 is not None:
@@ -380,47 +370,47 @@ def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, run
     elif run is None:  # a run record names the binary itself (identity); verdict binds it to the measurement
         unchecked.append("binary")
     for l in launches:
+        s = l.meta.sidecar
         if prov.workload is not None:
-            check.fail(side(l, "workload") != prov.workload,
-                       f"{l.name}: the sidecar's workload is {said(side(l, 'workload'))}, expected {prov.workload!r}")
+            check.fail(s.workload != prov.workload,
+                       f"{l.name}: the sidecar's workload is {said(s.workload)}, expected {prov.workload!r}")
         if prov.device_uuid is not None:
-            check.fail(device_uuid(l) != prov.device_uuid,
-                       f"{l.name}: the sidecar's device is {said(device_uuid(l))}, expected {prov.device_uuid!r}")
+            check.fail(s.device_uuid != prov.device_uuid,
+                       f"{l.name}: the sidecar's device is {said(s.device_uuid)}, expected {prov.device_uuid!r}")
     unchecked += [w for w, v in (("workload", prov.workload), ("device", prov.device_uuid)) if v is None]
     return unchecked
 
 
 def _check_sidecar(l: Launch, m: Manifest, check: Check) -> None:
     """Every sidecar field that restates the buffer must agree with its header, size and name
-    (decode put those facts in meta; it already compared the source id, launch number and CRC)."""
-    s = l.meta["sidecar"]
-    check.fail(s.get("format") != SIDECAR_FORMAT, f"{l.name}: the sidecar's format is {s.get('format')!r}, not "
-                                                  f"{SIDECAR_FORMAT!r}")
-    for k in ("version", "bytes", "file"):  # grid and block: decode compares them (header_mismatches)
-        v = s.get(k)  # the same type too: JSON's true and 1234.0 are not the integers 1 and 1234
-        check.fail(type(v) is not type(l.meta[k]) or v != l.meta[k],
-                   f"{l.name}: the sidecar's {k} is {v!r}, the buffer's {l.meta[k]!r}")
-    check.fail(s.get("kernel") != m.kernel, f"{l.name}: the sidecar's kernel is {s.get('kernel')!r}, the "
-                                           f"manifest's {m.kernel!r}")
+    (decode read those facts from the header; it already compared the source id, launch number and CRC)."""
+    s, b = l.meta.sidecar, l.meta
+    check.fail(s.format != SIDECAR_FORMAT, f"{l.name}: the sidecar's format is {s.format!r}, not {SIDECAR_FORMAT!r}")
+    # grid and block: decode compares them (header_mismatches)
+    for k, v, buffer in (("version", s.version, b.version), ("bytes", s.bytes, b.bytes), ("file", s.file, b.file)):
+        # the same type too: JSON's true and 1234.0 are not the integers 1 and 1234
+        check.fail(type(v) is not type(buffer) or v != buffer,
+                   f"{l.name}: the sidecar's {k} is {v!r}, the buffer's {buffer!r}")
+    check.fail(s.kernel != m.kernel, f"{l.name}: the sidecar's kernel is {s.kernel!r}, the manifest's {m.kernel!r}")
 
 
 def _check_mixing(launches: list[Launch], m: Manifest, check: Check, notes: list[str]) -> None:
-    seqs = [l.meta["launch_seq"] for l in launches]
+    seqs = [l.meta.launch_seq for l in launches]
     dups = len(seqs) - len(set(seqs))
     check.fail(dups, f"{dups} launch sequence numbers appear twice: captures of different runs are mixed")
-    workloads = {side(l, "workload") for l in launches}
+    workloads = {l.meta.sidecar.workload for l in launches}
     check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(repr, workloads))}")
-    uuids = {device_uuid(l) for l in launches}
+    uuids = {l.meta.sidecar.device_uuid for l in launches}
     check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(repr, uuids))}")
-    runs = {side(l, "run_id") for l in launches}
+    runs = {l.meta.sidecar.run_id for l in launches}
     check.fail(len(runs) > 1, f"files of {len(runs)} runs in one folder (run ids {sorted(map(repr, runs))})")
     if runs == {None} and launches:
         notes.append("the sidecars carry no run_id (written before run identities): the folder is taken as one run")
     for l in launches:
         stem_seq = int(l.name.rsplit("launch", 1)[-1]) if l.name.rsplit("launch", 1)[-1].isdigit() else \
-            l.meta["launch_seq"]
-        check.fail(stem_seq != l.meta["launch_seq"], f"{l.name}: file name says launch {stem_seq}, "
-                                                     f"header says {l.meta['launch_seq']}")
+            l.meta.launch_seq
+        check.fail(stem_seq != l.meta.launch_seq, f"{l.name}: file name says launch {stem_seq}, "
+                                                  f"header says {l.meta.launch_seq}")
         _check_sidecar(l, m, check)
 
 
@@ -430,7 +420,7 @@ def _check_iket_log(launches: list[Launch], m: Manifest, checks: dict[str, Check
     the trace is incomplete under truncation. Launches that disagree on it were edited or mixed."""
     said_by = {}
     for l in launches:
-        said_by.setdefault(json.dumps(side(l, "iket_log", dict), sort_keys=True), l.name)
+        said_by.setdefault(json.dumps(l.meta.sidecar.iket_log, sort_keys=True), l.name)
     checks["cross_launch_mixing"].fail(max(len(said_by) - 1, 0), "launches disagree on what run-iket's log said (iket_log): "
                                                          + ", ".join(said_by.values()))
     for facts in map(json.loads, said_by):
@@ -454,9 +444,9 @@ def identity(launches: list[Launch], m: Manifest, run: runrecord.RunRecord | Non
         return values.pop() if len(values) == 1 else None  # launches that disagree name no single value
 
     ident = {"instrumented_sha256": m.source.instrumented_sha256, "clean_sha256": m.source.clean_sha256,
-             "source_id": m.source.source_id, "workload": one({side(l, "workload") for l in launches}),
-             "device": one({device_uuid(l) for l in launches}),
-             "run_id": one({side(l, "run_id") for l in launches})}
+             "source_id": m.source.source_id, "workload": one({l.meta.sidecar.workload for l in launches}),
+             "device": one({l.meta.sidecar.device_uuid for l in launches}),
+             "run_id": one({l.meta.sidecar.run_id for l in launches})}
     return {**ident, "run": run.identity()} if run else ident
 
 

@@ -145,3 +145,19 @@ def test_kernel_plan_is_filled_in_its_declared_order():
             names = code.rstrip(";").split("=")[0]
             declared += [re.sub(r"\[.*\]", "", n).strip().split()[-1].lstrip("*") for n in names.split(",")]
     assert declared[:len(KERNEL_PLAN_FIELDS)] == list(KERNEL_PLAN_FIELDS)
+
+
+# the decoder's reader: the one place that reads a launch's metadata by key and names its owner
+# columns (`col_<name>`); everything else reads the typed view (Launch.meta, Launch.owner_column)
+META_READERS = {"decode.py", "launchmeta.py"}
+KEYED = re.compile(r"""\bmeta\[|\bmeta\.get\(|["']col_""")
+READ_BY = [PACKAGE, PACKAGE.parent / "scripts", PACKAGE.parent / "bench", PACKAGE.parent / "examples"]
+
+
+def test_launch_metadata_is_read_through_its_typed_view():
+    found = [f"{p.relative_to(PACKAGE.parent)}:{i}: {line.strip()}"
+             for root in READ_BY for p in sorted(root.rglob("*.py"))
+             if not (p.parent == PACKAGE and p.name in META_READERS)
+             for i, line in enumerate(p.read_text().splitlines(), 1) if KEYED.search(line)]
+    assert found == [], "launch metadata or owner columns read by key outside decode's reader:\n" + "\n".join(found)
+
