@@ -466,7 +466,7 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
 
     def work():
         return validate_all(capture_dir, manifest, Provenance(source, binary, binary_sha256, workload, device), claims,
-                            measurement, root)
+                            {"measurement": measurement}, root)
 
     def render(r):
         if "checks" in r:

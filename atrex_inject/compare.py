@@ -29,7 +29,7 @@ from .measure import SEED, load_measurement, summarize, validate_measurement
 from .summary import timer_tick_ns
 from .stats import LEVEL, RESAMPLES, Design, grouped_quantile, median, quantiles, weighted_quantile
 from .twosample import grid_of, judge, mann_whitney, seed_of
-from .validate import device_uuid, side, validate_dir
+from .validate import validate_dir
 
 MEASUREMENT_NAME = "measure.json"  # a capture folder's own measurement (`measure --out DIR/measure.json`)
 SPEED = ("faster", "slower")  # an interval's or the span's verdict words: smaller, larger
@@ -73,10 +73,10 @@ class Side:
     def __post_init__(self):
         n = [int(l.owners["claims"].size) for l in self.launches]
         self.offset = np.r_[0, np.cumsum(n)[:-1]].astype(np.int64)
-        cat = lambda k: np.concatenate([np.asarray(l.owners[k]) for l in self.launches]).astype(np.int64)
-        self.sm, self.warp = cat("col_sm"), cat("col_warp")
+        cat = lambda get: np.concatenate([np.asarray(get(l)) for l in self.launches]).astype(np.int64)
+        self.sm, self.warp = cat(lambda l: l.owner_column("sm")), cat(lambda l: l.owner_column("warp"))
         launch = np.repeat(np.arange(len(n)), n)
-        key = launch * (1 << 40) + cat("cta")
+        key = launch * (1 << 40) + cat(lambda l: l.owners["cta"])
         uniq, self.cta_unit = np.unique(key, return_inverse=True)
         self.owners, self.ctas = Design.of(launch), Design.of(uniq >> 40)
 
@@ -142,8 +142,9 @@ def _match(before: Side, after: Side, mapping: dict[str, str]) -> dict[str, str]
 
 
 def _device(s: Side) -> dict:
-    d = side(s.launches[0], "device", dict) or {}
-    return {"name": d.get("name"), "sm_count": d.get("sm_count"), "cc": d.get("cc"), "uuid": device_uuid(s.launches[0])}
+    sidecar = s.launches[0].meta.sidecar
+    d = sidecar.device or {}
+    return {"name": d.get("name"), "sm_count": d.get("sm_count"), "cc": d.get("cc"), "uuid": sidecar.device_uuid}
 
 
 def _identities(before: Side, after: Side, allow_workload: bool, allow_device: bool) -> tuple[dict, dict]:

@@ -33,6 +33,7 @@ from .errors import CaptureError
 from .launchfile import FILE_NAME as CAPTURE_NAME
 from .launchfile import OPTIONAL_TYPES as SIDECAR_TYPES
 from .launchfile import TYPE_NAMES as SIDECAR_TYPE_NAMES
+from .launchmeta import LaunchMeta
 from .layout import (EVENT_BYTES, FLAG_CLOCK, FORMAT_VERSION, HEADER_BYTES, HEADER_DTYPE, MAGIC, MAX_GROUPS, OWNER_BYTES,
                      OWNER_DTYPE, PACKED_SITE_BITS, PACKED_SITES, TAG_VALID, U32, Role, build_header, clock8, full_time,
                      group_owners, slot_owners, stamp_resolution_ns)
@@ -57,7 +58,7 @@ class Launch:
     for all of an owner's events (its CTA, warp, lane, SM, group) live once per owner and are
     gathered by column(), which keeps decode at memory speed."""
     name: str
-    meta: dict  # sidecar + header facts
+    meta: LaunchMeta  # header facts and the sidecar, typed (launchmeta.py)
     events: dict[str, np.ndarray]
     owners: dict[str, np.ndarray]  # per owner: group, claims, attempted, expected, cta, thread, smid, exp_cta, ...
     counts: dict[str, int] = field(default_factory=dict)
@@ -71,7 +72,11 @@ class Launch:
         """Any canonical column by name: EVENT_COLUMNS directly, OWNER_COLUMNS gathered per event."""
         if name in self.events:
             return self.events[name]
-        return self.owners["col_" + name][self.events["owner"]]
+        return self.owner_column(name)[self.events["owner"]]
+
+    def owner_column(self, name: str) -> np.ndarray:
+        """An OWNER_COLUMNS column per owner (not gathered per event)."""
+        return self.owners["col_" + name]
 
 
 def _expected_owners(g: Group, n: int, grid, block) -> dict[str, np.ndarray]:
@@ -178,7 +183,7 @@ def _crc(buf: mmap.mmap | bytes) -> int:
         return crc.crc32(whole, lambda start, end: _release(buf, start, end))
 
 
-def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.void, dict, dict, np.ndarray]:
+def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.void, LaunchMeta, dict, np.ndarray]:
     """Check the buffer's identity (header, sidecar and its field types, checksum, groups, every
     header field against the manifest's plan) and read its owner table: (header, meta, per-owner
     arrays of the whole launch, raw owner rows). Events are not read."""
@@ -284,7 +289,7 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
             "flags": int(h["flags"]), "groups": [{k: int(g[k]) for k in groups.dtype.names} for g in groups]}
     if clock and int(h["event_bytes"]) in (8, 16):
         meta["clock"] = _clock(buf, h, own, owners, resolution)
-    return h, meta, owners, own
+    return h, LaunchMeta.of(meta), owners, own
 
 
 def _check_starts(own: np.ndarray, expected: dict, grid: np.ndarray, where: str) -> None:
@@ -415,7 +420,7 @@ class Capture:
     path: Path
     buf: mmap.mmap | bytes
     header: np.void
-    meta: dict
+    meta: LaunchMeta
     owners: dict[str, np.ndarray]
     own: np.ndarray
 
@@ -507,7 +512,7 @@ def decode_capture(capture_dir: str | Path, manifest: Manifest, out_dir: str | P
         sites = {n: {"min": int(per[:, i].min()) if per.size else 0, "max": int(per[:, i].max()) if per.size else 0,
                      "total": int(per[:, i].sum())} for i, n in enumerate(names)}
         rows.append({"launch": saved.name, "saved": str(saved), "counts": counts, "sites": sites,
-                     "launch_seq": meta["launch_seq"], "device": meta.get("device", {})})
+                     "launch_seq": meta.launch_seq, "device": meta.sidecar.device or {}})
     return {"manifest_source_id": manifest.source.source_id, "launches": rows}
 
 
@@ -571,7 +576,8 @@ def save(parts: Launch | Iterable[Launch], out_dir: str | Path, each: Callable[[
     finally:
         for c in cols.values():
             c.close()
-    (tmp / "launch.json").write_text(json.dumps({"name": head.name, "meta": head.meta, "counts": counts}, indent=2))
+    (tmp / "launch.json").write_text(json.dumps({"name": head.name, "meta": head.meta.saved, "counts": counts},
+                                                indent=2))
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
@@ -583,7 +589,7 @@ def load(saved: str | Path, mmap: bool = True) -> Launch:
     saved = Path(saved)
     try:
         info = json.loads((saved / "launch.json").read_text())
-        name, meta, counts = info["name"], info["meta"], info["counts"]
+        name, meta, counts = info["name"], LaunchMeta.of(info["meta"]), info["counts"]
         mode = "r" if mmap else None
         events = {p.stem: np.load(p, mmap_mode=mode) for p in sorted((saved / "events").glob("*.npy"))}
         cols = {p.stem: np.load(p, mmap_mode=mode) for p in sorted((saved / "owners").glob("*.npy"))}

@@ -35,7 +35,6 @@ from .progress import step
 from .report import render as render_report
 from .summary import clock_line, render_text
 from .timeline import render_png
-from .validate import side
 
 SPEC = "gemm_mma"
 
@@ -97,7 +96,7 @@ def _clock_answer(m: mf.Manifest, work: Path) -> tuple[dict | None, str | None]:
     if a["status"] == "none" or a["quantized"]:
         return None, f"its answer is not in SM cycles: {a['text']}"
     launch, checks, file = ev.launches[0], report["checks"], capture_files(cap)[0]
-    gpu = (side(launch, "device", dict) or {}).get("name") or "the GPU not named"
+    gpu = (launch.meta.sidecar.device or {}).get("name") or "the GPU not named"
     return {"capture": str(cap), "file": file.name, "verdict": report["verdict"], "text": a["text"],
             "clock": report["summaries"][0]["clock"],
             "source": f"the same GEMM and intervals, recorded with `[capture] clock = true` on {gpu}: "

@@ -140,7 +140,7 @@ def _event_rows(no: int, launch: Launch, manifest: Manifest) -> dict[str, np.nda
     s + 1; 0: none), payload (16-byte events)."""
     n_iv = len(manifest.intervals)
     ev = launch.events
-    wide = launch.meta["event_bytes"] == 16
+    wide = launch.meta.event_bytes == 16
     parts = []
     for k, iv in enumerate(manifest.intervals):
         p = pairs(launch, iv.start_id, iv.end_id)
@@ -182,8 +182,8 @@ def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: Manifest) 
     p = b.add_packet()
     p.track_descriptor.uuid = proc
     p.track_descriptor.process.pid = no + 1
-    p.track_descriptor.process.process_name = (f"{manifest.kernel} launch {launch.meta['launch_seq']} "
-                                               f"grid {tuple(launch.meta['grid'])}")
+    p.track_descriptor.process.process_name = (f"{manifest.kernel} launch {launch.meta.launch_seq} "
+                                               f"grid {launch.meta.grid}")
     p.track_descriptor.description = _selection_line(ch)
     for sm in np.unique(own["smid"][kept]):
         p = b.add_packet()
@@ -195,7 +195,7 @@ def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: Manifest) 
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_CTA, c))
         p.track_descriptor.parent_uuid = int(track_uuid(no, KIND_SM, cta_sm[c]))
-        p.track_descriptor.name = cta_name(c, launch.meta["grid"])
+        p.track_descriptor.name = cta_name(c, launch.meta.grid)
     for o in kept.tolist():
         p = b.add_packet()
         p.track_descriptor.uuid = int(track_uuid(no, KIND_OWNER, o))

@@ -11,7 +11,7 @@ Durations (docs/summary.md, "Resolution"): `durations` is the one place that say
 instance lasted, in ns and, where the capture carries the SM clock, in cycles; every consumer (the
 summary, the picture, the Perfetto slices, the report, compare) reads it. An instance is timed by
 the clock when the launch recorded %clock (`[capture] clock = true`) and its rate could be measured
-(decode's meta["clock"]): pairing keeps both its ends on one owner, one thread on one SM, so its
+(decode's `Launch.meta.clock`): pairing keeps both its ends on one owner, one thread on one SM, so its
 cycles are what that SM counted. Its ns are its cycles at its owner's local rate around it
 (smclock.local_rates: the SM clock changes speed within a launch), and it is flagged `varied` when
 the local rates at its start and at its end differ by more than their own uncertainty (the clock
@@ -43,7 +43,7 @@ def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
         # the pairs are the even and odd events, no search and no gathers
         i0 = np.arange(0, site.size, 2)
         o, t0, t1 = owner[0::2], t[0::2], t[1::2]
-        return {"i0": i0, "i1": i0 + 1, "owner": o, "sm": launch.owners["col_sm"][o], "t0": t0, "t1": t1,
+        return {"i0": i0, "i1": i0 + 1, "owner": o, "sm": launch.owner_column("sm")[o], "t0": t0, "t1": t1,
                 "dur": t1 - t0}
     is_a = site == start
     sel = is_a | (site == end)
@@ -56,7 +56,7 @@ def pairs(launch: Launch, start: int, end: int) -> dict[str, np.ndarray]:
     i0, i1 = (k, k + 1) if own is owner else (idx[k], idx[k + 1])
     o = owner[i0]
     t0, t1 = t[i0], t[i1]
-    return {"i0": i0, "i1": i1, "owner": o, "sm": launch.owners["col_sm"][o], "t0": t0, "t1": t1, "dur": t1 - t0}
+    return {"i0": i0, "i1": i1, "owner": o, "sm": launch.owner_column("sm")[o], "t0": t0, "t1": t1, "dur": t1 - t0}
 
 
 NS_STEPS = 16  # a clock-timed duration's ns are tallied to 1/16 ns (Durations.grid)
@@ -99,8 +99,8 @@ def durations(launch: Launch, p: dict[str, np.ndarray]) -> Durations:
     """The durations of the instances `p` (pairs() of this launch or part): by the clock where it
     can time them, else by the global timer (module docstring)."""
     dur = p["dur"]
-    clock = launch.meta.get("clock", False)
-    if clock is False:
+    clock = launch.meta.clock
+    if not launch.meta.clock_recorded:
         return Durations(dur, None, np.zeros(dur.size, dtype=bool), None,
                          "the capture records no %clock ([capture] clock = true records it)")
     if clock is None:
@@ -110,7 +110,7 @@ def durations(launch: Launch, p: dict[str, np.ndarray]) -> Durations:
     r = readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
     a, b = r.point[p["i0"]], r.point[p["i1"]]
     cycles = r.c[b] - r.c[a]
-    tick = launch.meta["timer_resolution_ns"]
+    tick = launch.meta.timer_resolution_ns
     rates, u = local_rates(r, a, b, tick)
     read = READ_TICKS * tick
     lo, hi = RATE_GHZ

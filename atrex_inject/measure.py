@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from .checks import Artifact, Route
 from .errors import AtrexError
 from .fsio import sha256_file, write_atomic
 from .proc import MAX_LINE, run_sample
@@ -428,3 +429,8 @@ def validate_measurement(path: Path, root: Path | None = None) -> dict:
             "next_step": "measure again (atrex-inject measure), the clean build as --baseline and the instrumented "
                          "one as --instrumented" if problems else None, "overhead": art.get("overhead"),
             "overhead_ci95": art.get("overhead_ci95"), "median_ms": art.get("median_ms")}
+
+
+# `validate --measurement M.json` rechecks a measurement beside (or without) a capture
+# (registry.CHECK_MODULES, checks.py)
+ROUTE = Route(artifacts=(Artifact("measurement", "--measurement M.json", validate_measurement),))

@@ -5,7 +5,7 @@ manifest or a capture loads no rewriter).
 This module sits at the bottom of the import graph: the spec and manifest readers check a name
 here, decode reads a fact here; the spec reader has the backend object read the keys only it
 reads (a backend module loads its rewriter when it rewrites), and apply, capture and the checks
-use the rest of it.
+use the rest of it. It also names the route modules whose checks validation runs (CHECK_MODULES).
 To add a backend, write a package with a module that defines `BACKEND` (an object with the
 attributes and methods of backend.Backend) and add its entry to REGISTRY (docs/api.md, "A new
 backend").
@@ -34,6 +34,12 @@ REGISTRY = {e.name: e for e in (
           ("declared_by", "launchers", "cuda_string", "build")),
     Entry("cutedsl", "atrex_inject.cutedsl.backend", "Python", "IKeT buffers its own events", True),
 )}
+
+
+# the modules that register validation checks of a route (each defines ROUTE, a checks.Route), in the
+# order their rules and notes run after validate's own: checks.registered loads them by name, so
+# validate imports no route. A route whose files validate should check adds its module here.
+CHECK_MODULES = ("atrex_inject.cutedsl.checks", "atrex_inject.cuda.python.checks", "atrex_inject.measure")
 
 
 def names() -> tuple[str, ...]:

@@ -280,7 +280,7 @@ def choose(sources: list[Parts], manifest: Manifest, owners: str | None = None, 
         want_o = parse_ranges(owners, "--owners") if owners else np.zeros(0, dtype=np.int64)
         want_c = parse_ranges(ctas, "--ctas") if ctas else np.zeros(0, dtype=np.int64)
         n_own = max(s.counts.size for s in surveys)
-        n_cta = max(int(np.prod(s.head.meta["grid"])) for s in surveys)
+        n_cta = max(int(np.prod(s.head.meta.grid)) for s in surveys)
         for what, want, n in (("--owners", want_o, n_own), ("--ctas", want_c, n_cta)):
             if want.size and want[-1] >= n:
                 raise AtrexError(f"{what}: {int(want[-1])} is out of range: the capture has {n} "

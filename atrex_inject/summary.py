@@ -78,10 +78,10 @@ class Summarizer:
                 self.times.add(t, ev["site"])
             else:
                 self.times.add(t[known], ev["site"][known])
-        if part.meta.get("clock"):
+        if part.meta.clock:
             o = part.owners
             r = readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
-            self.speed = merge(self.speed, speed(r, part.meta["timer_resolution_ns"], o["smid"], part.owner_base))
+            self.speed = merge(self.speed, speed(r, part.meta.timer_resolution_ns, o["smid"], part.owner_base))
         for k, iv in enumerate(self.manifest.intervals):
             p = pairs(part, iv.start_id, iv.end_id)
             d = durations(part, p)
@@ -124,14 +124,14 @@ class Summarizer:
                               "cycles": {"count": n, **{q: st[q] for q in QUANTILES}} if resolution == CYCLES and n
                               else None,
                               "resolution_note": self._note(k, resolution, n)})
-        clock = self.launch.meta.get("clock")
+        clock = self.launch.meta.clock
         if clock:
             self._clocked(intervals)
         per_site = self.times.result((self.t_ref or 0) - t_launch)[1]
         none = {"count": 0, **{q: None for q in QUANTILES}}
         marks = [{"site": s.name, "id": s.id, "offset_unit": "ns since the launch's first event",
                   **{q: per_site.get(s.id, none)[q] for q in none}} for s in self.manifest.sites]
-        return {"launch": self.launch.name, "launch_seq": self.launch.meta["launch_seq"], "events": self.events,
+        return {"launch": self.launch.name, "launch_seq": self.launch.meta.launch_seq, "events": self.events,
                 "owners": self.owners, "t_first_ns": t_launch, "timer_tick_ns": tick,
                 "span_ns": self.t_max - t_launch if self.t_max is not None else 0,
                 "intervals": intervals, "marks": marks,

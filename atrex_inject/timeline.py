@@ -88,7 +88,7 @@ def _lanes(launch: Launch, w: Window, t_first: int, max_rows: int, must: int | N
 
 def lane_name(launch: Launch, manifest: Manifest, o: int) -> str:
     own = launch.owners
-    return (f"SM {int(own['smid'][o])} · {cta_name(int(own['cta'][o]), launch.meta['grid'])} · "
+    return (f"SM {int(own['smid'][o])} · {cta_name(int(own['cta'][o]), launch.meta.grid)} · "
             f"{owner_name(manifest.role_of_group(int(own['group'][o])), int(own['thread'][o]))}")
 
 
@@ -226,8 +226,8 @@ def draw(launch: Launch, manifest: Manifest, window: Window | None = None, max_r
     fig.legend(handles.values(), handles.keys(), loc="upper right", ncols=min(6, len(handles)) or 1, fontsize=8,
                frameon=False)
     fig.suptitle(f"{manifest.question or manifest.kernel}\n{manifest.kernel} launch "
-                 f"{launch.meta['launch_seq']}, {int((launch.owners['claims'] > 0).sum())} owners, timer tick "
-                 f"{tick or '?'} ns; {clock_line(launch.meta.get('clock'))}", x=0.01, ha="left", fontsize=10)
+                 f"{launch.meta.launch_seq}, {int((launch.owners['claims'] > 0).sum())} owners, timer tick "
+                 f"{tick or '?'} ns; {clock_line(launch.meta.clock)}", x=0.01, ha="left", fontsize=10)
     fig.subplots_adjust(left=0.05, right=0.99, top=1 - 0.85 / fig.get_figheight(), bottom=0.55 / fig.get_figheight())
     return fig, rows
 

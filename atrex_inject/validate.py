@@ -5,26 +5,28 @@ owner by CTA, warp and thread, site) and the next step.
 Checks: overflow, truncation, geometry, owner_identity, duplicate_ownership, site_identity,
 time_order, interval_pairing, deterministic_counts, stale_provenance, cross_launch_mixing,
 timer_resolution, clock_consistency, numeric_claims. A buffer decode refuses (wrong magic/version,
-short file, other source) fails the check it belongs to instead of crashing; sidecar fields are read with their types checked.
-docs/validate.md describes each rule.
+short file, other source) fails the check it belongs to instead of crashing; sidecar fields are read
+through the launch's typed view (launchmeta.py), with their types checked. The rules here are the
+core's (CORE); a route's rules, notes and artifacts about its own files register with it
+(checks.py) and run after them. docs/validate.md describes each rule.
 """
 from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from .checks import FIRST, Check, Folder, Provenance, Route, Rule, registered
 from .decode import PART_EVENTS, WINDOW_NS, Launch, capture_files, decode_parts, site_counts
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
-from .launchfile import IKET_LOG_LINE_CHARS, SIDECAR_FORMAT
+from .launchfile import SIDECAR_FORMAT
 from . import manifest as mf
 from . import runrecord
 from .manifest import Manifest
-from .cuda.python.hooks import ledger
 from .source_id import source_id_of
 from .smclock import CHANGE, RATE_GHZ, READ_TICKS, counter_of, impossible, readings
 from .summary import QUANTILES, Summarizer
@@ -54,36 +56,6 @@ NEXT_STEP = {
                          "[capture] clock",
     "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
 }
-FIRST = 5
-
-
-@dataclass
-class Check:
-    name: str
-    count: int = 0
-    details: list[str] = field(default_factory=list)
-    hint: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.count == 0
-
-    def fail(self, n: int, detail: str) -> None:
-        if n:
-            self.count += int(n)
-            if len(self.details) < FIRST:
-                self.details.append(detail)
-
-
-@dataclass
-class Provenance:
-    """What the capture must match; unset fields are not checked (and listed as unchecked)."""
-    source: Path | None = None  # the instrumented source file (its source id is recomputed)
-    # the binary that ran: with a run record (run.json), a file it hashed; else it must have binary_sha256
-    binary: Path | None = None
-    binary_sha256: str | None = None
-    workload: str | None = None
-    device_uuid: str | None = None
 
 
 CHECKED_BY = {"source file": "--source FILE", "binary": "--binary FILE", "workload": "--workload ID",
@@ -95,26 +67,15 @@ def unchecked_text(unchecked: list[str]) -> str:
     return ", ".join(f"{u} ({CHECKED_BY[u]})" for u in unchecked)
 
 
-def side(launch: Launch, key: str, kind: type = str):
-    """A sidecar field of the expected type, or None (a sidecar is JSON anyone could have edited)."""
-    v = launch.meta["sidecar"].get(key)
-    return v if isinstance(v, kind) and not isinstance(v, bool) else None
-
-
 def said(v) -> str:
     """A recorded value for a message: quoted, or 'not recorded' when absent."""
     return "not recorded" if v is None else repr(v)
 
 
-def device_uuid(launch: Launch) -> str | None:
-    d = side(launch, "device", dict)
-    return d.get("uuid") if d and isinstance(d.get("uuid"), str) else None
-
-
 def _owner(launch: Launch, i: int) -> str:
     """An owner by its slot in the launch geometry: CTA (x, y, z), warp and thread."""
     o = launch.owners
-    gx, gy = max(launch.meta["grid"][0], 1), max(launch.meta["grid"][1], 1)
+    gx, gy = max(launch.meta.grid[0], 1), max(launch.meta.grid[1], 1)
     cta, thread = int(o["exp_cta"][i]), int(o["exp_thread"][i])
     xyz = f"{cta % gx}, {cta // gx % gy}, {cta // (gx * gy)}"
     return f"owner {int(i) + launch.owner_base} (CTA ({xyz}), warp {thread // 32}, thread {thread})"
@@ -180,15 +141,15 @@ def _check_clock(launch: Launch, m: Manifest, check: Check) -> None:
     modelled (local rates), never rejected. A jump is named with the SM whose counter the owner
     reads after it, where one matches (its CTA ran on two SMs); a launch whose header says the clock
     was recorded while no owner's clock advanced fails too."""
-    clock = launch.meta.get("clock", False)
+    clock = launch.meta.clock
     ev, o = launch.events, launch.owners
-    if clock is False or not ev["owner"].size:
+    if not launch.meta.clock_recorded or not ev["owner"].size:
         return
     if clock is None:
         check.fail(1, f"{launch.name}: the header says %clock was recorded, but no owner's clock advanced with the "
                       "global timer from its start to its last event: no rate can be measured")
         return
-    tick = launch.meta["timer_resolution_ns"]
+    tick = launch.meta.timer_resolution_ns
     r = readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
     im = impossible(r, tick)
 
@@ -266,66 +227,87 @@ def _pairing(launch: Launch, a: int, b: int) -> dict[str, np.ndarray]:
     return {what: np.flatnonzero(mk) if idx is None else idx[mk] for what, mk in masks.items() if mk.any()}
 
 
-def _check_launch(launch: Launch, m: Manifest, checks: dict[str, Check]) -> None:
-    c, o, ev, name = launch.counts, launch.owners, launch.events, launch.name
-    cap = launch.meta["capacity"]
+def _overflow(launch: Launch, m: Manifest, check: Check) -> None:
+    o, cap = launch.owners, launch.meta.capacity
     over = np.flatnonzero(o["attempted"] > cap)
     least = "at least " if o["lower_bound"][over].any() else ""  # resident rings count to capacity + 1 only
-    checks["overflow"].fail(over.size, f"{name}: {over.size} owners attempted more than the capacity of {cap} events "
-                                       f"({least}{c['overflow_events']} events lost): {_owners_str(launch, over)}")
+    check.fail(over.size, f"{launch.name}: {over.size} owners attempted more than the capacity of {cap} events "
+                          f"({least}{launch.counts['overflow_events']} events lost): {_owners_str(launch, over)}")
+
+
+def _truncation(launch: Launch, m: Manifest, check: Check) -> None:
+    c, o, name, cap = launch.counts, launch.owners, launch.name, launch.meta.capacity
     claimed = o["claims"] > 0
     if c["torn_events"]:
         written = np.where(claimed, np.minimum(o["attempted"], cap), 0)
-        short = np.flatnonzero(np.bincount(ev["owner"], minlength=written.size) < written)
-        checks["truncation"].fail(c["torn_events"], f"{name}: {c['torn_events']} unwritten slots below owners' "
-                                                    f"counts: {_owners_str(launch, short)}")
-    checks["truncation"].fail(c["stray_events"], f"{name}: {c['stray_events']} events past owners' published counts "
-                                                 "(an exit path without finish?)")
+        short = np.flatnonzero(np.bincount(launch.events["owner"], minlength=written.size) < written)
+        check.fail(c["torn_events"], f"{name}: {c['torn_events']} unwritten slots below owners' "
+                                     f"counts: {_owners_str(launch, short)}")
+    check.fail(c["stray_events"], f"{name}: {c['stray_events']} events past owners' published counts "
+                                  "(an exit path without finish?)")
     unended = np.flatnonzero(claimed & (o["attempted"] > 0) & (o["t1"] == 0))
-    checks["truncation"].fail(unended.size, f"{name}: {unended.size} owners published an event count without an "
-                                            "end time (their writer stores both at exit): "
-                                            f"{_owners_str(launch, unended)}")
+    check.fail(unended.size, f"{name}: {unended.size} owners published an event count without an "
+                             "end time (their writer stores both at exit): "
+                             f"{_owners_str(launch, unended)}")
     missing = np.flatnonzero(o["must_claim"] & ~claimed)
-    checks["truncation"].fail(missing.size, f"{name}: {missing.size} selected owners never claimed their recorder: "
-                                            f"{_owners_str(launch, missing)}")
+    check.fail(missing.size, f"{name}: {missing.size} selected owners never claimed their recorder: "
+                             f"{_owners_str(launch, missing)}")
+
+
+def _owner_identity(launch: Launch, m: Manifest, check: Check) -> None:
+    o, name = launch.owners, launch.name
+    claimed = o["claims"] > 0
     bad = np.flatnonzero(claimed & (~o["may_claim"] | (o["cta"] != o["exp_cta"]) | (o["thread"] != o["exp_thread"])))
     seen = ", ".join(f"{_owner(launch, i)} recorded CTA {int(o['cta'][i])} thread {int(o['thread'][i])}"
                      for i in bad[:FIRST])
-    checks["owner_identity"].fail(bad.size, f"{name}: {bad.size} owners written by another CTA or thread than their "
-                                            f"slot's: {seen}")
+    check.fail(bad.size, f"{name}: {bad.size} owners written by another CTA or thread than their slot's: {seen}")
     moved = np.flatnonzero(claimed & o["moved"])
-    checks["owner_identity"].fail(moved.size, f"{name}: {moved.size} resident owners' warps changed SM warp slot "
-                                              "during the launch (a preempted CTA restored elsewhere), so their "
-                                              f"events may be another warp's: {_owners_str(launch, moved)}")
+    check.fail(moved.size, f"{name}: {moved.size} resident owners' warps changed SM warp slot "
+                           "during the launch (a preempted CTA restored elsewhere), so their "
+                           f"events may be another warp's: {_owners_str(launch, moved)}")
+
+
+def _duplicates(launch: Launch, m: Manifest, check: Check) -> None:
+    o = launch.owners
     dup = np.flatnonzero(o["claims"] > 1)
-    checks["duplicate_ownership"].fail(dup.size, f"{name}: {dup.size} owners claimed more than once: " + ", ".join(
+    check.fail(dup.size, f"{launch.name}: {dup.size} owners claimed more than once: " + ", ".join(
         f"{_owner(launch, i)} {int(o['claims'][i])} times" for i in dup[:FIRST]))
-    known = ev["site"].view(np.uint32) < len(m.sites)  # a negative id is a large unsigned one
+
+
+def _site_identity(launch: Launch, m: Manifest, check: Check) -> None:
+    name = launch.name
+    known = launch.events["site"].view(np.uint32) < len(m.sites)  # a negative id is a large unsigned one
     if not known.all():
         unknown = np.flatnonzero(~known)
-        checks["site_identity"].fail(unknown.size, f"{name}: {unknown.size} events with site ids the manifest does "
-                                                   f"not define: {_events_str(launch, m, unknown)}")
+        check.fail(unknown.size, f"{name}: {unknown.size} events with site ids the manifest does "
+                                 f"not define: {_events_str(launch, m, unknown)}")
     wrong = _foreign(launch, m)
-    checks["site_identity"].fail(wrong.size, f"{name}: {wrong.size} events recorded by an owner of another group than "
-                                             f"their site's: {_events_str(launch, m, wrong)}")
-    _check_time(launch, m, checks["time_order"])
-    _check_clock(launch, m, checks["clock_consistency"])
+    check.fail(wrong.size, f"{name}: {wrong.size} events recorded by an owner of another group than "
+                           f"their site's: {_events_str(launch, m, wrong)}")
+
+
+def _check_pairing(launch: Launch, m: Manifest, check: Check) -> None:
     for iv in m.intervals:
         for what, idx in _pairing(launch, iv.start_id, iv.end_id).items():
-            checks["interval_pairing"].fail(idx.size, f"{name}: {iv.name}: {idx.size} x {what}, "
-                                                      f"first at {_events_str(launch, m, idx)}")
-    if m.expect:
-        counts = site_counts(launch, len(m.sites))
-        owners = np.flatnonzero(claimed)
-        gid = o["group"][owners]
-        for site, want in m.expect.items():
-            sid = m.site_ids[site]
-            mine = gid == m.site_group[sid]
-            got = counts[mine, sid]
-            off = np.flatnonzero(got != want)
-            checks["deterministic_counts"].fail(off.size, f"{name}: site {site!r}: {off.size} owners recorded other "
-                                                          f"than {want} events each: " + ", ".join(
-                f"{_owner(launch, i)} {int(n)}" for i, n in zip(owners[mine][off][:FIRST], got[off][:FIRST])))
+            check.fail(idx.size, f"{launch.name}: {iv.name}: {idx.size} x {what}, "
+                                 f"first at {_events_str(launch, m, idx)}")
+
+
+def _check_counts(launch: Launch, m: Manifest, check: Check) -> None:
+    if not m.expect:
+        return
+    o, name = launch.owners, launch.name
+    counts = site_counts(launch, len(m.sites))
+    owners = np.flatnonzero(o["claims"] > 0)
+    gid = o["group"][owners]
+    for site, want in m.expect.items():
+        sid = m.site_ids[site]
+        mine = gid == m.site_group[sid]
+        got = counts[mine, sid]
+        off = np.flatnonzero(got != want)
+        check.fail(off.size, f"{name}: site {site!r}: {off.size} owners recorded other "
+                             f"than {want} events each: " + ", ".join(
+            f"{_owner(launch, i)} {int(n)}" for i, n in zip(owners[mine][off][:FIRST], got[off][:FIRST])))
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -337,12 +319,10 @@ def _read(path: Path, what: str) -> bytes:
 
 
 def _source_id(path: Path) -> str:
-    """The id a capture of this instrumented source carries; a .py file's is its CUDA string's."""
+    """The id a capture of this instrumented source carries; a route registers how to read it for
+    the sources of its own kind (a .py file's is its CUDA string's: cuda/python/checks.py)."""
     text = _read(path, "instrumented source").decode(errors="replace")
-    if Path(path).suffix == ".py":
-        from .cuda.python.rewrite import source_id_of_python
-        return source_id_of_python(text)
-    return source_id_of(text)
+    return registered().source_ids.get(Path(path).suffix, source_id_of)(text)
 
 
 def _check_binary(prov: Provenance, run: runrecord.RunRecord | None, check: Check) -> None:
@@ -365,14 +345,16 @@ def _check_binary(prov: Provenance, run: runrecord.RunRecord | None, check: Chec
                                         f"is not a file the capture ran (run.json hashed {ran})")
 
 
-def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, run: runrecord.RunRecord | None,
-                      check: Check) -> list[str]:
-    unchecked = []
+def _check_provenance(folder: Folder, check: Check) -> None:
+    """The provenance asked for against every launch; what was not asked for is listed unchecked."""
+    launches, prov, run, unchecked = folder.launches, folder.provenance, folder.run, folder.unchecked
+    if not launches:
+        return
     if prov.source is not None:
         sid = _source_id(prov.source)
         for l in launches:
-            check.fail(sid != l.meta["source_id"], f"{l.name}: built from source id {l.meta['source_id'][:16]}…, "
-                                                   f"{prov.source} now has {sid[:16]}…")
+            check.fail(sid != l.meta.source_id, f"{l.name}: built from source id {l.meta.source_id[:16]}…, "
+                                                f"{prov.source} now has {sid[:16]}…")
     else:
         unchecked.append("source file")
     if prov.binary is not None or prov.binary_sha256 is not None:
@@ -380,71 +362,60 @@ def _check_provenance(launches: list[Launch], m: Manifest, prov: Provenance, run
     elif run is None:  # a run record names the binary itself (identity); verdict binds it to the measurement
         unchecked.append("binary")
     for l in launches:
+        s = l.meta.sidecar
         if prov.workload is not None:
-            check.fail(side(l, "workload") != prov.workload,
-                       f"{l.name}: the sidecar's workload is {said(side(l, 'workload'))}, expected {prov.workload!r}")
+            check.fail(s.workload != prov.workload,
+                       f"{l.name}: the sidecar's workload is {said(s.workload)}, expected {prov.workload!r}")
         if prov.device_uuid is not None:
-            check.fail(device_uuid(l) != prov.device_uuid,
-                       f"{l.name}: the sidecar's device is {said(device_uuid(l))}, expected {prov.device_uuid!r}")
+            check.fail(s.device_uuid != prov.device_uuid,
+                       f"{l.name}: the sidecar's device is {said(s.device_uuid)}, expected {prov.device_uuid!r}")
     unchecked += [w for w, v in (("workload", prov.workload), ("device", prov.device_uuid)) if v is None]
-    return unchecked
 
 
 def _check_sidecar(l: Launch, m: Manifest, check: Check) -> None:
     """Every sidecar field that restates the buffer must agree with its header, size and name
-    (decode put those facts in meta; it already compared the source id, launch number and CRC)."""
-    s = l.meta["sidecar"]
-    check.fail(s.get("format") != SIDECAR_FORMAT, f"{l.name}: the sidecar's format is {s.get('format')!r}, not "
-                                                  f"{SIDECAR_FORMAT!r}")
-    for k in ("version", "bytes", "file"):  # grid and block: decode compares them (header_mismatches)
-        v = s.get(k)  # the same type too: JSON's true and 1234.0 are not the integers 1 and 1234
-        check.fail(type(v) is not type(l.meta[k]) or v != l.meta[k],
-                   f"{l.name}: the sidecar's {k} is {v!r}, the buffer's {l.meta[k]!r}")
-    check.fail(s.get("kernel") != m.kernel, f"{l.name}: the sidecar's kernel is {s.get('kernel')!r}, the "
-                                           f"manifest's {m.kernel!r}")
+    (decode read those facts from the header; it already compared the source id, launch number and CRC)."""
+    s, b = l.meta.sidecar, l.meta
+    check.fail(s.format != SIDECAR_FORMAT, f"{l.name}: the sidecar's format is {s.format!r}, not {SIDECAR_FORMAT!r}")
+    # grid and block: decode compares them (header_mismatches)
+    for k, v, buffer in (("version", s.version, b.version), ("bytes", s.bytes, b.bytes), ("file", s.file, b.file)):
+        # the same type too: JSON's true and 1234.0 are not the integers 1 and 1234
+        check.fail(type(v) is not type(buffer) or v != buffer,
+                   f"{l.name}: the sidecar's {k} is {v!r}, the buffer's {buffer!r}")
+    check.fail(s.kernel != m.kernel, f"{l.name}: the sidecar's kernel is {s.kernel!r}, the manifest's {m.kernel!r}")
 
 
-def _check_mixing(launches: list[Launch], m: Manifest, check: Check, notes: list[str]) -> None:
-    seqs = [l.meta["launch_seq"] for l in launches]
+def _check_mixing(folder: Folder, check: Check) -> None:
+    launches = folder.launches
+    seqs = [l.meta.launch_seq for l in launches]
     dups = len(seqs) - len(set(seqs))
     check.fail(dups, f"{dups} launch sequence numbers appear twice: captures of different runs are mixed")
-    workloads = {side(l, "workload") for l in launches}
+    workloads = {l.meta.sidecar.workload for l in launches}
     check.fail(len(workloads) > 1, f"launches disagree on workload: {sorted(map(repr, workloads))}")
-    uuids = {device_uuid(l) for l in launches}
+    uuids = {l.meta.sidecar.device_uuid for l in launches}
     check.fail(len(uuids) > 1, f"launches come from different devices: {sorted(map(repr, uuids))}")
-    runs = {side(l, "run_id") for l in launches}
+    runs = {l.meta.sidecar.run_id for l in launches}
     check.fail(len(runs) > 1, f"files of {len(runs)} runs in one folder (run ids {sorted(map(repr, runs))})")
     if runs == {None} and launches:
-        notes.append("the sidecars carry no run_id (written before run identities): the folder is taken as one run")
+        folder.notes.append("the sidecars carry no run_id (written before run identities): the folder is taken as "
+                            "one run")
     for l in launches:
         stem_seq = int(l.name.rsplit("launch", 1)[-1]) if l.name.rsplit("launch", 1)[-1].isdigit() else \
-            l.meta["launch_seq"]
-        check.fail(stem_seq != l.meta["launch_seq"], f"{l.name}: file name says launch {stem_seq}, "
-                                                     f"header says {l.meta['launch_seq']}")
-        _check_sidecar(l, m, check)
+            l.meta.launch_seq
+        check.fail(stem_seq != l.meta.launch_seq, f"{l.name}: file name says launch {stem_seq}, "
+                                                  f"header says {l.meta.launch_seq}")
+        _check_sidecar(l, folder.manifest, check)
 
 
-def _check_iket_log(launches: list[Launch], m: Manifest, checks: dict[str, Check]) -> None:
-    """What run-iket's log said about the run (the sidecars' `iket_log`, the same in each launch of
-    it: the log names no launch), counted once: dropped warp records under overflow, lines saying
-    the trace is incomplete under truncation. Launches that disagree on it were edited or mixed."""
-    said_by = {}
-    for l in launches:
-        said_by.setdefault(json.dumps(side(l, "iket_log", dict), sort_keys=True), l.name)
-    checks["cross_launch_mixing"].fail(max(len(said_by) - 1, 0), "launches disagree on what run-iket's log said (iket_log): "
-                                                         + ", ".join(said_by.values()))
-    for facts in map(json.loads, said_by):
-        if facts is None:
-            continue  # not captured through run-iket, or normalized without its log
-        log, n = facts.get("file", "run-iket.log"), facts.get("dropped_warp_records", 0)
-        limit = "maxTsCntPerWarp" + (f"={facts['max_ts_cnt_per_warp']}" if "max_ts_cnt_per_warp" in facts else "")
-        checks["overflow"].fail(n, f"run-iket's log ({log}) says IKeT dropped {n} warp record(s) of kernel "
-                                   f"{m.kernel!r} (warps emitted more events than {limit} allows): this run's "
-                                   "launches miss events; recapture, and if it repeats raise maxTsCntPerWarp "
-                                   "(run-iket --max-ts-cnt-per-warp) or thin the spec's sites")
-        k, first = facts.get("incomplete_lines", 0), (facts.get("incomplete") or ["?"])[0]
-        checks["truncation"].fail(k, f"run-iket's log ({log}) has {k} line(s) saying IKeT's trace data is "
-                                     f"incomplete, first: {str(first)[:IKET_LOG_LINE_CHARS]!r}; recapture")
+def _not_captured(folder: Folder) -> list[str]:
+    """Launches apply could not wrap ran without probes, so they are not in this folder."""
+    m = folder.manifest
+    missed = m.not_captured
+    if not missed:
+        return []
+    return [f"{len(missed)} place(s) in the sources launch or may launch {m.kernel} without a capture "
+            "session; such launches ran without probes and left no file here: "
+            + "; ".join(f"{n['file']}:{n['line']} {n['via']} ({n['reason']})" for n in missed)]
 
 
 def identity(launches: list[Launch], m: Manifest, run: runrecord.RunRecord | None = None) -> dict:
@@ -454,9 +425,9 @@ def identity(launches: list[Launch], m: Manifest, run: runrecord.RunRecord | Non
         return values.pop() if len(values) == 1 else None  # launches that disagree name no single value
 
     ident = {"instrumented_sha256": m.source.instrumented_sha256, "clean_sha256": m.source.clean_sha256,
-             "source_id": m.source.source_id, "workload": one({side(l, "workload") for l in launches}),
-             "device": one({device_uuid(l) for l in launches}),
-             "run_id": one({side(l, "run_id") for l in launches})}
+             "source_id": m.source.source_id, "workload": one({l.meta.sidecar.workload for l in launches}),
+             "device": one({l.meta.sidecar.device_uuid for l in launches}),
+             "run_id": one({l.meta.sidecar.run_id for l in launches})}
     return {**ident, "run": run.identity()} if run else ident
 
 
@@ -483,9 +454,10 @@ def load_claims(path: Path) -> list[dict]:
     return data
 
 
-def _check_claims(summaries: dict[int, dict], claims: list[dict], check: Check) -> None:
+def _check_claims(folder: Folder, check: Check) -> None:
     """Claims against the summaries (by launch sequence) the report already computed."""
-    for c in claims:
+    summaries = {s["launch_seq"]: s for s in folder.summaries}
+    for c in folder.claims or ():
         seq = c.get("launch", next(iter(summaries)))
         s = summaries.get(seq)
         iv = next((i for i in (s or {}).get("intervals", []) if i["name"].replace(" ", "") ==
@@ -498,6 +470,18 @@ def _check_claims(summaries: dict[int, dict], claims: list[dict], check: Check) 
         unit = "" if c["statistic"] == "count" else " ns"
         check.fail(bad, f"launch {seq}: claim {c['interval']} {c['statistic']} = {want:g}{unit} (±{tol:.0%}): "
                         f"recomputed {got}{unit}")
+
+
+# the core's rules, each under its named check; registered routes' run after them (checks.registered)
+CORE = Route(rules=(
+    Rule("overflow", "launch", _overflow), Rule("truncation", "launch", _truncation),
+    Rule("owner_identity", "launch", _owner_identity), Rule("duplicate_ownership", "launch", _duplicates),
+    Rule("site_identity", "launch", _site_identity), Rule("time_order", "launch", _check_time),
+    Rule("clock_consistency", "launch", _check_clock), Rule("interval_pairing", "launch", _check_pairing),
+    Rule("deterministic_counts", "launch", _check_counts),
+    Rule("stale_provenance", "capture", _check_provenance), Rule("cross_launch_mixing", "capture", _check_mixing),
+    Rule("numeric_claims", "capture", _check_claims)),
+    notes=(_not_captured,))
 
 
 def validate_capture(capture_dir: Path, manifest: Manifest, prov: Provenance | None = None,
@@ -513,11 +497,15 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
                  with_summaries: bool = True) -> tuple[dict, list[Launch]]:
     """The report, and the launches it decoded (for callers that export them: decode once). With
     part_events, each file is decoded, checked and summarized in owner-range parts of that many
-    events (decode_parts) and no launches are returned."""
+    events (decode_parts) and no launches are returned. The core's rules run first, then the
+    registered routes'; the report lists the named checks in CHECKS order."""
     m = manifest
     run = runrecord.read(capture_dir)  # a damaged run record is a usage error, before the decode's work
+    routes = registered()
+    rules = CORE.rules + routes.rules
+    per_launch = [r for r in rules if r.scope == "launch"]
     checks = {n: Check(n, hint=NEXT_STEP[n]) for n in CHECKS}
-    launches, heads, summaries, notes, events = [], [], [], [], 0
+    launches, heads, summaries, events = [], [], [], 0
     with_summaries = with_summaries or bool(claims)
     for f in capture_files(capture_dir):
         step(f"decoding and checking {f.name}")
@@ -525,7 +513,8 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
         n = 0
         try:
             for part in decode_parts(f, m, part_events):
-                _check_launch(part, m, checks)
+                for rule in per_launch:
+                    rule.run(part, m, checks[rule.check])
                 n += part.n_events
                 if summary:
                     summary.add(part)
@@ -534,46 +523,48 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
                 raise
             checks[e.check].fail(1, str(e))
             continue
-        heads.append(part)  # any part stands for its launch in the provenance and mixing checks
+        heads.append(part)  # any part stands for its launch in the capture-wide checks
         events += n
         if summary:
             summaries.append(summary.result())
         if part_events is None:
             launches.append(part)
-    unchecked = _check_provenance(heads, m, prov or Provenance(), run, checks["stale_provenance"]) if heads else []
-    _check_mixing(heads, m, checks["cross_launch_mixing"], notes)
-    _check_iket_log(heads, m, checks)
-    missed = manifest.not_captured
-    if missed:  # launches apply could not wrap ran without probes, so they are not in this folder
-        notes.append(f"{len(missed)} place(s) in the sources launch or may launch {manifest.kernel} without a capture "
-                     "session; such launches ran without probes and left no file here: "
-                     + "; ".join(f"{n['file']}:{n['line']} {n['via']} ({n['reason']})" for n in missed))
-    notes += ledger.notes(capture_dir)  # launches from Python the hooks could not capture (cuda/python/hooks/ledger.py)
-    if claims:
-        _check_claims({s["launch_seq"]: s for s in summaries}, claims, checks["numeric_claims"])
+    folder = Folder(Path(capture_dir), m, heads, run, prov or Provenance(), claims, summaries)
+    for rule in rules:
+        if rule.scope == "capture":
+            rule.run(folder, checks[rule.check])
+    for note in CORE.notes + routes.notes:
+        folder.notes += note(folder)
     valid = all(c.ok for c in checks.values()) and bool(heads)
     report = {"verdict": "valid" if valid else "rejected", "launches": [l.name for l in heads],
-              "events": events, "unchecked_provenance": unchecked, "notes": notes, "identity": identity(heads, m, run),
-              "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()]}
+              "events": events, "unchecked_provenance": folder.unchecked, "notes": folder.notes,
+              "identity": identity(heads, m, run), "checks": [{**asdict(c), "ok": c.ok} for c in checks.values()]}
     return {**report, "summaries": summaries} if with_summaries else report, launches
 
 
 def validate(capture_dir: Path | None = None, manifest: Path | None = None, prov: Provenance | None = None,
-             claims: Path | None = None, measurement: Path | None = None, root: Path | None = None) -> dict:
+             claims: Path | None = None, artifacts: dict[str, Path | None] | None = None,
+             root: Path | None = None) -> dict:
     """`atrex-inject validate`: the capture folder's report (validate_capture, without its
-    summaries) read with `manifest` (default CAPTURE_DIR/manifest.json), and/or a measurement
-    artifact's recheck (measure.validate_measurement, under "measurement", relative paths against
-    `root`); the verdict is "rejected" when either is."""
-    from .measure import validate_measurement
-    if capture_dir is None and measurement is None:
-        raise AtrexError("nothing to validate", hint="give a CAPTURE_DIR and/or --measurement M.json")
+    summaries) read with `manifest` (default CAPTURE_DIR/manifest.json), and/or the recheck of each
+    artifact given (name -> path: an artifact a route registered, such as measure's "measurement",
+    under its name, relative paths against `root`); the verdict is "rejected" when any is."""
+    known = registered().artifacts
+    given = {k: v for k, v in (artifacts or {}).items() if v is not None}
+    unknown = sorted(set(given) - {a.name for a in known})
+    if unknown:
+        raise ValueError(f"no route registers the artifacts {unknown}")
+    if capture_dir is None and not given:
+        raise AtrexError("nothing to validate",
+                         hint="give a CAPTURE_DIR" + "".join(f" and/or {a.usage}" for a in known))
     r = {"verdict": "valid"}
     if capture_dir is not None:
         r = validate_capture(capture_dir, mf.for_capture(capture_dir, manifest), prov,
                              load_claims(claims) if claims else None, with_summaries=False)
         r.pop("summaries", None)  # computed for --claims only
-    if measurement is not None:
-        r["measurement"] = validate_measurement(measurement, root)
-        if not r["measurement"]["valid"]:
-            r["verdict"] = "rejected"
+    for a in known:
+        if a.name in given:
+            r[a.name] = a.recheck(given[a.name], root)
+            if not r[a.name]["valid"]:
+                r["verdict"] = "rejected"
     return r

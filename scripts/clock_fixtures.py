@@ -94,7 +94,7 @@ def main(tar: Path, label: str, names: list[str]) -> None:
             m = load_manifest(FIX / name / "manifest.json")
             raw = next((FIX / name).glob("*.atrex"))
             side = json.loads(raw.with_suffix(".json").read_text())
-            rows.append((name, side, m, decode_file(raw, m).meta["clock"]))
+            rows.append((name, side, m, decode_file(raw, m).meta.clock))
     for name in names:
         for p in (FIX / name).iterdir():
             p.chmod(0o644)

@@ -154,7 +154,7 @@ def test_captures_without_the_clock_keep_the_global_timer(name):
     """8- and 4-byte events carry no %clock: every interval is timed by the global timer, as before,
     and the summary says so; the clock check has nothing to check."""
     launch, m = _launch(name)
-    assert "clock" not in launch.meta
+    assert not launch.meta.clock_recorded and launch.meta.clock is None
     for iv in m.intervals:
         p = pairs(launch, iv.start_id, iv.end_id)
         d = durations(launch, p)
@@ -231,8 +231,8 @@ def test_ns_at_the_measured_clock_are_within_one_percent(name):
     2000-cycle spin within 1% of its own measured length (warm instances: _phase)."""
     launch, m = _launch(name)
     _, tail, _ = LOAD.get(name, STEADY)
-    rate = launch.meta["clock"]["rate_ghz"]
-    tick = launch.meta["timer_resolution_ns"]
+    rate = launch.meta.clock["rate_ghz"]
+    tick = launch.meta.timer_resolution_ns
     p, d, spun, warm = _phase(launch, m, "spun_200 -> spun_2000")
     assert np.array_equal(d.ns, d.cycles / d.rates) and (np.abs(d.rates / rate - 1) < 0.01).all()
     fixed = np.median((d.cycles - spun)[warm])
@@ -253,7 +253,7 @@ def test_global_timer_figures_are_off_by_up_to_a_tick(name):
     as two or three neighbouring multiples of the tick."""
     launch, m = _launch(name)
     _, _, skew = LOAD.get(name, STEADY)
-    tick = launch.meta["timer_resolution_ns"]
+    tick = launch.meta.timer_resolution_ns
     assert tick == 32
     for phase in (*PHASES, NS_PHASE):
         p, d, _, _ = _phase(launch, m, phase)
@@ -273,7 +273,7 @@ def test_the_local_model_leaves_room_on_real_captures(name):
     (docs/validate.md states what the H200 showed), no step is impossible, and every step's cycles
     at its owner's neighbouring rate lie within 80% of what the local model allows."""
     launch, m = _launch(name)
-    tick, ev, o = launch.meta["timer_resolution_ns"], launch.events, launch.owners
+    tick, ev, o = launch.meta.timer_resolution_ns, launch.events, launch.owners
     r = readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"])
     im = impossible(r, tick)
     assert not (im.backward.any() or im.out_of_range.any() or im.jump.any())
@@ -401,7 +401,7 @@ def test_one_owner_on_two_sms_is_rejected_by_name(name, tmp_path):
     the event, and the SMs whose counter it reads (the other SM among those that count alike)."""
     s = Synthetic(tmp_path, name)
     launch, _ = _launch(name)
-    o, rate = launch.owners, launch.meta["clock"]["rate_ghz"]
+    o, rate = launch.owners, launch.meta.clock["rate_ghz"]
     owner, seq = 3, 40
     line = o["clk0"] - rate * (o["t0"] - o["t0"][owner])  # each owner's counter at the owner's start
     other = int(np.flatnonzero(np.abs(line - line[owner]) > 10**6)[0])  # an SM whose counter is far from its own
@@ -588,7 +588,7 @@ def test_the_clock_in_8_byte_events_gives_the_programmed_phases(name):
     less the empty phase's median is within 20 cycles of what the spins measured themselves (20
     more with resident rings, FIXED_COST_SPREAD)."""
     launch, m = _launch(name)
-    assert launch.meta["event_bytes"] == 8 and launch.meta["flags"] & 1 and m.capture.clock
+    assert launch.meta.event_bytes == 8 and launch.meta.flags & 1 and m.capture.clock
     assert sorted(np.unique(launch.events["site"]).tolist()) == list(range(len(m.sites)))
     r = validate_capture(FIX / name, m)
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
@@ -633,7 +633,7 @@ def test_real_kernels_recorded_with_the_clock_in_8_byte_events_are_valid(folder)
     the H200 after their program's own warm-up: each validates, clock_consistency included."""
     m = load_manifest(folder / "manifest.json")
     launch = decode_file(next(folder.glob("*.atrex")), m)
-    assert launch.meta["event_bytes"] == 8 and launch.meta["flags"] == 1 and "cycles" in launch.events
+    assert launch.meta.event_bytes == 8 and launch.meta.flags == 1 and "cycles" in launch.events
     r = validate_capture(folder, m)
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
 
@@ -659,7 +659,7 @@ def test_a_pause_right_after_the_start_stamp_is_judged_at_the_rate_around_it():
     folder = FIX / "softmax_rows_clock"
     m = load_manifest(folder / "manifest.json")
     launch = decode_file(next(folder.glob("*.atrex")), m)
-    ev, o, tick = launch.events, launch.owners, launch.meta["timer_resolution_ns"]
+    ev, o, tick = launch.events, launch.owners, launch.meta.timer_resolution_ns
     im = impossible(readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"]), tick)
     first = np.flatnonzero((ev["owner"] == 1803) & (ev["seq"] == 0))
     assert first.tolist() == [10818] and im.dc[10818] == 419 and im.dt[10818] == 96
@@ -672,7 +672,7 @@ def test_a_paused_event_times_no_interval_on_a_real_capture():
     paused event keep the timer's ns while the others are timed by the clock."""
     m = load_manifest(REAL / "fi_segment_packbits_clock" / "manifest.json")
     launch = decode_file(next((REAL / "fi_segment_packbits_clock").glob("*.atrex")), m)
-    ev, o, tick = launch.events, launch.owners, launch.meta["timer_resolution_ns"]
+    ev, o, tick = launch.events, launch.owners, launch.meta.timer_resolution_ns
     im = impossible(readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"]), tick)
     assert int(im.paused.sum()) == 11 and not (im.jump | im.out_of_range | im.backward).any()
     iv = next(i for i in m.intervals if i.name == "chunk -> chunk_end")

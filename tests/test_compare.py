@@ -527,7 +527,7 @@ def test_one_outlier_instance_does_not_hide_the_change(monkeypatch):
 
     def stretched(launch, start, end):
         p, *rest = real(launch, start, end)
-        if launch.meta["source_id"] == after and not planted and p["dur"].size:
+        if launch.meta.source_id == after and not planted and p["dur"].size:
             p = {**p, "dur": p["dur"].copy()}
             p["dur"][0] = 100_000_000
             planted.append(launch.name)

@@ -34,7 +34,7 @@ def per_site(m, launch, site: str) -> np.ndarray:
 
 def test_gemm_geometry_and_counts():
     m, l = load("gemm_mma")
-    assert l.meta["grid"] == [32, 32, 1] and l.meta["block"] == [256, 1, 1]
+    assert l.meta.grid == (32, 32, 1) and l.meta.block == (256, 1, 1)
     # lane0 group, every 64th CTA: 16 CTAs x 8 warps; cta group: 16 owners
     assert l.counts["owners"] == 16 * 8 + 16 == l.counts["owners_claimed"]
     for key in ("owners_missing", "owners_unexpected", "owners_misplaced", "duplicate_claims", "overflow_owners",
@@ -54,7 +54,7 @@ def test_gemm_geometry_and_counts():
 def test_reduce_geometry_and_counts():
     m, l = load("reduce_sumsq")
     grid, threads, n4 = 528, 256, (1 << 26) // 4
-    assert l.meta["grid"] == [grid, 1, 1]
+    assert l.meta.grid == (grid, 1, 1)
     assert l.counts["owners_claimed"] == 66 * 8 + 66 and l.counts["overflow_owners"] == 0
     lane0 = l.owners["group"] == 0
     gtid = l.owners["cta"][lane0] * threads + l.owners["thread"][lane0]

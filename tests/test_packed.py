@@ -141,7 +141,7 @@ def test_packed_capture_decodes_as_the_8_byte_one(tmp_path):
     assert b.n_events == a.n_events == 20480
     for k in a.events:
         assert np.array_equal(a.events[k], b.events[k]), k
-    assert b.meta["event_bytes"] == 4 and b.meta["timer_resolution_ns"] == 32
+    assert b.meta.event_bytes == 4 and b.meta.timer_resolution_ns == 32
     side = json.loads((tmp_path / "4" / f"{synthetic.KERNEL}-launch0.json").read_text())
     assert side["timer_resolution_ns"] == 32
     assert validate_dir(tmp_path / "4", m4)[0]["verdict"] == "valid"
@@ -166,7 +166,7 @@ def test_an_8_byte_capture_from_a_finer_timer_is_valid(tmp_path):
     """The same timer with 8-byte events: the tag holds the site, so nothing is lost."""
     m = synthetic.write_capture(tmp_path, 20000, 256, tick=1)
     report, launches = validate_dir(tmp_path, m)
-    assert report["verdict"] == "valid" and launches[0].meta["timer_resolution_ns"] == 1
+    assert report["verdict"] == "valid" and launches[0].meta.timer_resolution_ns == 1
 
 
 def test_a_sidecar_whose_resolution_the_stamps_do_not_give_is_refused(tmp_path):
@@ -207,7 +207,7 @@ def test_packed_h200_captures_hold_what_the_8_byte_one_holds(project, name, warp
     report, (p,) = validate_dir(fix, m, Provenance(source=fix / f"{name}.instrumented.cu"))
     assert report["verdict"] == "valid", _failed(report)
     (r,) = decode_dir(FIX / "reduce_sumsq_resident", ref_m)
-    assert p.meta["timer_resolution_ns"] == 32 and p.meta["event_bytes"] == 4
+    assert p.meta.timer_resolution_ns == 32 and p.meta.event_bytes == 4
     assert p.counts == r.counts and p.counts["events"] == 34914
     assert (site_counts(p, len(m.sites)) == site_counts(r, len(m.sites))).all()
     assert (fix / "reduce_sumsq-launch2.atrex").stat().st_size == 219104

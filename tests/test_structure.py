@@ -145,3 +145,47 @@ def test_kernel_plan_is_filled_in_its_declared_order():
             names = code.rstrip(";").split("=")[0]
             declared += [re.sub(r"\[.*\]", "", n).strip().split()[-1].lstrip("*") for n in names.split(",")]
     assert declared[:len(KERNEL_PLAN_FIELDS)] == list(KERNEL_PLAN_FIELDS)
+
+
+# the decoder's reader: the one place that reads a launch's metadata by key and names its owner
+# columns (`col_<name>`); everything else reads the typed view (Launch.meta, Launch.owner_column)
+META_READERS = {"decode.py", "launchmeta.py"}
+KEYED = re.compile(r"""\bmeta\[|\bmeta\.get\(|["']col_""")
+READ_BY = [PACKAGE, PACKAGE.parent / "scripts", PACKAGE.parent / "bench", PACKAGE.parent / "examples"]
+
+
+def test_launch_metadata_is_read_through_its_typed_view():
+    found = [f"{p.relative_to(PACKAGE.parent)}:{i}: {line.strip()}"
+             for root in READ_BY for p in sorted(root.rglob("*.py"))
+             if not (p.parent == PACKAGE and p.name in META_READERS)
+             for i, line in enumerate(p.read_text().splitlines(), 1) if KEYED.search(line)]
+    assert found == [], "launch metadata or owner columns read by key outside decode's reader:\n" + "\n".join(found)
+
+
+# packages (and modules) whose checks register with validation instead of being known to it
+ROUTES = ("atrex_inject.cuda", "atrex_inject.cutedsl", "atrex_inject.measure")
+
+
+def test_validate_imports_no_route():
+    graph = import_graph()
+    seen, todo = set(), ["atrex_inject.validate"]
+    while todo:  # what validate imports, however indirectly
+        for t in graph[todo.pop()] - seen:
+            seen.add(t)
+            todo.append(t)
+    routes = sorted(m for m in seen if any(m == r or m.startswith(r + ".") for r in ROUTES))
+    assert routes == [], f"validate imports route modules: {routes}"
+
+
+def test_every_registered_rule_counts_under_a_named_check():
+    """The routes' rules (registry.CHECK_MODULES) register with validation: each counts under a
+    named check of the report, in a scope validate runs, and each route's part is there."""
+    from atrex_inject.checks import registered
+    from atrex_inject.validate import CHECKS, CORE
+
+    routes = registered()
+    rules = CORE.rules + routes.rules
+    assert all(r.check in CHECKS and r.scope in ("launch", "capture") for r in rules)
+    assert {r.check for r in routes.rules} == {"overflow", "truncation", "cross_launch_mixing"}  # IKeT's log
+    assert ".py" in routes.source_ids and len(routes.notes) == 1  # Python launches
+    assert [a.name for a in routes.artifacts] == ["measurement"]  # measure

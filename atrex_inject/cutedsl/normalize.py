@@ -18,7 +18,8 @@ IKeT reports warp records it dropped (a warp past maxTsCntPerWarp), and trace da
 collect, only in its log: its decoded JSON has no drop counter. Given run-iket's log (what
 `atrex-inject capture` keeps), normalize_run reads it (iketlog.py) and every launch's sidecar
 carries what it says about the target kernel as `iket_log`, which validation counts under
-overflow (dropped records) and truncation (incomplete trace); without a log nothing is added.
+overflow (dropped records) and truncation (incomplete trace) (checks.py); without a log nothing
+is added.
 """
 from __future__ import annotations
 

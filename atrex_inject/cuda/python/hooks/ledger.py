@@ -1,6 +1,7 @@
 """The launch ledger `pylaunch-<pid>.json` (docs/format.md): what one Python process under
 `atrex-inject capture` did with the kernel's launches. session.py writes it (atomically, whenever
-it changes and at exit); capture.py reports it and validate.py notes its launches not captured.
+it changes and at exit); capture.py reports it, and validate notes its launches not captured
+(../checks.py).
 
     {"format": "atrex-pylaunch", "version": 1, "pid": 4242, "run_id": "…", "kernel": "rmsnorm_rows",
      "hooked": ["cuda.bindings.driver", "cuda.bindings.nvrtc"], "failed_hooks": [],
