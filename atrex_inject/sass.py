@@ -590,25 +590,75 @@ def dependency_digest(src: Path, folders: list[str], flags: list[str], cwd: Path
     includes). A name nvcc lists that is no file is a `#line` directive's (an instrumented source
     names its clean file so): its name is keyed, not content. None when nvcc cannot list them, or a
     file it lists cannot be read: the build then fails and says why."""
-    cmd = [nvcc(), "-M", *(f"-I{d}" for d in folders), *flags, str(src)]
+    deps = _dependencies(src, folders, flags, cwd)
+    if deps is None:
+        return None
+    h = hashlib.sha256(json.dumps([_nvcc_version(nvcc()), flags]).encode())
+    for path, content in deps:
+        h.update(b"#line " + path.encode() if content is None else content)
+    return h.hexdigest()
+
+
+# nvcc -M's answer for a unit's folder, directives, search folders and flags, with the content
+# digest of each file it listed: a unit whose directives are the same reads the same files as long
+# as those files are unchanged (a changed one may include others: nvcc is asked again). The units
+# are written into scratch folders the tool makes, so nothing new appears beside them to shadow a
+# header of the search folders. Candidate builds of one source differ only in their code, so one
+# nvcc -M (a quarter of a second: it preprocesses the CUDA runtime twice) serves them all.
+_LISTED: dict[tuple, list[tuple[str, bytes | None]]] = {}
+
+
+def _directives(text: str) -> tuple[str, ...]:
+    """The preprocessor lines of `text` that decide what it reads: every directive, a `#line`'s
+    number left out (an insertion moves it, the file it names is listed)."""
+    return tuple(re.sub(r"^#\s*line\s+\d+", "#line", l.strip()) for l in text.splitlines()
+                 if l.lstrip().startswith("#"))
+
+
+def _dependencies(src: Path, folders: list[str], flags: list[str], cwd: Path | None) -> list[tuple[str, bytes | None]] | None:
+    """(name, sha256 of its content; None for a name no file has) of every file a build of `src`
+    reads, `src` first; from _LISTED where its files are unchanged, else from `nvcc -M`."""
+    try:
+        text = src.read_bytes()
+    except OSError:
+        return None
+    key = (nvcc(), str(src.parent), tuple(folders), tuple(flags), str(cwd), _directives(text.decode(errors="replace")))
+    here = [(str(src), hashlib.sha256(text).digest())]
+    listed = _LISTED.get(key)
+    if listed is not None and all(not (Path(cwd or ".") / name).exists() if content is None
+                                  else _content(Path(cwd or ".") / name) == content for name, content in listed):
+        return here + listed
+    cmd = [key[0], "-M", *(f"-I{d}" for d in folders), *flags, str(src)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     except OSError:
         return None
     if p.returncode != 0 or ":" not in p.stdout:
         return None
-    h = hashlib.sha256(json.dumps([_nvcc_version(cmd[0]), flags]).encode())
     rule = p.stdout.replace("\\\n", " ").split(":", 1)[1]  # `x.o : a.cu \<newline> b.h`, a space in a name as `\ `
-    for dep in re.findall(r"(?:\\ |\S)+", rule):
-        path = Path(cwd or ".") / dep.replace("\\ ", " ")
+    names = re.findall(r"(?:\\ |\S)+", rule)
+    if not names or (Path(cwd or ".") / names[0].replace("\\ ", " ")).resolve() != src.resolve():
+        return None  # nvcc lists the source first
+    listed = []
+    for dep in names[1:]:
+        name = dep.replace("\\ ", " ")
+        path = Path(cwd or ".") / name
         if not path.exists():  # `#line 1 "examples/cuda/k.cu"`: nvcc -M lists the name, which nothing reads
-            h.update(b"#line " + dep.encode())
+            listed.append((name, None))
             continue
-        try:
-            h.update(hashlib.sha256(path.read_bytes()).digest())
-        except OSError:
+        content = _content(path)
+        if content is None:
             return None
-    return h.hexdigest()
+        listed.append((name, content))
+    _LISTED[key] = listed
+    return here + listed
+
+
+def _content(path: Path) -> bytes | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).digest()
+    except OSError:
+        return None
 
 
 REGISTERS_PER_SM, MAX_WARPS_PER_SM, MAX_CTAS_PER_SM = 65536, 64, 32  # sm_90
