@@ -3,7 +3,7 @@ dtypes, the owner roles, the event tag, and the owner <-> slot arithmetic in bot
 
 Mirrors runtime/atrex_recorder.cuh (its structs, `enum Role`, kTagValid, and the __host__
 __device__ helpers role_warp_mask, owners_per_cta, ctas_selected) and atrex_capture.cuh
-(fill_header); docs/format.md states the rules once, and tests/test_layout_offsets.py compiles
+(fill_header); docs/format.md states the rules once, and tests/compile/test_layout_offsets.py compiles
 the headers to check that both sides agree. Decode, the Python capture session, the IKeT
 normalizer and the synthetic captures all read these, so none of them restates a rule.
 """

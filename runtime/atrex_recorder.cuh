@@ -7,7 +7,7 @@
 // uses atomics on the hot path; the host side (atrex_capture.cuh) owns the buffer.
 //
 // The buffer of one launch (format v2; docs/format.md; decoded by atrex_inject/decode.py, with its
-// numpy mirror in atrex_inject/layout.py checked against these structs by tests/test_layout_offsets.py):
+// numpy mirror in atrex_inject/layout.py checked against these structs by tests/compile/test_layout_offsets.py):
 //
 //   offset 0                512                   512 + 48 * n_owners
 //   +-----------------------+---------------------+--------------------------------------------------+

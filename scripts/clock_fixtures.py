@@ -8,7 +8,7 @@ RUN_LABEL: how PROVENANCE.md names that GPU call, as update_fixtures.py's does (
 (default: all of NAMES) choose which captures become fixtures, in a section of their own, so the
 fixtures other tests were written against can stay from an earlier call. Afterwards the
 golden outputs include the new folders: regenerate them (`python3 tests/golden_outputs.py
-tests/golden`).
+tests/golden/outputs`).
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def section(label: str, device: list[str], rows: list[tuple[str, dict, dict, dic
     for name, side, m, clock in rows:
         lines.append(f"- `{name}/`: {SPECS[name]}; source id {m.source.source_id[:16]}…, `{side['file']}`, "
                      f"workload `{side['workload']}`, {side.get('time_utc', '?')}; {clock_line(clock)}.")
-    lines += ["", "These files are device output: never edit them. tests/test_clock.py reads them, and plants "
+    lines += ["", "These files are device output: never edit them. tests/captures/test_clock.py reads them, and plants "
                   "faults in synthetic copies.", ""]
     return "\n".join(textwrap.fill(line, 100, subsequent_indent="  " if line.startswith("- ") else "",
                                    break_on_hyphens=False) if line and not line.startswith("## ") else line
@@ -107,7 +107,7 @@ def main(tar: Path, label: str, names: list[str]) -> None:
     at = text.index(SPLIT) if SPLIT in text else len(text)
     (FIX / "PROVENANCE.md").write_text(text[:at] + section(label, device, rows) + "\n" + text[at:])
     print("\n".join(f"{n}: {clock_line(c)}" for n, _, _, c in rows))
-    print("now regenerate the golden outputs, which cover every fixture: python3 tests/golden_outputs.py tests/golden")
+    print("now regenerate the golden outputs, which cover every fixture: python3 tests/golden_outputs.py tests/golden/outputs")
 
 
 if __name__ == "__main__":

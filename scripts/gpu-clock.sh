@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real captures with the SM clock (`[capture] clock = true`) for tests/test_clock.py:
+# Real captures with the SM clock (`[capture] clock = true`) for tests/captures/test_clock.py:
 # on the GPU host, from the repository root, with wheels in .whl/ (carry [".whl"]):
 #   bash scripts/gpu-clock.sh            (results under $OUT/clock/, default OUT=/tmp/atrex-gpu; ~1 minute)
 # Captures, each applied, built for sm_90a, run once with probes off, captured through

@@ -11,7 +11,7 @@
 # instrumented and clean against staged, ABBA BAAB x 2, a fresh process per sample), the
 # example evaluator's records and the verdict. Every GPU program runs under a timeout.
 # Everything comes back in $OUT/demo/demo.tar.gz; on the CPU side
-#   python3 scripts/update_fixtures.py --demo demo.tar.gz "LABEL" && python3 tests/golden_outputs.py tests/golden
+#   python3 scripts/update_fixtures.py --demo demo.tar.gz "LABEL" && python3 tests/golden_outputs.py tests/golden/outputs
 # replaces tests/fixtures/h200/{gemm_mma,gemm_mma_staged,measure} with their PROVENANCE.md section,
 # then the golden outputs. scripts/gpu-suite.sh runs this script for its GEMM.
 set -uo pipefail

@@ -44,7 +44,7 @@ def _section(t: Path) -> list[str]:
              "- kernels: `tests/sources/compare/sumsq.cu` and `sumsq.after.cu`, which differ in one line (the",
              "  streaming loop's `#pragma unroll 1`, then `4`), each copied in turn to the spec's source,",
              "  `tests/sources/compare/sumsq.toml` applied (`sumsq.instrumented.cu` and `sumsq.after.instrumented.cu`",
-             "  are the files built; `tests/test_compare.py` checks that apply writes the same bytes), built,",
+             "  are the files built; `tests/captures/test_compare.py` checks that apply writes the same bytes), built,",
              "  captured with `atrex-inject capture --workload W -- BUILD --warmup 10 --iters 20` (the spec writes",
              "  launches 10-17), and reverted byte for byte. `before/` and `before_rerun/` are one binary run in two",
              "  processes (the A/A pair); `after/` is the changed build.", "",

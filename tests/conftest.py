@@ -1,10 +1,18 @@
-"""Shared test helpers: a throwaway project tree holding the examples, and real nvcc compiles."""
+"""Shared test helpers: a throwaway project tree holding the examples, and real nvcc compiles.
+
+The tests are grouped by kind, a folder each: unit/ (one module on its own), compile/ (rewrites
+compiled by nvcc and read in SASS, no GPU), captures/ (real H200 captures decoded, validated,
+summarized, exported, compared), cli/ (the command line as a user meets it: help, errors, the
+README and the demo), golden/ (every user-visible output against tests/golden/outputs/). A test
+may use another's helpers (test_validate's planted captures, test_sass's SASS diff), so every
+kind's folder is importable from every other."""
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,8 +20,10 @@ import pytest
 from atrex_inject.snapshot import runtime_header
 
 REPO = Path(__file__).resolve().parent.parent
+KINDS = ("unit", "compile", "captures", "cli", "golden")
+sys.path[:0] = [str(Path(__file__).resolve().parent / kind) for kind in KINDS]
 EXAMPLE_SPECS = sorted((REPO / "examples" / "specs").glob("*.toml"))
-# CUDA source in a .cu file; KERNELPY_SPECS: in a Python string (tests/test_kernelpy.py)
+# CUDA source in a .cu file; KERNELPY_SPECS: in a Python string (tests/compile/test_kernelpy.py)
 CUDA_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cuda"' in p.read_text() and '.py"' not in p.read_text()]
 KERNELPY_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cuda"' in p.read_text() and '.py"' in p.read_text()]
 CUTEDSL_SPECS = [p for p in EXAMPLE_SPECS if 'backend = "cutedsl"' in p.read_text()]

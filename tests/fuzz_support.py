@@ -1,4 +1,4 @@
-"""Hostile-input machinery shared by tests/test_no_tracebacks.py (hypothesis, in the default run)
+"""Hostile-input machinery shared by tests/cli/test_no_tracebacks.py (hypothesis, in the default run)
 and bench/fuzz_inputs.py (the long seeded fuzz run): synthetic mutations of real specs, manifests,
 sidecars, capture buffers and file names, and the one property every run asserts.
 

@@ -12,7 +12,7 @@ size; the others in full, so a difference reads as a diff. Regenerate only on pu
 commit whose outputs are right (files it no longer writes, an output that grew past INLINE say,
 are removed):
 
-    python tests/golden_outputs.py tests/golden
+    python tests/golden_outputs.py tests/golden/outputs
 """
 from __future__ import annotations
 

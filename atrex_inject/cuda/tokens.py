@@ -4,7 +4,7 @@ Lark's lexer makes a `Token` object per token: a 50 MB file is 12.8M of them, a 
 3.6 GB. This lexer runs the same terminals (grammars/cuda.lark, in the order and with the keyword
 rule of Lark's basic lexer) as one regular expression inside the `re` engine and keeps, per token,
 its type (a byte) and its end offset; a token starts where the ignored text after the previous
-one ends, so its start and text are found only when asked for. tests/test_tokens.py checks the
+one ends, so its start and text are found only when asked for. tests/unit/test_tokens.py checks the
 stream against Lark's.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _fast(regex: str) -> str:
 # width are broken by pattern length): the frequent one-character ones first, and last those whose
 # regex starts with an optional part or an alternation, which `re` cannot reject on the first
 # character. A terminal moves past another only if no character can start both (checked by
-# tests/test_tokens.py), so the first terminal that matches at an offset is the one Lark picks.
+# tests/unit/test_tokens.py), so the first terminal that matches at an offset is the one Lark picks.
 EARLY = ("LPAR", "RPAR", "LBRACE", "RBRACE", "LSQB", "RSQB", "SEMI")
 LATE = ("IF0", "PREPROC", "LAUNCH_CLOSE", "LAUNCH_OPEN", "NUMBER", "PUNCT", "COLON", "LT", "GT")
 

@@ -1,5 +1,5 @@
 // register_bound.cu — a kernel whose peak register pressure is where a probe sits, with no
-// __launch_bounds__ (so its block size is unknown to the tool): tests/test_recorder_choice.py.
+// __launch_bounds__ (so its block size is unknown to the tool): tests/compile/test_recorder_choice.py.
 // Nine 16-byte loads stay live until they are combined; the site `loaded` is between the two.
 __global__ void register_bound(const float4* __restrict__ x, float* __restrict__ y, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;

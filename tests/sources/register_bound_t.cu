@@ -1,5 +1,5 @@
 // register_bound_t.cu — register_bound.cu as a template on how many loads stay live, built in two
-// instantiations of different register counts (tests/test_recorder_choice.py).
+// instantiations of different register counts (tests/compile/test_recorder_choice.py).
 template <int N>
 __global__ void register_bound_t(const float4* __restrict__ x, float* __restrict__ y, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -1,5 +1,5 @@
 // alias.cu — launches through a local alias of the kernel and its attribute calls, the way
-// flash-attention and flashinfer write them (tests/test_launches.py; compiled, never run).
+// flash-attention and flashinfer write them (tests/compile/test_launches.py; compiled, never run).
 #include <cuda_runtime.h>
 
 #define CUDA_CALL(x)                                  \

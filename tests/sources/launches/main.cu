@@ -1,4 +1,4 @@
-// main.cu — launches ops::saxpy from saxpy.cuh through an error-check macro (tests/test_launches.py).
+// main.cu — launches ops::saxpy from saxpy.cuh through an error-check macro (tests/compile/test_launches.py).
 #include <cstdio>
 #include "saxpy.cuh"
 

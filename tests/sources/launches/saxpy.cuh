@@ -1,4 +1,4 @@
-// saxpy.cuh — a kernel in a header; main.cu launches it (tests/test_launches.py).
+// saxpy.cuh — a kernel in a header; main.cu launches it (tests/compile/test_launches.py).
 #pragma once
 #include <cuda_runtime.h>
 

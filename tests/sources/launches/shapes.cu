@@ -1,4 +1,4 @@
-// shapes.cu — the launch shapes of one kernel template, for tests/test_launches.py (compiled, never run).
+// shapes.cu — the launch shapes of one kernel template, for tests/compile/test_launches.py (compiled, never run).
 #include <cstdio>
 #include <cuda.h>
 #include <cuda_runtime.h>

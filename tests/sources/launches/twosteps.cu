@@ -1,4 +1,4 @@
-// twosteps.cu — two kernels named step in two namespaces (tests/test_launches.py).
+// twosteps.cu — two kernels named step in two namespaces (tests/compile/test_launches.py).
 #include <cuda_runtime.h>
 
 namespace fast {
