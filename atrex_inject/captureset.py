@@ -36,6 +36,7 @@ class Member:
     device_uuid: str
     device_name: str
     alignment: Alignment | None
+    workload: str  # the sidecars' workloads ("" none), one as a run writes them
 
     @property
     def label(self) -> str:
@@ -109,16 +110,16 @@ def is_single(dirs: list[Path], manifest: Path | None) -> bool:
     return False
 
 
-def _member(folder: Path) -> Member:
-    manifest = mf.for_capture(folder)
+def member(folder: Path, manifest: Manifest | None = None) -> Member:
+    """The capture folder read with `manifest` (default its own); its device "" where its sidecars
+    name none (a capture alone needs none)."""
+    manifest = manifest or mf.for_capture(folder)
     files = tuple(capture_files(folder))
-    devices = {}
+    devices, workloads = {}, set()
     for f in files:
         side = open_capture(f, manifest).meta.sidecar
         devices.setdefault(side.device_uuid, (side.device or {}).get("name") or "")
-    if None in devices:
-        raise AtrexError(f"{folder}: a launch's sidecar names no device uuid, so the capture cannot be placed on "
-                         "a device's time axis", hint="capture it again with this version of atrex-inject")
+        workloads.add(side.workload or "")
     if len(devices) > 1:
         raise AtrexError(f"{folder}: its launches ran on {len(devices)} devices ({', '.join(sorted(devices))})",
                          hint="capture each device into its own folder")
@@ -127,13 +128,17 @@ def _member(folder: Path) -> Member:
     if alignment is not None and alignment.device_uuid != uuid:
         raise AtrexError(f"{folder / clockalign.FILE_NAME}: calibrates device {alignment.device_uuid}, but the "
                          f"capture ran on {uuid}", hint="calibrate the device the capture ran on")
-    return Member(folder, manifest, files, uuid, name, alignment)
+    return Member(folder, manifest, files, uuid or "", name, alignment, " | ".join(sorted(workloads)))
 
 
 def open_timeline(dirs: list[Path]) -> Timeline:
     """The captures of `dirs` (folders()) on one axis; exit 2 where there is none: captures of
     several devices without a calibration of each on one host clock."""
-    members = tuple(_member(f) for f in folders(dirs))
+    members = tuple(member(f) for f in folders(dirs))
+    unknown = [str(m.folder) for m in members if not m.device_uuid]
+    if unknown and len(members) > 1:
+        raise AtrexError(f"{', '.join(unknown)}: a launch's sidecar names no device uuid, so the capture cannot be "
+                         "placed on a device's time axis", hint="capture it again with this version of atrex-inject")
     devices = sorted({m.device_uuid for m in members})
     if len(devices) == 1:
         return Timeline(members, GLOBALTIMER)

@@ -459,8 +459,10 @@ def _render_checks(r: dict) -> None:
 
 
 @app.command()
-def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE_DIR]", help="Capture folder "
-                                                         "(raw files); leave out to check only --measurement."),
+def validate(capture_dirs: Optional[list[Path]] = typer.Argument(
+                 None, metavar="[CAPTURE_DIR]", help="Capture folder (raw files); leave out to check only --measurement. "
+                                                     "Several, or a folder holding several: each is checked, and what "
+                                                     "they share (one run, the alignment, causality across them)."),
              manifest: Optional[Path] = ManifestOpt,
              source: Optional[Path] = typer.Option(None, help="Instrumented source the binary was built from."),
              binary: Optional[Path] = typer.Option(None, help="Binary that ran (with --binary-sha256)."),
@@ -474,14 +476,35 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
     """Run the named checks (overflow, truncation, geometry, owner/site identity, duplicate ownership,
     time order, interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
     and print the verdict. Exit 0 valid, 1 rejected, 2 usage error."""
+    from .captureset import is_single, open_timeline
+    from .timeline_validate import validate_timeline
     from .validate import Provenance
     from .validate import validate as validate_all
 
     def work():
-        return validate_all(capture_dir, manifest, Provenance(source, binary, binary_sha256, workload, device), claims,
-                            {"measurement": measurement}, root)
+        if not capture_dirs or is_single(capture_dirs, manifest):
+            return validate_all(capture_dirs[0] if capture_dirs else None, manifest,
+                                Provenance(source, binary, binary_sha256, workload, device), claims,
+                                {"measurement": measurement}, root)
+        given = [o for o, v in (("--source", source), ("--binary", binary), ("--binary-sha256", binary_sha256),
+                                ("--workload", workload), ("--device", device), ("--claims", claims),
+                                ("--measurement", measurement)) if v is not None]
+        if given:
+            raise AtrexError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one capture folder",
+                             hint="validate each capture with its provenance alone; together, give the folders only")
+        return validate_timeline(open_timeline(capture_dirs))
 
     def render(r):
+        for c in r.get("captures", []):
+            out.print(f"capture {c['folder']} (spec {c['spec']}, device {c['device']}):")
+            _render_checks(c)
+        if "handoffs" in r:
+            out.print(f"{len(r['captures'])} captures on one axis ({r['axis']}):")
+        for h in r.get("handoffs", []):
+            q = h["handoff_ns"]
+            out.print(f"  handoff {h['causality']} ({h['producer']} -> {h['consumer']}): {h['matched']} observed, "
+                      f"{h['unmatched']} without a recorded producer; min {q['min']} median {q['median']} max "
+                      f"{q['max']} ns, bound {h['bound_ns']} ns")
         if "checks" in r:
             _render_checks(r)
         if "measurement" in r:

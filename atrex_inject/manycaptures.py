@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from . import causality
 from .captureset import GLOBALTIMER, Member, Timeline
+from .checks import Check
 from .decode import PART_EVENTS, decode_parts, open_capture
 from .errors import AtrexError
 from .export import TrackGroup, write_trace
@@ -51,6 +53,8 @@ def summarize_timeline(tl: Timeline, fixed_cost: str | None = None) -> dict:
     out["axis_words"] = _axis_words(tl)
     for c, m, launches in zip(out["captures"], tl.members, per):
         c["launches"] = [_placed(tl, m, l, origin) for l in launches]
+    scratch = Check("causality")  # validate judges them; the summary measures them
+    out["handoffs"] = [h for own in (True, False) for h in causality.check_timeline(tl, scratch, own)[0]]
     return out
 
 
@@ -67,6 +71,12 @@ def render_timeline_text(r: dict) -> str:
             err = f" ± {l['axis_error_ns']:.0f} ns" if l["axis_error_ns"] else ""
             lines.append(f"  {l['launch']} starts {l['axis_start_ns'] / 1e3:.1f} us{err} after the first launch")
             lines += ["  " + x for x in render_text(l).split("\n")]
+    for h in r["handoffs"]:
+        q = h["handoff_ns"]
+        lines.append(f"handoff {h['causality']} ({h['producer']} -> {h['consumer']}, key {h['key']}): {h['matched']} "
+                     f"consumer events observed a recorded producer event, {h['unmatched']} did not; from the latest "
+                     f"producer event: min {q['min']}, median {q['median']}, p90 {q['p90']}, max {q['max']} ns "
+                     f"(± {h['bound_ns']:.0f} ns); {h['violations']} beyond the bound (validate: causality)")
     return "\n".join(lines)
 
 
