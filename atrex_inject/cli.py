@@ -720,10 +720,18 @@ def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
              options_metavar="[OPTIONS] -- CMD...")
 def capture(ctx: typer.Context,
-            spec: Path = typer.Option(..., help="The applied spec (its manifest names the kernel and sites)."),
+            spec: list[Path] = typer.Option(..., metavar="SPEC",
+                                            help="The applied spec (its manifest names the kernel and sites). "
+                                                 "Repeat it for a program whose kernels each have a spec: one run, "
+                                                 "a capture folder per spec under --out, on one time axis."),
             out_dir: Path = typer.Option(..., "--out", help="Capture folder to create."),
             root: Optional[Path] = RootOpt,
             workload: Optional[str] = typer.Option(None, help="Workload identity recorded with each launch."),
+            calibrate: Optional[Path] = typer.Option(
+                None, "--calibrate", metavar="CALIBRATOR",
+                help="A build of runtime/atrex_clockcal.cu: run before and after the program, it relates the "
+                     "device's %globaltimer to the host clock (clock.json), so captures of several devices share "
+                     "an axis."),
             as_json: bool = JsonOpt):
     """Run a program (CMD..., everything after --) under capture: with the cuda backend through the
     recorder's ATREX_TIMELINE_OUT, and with the kernel's launches from Python (cuda-python,
@@ -735,10 +743,16 @@ def capture(ctx: typer.Context,
     def work():
         if not ctx.args:
             raise AtrexError("no program to run", hint="atrex-inject capture --spec S --out DIR -- ./prog args")
-        return run_capture(spec, root, out_dir, ctx.args, workload)
+        return run_capture(spec, root, out_dir, ctx.args, workload, calibrate)
+
     def render(r: dict) -> None:
-        out.print(f"{len(r['launches'])} launch(es) captured in {r['out']} (program {r['program']['path']}, "
-                  f"sha256 {r['program']['sha256'][:16]}…)")
+        for c in r.get("captures", [r]):
+            out.print(f"{len(c['launches'])} launch(es) captured in {c['out']} (program {r['program']['path']}, "
+                      f"sha256 {r['program']['sha256'][:16]}…)")
+        if "clock" in r:
+            k = r["clock"]
+            out.print(f"  clock: device timer to host clock, drift {k['drift_ppm']:+.3f} ppm, error bound "
+                      f"{k['error_ns']:.0f} ns (clock.json)")
         py = r.get("python")
         if py and (py["launches"] or py["not_captured"] or py["failed_hooks"]):  # what the launch hooks did
             out.print(f"  from Python ({', '.join(py['hooked']) or 'no launch API imported'}): {py['launches']} "

@@ -19,7 +19,6 @@ device) is refused: the window gives no offset.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,22 +32,23 @@ FILE_NAME = "clock.json"
 FORMAT, VERSION = "atrex-clock", 1
 WINDOW_FORMAT = "atrex-clock-window"  # one calibration run's output (runtime/atrex_clockcal.cu)
 KEEP = 16  # tightest brackets a window's offset is taken from
-AGREE_NS = 1.0  # a stored fit differing from the samples' by more is refused (it was edited)
 
 
 @dataclass(frozen=True)
 class Window:
     """One calibration window's fit: at device time `gpu_ns` (the kept samples' mean timer read),
-    host - device = offset_ns ± half_ns, from `kept` of its `samples` samples."""
+    host - device = offset_ns ± half_ns, from `kept` of its `samples` samples. The offset is a
+    whole ns (the range's middle, rounded down; half_ns covers the rounding): host clocks that
+    count from boot put it near 2^60, past a float's ns."""
     gpu_ns: int
-    offset_ns: float
+    offset_ns: int
     half_ns: float
     kept: int
     samples: int
 
     def to_json(self) -> dict:
-        return {"gpu_ns": self.gpu_ns, "offset_ns": round(self.offset_ns, 3), "half_ns": round(self.half_ns, 3),
-                "kept": self.kept, "samples": self.samples}
+        return {"gpu_ns": self.gpu_ns, "offset_ns": self.offset_ns, "half_ns": self.half_ns, "kept": self.kept,
+                "samples": self.samples}
 
 
 def fit_window(samples: np.ndarray, tick_ns: int, where: str = "calibration window") -> Window:
@@ -65,7 +65,8 @@ def fit_window(samples: np.ndarray, tick_ns: int, where: str = "calibration wind
         raise AtrexError(f"{where}: its tightest samples disagree on the offset by {lo - hi} ns: the host clock "
                          "moved during the window, or the samples are not of one device",
                          hint="calibrate again, with the host clock not being stepped (NTP slews; a step shows here)")
-    return Window(int(round(kept[:, 1].mean())), (lo + hi) / 2, (hi - lo) / 2, int(kept.shape[0]), int(s.shape[0]))
+    return Window(int(kept[:, 1].mean().round()), (lo + hi) // 2, (hi - lo + (lo + hi) % 2) / 2, int(kept.shape[0]),
+                  int(s.shape[0]))
 
 
 def tick_of(*windows: np.ndarray) -> int:
@@ -91,14 +92,15 @@ class Alignment:
     def _where(self, t: np.ndarray) -> np.ndarray:
         return (np.asarray(t, dtype=np.float64) - self.start.gpu_ns) / (self.end.gpu_ns - self.start.gpu_ns)
 
-    def offset_ns(self, t: np.ndarray) -> np.ndarray:
-        lam = self._where(t)
-        return self.start.offset_ns + lam * (self.end.offset_ns - self.start.offset_ns)
+    def shift_ns(self, t: np.ndarray) -> np.ndarray:
+        """host - device at the device times t, to the nearest ns (int64: the start's whole offset
+        plus the drift's small change, so no precision is lost to a float)."""
+        step = np.rint(self._where(t) * (self.end.offset_ns - self.start.offset_ns)).astype(np.int64)
+        return np.int64(self.start.offset_ns) + step
 
     def host_ns(self, t: np.ndarray) -> np.ndarray:
-        """Device times (int64 ns) on the host clock, to the nearest ns."""
-        t = np.asarray(t, dtype=np.int64)
-        return t + np.rint(self.offset_ns(t)).astype(np.int64)
+        """Device times (int64 ns) on the host clock."""
+        return np.asarray(t, dtype=np.int64) + self.shift_ns(t)
 
     def error_ns(self, t: np.ndarray) -> float:
         """The largest error of host_ns over the times t: |1 - λ|·start + |λ|·end, λ a time's place
@@ -110,7 +112,7 @@ class Alignment:
 
     def to_json(self) -> dict:
         return {"tick_ns": self.tick_ns, "start": self.start.to_json(), "end": self.end.to_json(),
-                "drift_ppm": round(self.drift_ppm, 6), "error_ns": round(max(self.start.half_ns, self.end.half_ns), 3)}
+                "drift_ppm": round(self.drift_ppm, 6), "error_ns": max(self.start.half_ns, self.end.half_ns)}
 
 
 def fit(start: np.ndarray, end: np.ndarray, device_uuid: str, host_clock: str, where: str = "calibration") -> Alignment:
@@ -159,7 +161,7 @@ def write(folder: str | Path, device: dict, host_clock: str, start: np.ndarray, 
 
 def read(folder: str | Path) -> Alignment | None:
     """The capture folder's alignment, None without FILE_NAME; the fit is recomputed from the
-    samples and a file whose stored fit differs is refused (exit 2, naming the field)."""
+    samples and a file whose stored fit differs in any field is refused (exit 2, naming it)."""
     path = Path(folder) / FILE_NAME
     if not path.exists():
         return None
@@ -182,7 +184,7 @@ def read(folder: str | Path) -> Alignment | None:
     stored = doc.get("fit")
     for key, value in _flat(a.to_json()).items():
         got = _flat(stored).get(key) if isinstance(stored, dict) else None
-        if not isinstance(got, (int, float)) or isinstance(got, bool) or not math.isclose(got, value, abs_tol=AGREE_NS):
+        if got != value or isinstance(got, bool):
             raise AtrexError(f"{where}: field fit.{key} = {got!r} is not what its samples give ({value})",
                              hint="the file was edited: calibrate again")
     return a

@@ -48,7 +48,7 @@ def _alignment(tl: Timeline, check: Check) -> None:
         if a.device_uuid != b.device_uuid:
             continue
         t = np.array([(a.alignment.start.gpu_ns + a.alignment.end.gpu_ns) // 2])
-        gap = float(abs(a.alignment.offset_ns(t)[0] - b.alignment.offset_ns(t)[0]))
+        gap = abs(int(a.alignment.shift_ns(t)[0]) - int(b.alignment.shift_ns(t)[0]))
         bound = a.alignment.error_ns(t) + b.alignment.error_ns(t)
         check.fail(gap > bound, f"{a.folder} and {b.folder} calibrate device {a.device_uuid} {gap:.0f} ns apart, "
                                 f"beyond their bounds' sum of {bound:.0f} ns")
