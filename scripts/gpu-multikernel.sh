@@ -23,12 +23,9 @@
 #                       memory is not written yet: this checks the alignment across devices only)
 # Everything goes into one archive, $OUT/multikernel/multikernel.tar.gz, with device.txt and the logs.
 set -uo pipefail
-T="timeout 120"  # every GPU program: a handoff that deadlocks must not eat the device budget
-OUT=${OUT:-/tmp/atrex-gpu}
-D="$OUT/multikernel"
-mkdir -p "$D"
-fail=0
 source scripts/gpu-env.sh
+D="${OUT:-/tmp/atrex-gpu}/multikernel" && mkdir -p "$D"
+T="timeout 120" fail=0  # every GPU program: a handoff that deadlocks must not eat the device budget
 
 log device
 { nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version --format=csv,noheader; nvcc --version | tail -1;
@@ -107,6 +104,6 @@ $ATREX revert "$C" --root "$work" || fail=1
 $ATREX revert "$P" --root "$work" || fail=1
 [ "$(cat "$H"/*.cu | sha256sum)" = "$sha_before" ] || { echo "revert left the sources changed"; fail=1; }
 
-tar -C "$OUT" -czf "$OUT/multikernel.tar.gz" multikernel && mv "$OUT/multikernel.tar.gz" "$D/"
+tar -C "$(dirname "$D")" -czf "$D.tar.gz" multikernel && mv "$D.tar.gz" "$D/"
 echo "== gpu-multikernel: fail=$fail"
 exit $fail
