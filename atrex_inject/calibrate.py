@@ -46,4 +46,6 @@ def write(folders: list[Path], start: Window, end: Window) -> clockalign.Alignme
         raise CaptureError("the calibrations before and after the program are of different devices or host clocks "
                            f"({start.device.get('uuid')}, {end.device.get('uuid')})",
                            hint="keep CUDA_VISIBLE_DEVICES the same for the whole capture")
-    return [clockalign.write(f, start.device, start.host_clock, start.samples, end.samples) for f in folders][0]
+    for f in folders:
+        fitted = clockalign.write(f, start.device, start.host_clock, start.samples, end.samples)
+    return fitted

@@ -25,6 +25,7 @@ from .captureset import GLOBALTIMER, Member, Timeline, member
 from .causal_spec import Causality
 from .checks import Check, Folder
 from .decode import Launch, capture_files, decode_parts
+from .launchfile import FILE_NAME as CAPTURE_NAME
 from .owners import cta_name
 from .stats import quantiles
 
@@ -81,8 +82,8 @@ def _pairs(c: Causality, cons: Member, prod: Member) -> list[tuple[Path, Path]]:
     capture and key "cta"; otherwise the launches of the same launch number."""
     if prod is cons and c.key == "cta":
         return [(f, f) for f in cons.files]
-    seq = {f.name.rsplit("-launch", 1)[1]: f for f in prod.files}
-    return [(f, seq[f.name.rsplit("-launch", 1)[1]]) for f in cons.files if f.name.rsplit("-launch", 1)[1] in seq]
+    seq = {CAPTURE_NAME.match(f.name)["seq"]: f for f in prod.files}
+    return [(f, seq[n]) for f in cons.files if (n := CAPTURE_NAME.match(f.name)["seq"]) in seq]
 
 
 def _one(tl: Timeline, c: Causality, cons: Member, prod: Member, check: Check) -> dict:
@@ -135,10 +136,12 @@ def check_timeline(tl: Timeline, check: Check, own: bool) -> tuple[list[dict], l
                 continue
             prods = [p for p in tl.by_spec(c.producer_spec) if p.device_uuid == m.device_uuid] or \
                 tl.by_spec(c.producer_spec)
-            if len(prods) != 1 or c.producer not in prods[0].manifest.site_ids:
+            site = prods[0].manifest.site_ids.get(c.producer) if len(prods) == 1 else None
+            if site is None or prods[0].manifest.sites[site].payload is None:
                 why = (f"no capture of spec {c.producer_spec!r} is among the folders" if not prods else
                        f"{len(prods)} captures of spec {c.producer_spec!r} are (give one)" if len(prods) > 1 else
-                       f"spec {c.producer_spec!r} has no site {c.producer!r}")
+                       f"spec {c.producer_spec!r} has no site {c.producer!r}" if site is None else
+                       f"site {c.producer!r} of spec {c.producer_spec!r} records no payload to match")
                 notes.append(f"causality {c.name} of {m.label}: not checked: {why}")
                 continue
             handoffs.append(_one(tl, c, m, prods[0], check))

@@ -40,6 +40,9 @@ def _placed(tl: Timeline, m: Member, launch: dict, origin: int) -> dict:
 def summarize_timeline(tl: Timeline, fixed_cost: str | None = None) -> dict:
     """`atrex-inject summary` of several captures: {"axis", "devices", "captures": [{folder, spec,
     kernel, device, ..., "launches": [summary per launch, with axis_start_ns and axis_error_ns]}]}."""
+    if fixed_cost is not None and not any(_has(m, fixed_cost) for m in tl.members):
+        raise AtrexError(f"--fixed-cost {fixed_cost!r} is not an interval of any of the captures' specs",
+                         hint="name an interval one of them defines (each capture that defines it takes it off)")
     per = []
     for m in tl.members:
         launches = []
