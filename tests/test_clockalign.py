@@ -22,6 +22,7 @@ from atrex_inject import clockalign
 from atrex_inject.errors import AtrexError
 from atrex_inject.assets import asset_dir
 from conftest import cli, nvcc_compile
+from pftrace import read
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
 TICK = 32
@@ -114,6 +115,15 @@ def test_two_devices_share_the_host_clock_through_their_calibrations(tmp_path):
     code, out = cli("validate", a, b, "--json")
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert checks["alignment"]["ok"]  # two devices: nothing to compare
+    # the trace: a process per device, each launch's first event at its time on the host clock
+    code, out = cli("export", a, b, "--perfetto", tmp_path / "t.pftrace", "--json")
+    assert code == 0, out
+    tracks, events = read(tmp_path / "t.pftrace")
+    names = sorted(t.process.process_name for t in tracks.values() if t.HasField("process"))
+    assert names == ["NVIDIA H200 GPU-5cf0de81-6cd4-af7a-82e5-3fa8661e8542 · reduce_sumsq",
+                     "NVIDIA H200 GPU-70077900-c984-a3b8-ba74-1c8f3bc40447 · layernorm_fwd"]
+    starts = sorted(e.ts for e in events if e.name and " owners in full" in e.name)  # each launch's selection slice
+    assert starts == sorted(int(l["t_first_ns"] + s) for l, s in zip((la, lb), shift))
 
 
 def test_two_calibrations_of_one_device_that_disagree_fail_alignment(tmp_path):

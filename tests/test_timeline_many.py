@@ -47,6 +47,16 @@ def test_two_captures_of_one_device_share_its_timer():
     assert abs(b["axis_start_ns"] / 1e9 - (_utc(LAYERNORM) - _utc(SUMSQ))) < 1.5
 
 
+def test_the_text_says_where_each_launch_starts():
+    code, out = cli("summary", SUMSQ, LAYERNORM)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == ("2 captures on one axis: one device's %globaltimer (GPU-5cf0de81-6cd4-af7a-82e5-3fa8661e8542): "
+                        "the captures' times as recorded")
+    assert "  reduce_sumsq-launch2 starts 0.0 us after the first launch" in lines
+    assert "  layernorm_fwd-launch3 starts 9363418.1 us after the first launch" in lines
+
+
 def test_a_parent_folder_is_its_captures(tmp_path):
     for f in (SUMSQ, LAYERNORM):
         shutil.copytree(f, tmp_path / f.name)
