@@ -26,6 +26,9 @@ set -uo pipefail
 source scripts/gpu-env.sh
 D="${OUT:-/tmp/atrex-gpu}/multikernel" && mkdir -p "$D"
 T="timeout 120" fail=0  # every GPU program: a handoff that deadlocks must not eat the device budget
+# a written launch reads its buffer back as it finishes, waiting for its kernel, which here waits for
+# the other kernel, launched next: the writes are deferred to the program's exit (docs/spec.md, "Several kernels")
+export ATREX_TIMELINE_DEFER=1
 
 log device
 { nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,driver_version --format=csv,noheader; nvcc --version | tail -1;
