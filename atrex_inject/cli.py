@@ -24,6 +24,15 @@ class _Command(TyperCommand):
         return [self.options_metavar] + [p.metavar or p.name.upper() for p in self.get_params(ctx)
                                          if p.param_type_name == "argument"]
 
+    def get_params(self, ctx) -> list:
+        """An argument that takes several paths (`summary CAPTURE_DIR...`) shows its type as
+        `<path>...`, not typer's `<list[Path]>`."""
+        params = super().get_params(ctx)
+        for p in params:
+            if p.param_type_name == "argument" and p.nargs == -1:
+                p.display_type = lambda ctx: "<path>..."
+        return params
+
 
 class _TakesCmd(_Command):
     """Usage `... SPEC [-- CMD...]`: a command line to run may follow the positional arguments."""
@@ -57,6 +66,10 @@ MeasureRootOpt = typer.Option(None, "--root", help="Folder the measurement's rel
 CaptureArg = typer.Argument(..., metavar="CAPTURE_DIR", help="Capture folder: what the program wrote with "
                                                             "ATREX_TIMELINE_OUT (*.atrex + .json per launch).")
 ManifestOpt = typer.Option(None, help="manifest.json of the applied spec (default: CAPTURE_DIR/manifest.json).")
+CapturesArg = typer.Argument(..., metavar="CAPTURE_DIR",
+                             help="Capture folder(s): what the program wrote with ATREX_TIMELINE_OUT (*.atrex + .json "
+                                  "per launch). Several, or a folder holding several, are read on one time axis "
+                                  "(docs/summary.md, \"Several captures on one axis\").")
 PngWindowOpt = typer.Option("auto", "--png-window", metavar="auto|START:END",
                             help="Picture window (the PNG only): `auto` zooms each interval's row on a few of its "
                                  "instances around the median one; START:END (µs since the launch's first event) "
@@ -446,8 +459,10 @@ def _render_checks(r: dict) -> None:
 
 
 @app.command()
-def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTURE_DIR]", help="Capture folder "
-                                                         "(raw files); leave out to check only --measurement."),
+def validate(capture_dirs: Optional[list[Path]] = typer.Argument(
+                 None, metavar="[CAPTURE_DIR]", help="Capture folder (raw files); leave out to check only --measurement. "
+                                                     "Several, or a folder holding several: each is checked, and what "
+                                                     "they share (one run, the alignment, causality across them)."),
              manifest: Optional[Path] = ManifestOpt,
              source: Optional[Path] = typer.Option(None, help="Instrumented source the binary was built from."),
              binary: Optional[Path] = typer.Option(None, help="Binary that ran (with --binary-sha256)."),
@@ -461,14 +476,35 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
     """Run the named checks (overflow, truncation, geometry, owner/site identity, duplicate ownership,
     time order, interval pairing, deterministic counts, stale provenance, cross-launch mixing, numeric claims)
     and print the verdict. Exit 0 valid, 1 rejected, 2 usage error."""
+    from .captureset import is_single, open_timeline
+    from .timeline_validate import validate_timeline
     from .validate import Provenance
     from .validate import validate as validate_all
 
     def work():
-        return validate_all(capture_dir, manifest, Provenance(source, binary, binary_sha256, workload, device), claims,
-                            {"measurement": measurement}, root)
+        if not capture_dirs or is_single(capture_dirs, manifest):
+            return validate_all(capture_dirs[0] if capture_dirs else None, manifest,
+                                Provenance(source, binary, binary_sha256, workload, device), claims,
+                                {"measurement": measurement}, root)
+        given = [o for o, v in (("--source", source), ("--binary", binary), ("--binary-sha256", binary_sha256),
+                                ("--workload", workload), ("--device", device), ("--claims", claims),
+                                ("--measurement", measurement)) if v is not None]
+        if given:
+            raise AtrexError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to one capture folder",
+                             hint="validate each capture with its provenance alone; together, give the folders only")
+        return validate_timeline(open_timeline(capture_dirs))
 
     def render(r):
+        for c in r.get("captures", []):
+            out.print(f"capture {c['folder']} (spec {c['spec']}, device {c['device']}):")
+            _render_checks(c)
+        if "handoffs" in r:
+            out.print(f"{len(r['captures'])} captures on one axis ({r['axis']}):")
+        for h in r.get("handoffs", []):
+            q = h["handoff_ns"]
+            out.print(f"  handoff {h['causality']} ({h['producer']} -> {h['consumer']}): {h['matched']} observed, "
+                      f"{h['unmatched']} without a recorded producer; min {q['min']} median {q['median']} max "
+                      f"{q['max']} ns, bound {h['bound_ns']} ns")
         if "checks" in r:
             _render_checks(r)
         if "measurement" in r:
@@ -485,7 +521,8 @@ def validate(capture_dir: Optional[Path] = typer.Argument(None, metavar="[CAPTUR
 
 
 @app.command()
-def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt, as_json: bool = JsonOpt, quiet: bool = QuietOpt,
+def summary(capture_dirs: list[Path] = CapturesArg, manifest: Optional[Path] = ManifestOpt, as_json: bool = JsonOpt,
+            quiet: bool = QuietOpt,
             fixed_cost: Optional[str] = typer.Option(
                 None, "--fixed-cost", metavar="INTERVAL",
                 help="With the SM clock: an interval between two probes with nothing between them; its median "
@@ -495,17 +532,26 @@ def summary(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestO
     --json) and each site's offsets from the launch's first event, recomputed from canonical events
     (streamed part by part, so a capture larger than memory is summarized). Text in µs, JSON in ns.
     Prints the timer tick and flags medians under 10 ticks (quantized); with the SM clock, the
-    cycles, the rate model and where the clock changed speed (docs/summary.md)."""
+    cycles, the rate model and where the clock changed speed (docs/summary.md). Several captures:
+    each launch also says where it starts on their common axis."""
+    from .captureset import is_single, open_timeline
+    from .manycaptures import render_timeline_text, summarize_timeline
     from .summary import render_text, summarize_capture
 
     def work():
-        return summarize_capture(capture_dir, mf.for_capture(capture_dir, manifest), fixed_cost)
-    _run(as_json, work, lambda r: out.print("\n".join(map(render_text, r["launches"]))), quiet)
+        if is_single(capture_dirs, manifest):
+            return summarize_capture(capture_dirs[0], mf.for_capture(capture_dirs[0], manifest), fixed_cost)
+        return summarize_timeline(open_timeline(capture_dirs), fixed_cost)
+
+    def render(r):
+        out.print(render_timeline_text(r) if "captures" in r else "\n".join(map(render_text, r["launches"])))
+    _run(as_json, work, render, quiet)
 
 
 @app.command()
-def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOpt,
-           perfetto: Optional[Path] = typer.Option(None, help="Write a Perfetto trace (.pftrace) of every launch."),
+def export(capture_dirs: list[Path] = CapturesArg, manifest: Optional[Path] = ManifestOpt,
+           perfetto: Optional[Path] = typer.Option(None, help="Write a Perfetto trace (.pftrace) of every launch "
+                                                             "(several captures: one trace, one axis)."),
            png: Optional[Path] = typer.Option(None, help="Write the picture of the first launch: per interval, its "
                                                         "durations per owner role next to a zoomed swimlane."),
            png_window: str = PngWindowOpt, rows: int = RowsOpt,
@@ -525,19 +571,27 @@ def export(capture_dir: Path = CaptureArg, manifest: Optional[Path] = ManifestOp
     The trace holds every owner when the capture fits the budget; otherwise the owners closest to
     each interval's median, p10 and p90 and the slowest, and counter tracks for the rest; its
     `selection` track names what was left out (docs/format.md). The two windows are separate:
-    --trace-window (ns) selects the trace's events, --png-window (µs) zooms the picture."""
+    --trace-window (ns) selects the trace's events, --png-window (µs) zooms the picture. Several
+    captures: one trace, a process per device and kernel, every event on their common axis."""
+    from .captureset import is_single, open_timeline
     from .export import export_capture
+    from .manycaptures import export_timeline
 
     def work():
-        return export_capture(capture_dir, mf.for_capture(capture_dir, manifest), perfetto, png, png_window, rows,
-                              owners, ctas, trace_window, everything, budget)
+        if is_single(capture_dirs, manifest):
+            return export_capture(capture_dirs[0], mf.for_capture(capture_dirs[0], manifest), perfetto, png,
+                                  png_window, rows, owners, ctas, trace_window, everything, budget)
+        return export_timeline(open_timeline(capture_dirs), perfetto, png, owners, ctas, trace_window, everything,
+                               budget)
 
     def render(r):
         for k in ("perfetto", "png"):
             if k in r:
                 out.print(f"{k}: {r[k]}")
+        if "axis_words" in r:
+            out.print(f"  {len(r['captures'])} captures on one axis: {r['axis_words']}")
         for c in r.get("selection", []):
-            out.print(f"  {c['launch']}: {c['n_kept']} owners in full, {c['n_left_out']} left out"
+            out.print(f"  {c.get('capture', '') and c['capture'] + '/'}{c['launch']}: {c['n_kept']} owners in full, {c['n_left_out']} left out"
                       + (f" ({c['left_out_owners'][:60]}{'…' if len(c['left_out_owners']) > 60 else ''})"
                          if c["n_left_out"] else "") + f"; rule: {c['rule']}")
         for p in r.get("panels", []):
@@ -666,10 +720,18 @@ def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
              options_metavar="[OPTIONS] -- CMD...")
 def capture(ctx: typer.Context,
-            spec: Path = typer.Option(..., help="The applied spec (its manifest names the kernel and sites)."),
+            spec: list[Path] = typer.Option(..., metavar="SPEC",
+                                            help="The applied spec (its manifest names the kernel and sites). "
+                                                 "Repeat it for a program whose kernels each have a spec: one run, "
+                                                 "a capture folder per spec under --out, on one time axis."),
             out_dir: Path = typer.Option(..., "--out", help="Capture folder to create."),
             root: Optional[Path] = RootOpt,
             workload: Optional[str] = typer.Option(None, help="Workload identity recorded with each launch."),
+            calibrate: Optional[Path] = typer.Option(
+                None, "--calibrate", metavar="CALIBRATOR",
+                help="A build of runtime/atrex_clockcal.cu: run before and after the program, it relates the "
+                     "device's %globaltimer to the host clock (clock.json), so captures of several devices share "
+                     "an axis."),
             as_json: bool = JsonOpt):
     """Run a program (CMD..., everything after --) under capture: with the cuda backend through the
     recorder's ATREX_TIMELINE_OUT, and with the kernel's launches from Python (cuda-python,
@@ -681,10 +743,16 @@ def capture(ctx: typer.Context,
     def work():
         if not ctx.args:
             raise AtrexError("no program to run", hint="atrex-inject capture --spec S --out DIR -- ./prog args")
-        return run_capture(spec, root, out_dir, ctx.args, workload)
+        return run_capture(spec, root, out_dir, ctx.args, workload, calibrate)
+
     def render(r: dict) -> None:
-        out.print(f"{len(r['launches'])} launch(es) captured in {r['out']} (program {r['program']['path']}, "
-                  f"sha256 {r['program']['sha256'][:16]}…)")
+        for c in r.get("captures", [r]):
+            out.print(f"{len(c['launches'])} launch(es) captured in {c['out']} (program {r['program']['path']}, "
+                      f"sha256 {r['program']['sha256'][:16]}…)")
+        if "clock" in r:
+            k = r["clock"]
+            out.print(f"  clock: device timer to host clock, drift {k['drift_ppm']:+.3f} ppm, error bound "
+                      f"{k['error_ns']:.0f} ns (clock.json)")
         py = r.get("python")
         if py and (py["launches"] or py["not_captured"] or py["failed_hooks"]):  # what the launch hooks did
             out.print(f"  from Python ({', '.join(py['hooked']) or 'no launch API imported'}): {py['launches']} "

@@ -25,6 +25,7 @@ trace processor does.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,12 +49,20 @@ STATE_CLEARED, NEEDS_STATE = 1, 2  # TracePacket.sequence_flags
 PAYLOAD_IID = 1  # the interned debug annotation name `payload`
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 CHUNK = 1 << 18  # rows per encoding pass: 256 Ki keeps the byte matrices in cache (bench: 4.1 s vs 4.8 s per 10M)
-KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL, KIND_SELECTION, KIND_COUNTER = range(7)
+KIND_PROCESS, KIND_SM, KIND_CTA, KIND_OWNER, KIND_INTERVAL, KIND_SELECTION, KIND_COUNTER, KIND_GROUP = range(8)
 TYPE_COUNTER = 4
 
 
+@dataclass(frozen=True)
+class TrackGroup:
+    """A process of a trace of several captures (one per device and kernel: captureset.py); each of
+    its launches is a track under it. A trace of one capture has none: each launch is a process."""
+    pid: int
+    name: str
+
+
 def track_uuid(launch_no: int, kind: int, ident) -> np.ndarray | int:
-    """Deterministic 64-bit uuids: launch in bits 48+, kind in 40..47, id below."""
+    """Deterministic 64-bit uuids: launch + 1 in bits 48+ (0 for a track group), kind in 40..47, id below."""
     return (np.uint64(launch_no + 1) << np.uint64(48)) | (np.uint64(kind) << np.uint64(40)) | np.asarray(
         ident, dtype=np.uint64)
 
@@ -176,14 +185,27 @@ def _by_time(t: np.ndarray) -> np.ndarray:
 
 
 # ---- the trace -------------------------------------------------------------------------------
-def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: Manifest) -> None:
+def _group(b: TraceProtoBuilder, group: TrackGroup) -> None:
+    p = b.add_packet()
+    p.track_descriptor.uuid = int(track_uuid(-1, KIND_GROUP, group.pid))
+    p.track_descriptor.process.pid = group.pid
+    p.track_descriptor.process.process_name = group.name
+
+
+def _descriptors(b: TraceProtoBuilder, no: int, ch: Choice, manifest: Manifest, group: TrackGroup | None) -> None:
+    """The launch's tracks: a process (or, in a group, a track under the group's process), SM ->
+    CTA -> owner -> interval tracks under it."""
     launch, own, kept = ch.launch, ch.launch.owners, ch.keep
     proc = int(track_uuid(no, KIND_PROCESS, 0))
+    name = f"{manifest.kernel} launch {launch.meta.launch_seq} grid {launch.meta.grid}"
     p = b.add_packet()
     p.track_descriptor.uuid = proc
-    p.track_descriptor.process.pid = no + 1
-    p.track_descriptor.process.process_name = (f"{manifest.kernel} launch {launch.meta.launch_seq} "
-                                               f"grid {launch.meta.grid}")
+    if group is None:
+        p.track_descriptor.process.pid = no + 1
+        p.track_descriptor.process.process_name = name
+    else:
+        p.track_descriptor.parent_uuid = int(track_uuid(-1, KIND_GROUP, group.pid))
+        p.track_descriptor.name = name
     p.track_descriptor.description = _selection_line(ch)
     for sm in np.unique(own["smid"][kept]):
         p = b.add_packet()
@@ -253,15 +275,23 @@ def _counters(b: TraceProtoBuilder, no: int, ch: Choice) -> None:
             _event(b, t, TYPE_COUNTER, uuid).double_counter_value = v
 
 
-def trace_bytes(choices: list[Choice], manifest: Manifest) -> bytes:
-    """The trace of selection.choose's choices: kept owners in full, counters for the rest. A
-    manifest holds at most MAX_INTERVALS intervals (manifest.py refuses more), so an owner's
-    interval tracks fit its track ids."""
+def trace_bytes(choices: list[Choice], manifest: Manifest | list[Manifest],
+                groups: list[TrackGroup] | None = None) -> bytes:
+    """The trace of selection.choose's choices: kept owners in full, counters for the rest.
+    `manifest` reads every choice, or is one per choice, and `groups` (one per choice) puts each
+    launch under its group's process (several captures on one axis). A manifest holds at most
+    MAX_INTERVALS intervals (manifest.py refuses more), so an owner's interval tracks fit its
+    track ids."""
     b = TraceProtoBuilder()
     chunks = []
-    names = [iv.name for iv in manifest.intervals] + [s.name for s in manifest.sites]
-    for no, ch in enumerate(choices):
-        _descriptors(b, no, ch, manifest)
+    manifests = manifest if isinstance(manifest, list) else [manifest] * len(choices)
+    seen: set[int] = set()
+    for no, (ch, manifest, group) in enumerate(zip(choices, manifests, groups or [None] * len(choices))):
+        if group is not None and group.pid not in seen:
+            seen.add(group.pid)
+            _group(b, group)
+        names = [iv.name for iv in manifest.intervals] + [s.name for s in manifest.sites]
+        _descriptors(b, no, ch, manifest, group)
         rows = _event_rows(no, ch.launch, manifest)
         if rows["t"].size:
             seq = EVENT_SEQ + no
@@ -274,9 +304,10 @@ def trace_bytes(choices: list[Choice], manifest: Manifest) -> bytes:
     return b"".join([b.serialize(), *chunks])
 
 
-def write_trace(choices: list[Choice], manifest: Manifest, out: str | Path) -> Path:
+def write_trace(choices: list[Choice], manifest: Manifest | list[Manifest], out: str | Path,
+                groups: list[TrackGroup] | None = None) -> Path:
     out = Path(out)
-    write_atomic(out, trace_bytes(choices, manifest))
+    write_atomic(out, trace_bytes(choices, manifest, groups))
     return out
 
 

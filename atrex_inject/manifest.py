@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import registry, runrecord
+from .causal_spec import KEYS as CAUSALITY_KEYS
+from .causal_spec import Causality
 from .choicerecord import Choice, mode_of_record
 from .errors import AtrexError, SnapshotError
 from .layout import EVENT_BYTES, MAX_GROUPS, U32, Role
@@ -142,6 +144,7 @@ class Manifest:
     warnings: tuple[str, ...] = ()
     spans: dict[str, int] = field(default_factory=dict)  # interval name -> iterations it spans, where more than one
     pair: tuple[str, ...] = ()  # the spec's `pair`: two intervals the question weighs against each other
+    causality: tuple[Causality, ...] = ()  # the spec's [[causality]]: consumer sites observing producer sites' writes
     recorder: Choice | None = None  # the recorder choice and its evidence; older manifests: none
     perturbation: Perturbation | None = None  # cuda backend
     iket: IketMap | None = None  # cutedsl backend
@@ -203,6 +206,7 @@ class Manifest:
             "intervals": [{"name": iv.name, "start": iv.start, "end": iv.end,
                            **({"spans": self.spans[iv.name]} if iv.name in self.spans else {})} for iv in self.intervals],
             "expect": dict(self.expect),
+            **({"causality": [c.to_json() for c in self.causality]} if self.causality else {}),
             "launches": [dict(x) for x in self.launches],
         }
         # written when not empty, so a manifest from before them reads back byte for byte
@@ -432,9 +436,24 @@ def _parse(obj: Any, where: str) -> Manifest:
         not_captured=tuple(_not_captured(x) for x in top.items("not_captured", [])),
         launchers=tuple(_launcher(x) for x in top.items("launchers", [])),
         warnings=top.strings("warnings", ()),
-        spans=spans, pair=_pair(top, intervals), recorder=_recorder(top, capture),
+        spans=spans, pair=_pair(top, intervals), causality=_causality(top, ids), recorder=_recorder(top, capture),
         perturbation=_perturbation(top.sub("perturbation", None)), iket=_iket(top.sub("iket", None), len(sites)),
         version=version)
+
+
+def _causality(top: _Obj, ids: dict[str, int]) -> tuple[Causality, ...]:
+    """The manifest's `causality` (absent: none): its consumer a site of the manifest, and its
+    producer too unless another spec holds it."""
+    out = []
+    for c in top.items("causality", []):
+        one = Causality(c.get("producer", str), c.get("consumer", str), c.get("key", str),
+                        c.get("producer_spec", (str, NULL), None))
+        if one.key not in CAUSALITY_KEYS or one.consumer not in ids or (one.producer_spec is None
+                                                                          and one.producer not in ids):
+            raise top.bad(f"causality {one.name!r}: key must be one of {', '.join(CAUSALITY_KEYS)} and its sites the "
+                          "manifest's (the producer another spec's where producer_spec names it)")
+        out.append(one)
+    return tuple(out)
 
 
 def _recorder(top: _Obj, capture: CaptureSettings) -> Choice | None:

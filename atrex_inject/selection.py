@@ -263,9 +263,13 @@ def gather(parts: Parts, manifest: Manifest, s: Survey, keep: np.ndarray, window
     return replace(s.head, events=events, counts={}), bins.counters(manifest, int(rest.sum())) if bins else {}
 
 
-def choose(sources: list[Parts], manifest: Manifest, owners: str | None = None, ctas: str | None = None,
-           window: str | None = None, everything: bool = False, budget: int = DEFAULT_BUDGET) -> list[Choice]:
-    """Apply the window, then the rule: --all, --owners/--ctas (union), or the default budget."""
+def choose(sources: list[Parts], manifest: Manifest | list[Manifest], owners: str | None = None,
+           ctas: str | None = None, window: str | None = None, everything: bool = False,
+           budget: int = DEFAULT_BUDGET) -> list[Choice]:
+    """Apply the window, then the rule: --all, --owners/--ctas (union), or the default budget, over
+    every launch of `sources` together. `manifest` reads every source, or is one per source (the
+    launches of several captures on one timeline: captureset.py)."""
+    manifests = manifest if isinstance(manifest, list) else [manifest] * len(sources)
     if everything and (owners or ctas):
         raise AtrexError("--all keeps every owner; it cannot be combined with --owners or --ctas")
     if budget < 1:
@@ -273,7 +277,7 @@ def choose(sources: list[Parts], manifest: Manifest, owners: str | None = None, 
     win = parse_window(window) if window is not None else None
     firsts = [_first_time(p) if win else None for p in sources]
     explicit = bool(owners or ctas)
-    surveys = [survey(p, manifest, win, t, not (everything or explicit)) for p, t in zip(sources, firsts)]
+    surveys = [survey(p, m, win, t, not (everything or explicit)) for p, m, t in zip(sources, manifests, firsts)]
     claimed = [s.owners["claims"] > 0 for s in surveys]
     reasons: list[dict] = [{} for _ in surveys]
     if explicit:
@@ -300,7 +304,7 @@ def choose(sources: list[Parts], manifest: Manifest, owners: str | None = None, 
         size = np.concatenate([s.counts[o] for s, o in zip(surveys, orders)])
         by_priority = np.lexsort((launch_no, position))
         taken = by_priority[np.cumsum(size[by_priority]) <= budget]  # a prefix: the sum only grows
-        of = "each interval's instances" if manifest.intervals else "owner spans (no intervals)"
+        of = "each interval's instances" if any(m.intervals for m in manifests) else "owner spans (no intervals)"
         rule = (f"budget {budget} events: owners closest to the median, p10 and p90 of {of} and the slowest, "
                 "in that order while their events fit")
         keeps = []
@@ -310,8 +314,8 @@ def choose(sources: list[Parts], manifest: Manifest, owners: str | None = None, 
             keeps.append(k)
             reasons[i] = {o: r for o, r in why[i].items() if k[o]}
     out = []
-    for p, s, k, c, r, t in zip(sources, surveys, keeps, claimed, reasons, firsts):
-        launch, counters = gather(p, manifest, s, np.flatnonzero(k), win, t)
+    for p, m, s, k, c, r, t in zip(sources, manifests, surveys, keeps, claimed, reasons, firsts):
+        launch, counters = gather(p, m, s, np.flatnonzero(k), win, t)
         out.append(Choice(launch, np.flatnonzero(k), np.flatnonzero(c & ~k), rule, int(s.counts.sum()), s.span, r,
                           counters))
     return out

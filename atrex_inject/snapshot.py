@@ -156,6 +156,7 @@ def build_manifest(spec: ProbeSpec, plan: Plan, clean: bytes, rw: Rewrite, patch
     data = rw.backend_data
     return Manifest(
         tool_version=__version__, backend=spec.backend, name=spec.name, question=spec.question, pair=spec.pair, kernel=spec.kernel,
+        causality=spec.causality,
         spec=mf.FileRef(spec.path.relative_to(spec.root).as_posix() if spec.path.is_relative_to(spec.root)
                         else str(spec.path), spec.sha256),
         source=mf.SourceIdentity(spec.source_rel, sha256_bytes(clean), sha256_bytes(rw.text.encode()), rw.source_id),

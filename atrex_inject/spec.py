@@ -16,7 +16,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import registry
+from . import causal_spec, registry
+from .causal_spec import Causality
 from .errors import SpecError
 from .layout import MAX_GROUPS, PACKED_SITE_BITS, PACKED_SITES, ROLE_NAMES, Role
 from .spec_paths import find_root
@@ -43,7 +44,7 @@ INTERVAL_RE = re.compile(r"^\s*(\S+)\s*->\s*(\S+)\s*$")
 
 # the top-level keys every backend reads; registry.spec_keys() adds those only one backend reads
 SHARED_KEYS = {"version", "name", "question", "backend", "source", "kernel", "capture", "site", "intervals", "pair",
-               "expect"}
+               "expect", "causality"}
 KERNEL_KEYS = {"name", "occurrence"}
 CAPTURE_KEYS = {"capacity", "clock", "skip", "count", "recorder", "warps", "ring", "packed", "wide"}
 RECORDERS = ("auto", "global", "staged", "resident")  # [capture] recorder (plan.BufferPath, and auto: choice.py)
@@ -140,6 +141,7 @@ class ProbeSpec:
     expect: dict[str, int] = field(default_factory=dict)
     text: str = ""
     pair: tuple[str, ...] = ()  # two of the intervals the question weighs against each other (the answer compares them)
+    causality: tuple[Causality, ...] = ()  # consumer sites that observe producer sites' writes (causal_spec.py)
 
     @property
     def sha256(self) -> str:
@@ -230,10 +232,11 @@ def parse_spec(text: str, path: Path, root: Path | None) -> ProbeSpec:
     intervals = _intervals(top, sites)
     pair = _pair(top, intervals)
     expect = _expect(top.table("expect"), sites)
+    causality = causal_spec.parse(top, {s.name: s.payload for s in sites}, name, NAME_RE.match)
     return ProbeSpec(path=path, root=top.file.root, name=name, question=question, backend=backend, source=source,
                      kernel=kernel, kernel_occurrence=kernel_occurrence, lines=lines.lines, sites=sites,
                      intervals=intervals, capture=capture, backend_keys=backend_keys, expect=expect, text=text,
-                     pair=pair)
+                     pair=pair, causality=causality)
 
 
 def _head(top: Table) -> tuple[str, str, str]:

@@ -24,6 +24,7 @@ from .decode import PART_EVENTS, WINDOW_NS, Launch, capture_files, decode_parts,
 from .errors import AtrexError, CaptureError
 from .fsio import sha256_file
 from .launchfile import SIDECAR_FORMAT
+from . import causality
 from . import manifest as mf
 from . import runrecord
 from .manifest import Manifest
@@ -55,6 +56,7 @@ NEXT_STEP = {
                          "or a debugger on the GPU); the global timer's intervals stay readable without "
                          "[capture] clock",
     "numeric_claims": "correct the claim to the recomputed value, or widen its tolerance if that is what you meant",
+    "causality": causality.HINT,
 }
 
 
@@ -504,7 +506,8 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
     routes = registered()
     rules = CORE.rules + routes.rules
     per_launch = [r for r in rules if r.scope == "launch"]
-    checks = {n: Check(n, hint=NEXT_STEP[n]) for n in CHECKS}
+    # `causality` is a row only where the spec declares it, so other captures' reports read as before
+    checks = {n: Check(n, hint=NEXT_STEP[n]) for n in CHECKS + (("causality",) if m.causality else ())}
     launches, heads, summaries, events = [], [], [], 0
     with_summaries = with_summaries or bool(claims)
     for f in capture_files(capture_dir):
@@ -533,6 +536,8 @@ def validate_dir(capture_dir: Path, manifest: Manifest, prov: Provenance | None 
     for rule in rules:
         if rule.scope == "capture":
             rule.run(folder, checks[rule.check])
+    if m.causality:
+        causality.check_folder(folder, checks["causality"])
     for note in CORE.notes + routes.notes:
         folder.notes += note(folder)
     valid = all(c.ok for c in checks.values()) and bool(heads)

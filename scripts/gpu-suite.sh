@@ -14,6 +14,9 @@
 #                                           kernels `realkernels-prepare` built in an earlier call on the
 #                                           same (warm) machine are taken as they are, the others built
 #   bash scripts/gpu-suite.sh realkernels-prepare   their builds, applies and check-sass only (no GPU)
+#   bash scripts/gpu-suite.sh multikernel   kernels that talk to each other: the handoff example's two kernels in
+#                                           one run, two processes on one GPU, two GPUs where lent, each
+#                                           calibrated (scripts/gpu-multikernel.sh)
 #   bash scripts/gpu-suite.sh realkernels-cutedsl   the CuTe DSL rows of bench/realkernels and the CuTe
 #                                           DSL GEMM's first-CTA row, 16+16 in both arms
 #                                           (scripts/gpu-realkernels-cutedsl.sh: a GPU a job, on eight)
@@ -47,7 +50,8 @@ case "${1:-}" in
       [ -d "$OUT/$d" ] && tar -C "$OUT" -cJf "$OUT/$d.tar.xz" "$d" && rm -rf "${OUT:?}/$d"
     done ;;
   realkernels-cutedsl) bash scripts/gpu-realkernels-cutedsl.sh || fail=1 ;;
-  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event|realkernels-prepare|realkernels|realkernels-cutedsl" >&2; exit 2 ;;
+  multikernel) bash scripts/gpu-multikernel.sh || fail=1 ;;
+  *) echo "usage: bash scripts/gpu-suite.sh captures|launches|perturbation|per-event|realkernels-prepare|realkernels|realkernels-cutedsl|multikernel" >&2; exit 2 ;;
 esac
 echo "== gpu-suite $1: fail=$fail"
 exit $fail

@@ -208,10 +208,11 @@ def test_folder_of_a_failed_capture_says_it_failed(project, tmp_path):
 
 
 def test_folder_of_captures_lists_them(tmp_path):
-    """summary on a folder that holds capture folders (not one) lists them."""
+    """A command that reads one capture (decode), given a folder that holds capture folders, lists
+    them (summary, export and validate read them together: test_timeline_many.py)."""
     for name in ("before", "after"):
         shutil.copytree(FIX / "reduce_sumsq", tmp_path / "both" / name)
-    r = invoke("summary", tmp_path / "both")
+    r = invoke("decode", tmp_path / "both")
     assert r.exit_code == 2, r.output
     assert "holds 2 capture folder(s)" in r.output and str(tmp_path / "both" / "after") in r.output
     assert str(tmp_path / "both" / "before") in r.output and "no manifest" not in r.output
