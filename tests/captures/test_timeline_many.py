@@ -16,7 +16,7 @@ import pytest
 from conftest import cli
 from pftrace import read
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 SUMSQ, LAYERNORM, OTHER_DEVICE = H200 / "reduce_sumsq", H200 / "layernorm", H200 / "layernorm_clock"
 
 

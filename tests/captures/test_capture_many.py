@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import cli, tree_hashes
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 SPECS = ("examples/specs/reduce_sumsq.toml", "examples/specs/layernorm.toml")
 
 

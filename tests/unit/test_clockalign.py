@@ -24,7 +24,7 @@ from atrex_inject.assets import asset_dir
 from conftest import cli, nvcc_compile
 from pftrace import read
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 TICK = 32
 HOST0, GPU0 = 120_000_000_000_000, 1_796_186_265_712_041_856  # host boot-time ns, device epoch ns
 OFFSET0, DRIFT = HOST0 - GPU0 + 12_345, 3.0e-6  # host - device at GPU0, and its change per device ns

@@ -22,7 +22,7 @@ from atrex_inject import manifest as mf
 from atrex_inject.layout import HEADER_BYTES, HEADER_DTYPE
 from conftest import cli, edit_file, refused
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = Path(__file__).parent.parent / "fixtures" / "h200"
 SPEC = "examples/specs/gemm_mma.toml"
 
 
