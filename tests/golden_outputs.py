@@ -1,5 +1,5 @@
 """What the user sees, computed through the CLI only, so the same code ran before a refactor (to
-write tests/golden/) and runs after it (test_golden.py compares): the demo's text, the manifest
+write tests/golden/outputs/) and runs after it (test_golden.py compares): the demo's text, the manifest
 `apply` writes for every example spec (its time stamp blanked), for every committed H200
 fixture its decode report and saved columns, validation report, interval summary and default
 Perfetto trace, and the comparison of the reduction's two recorders (compare's seeded figures). The trace is kept as what the trace processor reads from it (tests/pftrace.py:

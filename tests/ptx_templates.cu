@@ -1,5 +1,5 @@
 // ptx_templates.cu: inline-asm templates shaped like those of Hopper/Ampere kernels, written from the
-// PTX ISA's instruction syntax. tests/unit/test_ptx.py parses every asm statement of kernel `templates` as
+// PTX ISA's instruction syntax. tests/compile/test_ptx.py parses every asm statement of kernel `templates` as
 // the rewriter does and checks it against the `//>` line above it (its opcodes, in order); it is parsed, never
 // compiled (operand lists are only as long as the reading needs).
 #define SCOPE ".cluster"

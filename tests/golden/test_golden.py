@@ -1,5 +1,5 @@
 """Behaviour kept byte for byte: what the demo prints, the manifests apply writes, and the
-validation, summary and default trace of every committed fixture equal tests/golden/, written by
+validation, summary and default trace of every committed fixture equal tests/golden/outputs/, written by
 golden_outputs.py from the commit before the typed-manifest refactor (issue 11). One test per part
 of the outputs (a fixture, the comparison, the applies, the demo), so that parallel workers share
 them out; every golden file belongs to one part, so together they compare every file."""
@@ -27,5 +27,5 @@ def test_outputs_equal_the_golden_files(tmp_path, part):
     assert sorted(got) == sorted(want)
     differ = sorted(n for n in want if got[n] != want[n])
     for n in differ:
-        (tmp_path / n).write_bytes(got[n])  # diff tests/golden/NAME against these
-    assert not differ, f"outputs differ from tests/golden/: {differ} (this run's are in {tmp_path})"
+        (tmp_path / n).write_bytes(got[n])  # diff tests/golden/outputs/NAME against these
+    assert not differ, f"outputs differ from tests/golden/outputs/: {differ} (this run's are in {tmp_path})"

@@ -98,7 +98,7 @@ def test_the_unknown_key_hint_lists_every_backend_s_keys(tree):
     with pytest.raises(SpecError) as e:
         load_spec(spec)
     assert e.value.message == "unknown key 'colour'" and e.value.line == _line(spec, "colour")
-    assert e.value.hint == ("allowed keys here: backend, build, capture, cuda_string, declared_by, expect, intervals, "
+    assert e.value.hint == ("allowed keys here: backend, build, capture, causality, cuda_string, declared_by, expect, intervals, "
                             "kernel, launchers, name, pair, question, site, source, version")
 
 
