@@ -103,11 +103,11 @@ def _include_chain(launcher: str, path: Path, header: Path, search: list[Path],
                     spot = posixpath.normpath(posixpath.join(at, spelled))
                     if spot.startswith(".."):
                         break  # above the shadow tree's root: no copy can stand in for it
-                    chain = [*hops, (spot, found)]
-                    if found.resolve() == target:
+                    chain, real = [*hops, (spot, found)], found.resolve()
+                    if real == target:
                         return chain
-                    if found.resolve() not in seen:
-                        seen.add(found.resolve())
+                    if real not in seen:
+                        seen.add(real)
                         try:
                             nxt.append((found.read_text(errors="replace"), found, spot, chain))
                         except OSError:
