@@ -720,7 +720,7 @@ def demo(out_dir: Optional[Path] = typer.Option(None, "--out", help="Work folder
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
              options_metavar="[OPTIONS] -- CMD...")
 def capture(ctx: typer.Context,
-            spec: list[Path] = typer.Option(..., metavar="SPEC",
+            spec: list[Path] = typer.Option(..., "--spec", metavar="SPEC",
                                             help="The applied spec (its manifest names the kernel and sites). "
                                                  "Repeat it for a program whose kernels each have a spec: one run, "
                                                  "a capture folder per spec under --out, on one time axis."),
