@@ -412,8 +412,8 @@ def table(result: dict, rejudged: dict | None = None) -> str:
     for d in result["rows"]:
         cell = lambda r: "—" if not r else f"{pct(r.get('overhead'))} {ci(r.get('ci95'))} ({met(r)}){_fewer(r)}"  # noqa: E731
         choice = d.get("choice") or {}
-        failed = "; ".join(f"{k}: {v['reason']}" for k, v in d["steps"].items()
-                           if not v["ok"] and not v.get("skipped")).replace("|", "\\|")
+        failed = " ".join("; ".join(f"{k}: {v['reason']}" for k, v in d["steps"].items()
+                                    if not v["ok"] and not v.get("skipped")).split()).replace("|", "\\|")  # one line a row
         st = d["steps"]
         held = ", registers held to the clean kernel's" if choice.get("max_registers") else ""
         out.append(f"| {d['name']}: {d['what']} | {choice.get('recorder', '—')}{held} ({choice.get('how', '—')}) | "
