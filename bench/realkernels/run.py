@@ -59,7 +59,8 @@ class Row:
 
     def __init__(self, kernel: dict):
         self.kernel = kernel
-        self.data = {k: kernel[k] for k in ("name", "package", "backend", "runner", "target", "what")}
+        self.data = {k: kernel[k] for k in ("name", "package", "backend", "runner", "target", "what", "variant_of",
+                                            "capture") if k in kernel}
         self.data["steps"] = {}
 
     def ok(self, step: str) -> bool:
@@ -115,19 +116,54 @@ def stage(kernel: dict, packages: dict, folder: Path, clock: bool) -> Path:
     shutil.copy(REPO / "examples" / "cuda" / "harness.cuh", folder / "harness" / "harness.cuh")
     (folder / "staged.json").write_text(json.dumps(_digests(folder)))
     spec = folder / kernel["spec"]
+    if kernel.get("capture"):  # a variant row: its base row's spec with [capture] keys of its own
+        spec = spec_variant(spec, kernel["name"], kernel["capture"])
     return clock_variant(spec) if clock else spec
 
 
 def clock_variant(spec: Path) -> Path:
     """The spec with `[capture] clock = true`, named `<name>_clock` (its own workspace)."""
+    name = re.search(r'(?m)^name = "([^"]+)"', spec.read_text()).group(1) + "_clock"
+    return spec_variant(spec, name, {"clock": True})
+
+
+def spec_variant(spec: Path, name: str, keys: dict) -> Path:
+    """The spec renamed `name` (a workspace of its own), `keys` set in its [capture] table (a key it
+    already sets there takes the new value), written beside it as `<name>.toml`."""
     text = spec.read_text()
-    if not re.search(r"(?m)^clock = true", text):
-        text = text.replace("[capture]\n", "[capture]\nclock = true\n", 1)
-    name = re.search(r'(?m)^name = "([^"]+)"', text).group(1) + "_clock"
+    head = re.search(r"(?m)^\[capture\]\n", text)
+    if head is None:
+        raise ValueError(f"{spec} has no [capture] table to set {', '.join(keys)} in")
+    end = re.compile(r"(?m)^\[").search(text, head.end())
+    a, b = head.end(), end.start() if end else len(text)
+    table = text[a:b]
+    for key, value in keys.items():
+        line = f"{key} = {json.dumps(value)}"  # a TOML literal for the values a row sets: string, integer, boolean
+        table, n = re.subn(rf"(?m)^{key} = .*$", line, table, count=1)
+        table = table if n else f"{line}\n{table}"
+    text = text[:a] + table + text[b:]
     text = re.sub(r'(?m)^name = "[^"]+"', f'name = "{name}"', text, count=1)
     out = spec.with_name(f"{name}.toml")
     out.write_text(text)
     return out
+
+
+def rows_of(catalog: dict) -> list[dict]:
+    """kernels.toml's rows: each [[kernel]], then each [[variant]] expanded into a row a recorder:
+    the base row's kernel, harness and spec with the variant's `warps` (and the recorder, but for
+    "auto": the tool's choice) in [capture], named `<of>_<recorder>` ("auto": `<of>_warps`), without
+    the clock variant."""
+    kernels = {k["name"]: k for k in catalog["kernel"]}
+    rows = list(catalog["kernel"])
+    for v in catalog.get("variant", []):
+        base = kernels[v["of"]]
+        for rec in v["recorders"]:
+            keys = {"warps": v["warps"], **({"recorder": rec} if rec != "auto" else {})}
+            how = "the tool's choice" if rec == "auto" else f"the {rec} recorder"
+            rows.append({**base, "name": f"{v['of']}_{'warps' if rec == 'auto' else rec}", "variant_of": v["of"],
+                         "capture": keys, "clock": False,
+                         "what": f"{base['what']} (warps = {v['warps']} given; {how})"})
+    return rows
 
 
 def build_flags(spec: Path) -> list[str]:
@@ -180,8 +216,9 @@ def prepare(kernel: dict, packages: dict, work: Path) -> tuple[Row, dict]:
     r = Row(kernel)
     name = kernel["name"]
     folder, cfolder = work / name, work / f"{name}-clock"
-    ctx = {"folder": folder, "clean": folder / "clean.bin", "inst": folder / "instrumented.bin",
-           "cfolder": cfolder, "cinst": cfolder / "instrumented.bin"}
+    ctx = {"folder": folder, "clean": folder / "clean.bin", "inst": folder / "instrumented.bin"}
+    if kernel.get("clock", True):
+        ctx |= {"cfolder": cfolder, "cinst": cfolder / "instrumented.bin"}
     ctx["spec"] = r.step("stage", lambda: (True, None, stage(kernel, packages, folder, False)))
     r.step("build_clean", lambda: build(kernel, folder, ctx["spec"], ctx["clean"], False), "stage")
     if kernel["runner"] != "nvcc":  # the clean side of a python harness: a copy that is never applied
@@ -205,6 +242,8 @@ def prepare(kernel: dict, packages: dict, work: Path) -> tuple[Row, dict]:
         return rc in (0, 1), r.data["check_sass"]["reason"], None
     r.step("check_sass", check_sass, "apply")
     r.step("build_instrumented", lambda: build(kernel, folder, ctx["spec"], ctx["inst"], True), "apply")
+    if not kernel.get("clock", True):
+        return r, ctx
 
     def clock_apply():
         ctx["cspec"] = stage(kernel, packages, cfolder, True)
@@ -258,6 +297,8 @@ def gpu_steps(r: Row, ctx: dict, samples: int, out_dir: Path) -> None:
         return rc == 0, None if rc == 0 else _why(rc, out, err), None
     r.step("summary", summary, "capture")
 
+    if "cfolder" not in ctx or not kernel.get("clock", True):
+        return
     ccap = out_dir / "clock-captures" / name
     cinst = program(kernel, ctx["cfolder"], ctx["cinst"])
     r.step("clock_capture", lambda: capture(ctx["cspec"], ctx["cfolder"], concrete(cinst, *CAPTURE_ARGS[1::2]), ccap),
@@ -333,7 +374,7 @@ def run(only: list[str] | None, samples: int, budget: float, work: Path, out_dir
     alone take minutes)."""
     t0 = time.time()
     catalog = load_catalog()
-    kernels = [k for k in catalog["kernel"] if not only or k["name"] in only]
+    kernels = [k for k in rows_of(catalog) if not only or k["name"] in only]
     result = environment(catalog, samples)
     work.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -388,7 +429,7 @@ def merge(result: dict, part: dict) -> dict:
     the other fields (settings) are the part's."""
     tag = lambda r, env: {**r, "measured": r.get("measured") or _where(env)}  # noqa: E731
     rows = {r["name"]: tag(r, result) for r in result["rows"]} | {r["name"]: tag(r, part) for r in part["rows"]}
-    order = [k["name"] for k in load_catalog()["kernel"]]
+    order = [k["name"] for k in rows_of(load_catalog())]
     return {**part, "packages": {**result.get("packages", {}), **part.get("packages", {})},
             "rows": sorted(rows.values(), key=lambda r: order.index(r["name"]) if r["name"] in order else 1e9)}
 
@@ -409,7 +450,16 @@ def table(result: dict, rejudged: dict | None = None) -> str:
                                                   for p in result["packages"].values())) + ".", "",
            "| kernel | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
            "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
-    for d in result["rows"]:
+    rows = [d for d in result["rows"] if not d.get("variant_of")]
+    variants = [d for d in result["rows"] if d.get("variant_of")]
+    for d in rows + variants:
+        if d is (variants or [None])[0]:
+            out += ["", "Beyond the table: rows measured beyond their target, again with the kernel's block size "
+                        "given (`[capture] warps`, which their specs leave out, so staged and resident rings were no "
+                        "candidates of the recorder choice), with the tool's choice or a recorder forced "
+                        "(kernels.toml `[[variant]]`):", "",
+                    "| row | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
+                    "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
         cell = lambda r: "—" if not r else f"{pct(r.get('overhead'))} {ci(r.get('ci95'))} ({met(r)}){_fewer(r)}"  # noqa: E731
         choice = d.get("choice") or {}
         failed = " ".join("; ".join(f"{k}: {v['reason']}" for k, v in d["steps"].items()
@@ -422,17 +472,20 @@ def table(result: dict, rejudged: dict | None = None) -> str:
                    f"{(d.get('clock_validate') or {}).get('verdict') or '—'} | "
                    f"{'byte-exact' if st.get('revert', {}).get('ok') else 'FAILED' if 'revert' in st else '—'} | "
                    f"{failed or '—'} |")
-    said = {d["name"]: d.get("check_sass", {}).get("verdict") for d in result["rows"]}
-    out += _confusion(result["rows"], said, "check-sass's word when the run was made")
+    said = {d["name"]: d.get("check_sass", {}).get("verdict") for d in rows}
+    out += _confusion(rows, said, "check-sass's word when the run was made")
     today = {name: recorder_choice.UNSURE if word == recorder_choice.KEEPS and recorder_choice.per_trip(_sites(name))
              else word
              for name, word in said.items()}
     if today != said:
-        out += _confusion(result["rows"], today, "check-sass's word under today's rule for a site at every trip of a "
+        out += _confusion(rows, today, "check-sass's word under today's rule for a site at every trip of a "
                                                  "loop (choice.per_trip reads the spec alone, so it judges the same "
                                                  "builds)")
+    if variants:
+        out += _confusion(variants, {d["name"]: d.get("check_sass", {}).get("verdict") for d in variants},
+                          "check-sass's word on the rows beyond the table (each recorder's build of its kernel)")
     if rejudged:
-        out += _confusion(result["rows"], {d["name"]: d.get("check_sass", {}).get("verdict") for d in rejudged["rows"]},
+        out += _confusion(rows, {d["name"]: d.get("check_sass", {}).get("verdict") for d in rejudged["rows"]},
                           f"check-sass's word today on the same kernels, builds and specs (`run.py --no-gpu`, "
                           f"{rejudged['date']}: bench/realkernels/rejudged.json), against the same measurements")
     return "\n".join(out) + "\n"
@@ -518,7 +571,7 @@ def main() -> int:
                     help="stage, build, apply and check-sass, leaving the sources applied in --work for --resume")
     ap.add_argument("--resume", action="store_true", help="take the kernels a --prepare-only call left in --work")
     a = ap.parse_args()
-    names = [k["name"] for k in load_catalog()["kernel"]]
+    names = [k["name"] for k in rows_of(load_catalog())]
     only = a.only.split(",") if a.only else None
     if only and [n for n in only if n not in names]:
         print(f"--only: {', '.join(n for n in only if n not in names)} not among {', '.join(names)}", file=sys.stderr)

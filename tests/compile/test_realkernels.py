@@ -101,6 +101,28 @@ def test_a_spec_gets_a_clock_variant_under_its_own_name(tmp_path):
     assert 'name = "k_clock"' in text and "[capture]\nclock = true\ncapacity = 4" in text
 
 
+def test_a_variant_sets_its_keys_in_capture_only_and_takes_the_row_s_name(tmp_path):
+    """A key the [capture] table sets takes the variant's value; a site's key of the same name is
+    left alone; a [[variant]] expands into one row a recorder, "auto" the tool's choice."""
+    spec = tmp_path / "k.toml"
+    spec.write_text('version = 1\nname = "k"\n\n[capture]\nwarps = 2\ncapacity = 4\n\n'
+                    '[[site]]\nname = "s"\nwarps = [0]\n')
+    text = run.spec_variant(spec, "k_resident", {"warps": 8, "recorder": "resident"}).read_text()
+    assert text == ('version = 1\nname = "k_resident"\n\n[capture]\nrecorder = "resident"\nwarps = 8\ncapacity = 4\n'
+                    '\n[[site]]\nname = "s"\nwarps = [0]\n')
+    catalog = {"kernel": [{"name": "k", "what": "a kernel", "spec": "specs/k.toml"}],
+               "variant": [{"of": "k", "warps": 8, "recorders": ["auto", "staged"]}]}
+    rows = run.rows_of(catalog)
+    assert [(r["name"], r.get("capture"), r.get("variant_of")) for r in rows] == [
+        ("k", None, None), ("k_warps", {"warps": 8}, "k"), ("k_staged", {"warps": 8, "recorder": "staged"}, "k")]
+    assert rows[1]["clock"] is False and rows[2]["spec"] == "specs/k.toml"
+
+
+def test_the_catalog_s_variants_name_rows_it_has():
+    rows = {k["name"] for k in KERNELS}
+    assert all(v["of"] in rows and v["warps"] > 0 and v["recorders"] for v in CATALOG.get("variant", []))
+
+
 def test_a_row_runs_its_harness_as_its_runner_says(tmp_path):
     """nvcc: the build, no interpreter; python: python3 with the harness of the folder given (the
     applied one, or the copy never applied), and nothing to build."""
