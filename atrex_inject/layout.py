@@ -179,12 +179,21 @@ def staging_bytes(events: int, warps: int, slot_bytes: int, groups: Sequence[Own
     `start_slots` slots (an overflow slot, and the owner's start time and clock: two 8-byte slots
     where the clock goes in 8-byte events), one sink slot for warps that own no ring,
     and a table of WARP_SLOTS 8-byte entries, where each warp's next slot is kept between probes
-    (runtime/atrex_recorder.cuh, ResidentRing). `slot_bytes`: 8, or 16 for wide events (a packed
-    event is packed as it leaves the ring)."""
+    (runtime/atrex_recorder.cuh, ResidentRing); each array in whole 128-byte lines (shared_size).
+    `slot_bytes`: 8, or 16 for wide events (a packed event is packed as it leaves the ring)."""
     if resident:
-        return sum((resident_rings(g, warps) * (events + 1 + start_slots) + 1) * slot_bytes + WARP_SLOTS * 8
-                   for g in groups)
-    return (warps + 1) * events * slot_bytes * len(groups)
+        return sum(shared_size((resident_rings(g, warps) * (events + 1 + start_slots) + 1) * slot_bytes)
+                   + shared_size(WARP_SLOTS * 8) for g in groups)
+    return shared_size((warps + 1) * events * slot_bytes) * len(groups)
+
+
+SHARED_ALIGN = 128  # the rings' arrays: aligned to and sized in whole 128-byte lines (runtime: kSharedAlign)
+
+
+def shared_size(n: int) -> int:
+    """`n` bytes of a ring's static shared array, rounded up to whole lines as the runtime declares
+    it, so that what follows it (the kernel's dynamic shared memory) keeps its alignment."""
+    return -(-n // SHARED_ALIGN) * SHARED_ALIGN
 
 
 def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event_bytes: int, clock: bool,

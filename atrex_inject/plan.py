@@ -224,7 +224,8 @@ def _check_mode(spec: ProbeSpec, groups: tuple[Group, ...], mode: RecorderMode) 
                  "and a 512-byte table of the warps' next slots"
                  if mode.resident else f"{mode.warps} + 1 rings x {mode.ring} events")
         raise SpecError(f"the {mode.path.value} recorder's rings need {staging.shared_bytes_per_cta} bytes of static shared memory per CTA "
-                        f"({len(groups)} owner groups x {rings}, {mode.slot_bytes}-byte slots); a CTA declares at "
+                        f"({len(groups)} owner groups x {rings}, {mode.slot_bytes}-byte slots, each array in whole "
+                        f"128-byte lines); a CTA declares at "
                         f"most {MAX_STATIC_SHARED}", path=where, line=spec.line_of("capture", "recorder"),
                         hint=("lower capacity or warps, or let sites share owner groups" if mode.resident
                               else "lower ring or warps, or let sites share owner groups"))

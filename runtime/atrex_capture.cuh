@@ -16,6 +16,7 @@
 #include <ctime>
 #include <string>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace atrex {
@@ -37,6 +38,11 @@ struct KernelPlan {
   bool staging_refused = false;  // a launch was refused for too many warps (reported once)
   bool too_big_refused = false;  // a launch was refused for a buffer over 4 GiB (reported once)
   LaunchHeader bound_header = {};  // last copy bound to atrex_tl_header (launch_seq 0; magic 0: none yet)
+  // Deferred mode: the written launches' buffers and their sizes, allocated at this kernel's first
+  // launch for its geometry; a later launch that needs more allocates its own. The kernel's own: a
+  // pool shared by the process's kernels handed one kernel another's buffer, of another size (the
+  // handoff example's consumer recorded nothing that could be read back).
+  std::vector<std::pair<unsigned char*, uint64_t>> preallocated = {};
 };
 
 inline void fill_header(const KernelPlan& p, dim3 g, dim3 b, uint64_t seq, LaunchHeader& h) {
@@ -254,15 +260,15 @@ class Capture {
     if (plan_.capture_count == 0 || plan_.capture_count > 64) return;
     for (uint64_t i = 0; i < plan_.capture_count; ++i) {
       unsigned char* b = nullptr;
-      if (ok(cudaMalloc(&b, header_.total_bytes), "preallocate")) preallocated().push_back(b);
+      if (ok(cudaMalloc(&b, header_.total_bytes), "preallocate")) plan_.preallocated.emplace_back(b, header_.total_bytes);
     }
   }
 
   unsigned char* alloc_fresh() {
     const size_t n = static_cast<size_t>(header_.total_bytes);
-    std::vector<unsigned char*>& pool = preallocated();
-    if (!pool.empty()) {
-      buf_ = pool.back();
+    auto& pool = plan_.preallocated;
+    if (!pool.empty() && pool.back().second >= n) {
+      buf_ = pool.back().first;
       pool.pop_back();
     } else if (!ok(cudaMalloc(&buf_, n), "allocate")) {
       write_ = false;
@@ -274,11 +280,6 @@ class Capture {
       return nullptr;
     }
     return buf_;
-  }
-
-  static std::vector<unsigned char*>& preallocated() {
-    static std::vector<unsigned char*> v;
-    return v;
   }
 
   // Launches that are not written record into a reused scratch buffer: same code path, no file,

@@ -450,8 +450,9 @@ def table(result: dict, rejudged: dict | None = None) -> str:
                                                   for p in result["packages"].values())) + ".", "",
            "| kernel | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
            "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
-    rows = [d for d in result["rows"] if not d.get("variant_of")]
-    variants = [d for d in result["rows"] if d.get("variant_of")]
+    of = {k["name"]: k.get("variant_of") for k in rows_of(load_catalog())}  # rows written before rows said it
+    variants = [d for d in result["rows"] if d.get("variant_of") or of.get(d["name"])]
+    rows = [d for d in result["rows"] if d not in variants]
     for d in rows + variants:
         if d is (variants or [None])[0]:
             out += ["", "Beyond the table: rows measured beyond their target, again with the kernel's block size "

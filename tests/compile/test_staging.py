@@ -140,6 +140,11 @@ def test_staging_that_overflows_static_shared_memory_is_refused_at_its_line(proj
 RESIDENT = "[capture]\nrecorder = 'resident'\nwarps = 8\n"
 
 
+def lines(n: int) -> int:
+    """A ring array's bytes as the runtime declares it: whole 128-byte lines."""
+    return -(-n // 128) * 128
+
+
 def test_resident_rings_apply_compile_and_revert(project):
     """The rings hold the whole capacity: per owner group, one ring per warp that can own it (8 for
     lane0, 1 for cta) of 80 slots + an overflow and a start slot, and the sink, x 8 bytes. The
@@ -147,7 +152,8 @@ def test_resident_rings_apply_compile_and_revert(project):
     spec = _spec_with(project, ("[capture]\n", RESIDENT))
     m = snapshot.apply(spec).manifest
     assert [g.role for g in m.groups] == ["lane0", "cta"]
-    assert m.capture.staging == Staging(80, 8, ((8 * 82 + 1) + (1 * 82 + 1)) * 8 + 2 * 64 * 8, True)  # + 2 tables
+    # + 2 tables; each array in whole 128-byte lines
+    assert m.capture.staging == Staging(80, 8, lines((8 * 82 + 1) * 8) + lines((1 * 82 + 1) * 8) + 2 * 64 * 8, True)
     src = project / m.source.path
     assert ("atrex::BasicRecorder<80u, 8u, 0u, true, atrex::kLane0, 8u, 0u, 0xffffffffu> __atrex_r0(0u);"
             in src.read_text())
@@ -171,7 +177,7 @@ def test_resident_rings_over_static_shared_memory_are_refused(project):
     """Capacity 1024 (the probe-cost FMA loop's events per warp) in resident rings: 8 rings of 1026
     slots for the lane0 group and 1 for the cta group, more than the 48 KiB a CTA may declare."""
     spec = _spec_with(project, ("[capture]\n", RESIDENT), ("capacity = 80 ", "capacity = 1024 "))
-    need = ((8 * 1026 + 1) + (1 * 1026 + 1)) * 8 + 2 * 64 * 8
+    need = lines((8 * 1026 + 1) * 8) + lines((1 * 1026 + 1) * 8) + 2 * 64 * 8
     with pytest.raises(SpecError, match=re.escape(f"need {need} bytes of static shared memory per CTA (2 owner "
                                                   "groups x one ring per warp that can own it (at most 8) x 1024 + 2 "
                                                   "slots")) as e:
