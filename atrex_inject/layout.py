@@ -171,6 +171,15 @@ def resident_rings(g: OwnerGroup, warps: int) -> int:
     return len(selected_warps(g, 32 * warps))
 
 
+SHARED_ALIGN = 128  # the rings' arrays: aligned to and sized in whole 128-byte lines (runtime: kSharedAlign)
+
+
+def shared_size(n: int) -> int:
+    """`n` bytes of a ring's static shared array, rounded up to whole lines as the runtime declares
+    it, so that what follows it (the kernel's dynamic shared memory) keeps its alignment."""
+    return -(-n // SHARED_ALIGN) * SHARED_ALIGN
+
+
 def staging_bytes(events: int, warps: int, slot_bytes: int, groups: Sequence[OwnerGroup],
                   resident: bool = False, start_slots: int = 1) -> int:
     """Static shared memory the staged or resident rings take per CTA (docs/guide.md): each group keeps
@@ -185,15 +194,6 @@ def staging_bytes(events: int, warps: int, slot_bytes: int, groups: Sequence[Own
         return sum(shared_size((resident_rings(g, warps) * (events + 1 + start_slots) + 1) * slot_bytes)
                    + shared_size(WARP_SLOTS * 8) for g in groups)
     return shared_size((warps + 1) * events * slot_bytes) * len(groups)
-
-
-SHARED_ALIGN = 128  # the rings' arrays: aligned to and sized in whole 128-byte lines (runtime: kSharedAlign)
-
-
-def shared_size(n: int) -> int:
-    """`n` bytes of a ring's static shared array, rounded up to whole lines as the runtime declares
-    it, so that what follows it (the kernel's dynamic shared memory) keeps its alignment."""
-    return -(-n // SHARED_ALIGN) * SHARED_ALIGN
 
 
 def build_header(groups: Sequence[OwnerGroup], grid, block, capacity: int, event_bytes: int, clock: bool,

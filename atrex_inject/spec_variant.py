@@ -37,12 +37,27 @@ def variant_text(text: str, name: str, variant: RecorderVariant) -> str:
     """`text`, a spec named `name`, as the variant: its top-level `name` line renamed
     `<name>_<kind>`, the variant's keys written first in its [capture] table (a [capture] table
     appended where the spec has none as a header)."""
+    return capture_variant(text, f"{name}_{variant.kind}", variant.capture_keys())
+
+
+def capture_variant(text: str, name: str, keys: list[str]) -> str:
+    """`text` with its top-level `name` line set to `name` and `keys` (TOML lines `key = value`)
+    set in its [capture] table: a key the table already has takes the new line where it stands, the
+    others are written first in the table (a [capture] table appended where the spec has none as a
+    header). What the benchmarks' other variants use too (a clock, a block size)."""
     if ("capture",) not in KeyLines(text).headers:
         text += "\n[capture]\n"
     lines = KeyLines(text)
     rows = text.split("\n")
+    cr = lambda row: "\r" if row.endswith("\r") else ""  # noqa: E731
     at_name, at_capture = lines.of("name") - 1, lines.headers[("capture",)] - 1
-    cr = "\r" if rows[at_name].endswith("\r") else ""
-    rows[at_name] = f'name = "{name}_{variant.kind}"{cr}'
-    rows[at_capture + 1:at_capture + 1] = variant.capture_keys()
+    rows[at_name] = f'name = "{name}"{cr(rows[at_name])}'
+    new = []
+    for key_line in keys:
+        at = lines.lines.get(("capture", KeyLines.KEY.match(key_line).group(1)))
+        if at is None:
+            new.append(key_line)
+        else:
+            rows[at - 1] = key_line + cr(rows[at - 1])
+    rows[at_capture + 1:at_capture + 1] = new
     return "\n".join(rows)

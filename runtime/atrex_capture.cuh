@@ -39,9 +39,9 @@ struct KernelPlan {
   bool too_big_refused = false;  // a launch was refused for a buffer over 4 GiB (reported once)
   LaunchHeader bound_header = {};  // last copy bound to atrex_tl_header (launch_seq 0; magic 0: none yet)
   // Deferred mode: the written launches' buffers and their sizes, allocated at this kernel's first
-  // launch for its geometry; a later launch that needs more allocates its own. The kernel's own: a
-  // pool shared by the process's kernels handed one kernel another's buffer, of another size (the
-  // handoff example's consumer recorded nothing that could be read back).
+  // launch for its geometry; a later launch that needs more allocates its own. The kernel's own:
+  // one pool shared by the process's kernels could hand a kernel a buffer sized for another
+  // kernel's launch.
   std::vector<std::pair<unsigned char*, uint64_t>> preallocated = {};
 };
 

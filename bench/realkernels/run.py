@@ -44,6 +44,7 @@ from fetch import SRC, load_catalog  # noqa: E402
 from measuring import OFF_TARGET, ci, device, measure_pair, met, pct, validate_capture  # noqa: E402
 
 from atrex_inject import choice as recorder_choice  # noqa: E402
+from atrex_inject.spec_variant import capture_variant  # noqa: E402
 
 RESULTS = HERE / "results-h200.json"
 TABLE = REPO / "docs" / "realkernels.md"
@@ -59,8 +60,7 @@ class Row:
 
     def __init__(self, kernel: dict):
         self.kernel = kernel
-        self.data = {k: kernel[k] for k in ("name", "package", "backend", "runner", "target", "what", "variant_of",
-                                            "capture") if k in kernel}
+        self.data = {k: kernel[k] for k in ("name", "package", "backend", "runner", "target", "what")}
         self.data["steps"] = {}
 
     def ok(self, step: str) -> bool:
@@ -130,21 +130,9 @@ def clock_variant(spec: Path) -> Path:
 def spec_variant(spec: Path, name: str, keys: dict) -> Path:
     """The spec renamed `name` (a workspace of its own), `keys` set in its [capture] table (a key it
     already sets there takes the new value), written beside it as `<name>.toml`."""
-    text = spec.read_text()
-    head = re.search(r"(?m)^\[capture\]\n", text)
-    if head is None:
-        raise ValueError(f"{spec} has no [capture] table to set {', '.join(keys)} in")
-    end = re.compile(r"(?m)^\[").search(text, head.end())
-    a, b = head.end(), end.start() if end else len(text)
-    table = text[a:b]
-    for key, value in keys.items():
-        line = f"{key} = {json.dumps(value)}"  # a TOML literal for the values a row sets: string, integer, boolean
-        table, n = re.subn(rf"(?m)^{key} = .*$", line, table, count=1)
-        table = table if n else f"{line}\n{table}"
-    text = text[:a] + table + text[b:]
-    text = re.sub(r'(?m)^name = "[^"]+"', f'name = "{name}"', text, count=1)
     out = spec.with_name(f"{name}.toml")
-    out.write_text(text)
+    # json.dumps writes the TOML literal of the values a row sets: a string, an integer, a boolean
+    out.write_text(capture_variant(spec.read_text(), name, [f"{k} = {json.dumps(v)}" for k, v in keys.items()]))
     return out
 
 
@@ -450,8 +438,8 @@ def table(result: dict, rejudged: dict | None = None) -> str:
                                                   for p in result["packages"].values())) + ".", "",
            "| kernel | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
            "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
-    of = {k["name"]: k.get("variant_of") for k in rows_of(load_catalog())}  # rows written before rows said it
-    variants = [d for d in result["rows"] if d.get("variant_of") or of.get(d["name"])]
+    of = {k["name"]: k.get("variant_of") for k in rows_of(load_catalog())}  # kernels.toml says which rows are variants
+    variants = [d for d in result["rows"] if of.get(d["name"])]
     rows = [d for d in result["rows"] if d not in variants]
     for d in rows + variants:
         if d is (variants or [None])[0]:
