@@ -56,24 +56,28 @@ class Rewrite:
         p = self.backend_data.get("perturbation")
         if not isinstance(p, dict):
             raise ValueError("this rewrite wrote no instrumented copy (not the CUDA backend's)")
-        return CopyFacts(p["clone"], p["versioned"], p.get("not_warp_uniform"), p.get("barrier_loop"))
+        return CopyFacts(p["clone"], p["versioned"], p.get("not_warp_uniform"), p.get("barrier_loop"),
+                         p.get("sized_at_launch"))
 
 
 @dataclass(frozen=True)
 class CopyFacts:
     """The CUDA rewriter's instrumented copy: its name (KERNEL__atrex), whether its body is
     versioned (CTAs that record nothing run a clean side), why a site may run on part of a warp
-    (no staged rings: cuda/uniform.py), and the line of a loop recorded every iteration that waits
-    at a CTA barrier."""
+    (no staged rings: cuda/uniform.py), the line of a loop recorded every iteration that waits
+    at a CTA barrier, and why the kernel's occupancy is decided at launch beyond its SASS
+    (cuda/launches.sized_at_launch)."""
     clone: str
     versioned: bool
     not_uniform: str | None = None
     barrier_loop: int | None = None
+    sized_at_launch: str | None = None
 
     def __post_init__(self):
         if not (isinstance(self.clone, str) and type(self.versioned) is bool
                 and (self.not_uniform is None or isinstance(self.not_uniform, str))
-                and (self.barrier_loop is None or type(self.barrier_loop) is int)):
+                and (self.barrier_loop is None or type(self.barrier_loop) is int)
+                and (self.sized_at_launch is None or isinstance(self.sized_at_launch, str))):
             raise ValueError(f"not the facts of an instrumented copy: {self!r}")
 
 

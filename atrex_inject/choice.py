@@ -41,7 +41,8 @@ block size (registers, shared memory), more spills where CTAs that record nothin
 SASS cannot weigh is a doubt: a change in the schedule of a loop (a clean loop the copy no longer
 has as it was, fewer or more loads in flight where recording CTAs time a loop; only the recording
 CTAs run it), spills on the recording side only (a copy held to the clean kernel's registers: the
-CTAs that record nothing run the clean side without them), and more registers where the block size
+CTAs that record nothing run the clean side without them), static shared memory the copy adds to a
+kernel whose dynamic shared memory is sized at launch, and more registers where the block size
 is unknown (whether the launches fill an SM that far is the grid's). On public kernels
 such copies measured within target as often as not (bench/realkernels, docs/realkernels.md), so
 the SASS says "unsure" and `measure` decides.
@@ -235,12 +236,14 @@ class Target:
         return sha256_bytes("\0\0".join([self.spec.text, deps, *recorder, *rules, __version__]).encode())[:32]
 
 
-def judge(r: Comparison, versioned: bool, clean_side: bool = True) -> tuple[list[str], list[str]]:
+def judge(r: Comparison, versioned: bool, clean_side: bool = True,
+          sized_at_launch: str | None = None) -> tuple[list[str], list[str]]:
     """(problems, doubts): why a recording run of this build would be another kernel, and what SASS
     cannot decide about it (r: what sass.compare read; `versioned`: the copy's body is versioned;
     module docstring). The one judgment of the choice and of check-sass. `clean_side`: some CTAs
     record nothing, so the copy keeps a clean side that should hold every clean loop (where every
-    CTA records, the recording side is the whole copy, checked by its loads in flight)."""
+    CTA records, the recording side is the whole copy, checked by its loads in flight).
+    `sized_at_launch`: why the kernel's occupancy is set at launch (backend.CopyFacts)."""
     problems, doubts = [], []
     if not r.off_identical:
         problems.append("with probes off the program does not run the clean kernel instruction for instruction")
@@ -255,6 +258,12 @@ def judge(r: Comparison, versioned: bool, clean_side: bool = True) -> tuple[list
     if None not in (ctas.clean, ctas.copy) and ctas.copy != ctas.clean:
         problems.append(f"the copy fits {ctas.copy} CTAs per SM against the clean kernel's {ctas.clean} "
                         f"(registers and static shared memory, {r.threads_per_block} threads per CTA)")
+    # dynamic shared memory is sized at launch: static bytes the copy adds may cost an SM a CTA that
+    # the figures above, static shared memory only, cannot show
+    if sized_at_launch and r.shared.copy > r.shared.clean:
+        doubts.append(f"the copy adds {r.shared.copy - r.shared.clean} bytes of static shared memory a CTA and "
+                      f"{sized_at_launch}: how many CTAs an SM holds then depends on the launch's dynamic shared "
+                      "memory, which the SASS does not show")
     if r.spills.copy > r.spills.clean:
         spilled = f"the copy spills {r.spills.copy} bytes against the clean kernel's {r.spills.clean}"
         local = r.local_accesses
@@ -276,7 +285,7 @@ def judge(r: Comparison, versioned: bool, clean_side: bool = True) -> tuple[list
 
 
 def assess(clean, inst, kernel: str, clone: str, threads: int | None, clean_side: bool,
-           versioned: bool) -> tuple[Comparison, list[str], list[str]]:
+           versioned: bool, sized_at_launch: str | None = None) -> tuple[Comparison, list[str], list[str]]:
     """(r, problems, doubts): sass.compare and judge of each instantiation of the kernel (one for a
     plain kernel), the judgment of all of them together: the instantiation the program launches is
     chosen at run time, so every one must keep the kernel. `r` is the first instantiation's with the
@@ -287,7 +296,7 @@ def assess(clean, inst, kernel: str, clone: str, threads: int | None, clean_side
     judged = []
     for k, c in pairs:
         r = compare(clean, inst, k, c, threads)
-        problems, doubts = judge(r, versioned, clean_side)
+        problems, doubts = judge(r, versioned, clean_side, sized_at_launch)
         if len(pairs) > 1:
             problems, doubts = [f"{k}: {p}" for p in problems], [f"{k}: {d}" for d in doubts]
         judged.append((r, problems, doubts))
@@ -480,7 +489,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             target.built[mode] = (rw, inst)
             try:
                 r, problems, doubts = assess(clean, inst, target.kernel, rw.copy.clone, target.threads,
-                                             some_ctas_idle(plan), rw.copy.versioned)
+                                             some_ctas_idle(plan), rw.copy.versioned, rw.copy.sized_at_launch)
             except AtrexError as e:
                 notes.append(f"{describe(mode)}: {e.message}")
                 return None

@@ -115,7 +115,7 @@ def check(spec_path: Path, root: Path | None = None, nvcc_flags: list[str] | Non
     step("reading the builds' SASS")
     copy = made.copy
     r, problems, doubts = choice.assess(clean, inst, target.kernel, copy.clone, target.threads,
-                                        choice.some_ctas_idle(plan), copy.versioned)
+                                        choice.some_ctas_idle(plan), copy.versioned, copy.sized_at_launch)
     doubts += choice.per_trip(plan.spec.sites)
     verdict = choice.verdict(problems, doubts)
     return SassCheck(spec.name, spec.kernel, copy.clone, picked, copy.versioned, r, verdict, tuple(problems),

@@ -503,6 +503,23 @@ class FileLaunches:
     scan: Scan
 
 
+def sized_at_launch(src: SourceFile, kernel: Kernel, mirrors: list[Mirror]) -> str | None:
+    """Why how many CTAs of the kernel an SM holds is decided at launch beyond what its SASS shows,
+    or None: its body declares `extern __shared__` (dynamic shared memory, sized by the launch), or
+    the program sets its attributes at run time (a `cudaFuncSetAttribute` the rewrite repeats for
+    the copy: a shared-memory size or carveout). Static shared memory a copy adds then changes the
+    occupancy by an amount the SASS check cannot compute (choice.judge)."""
+    tk = src.tokens.toks
+    i = tk.at(kernel.body_start)
+    while i is not None and i + 1 < len(tk) and tk.span(i)[0] < kernel.body_end:
+        if tk[i].value == "extern" and tk[i + 1].value == "__shared__":
+            return f"{kernel.label} declares `extern __shared__` (line {src.lines.line(tk.span(i)[0])})"
+        i += 1
+    if mirrors:
+        return f"the program sets {kernel.label}'s attributes at run time ({mirrors[0].file}:{mirrors[0].line})"
+    return None
+
+
 def find_all(spec, src: SourceFile, kernel: Kernel, launchers: dict[str, str]) -> tuple[list[FileLaunches], list[str]]:
     """The target's launches in the source and in each launcher (rel path -> text), and warnings.
 

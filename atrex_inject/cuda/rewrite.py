@@ -21,7 +21,7 @@ from ..spec import ProbeSpec, Site
 from .anchors import resolve
 from .clone import CLONE_SUFFIX, clone_kernel, default_arguments, guard, kernel_split, versioned_body
 from .edits import Edits
-from .launches import find_all
+from .launches import find_all, sized_at_launch
 from .names import KernelName, select_kernel
 from .probes import MARK, loop_site, macro_clash, prefix, recorders, site_code, site_label, static_suffix
 from .scope import hidden, locals_of, parameters, point
@@ -87,6 +87,7 @@ def rewrite(plan: Plan, text: str, runtime: str | None = None, launchers: dict[s
     perturbation = {"clone": kernel.qualname + CLONE_SUFFIX, "versioned": versioned,
                     "not_warp_uniform": not_uniform(kernel, src.text, anchored, spec.sites, src.lines),
                     "barrier_loop": barrier_loop(kernel, anchored, spec.sites, src.lines),
+                    "sized_at_launch": sized_at_launch(src, kernel, [m for f in files for m in f.scan.mirrors]),
                     "not_versioned_because": None if versioned else split,
                     "strip_mined": [{"line": src.lines.line(sm.loop.stmt.start), "every": sm.every,
                                      "sites": [s.name for s in sm.sites], **({"trip": sm.trip} if sm.trip else {})}

@@ -475,3 +475,19 @@ def test_a_kernel_declared_before_its_definition_gets_a_declared_copy_that_compi
     assert ("__global__ void step__atrex(float* x, int n);  // atrex: step__atrex, the instrumented copy of step, "
             "launched in its place only while recording") in src.read_text().split("\n")
     reverts_exact(spec, before)
+
+
+@pytest.mark.parametrize("source, kernel, why", [
+    ("alias.cu", "attend", "attend declares `extern __shared__` (line 13)"),
+    ("shapes.cu", "scale", "the program sets scale's attributes at run time (shapes.cu:71)"),
+    ("shapes.cu", "tagged", None)])
+def test_the_rewrite_says_when_a_kernels_occupancy_is_sized_at_launch(tmp_path, source, kernel, why):
+    """Dynamic shared memory (`extern __shared__`) or attributes set at run time make how many CTAs
+    an SM holds the launch's: the copy's facts say why, and the SASS judgment then doubts static
+    shared memory a copy adds (tests/compile/test_recorder_choice.py)."""
+    from atrex_inject.cuda.rewrite import rewrite
+    from atrex_inject.plan import make_plan
+    from atrex_inject.spec import load_spec
+
+    spec = load_spec(project(tmp_path, source, f'"{kernel}"'))
+    assert rewrite(make_plan(spec), (tmp_path / source).read_text()).copy.sized_at_launch == why

@@ -118,8 +118,8 @@ def test_where_every_candidate_is_another_kernel_the_first_is_the_fallback(proje
     as the fallback it is, in apply's JSON and in check-sass's line, never as chosen."""
     monkeypatch.setenv(choice.CACHE_ENV, str(tmp_path / "cache"))
     real = choice.judge
-    monkeypatch.setattr(choice, "judge", lambda r, versioned, clean_side=True: (["planted"],
-                                                                             real(r, versioned, clean_side)[1]))
+    monkeypatch.setattr(choice, "judge", lambda r, versioned, clean_side=True, sized_at_launch=None: (
+        ["planted"], real(r, versioned, clean_side, sized_at_launch)[1]))
     spec = project / "examples" / "specs" / "reduce_sumsq.toml"
     code, out = cli("apply", spec, "--dry-run", "--json")
     rec = json.loads(out)["recorder"]
@@ -416,3 +416,22 @@ def test_a_header_kernel_no_launcher_includes_is_told_about_build_unit(tmp_path)
     assert rec["why"].endswith("[build] unit = a .cu that #includes it (directly or through a header), after what it needs: the global "
                                "recorder, the default"), rec["why"]
     assert cli("revert", spec)[0] == 0
+
+
+def test_static_shared_memory_added_to_a_kernel_sized_at_launch_is_a_doubt(tmp_path):
+    """tile_sum keeps its tile in dynamic shared memory, so its occupancy is the launch's: resident
+    rings add static shared memory whose cost in CTAs per SM the SASS cannot compute (unsure, with
+    the reason); the global recorder adds none and keeps the kernel."""
+    (tmp_path / ".git").mkdir()
+    for f in ("dynamic_shared.cu", "dynamic_shared.toml"):
+        shutil.copy(REPO / "tests" / "sources" / f, tmp_path / f)
+    code, out = cli("check-sass", tmp_path / "dynamic_shared.toml", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["verdict"] == "unsure" and not r["problems"], r
+    assert r["doubts"] == ["the copy adds 1024 bytes of static shared memory a CTA and tile_sum declares `extern "
+                           "__shared__` (line 5): how many CTAs an SM holds then depends on the launch's dynamic "
+                           "shared memory, which the SASS does not show"]
+    edit_file(tmp_path / "dynamic_shared.toml", ('recorder = "resident"', 'recorder = "global"'))
+    code, out = cli("check-sass", tmp_path / "dynamic_shared.toml", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["verdict"] == "keeps" and not r["doubts"], r

@@ -26,7 +26,7 @@ COMPARISON_KEYS = ("off_identical", "local_accesses", "copy_clean_side", "thread
 RECORD_KEYS = COMPARISON_KEYS + ("registers", "shared", "spills", "missing", "versioned", "clone", "clean", "off",
                                  "copy", "in_flight", "recording", "trip", "loop", "loads", "verdict", "problems",
                                  "doubts", "evidence", "recorder", "how", "why", "notes", "max_registers", "held",
-                                 "not_warp_uniform", "barrier_loop", "perturbation", "ok", "hint", "kernel")
+                                 "not_warp_uniform", "barrier_loop", "sized_at_launch", "perturbation", "ok", "hint", "kernel")
 # the seam: the modules (or, in cli.py, the functions) that read these records
 SEAM = {"choice.py": None, "sasscheck.py": None, "cli.py": ("check_sass", "_render_recorder")}
 
