@@ -15,7 +15,7 @@ kernel, so a run cut short keeps what it measured.
 
     python3 bench/realkernels/fetch.py                   (where PyPI is reachable; carry bench/realkernels/.src)
     python3 bench/realkernels/run.py [--only a,b] [--samples 8] [--budget 520] [--work DIR] [--out DIR]
-        [--json bench/realkernels/results-h200.json] [--no-gpu | --prepare-only | --resume]
+        [--json bench/realkernels/results-h200.json] [--no-gpu | --prepare-only | --resume] [--no-clock]
     python3 bench/realkernels/run.py table [--json F] [--out docs/realkernels.md]
     python3 bench/realkernels/run.py merge PART.json [--json F]   (another device call's rows folded in, each
         row keeping the date and device it was measured on)
@@ -34,7 +34,6 @@ import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import SimpleNamespace
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -43,7 +42,6 @@ sys.path.insert(0, str(HERE))
 from fetch import SRC, load_catalog  # noqa: E402
 from measuring import OFF_TARGET, ci, device, measure_pair, met, pct, validate_capture  # noqa: E402
 
-from atrex_inject import choice as recorder_choice  # noqa: E402
 from atrex_inject.spec_variant import capture_variant  # noqa: E402
 
 RESULTS = HERE / "results-h200.json"
@@ -355,14 +353,15 @@ def prepared(kernel: dict, packages: dict, work: Path, resume: bool) -> tuple[Ro
 
 
 def run(only: list[str] | None, samples: int, budget: float, work: Path, out_dir: Path, results: Path,
-        gpu: bool, prepare_only: bool = False, resume: bool = False) -> dict:
+        gpu: bool, prepare_only: bool = False, resume: bool = False, clock: bool = True) -> dict:
     """Every kernel's CPU part in parallel, then (with gpu) each kernel's GPU steps and revert in turn,
     the results file rewritten after each. prepare_only stops before the GPU steps and leaves the
     sources applied for a later call with resume (a device call each: the builds of the CuTe GEMM
-    alone take minutes)."""
+    alone take minutes). Without clock, no row's clock variant is applied or built (check-sass run
+    again after its rules changed needs none)."""
     t0 = time.time()
     catalog = load_catalog()
-    kernels = [k for k in rows_of(catalog) if not only or k["name"] in only]
+    kernels = [k if clock else {**k, "clock": False} for k in rows_of(catalog) if not only or k["name"] in only]
     result = environment(catalog, samples)
     work.mkdir(parents=True, exist_ok=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -463,20 +462,27 @@ def table(result: dict, rejudged: dict | None = None) -> str:
                    f"{failed or '—'} |")
     said = {d["name"]: d.get("check_sass", {}).get("verdict") for d in rows}
     out += _confusion(rows, said, "check-sass's word when the run was made")
-    today = {name: recorder_choice.UNSURE if word == recorder_choice.KEEPS and recorder_choice.per_trip(_sites(name))
-             else word
-             for name, word in said.items()}
-    if today != said:
-        out += _confusion(rows, today, "check-sass's word under today's rule for a site at every trip of a "
-                                                 "loop (choice.per_trip reads the spec alone, so it judges the same "
-                                                 "builds)")
     if variants:
         out += _confusion(variants, {d["name"]: d.get("check_sass", {}).get("verdict") for d in variants},
                           "check-sass's word on the rows beyond the table (each recorder's build of its kernel)")
     if rejudged:
-        out += _confusion(rows, {d["name"]: d.get("check_sass", {}).get("verdict") for d in rejudged["rows"]},
-                          f"check-sass's word today on the same kernels, builds and specs (`run.py --no-gpu`, "
-                          f"{rejudged['date']}: bench/realkernels/rejudged.json), against the same measurements")
+        # a word on another build is no word on the measured one: a row whose recorder the choice now
+        # makes otherwise is left out of the counts and named
+        build = lambda d: ((d.get("choice") or {}).get("recorder"), (d.get("choice") or {}).get("max_registers"))  # noqa: E731
+        measured = {d["name"]: build(d) for d in result["rows"]}
+        again = {d["name"]: d.get("check_sass", {}).get("verdict") for d in rejudged["rows"]
+                 if build(d) == measured.get(d["name"])}
+        moved = [f"{d['name']} (measured with {measured[d['name']][0]}, now {build(d)[0]}"
+                 f"{', registers held' if build(d)[1] else ''})" for d in rejudged["rows"]
+                 if d["name"] in measured and build(d) != measured[d["name"]]]
+        where = (f"(`run.py --no-gpu --no-clock`, {rejudged['date']}: bench/realkernels/rejudged.json), against the "
+                 "same measurements")
+        out += _confusion(rows, again, f"check-sass's word today on the same kernels, builds and specs {where}")
+        if variants:
+            out += _confusion(variants, again, f"check-sass's word today on the rows beyond the table {where}")
+        if moved:
+            out += ["", "Left out of these counts, because the recorder choice now makes another build than the one "
+                        "measured: " + "; ".join(moved) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -497,14 +503,6 @@ def _measured_on(result: dict) -> str:
         return f"{result['date']}; {result['device']} {result['uuid']}, driver {result['driver']}"
     return "; ".join(f"{', '.join(names)} on {date}, {dev} {uuid}, driver {drv}"
                      for (date, dev, uuid, drv), names in calls.items())
-
-
-def _sites(name: str) -> list[SimpleNamespace]:
-    """A row's spec's sites, as recorder_choice.per_trip reads them (name, position, every), from its TOML."""
-    spec = HERE / "specs" / f"{name}.toml"
-    sites = tomllib.loads(spec.read_text()).get("site", []) if spec.is_file() else []
-    return [SimpleNamespace(name=t.get("name"), position=t.get("position", "at"), every=t.get("every", 1))
-            for t in sites]
 
 
 def _confusion(rows: list[dict], said: dict, title: str) -> list[str]:
@@ -559,6 +557,8 @@ def main() -> int:
     ap.add_argument("--prepare-only", action="store_true",
                     help="stage, build, apply and check-sass, leaving the sources applied in --work for --resume")
     ap.add_argument("--resume", action="store_true", help="take the kernels a --prepare-only call left in --work")
+    ap.add_argument("--no-clock", action="store_true", help="leave out each row's clock variant (with --no-gpu: "
+                                                            "check-sass again, as for bench/realkernels/rejudged.json)")
     a = ap.parse_args()
     names = [k["name"] for k in rows_of(load_catalog())]
     only = a.only.split(",") if a.only else None
@@ -570,7 +570,7 @@ def main() -> int:
         return 2
     results = a.json or (a.work / "results-nogpu.json" if a.no_gpu or a.prepare_only else RESULTS)
     result = run(only, a.samples, a.budget, a.work.resolve(), a.out.resolve(), results, not a.no_gpu, a.prepare_only,
-                 a.resume)
+                 a.resume, not a.no_clock)
     return 0 if all(all(s["ok"] for s in d["steps"].values()) for d in result["rows"]) else 1
 
 
