@@ -32,7 +32,7 @@ struct KernelPlan {
   uint64_t launches;                     // launches seen so far in this process
   unsigned char* scratch;                // device buffer for launches that are not written
   uint64_t scratch_bytes;
-  unsigned char* bound;      // pointer last bound to atrex_tl_buffer: rebinding costs a copy per launch
+  unsigned char* bound;      // pointer this plan last bound to atrex_tl_buffer: rebinding costs a copy per launch
   uint32_t scratch_dims[6];  // geometry the scratch header was written for
   uint32_t staging_warps = 0;  // staged or resident rings: warps per CTA they were sized for
   bool staging_refused = false;  // a launch was refused for too many warps (reported once)
@@ -132,6 +132,12 @@ inline std::string json_escape(const char* s) {
   return o;
 }
 
+// Which plan's buffer and header this translation unit's symbols hold: the symbols are the unit's
+// (atrex_recorder.cuh), shared by every instrumented kernel it compiles, so what a plan remembers
+// having bound is still bound only while no other plan of the unit has bound since.
+static const KernelPlan* atrex_tl_buffer_of = nullptr;
+static const KernelPlan* atrex_tl_header_of = nullptr;
+
 // Brackets one launch: construct before the launch, finish() after it (or let it go out of scope).
 class Capture {
  public:
@@ -167,8 +173,10 @@ class Capture {
       if (defer_writes() && seq_ == 0) preallocate();
       bind = write_ ? alloc_fresh() : scratch();
     }
-    if (bind != plan_.bound || write_) {
+    // probes off (no buffer) with another plan's buffer bound: the clean kernel runs, nothing to copy
+    if (bind != plan_.bound || write_ || (bind && atrex_tl_buffer_of != &plan_)) {
       plan_.bound = bind;
+      atrex_tl_buffer_of = &plan_;
       ok(cudaMemcpyToSymbolAsync(atrex_tl_buffer, &plan_.bound, sizeof bind, 0, cudaMemcpyHostToDevice, stream_),
          "bind buffer");
     }
@@ -240,12 +248,14 @@ class Capture {
 
  private:
   // The device reads the header from its constant copy (atrex_tl_header); copied only when it
-  // differs from the last one bound, so a timed loop of same-shaped launches copies nothing.
+  // differs from the last one this plan bound or another plan bound since, so a timed loop of
+  // same-shaped launches copies nothing.
   void bind_header() {
     LaunchHeader h = header_;
     h.launch_seq = 0;
-    if (std::memcmp(&h, &plan_.bound_header, sizeof h) == 0) return;
+    if (atrex_tl_header_of == &plan_ && std::memcmp(&h, &plan_.bound_header, sizeof h) == 0) return;
     plan_.bound_header = h;
+    atrex_tl_header_of = &plan_;
     ok(cudaMemcpyToSymbolAsync(atrex_tl_header, &plan_.bound_header, sizeof h, 0, cudaMemcpyHostToDevice, stream_),
        "bind header");
   }

@@ -17,6 +17,9 @@
 #                       twoproc/b/handoff_consumer` compares the two calibrations of one device, whose true
 #                       offset is zero (check `alignment`); calibration.txt prints both fits' offsets and bounds
 #   clockcal/           the calibrator run alone 5 times (its windows as printed), to see the bracket widths
+#   oneunit/            tests/sources/oneunit/: two kernels in one translation unit, each with its own spec
+#                       (another geometry, capacity and CTA stride), launched in turn; both captures must
+#                       validate, so each launch binds its own buffer and launch header (one capture run)
 # With a second GPU (nvidia-h200-x2), also:
 #   twogpu/gpu0, twogpu/gpu1  the handoff program captured on each GPU (CUDA_VISIBLE_DEVICES), calibrated,
 #                       summarized and exported together on the host clock (the two-GPU example with peer
@@ -101,6 +104,21 @@ if [ "$gpus" -ge 2 ]; then
   $ATREX summary "$D/twogpu/gpu0" "$D/twogpu/gpu1" | tee "$D/twogpu/summary.txt" || fail=1
   $ATREX export "$D/twogpu/gpu0" "$D/twogpu/gpu1" --perfetto "$D/twogpu/twogpu.pftrace" || fail=1
 fi
+
+log "one unit: two instrumented kernels compiled into one translation unit, launched in turn"
+# they share the unit's recorder symbols: each launch must bind its own buffer and launch header
+O="$work/oneunit" && cp -r tests/sources/oneunit "$O" && mkdir -p "$O/.git"
+ou_before=$(cat "$O"/*.cu "$O"/*.cuh | sha256sum)
+$ATREX apply "$O/scale.toml" --root "$O" > "$D/oneunit.apply.txt" || fail=1
+$ATREX apply "$O/shift.toml" --root "$O" >> "$D/oneunit.apply.txt" || fail=1
+$NVCC -I"$INC" -o "$O/oneunit" "$O/main.cu" || fail=1
+$T $ATREX capture --spec "$O/scale.toml" --spec "$O/shift.toml" --root "$O" --out "$D/oneunit" -- "$O/oneunit" \
+  | tee "$D/oneunit.capture.txt" || fail=1
+for k in oneunit_scale oneunit_shift; do
+  $ATREX validate "$D/oneunit/$k" | tee "$D/oneunit.validate.$k.txt" || fail=1
+done
+$ATREX revert "$O/shift.toml" --root "$O" && $ATREX revert "$O/scale.toml" --root "$O" || fail=1
+[ "$(cat "$O"/*.cu "$O"/*.cuh | sha256sum)" = "$ou_before" ] || { echo "revert left oneunit changed"; fail=1; }
 
 log "revert, byte for byte"
 $ATREX revert "$C" --root "$work" || fail=1
