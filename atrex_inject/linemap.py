@@ -7,13 +7,14 @@ carry MARK so that the source id can leave them out, source_id.py) and a CUDA st
 """
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Callable
 
 from .align import insertions
 
 MARK = "// atrex: clean line"  # ends each directive the .cu route writes (source_id.py leaves those lines out)
-_MARKED = re.compile(r'^#line \d+ "(?:[^"\\\n]|\\.)*" ' + re.escape(MARK) + r'\r?\n', re.M)
+_MARKED = re.compile(r'^#line (\d+) "(?:[^"\\\n]|\\.)*" ' + re.escape(MARK) + r'\r?\n', re.M)
 
 Insertions = list[tuple[int, str]]  # (offset in the clean text, text inserted there), increasing offsets
 
@@ -76,11 +77,28 @@ def without_directives(text: str) -> str:
     return _MARKED.sub("", text)
 
 
+def presumed_line(text: str) -> Callable[[int], int]:
+    """The line the compiler presumes at an offset of `text`: its physical line, or, after a MARKed
+    directive an earlier rewrite left (a second spec rewriting a file the first already did), the
+    clean line that directive names and the lines since. So every spec's directives name the clean
+    file's lines."""
+    marks = [(m.end(), int(m.group(1))) for m in _MARKED.finditer(text)]
+    ends = [e for e, _ in marks]
+
+    def line_of(s: int) -> int:
+        i = bisect.bisect_right(ends, s) - 1
+        if i < 0:
+            return text.count("\n", 0, s) + 1
+        end, n = marks[i]
+        return n + text.count("\n", end, s)
+    return line_of
+
+
 def with_directives(clean: str, instrumented: str, rel: str) -> str:
     """A rewritten CUDA file (`instrumented` holds `clean` in order, align.py) with a MARKed
     directive after each insertion that adds lines."""
     bom = "\ufeff" if clean.startswith("\ufeff") else ""  # stays first (the rewriter writes it before its prefix)
     clean, instrumented = clean[len(bom):], instrumented[len(bom):]
     nl = "\r\n" if "\r\n" in clean else "\n"
-    return bom + apply(clean, line_directives(insertions(clean, instrumented), clean,
-                                              lambda s: clean.count("\n", 0, s) + 1, rel, MARK, nl))
+    return bom + apply(clean, line_directives(insertions(clean, instrumented), clean, presumed_line(clean), rel,
+                                              MARK, nl))

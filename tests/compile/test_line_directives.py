@@ -58,3 +58,32 @@ def test_the_source_id_leaves_the_directives_out(tmp_path):
     recorded = json.loads((FIX / "gemm_mma" / "manifest.json").read_text())["source"]["source_id"]
     assert source_id_of(text) == recorded
     assert source_id_of(text.replace(f" {MARK}\n", " // another\n", 1)) != recorded
+
+
+def test_a_second_spec_rewriting_a_file_names_the_clean_lines_too(tmp_path):
+    """Two specs whose launches are in one launcher (tests/sources/oneunit/main.cu): the second
+    rewrites a file the first already did. Every line of the launcher that is clean code (a launch
+    with its kernel chosen at run time undone) is presumed by the compiler, following the
+    directives, to be the clean file's line of that text (before, the second spec's directives
+    named lines of the first's output)."""
+    import re
+    (tmp_path / ".git").mkdir()
+    for f in (REPO / "tests" / "sources" / "oneunit").iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    clean = {f: (tmp_path / f).read_text() for f in ("main.cu", "scale.cuh", "shift.cuh")}
+    for spec in ("scale.toml", "shift.toml"):
+        snapshot.apply(tmp_path / spec)
+    lines, presumed, checked = clean["main.cu"].splitlines(), 1, 0
+    for line in (tmp_path / "main.cu").read_text().splitlines():
+        if (m := re.match(r'#line (\d+) "main.cu" ', line)) and line.endswith(MARK):
+            presumed = int(m.group(1))
+            continue
+        if "// atrex:" not in line:  # a line of the clean file, not one a spec inserted
+            assert lines[presumed - 1] == re.sub(r"\(__atrex_cap\.on\(\) \? (\w+)__atrex : \1\)", r"\1", line), \
+                (presumed, line)
+            checked += 1
+        presumed += 1
+    assert checked == len(lines)
+    for spec in ("shift.toml", "scale.toml"):
+        snapshot.revert(tmp_path / spec)
+    assert {f: (tmp_path / f).read_text() for f in clean} == clean
