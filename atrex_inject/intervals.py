@@ -17,7 +17,7 @@ cycles are what that SM counted. Its ns are its cycles at its owner's local rate
 the local rates at its start and at its end differ by more than their own uncertainty (the clock
 changed speed inside it). An instance whose cycles imply a rate the device cannot run at
 (smclock.RATE_GHZ; validate's clock_consistency names them), or one of whose ends had its clock read
-late after its timer (smclock.pauses: the warp paused between the two reads), keeps the global
+apart from its timer (smclock.pauses: the warp paused between the two reads), keeps the global
 timer's ns, in steps of its tick (32 ns on an H200), and `why` says why.
 """
 from __future__ import annotations
@@ -114,7 +114,7 @@ def durations(launch: Launch, p: dict[str, np.ndarray]) -> Durations:
     rates, u = local_rates(r, a, b, tick)
     read = READ_TICKS * tick
     lo, hi = RATE_GHZ
-    paused = impossible(r, tick).paused  # per event: its clock read late after its timer (smclock.pauses)
+    paused = impossible(r, tick).paused  # per event: its clock and timer read apart (smclock.pauses)
     ok = ((cycles >= 0) & (cycles <= hi * (dur + read)) & (cycles >= lo * (dur - read))
           & (rates >= lo) & (rates <= hi) & ~paused[p["i0"]] & ~paused[p["i1"]])
     ns = np.where(ok, cycles / np.where(ok, rates, 1.0), dur.astype(np.float64))
@@ -123,7 +123,7 @@ def durations(launch: Launch, p: dict[str, np.ndarray]) -> Durations:
     varied = ok & (np.abs(end - start) > u0 * start + u1 * end)
     why = "" if ok.all() else ("their cycles, or their owner's readings around them, imply a rate the SM clock "
                                "cannot run at (validate's clock_consistency names them), or an end's clock was "
-                               "read late after its timer (the warp paused between the two reads)")
+                               "read apart from its timer (the warp paused between the two reads)")
     return Durations(ns, np.where(ok, cycles, -1), ok, clock["rate_ghz"], why, np.where(ok, rates, np.nan),
                      np.where(ok, u, np.nan), varied)
 

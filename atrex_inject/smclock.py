@@ -2,8 +2,9 @@
 "Resolution"; docs/validate.md, clock_consistency): unwrapping its 32-bit reads, the local model
 that converts cycles to ns, and what no correct capture can show.
 
-Each event of such a capture carries `%clock` (the low 32 bits of the SM's cycle counter, read a
-few instructions after `%globaltimer`), and each owner header the clock and full timer read when
+Each event of such a capture carries `%clock` (the low 32 bits of the SM's cycle counter, read by
+the instruction next to `%globaltimer`'s: before it since the recorder reads the clock first, after
+it in captures recorded before), and each owner header the clock and full timer read when
 the owner was claimed (clk0, t0). One owner is one thread on one SM, so within an owner the clock
 is one counter: an interval's cycles are its end's clock less its start's. decode unwraps each read
 against its owner's clk0, as it unwraps the timer against t0: exact while the event lies within
@@ -16,18 +17,19 @@ rate over 2.5 us steps went 1.71 -> 1.77 -> 1.67 -> 1.77 GHz within the launch's
 in the slow stretch missed the launch's average by up to 6% (281 ns on a 4.5 us step) while every
 owner's and SM's whole-span rate, averaged over the same stretches, agreed within 1.5%. Owners
 that ran at different times averaged different stretches; the timer's truncation (one tick on a
-difference of two readings) and the clock read a few instructions after the timer account for the
-rest, which is why short steps pass and long ones fail.
+difference of two readings) and the two reads' distance account for the rest, which is why short
+steps pass and long ones fail.
 
 So the model is local: each owner's rate near a span is its cycles over its timer's ns from its
 reading LOCAL_NS before the span to its reading LOCAL_NS after it (piecewise between the owner's
 own readings; `local_rates`). What cannot happen on a correct capture (`impossible`): a step whose
 cycles run backward, or imply a rate outside RATE_GHZ whatever the two readings' truncation and
-skew (READ_TICKS), or disagree with the rate of the owner's neighbouring readings by more than the
-truncation of both plus a speed change of CHANGE over the step. One event whose clock was read late
-after its timer (the warp paused between the two adjacent reads: more cycles into it, as many fewer
-out of it, the step over it agreeing with the model) is a pause (`pauses`), not a fault; a clock read
-early is.
+the timer's lag (READ_TICKS, LAG_NS), or disagree with the rate of the owner's neighbouring readings
+by more than those plus a speed change of CHANGE over the step; or an owner's whole span at a rate
+outside RATE_GHZ. Up to MAX_PAUSE events in a row whose two reads lie apart (the warp paused
+between the two adjacent reads, or the timer lagging under load: more cycles into them and fewer
+out, or the reverse, the step over them agreeing with the model) are a pause (`pauses`), not a
+fault.
 """
 from __future__ import annotations
 
@@ -42,21 +44,25 @@ U32 = np.uint64(1 << 32)
 # SUPPORTED_CLOCKS); a few percent of margin either side. A launch at 2x or 4x its clock is not one.
 RATE_GHZ = (0.3, 2.1)
 # How far two readings of the timer and the clock may disagree on one step, in ticks: the timer
-# truncates each reading (one tick on their difference), and the clock is read a few instructions
-# after the timer, at another distance in an owner's start stamp. Under load that read can lag by
-# a tick: on the GEMM, two events 0 ns apart on the timer were 107 cycles (61 ns) apart on the
-# clock. Two ticks for the lag leave room.
+# truncates each reading (one tick on their difference), and the clock is read by the instruction
+# next to the timer's. On the bf16 GEMM, two events 0 ns apart on the timer were 107 cycles (61 ns)
+# apart on the clock. Two ticks for that leave room.
 READ_TICKS = 3
+# How far the timer's reading may lag the clock's at one event beyond that, in ns, where a step is
+# judged for a fault: on the shared-memory GEMM the timer advanced 32 ns while 376 cycles (about
+# 200 ns) passed, at a k-tile's end right after a barrier, and the readings after it agreed with
+# the clock again (a pause that the step over it cannot show: the lag came back slowly). Rates
+# keep READ_TICKS alone as their uncertainty.
+LAG_NS = 160
 # How much the SM clock's speed may change between a step and the owner's readings around it
 # (LOCAL_NS either side): the GEMM's fastest change was 6% over 20 us; 10% leaves room.
 CHANGE = 0.10
 # How far either side of a span its owner's readings measure the local rate: long enough that the
 # timer's truncation costs about 1%, short enough to follow the clock's changes (tens of us).
 LOCAL_NS = 3200
-# How alike the two steps around a pause are: the neighbours' rate is measured across the pause too,
-# so the step out of it gives back less than the step in took; on the H200 (flashinfer's
-# SegmentPackBitsKernel, 11 pauses of 150-420 ns) the smaller was 0.72-0.88 of the larger.
-PAUSE_MATCH = 0.5
+# How many readings in a row a pause may hold: the shared-memory GEMM's timer lagged its clock at two
+# events in a row (tile_loaded, then fma_done, each after a barrier or the FMA loop); 3 leaves room.
+MAX_PAUSE = 3
 MODEL = (f"local: each owner's cycles over its global timer's ns, from its reading {LOCAL_NS / 1e3:g} us before a "
          f"span to its reading {LOCAL_NS / 1e3:g} us after it")
 
@@ -162,7 +168,7 @@ class Impossible:
     backward: np.ndarray  # the clock ran backward
     out_of_range: np.ndarray  # the step's cycles imply a rate outside RATE_GHZ
     jump: np.ndarray  # the step's cycles disagree with the owner's neighbouring readings
-    paused: np.ndarray  # the event's clock was read late after its timer (`pauses`): its steps are not faults
+    paused: np.ndarray  # the event's two reads lie apart (`pauses`): its steps are not faults
     dc: np.ndarray
     dt: np.ndarray
     neighbours_ghz: np.ndarray  # the rate of the owner's readings around the step, the step left out (NaN: none)
@@ -174,7 +180,7 @@ def impossible(r: Readings, tick: int) -> Impossible:
     b = r.point
     a = b - 1
     dc, dt = r.c[b] - r.c[a], r.t[b] - r.t[a]
-    read = READ_TICKS * tick
+    read = READ_TICKS * tick + LAG_NS
     lo_rate, hi_rate = RATE_GHZ
     backward = dc < 0
     out = ~backward & ((dc > hi_rate * (dt + read)) | (dc < lo_rate * (dt - read)))
@@ -183,14 +189,32 @@ def impossible(r: Readings, tick: int) -> Impossible:
     with np.errstate(divide="ignore", invalid="ignore"):
         late = np.where(usable, dc / np.where(usable, nb, 1) - dt, np.nan)  # ns the step's clock runs ahead
         jump = ~backward & ~out & usable & (np.abs(late) > allowed)
-    same_next = np.r_[r.owner[b][1:] == r.owner[b][:-1], False]
-    flagged = out | jump
-    paused = pauses(r, tick) & (flagged | (same_next & np.r_[flagged[1:], False]))
-    after = np.r_[False, paused[:-1]] & (r.owner[b] == np.r_[-1, r.owner[b][:-1]])  # the step out of a paused event
-    out &= ~(paused | after)
-    jump &= ~(paused | after)
+    run = pauses(r, tick)
+    starts = np.flatnonzero(run)
+    # the pauses that explain a step that would otherwise be a fault: into, within or out of them
+    hit = np.r_[0, np.cumsum(_cover(starts, run[starts] + 1, b.size) & (out | jump))]
+    needed = starts[hit[starts + run[starts] + 1] > hit[starts]]
+    paused = _cover(needed, run[needed], b.size)
+    explained = _cover(needed, run[needed] + 1, b.size)
+    out &= ~explained
+    jump &= ~explained
+    # each owner's whole span, its start stamp to its last event, where no step of it is a fault: a
+    # clock at twice its rate in steps short enough for LAG_NS each is still out of range over it
+    faulty = np.zeros(int(r.owner.max(initial=-1)) + 1, dtype=bool)
+    np.logical_or.at(faulty, r.owner[b], backward | out | jump)
+    span_c, span_t = r.c[b] - r.c[r.first[b]], r.t[b] - r.t[r.first[b]]
+    out |= ((r.last[b] == b) & ~faulty[r.owner[b]]
+            & ((span_c > hi_rate * (span_t + read)) | (span_c < lo_rate * (span_t - read))))
     return Impossible(backward, out, jump, paused, dc, dt, np.where(usable, nb, np.nan),
                       np.where(usable, allowed, np.nan))
+
+
+def _cover(starts: np.ndarray, lengths: np.ndarray, n: int) -> np.ndarray:
+    """Of n indices, those within start .. start + length - 1 for any of the runs given."""
+    edge = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(edge, starts, 1)
+    np.add.at(edge, np.minimum(starts + lengths, n), -1)
+    return np.cumsum(edge)[:n] > 0
 
 
 def _neighbours(r: Readings, a: np.ndarray, b: np.ndarray, read: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -208,33 +232,36 @@ def _neighbours(r: Readings, a: np.ndarray, b: np.ndarray, read: int) -> tuple[n
 
 
 def pauses(r: Readings, tick: int) -> np.ndarray:
-    """Per event: its clock was read late after its own timer reading. The two are read by adjacent
-    instructions, timer first, but a warp can be paused between any two instructions: then the
-    step into the event has more cycles than the owner's rate gives its timer ns and the step out
-    of it about as many fewer (the smaller at least PAUSE_MATCH of the larger), while the step over
-    the event, from the reading before it to the one after, agrees with the model (`impossible`
-    calls it a pause where one of the two steps would otherwise be a fault). The rate both steps
-    are measured at is the owner's around that step over, so the paused reading does not bend the
-    rate it is judged by (a pause
-    after a short first step, 419 cycles in 96 ns, counted in its own step out's neighbours, made
-    that rate 2.02 GHz and the pause a fault). That is a pause, not a fault; the event's cycles
-    time no interval (intervals.durations). A clock read early (fewer cycles in, more out) cannot
-    happen and is no pause."""
+    """Per event: the number of readings, from it on, whose clock and timer were read apart (0:
+    none). The two are read by adjacent instructions, but a warp can be paused between any two
+    instructions, and under load the timer's read lags the clock's by up to hundreds of ns (the
+    shared-memory GEMM on the H200: its fma_done and tile_loaded events, one after the other, up to
+    490 ns). Then the steps into and out of those readings disagree with the owner's rate in
+    opposite directions, while the step over them, from the reading before the first to the one
+    after the last, agrees with the model (`impossible` calls it a pause where a step touching them
+    would otherwise be a fault). A pause spans at most MAX_PAUSE readings, and no clock runs backward
+    in it. The rate the step over is judged at is the owner's around it, so the paused readings do
+    not bend the rate they are judged by (a pause after a short first step, 419 cycles in 96 ns,
+    counted in its own step out's neighbours, made that rate 2.02 GHz and the pause a fault). That
+    is a pause, not a fault; its events' cycles time no interval (intervals.durations)."""
     b = r.point
     a = b - 1
-    nxt = np.minimum(b + 1, r.last[b])
-    has_next = nxt > b
-    read = READ_TICKS * tick
-    rate, usable, slack = _neighbours(r, a, nxt, read)
-    ok = has_next & usable
-    rate = np.where(ok, rate, 1.0)
-    dt_in, dt_out = r.t[b] - r.t[a], r.t[nxt] - r.t[b]
-    late_in = (r.c[b] - r.c[a]) / rate - dt_in
-    late_out = (r.c[nxt] - r.c[b]) / rate - dt_out
-    allowed_over = read + slack * np.abs(dt_in + dt_out)
-    return (ok & (late_in > 0) & (late_out < 0)
-            & (np.minimum(late_in, -late_out) >= PAUSE_MATCH * np.maximum(late_in, -late_out))
-            & (np.abs(late_in + late_out) <= allowed_over))
+    read, lag = READ_TICKS * tick, READ_TICKS * tick + LAG_NS
+    run = np.zeros(b.size, dtype=np.int64)
+    forward = r.c[b] >= r.c[a]
+    for k in range(1, MAX_PAUSE + 1):
+        nxt = np.minimum(b + k, r.last[b])
+        forward &= r.c[nxt] >= r.c[nxt - 1]
+        rate, usable, slack = _neighbours(r, a, nxt, lag)
+        ok = (nxt == b + k) & usable & forward & (run == 0)
+        rate = np.where(ok, rate, 1.0)
+        dt_in, dt_out, dt_over = r.t[b] - r.t[a], r.t[nxt] - r.t[nxt - 1], r.t[nxt] - r.t[a]
+        late_in = (r.c[b] - r.c[a]) / rate - dt_in
+        late_out = (r.c[nxt] - r.c[nxt - 1]) / rate - dt_out
+        late_over = (r.c[nxt] - r.c[a]) / rate - dt_over
+        run[ok & (late_in * late_out < 0) & (np.minimum(np.abs(late_in), np.abs(late_out)) > read)
+            & (np.abs(late_over) <= lag + slack * np.abs(dt_over))] = k
+    return run
 
 
 def counter_of(r: Readings, sm: np.ndarray, i: int, rate_ghz: float, tick: int) -> list[int]:

@@ -29,7 +29,7 @@ from . import manifest as mf
 from . import runrecord
 from .manifest import Manifest
 from .source_id import source_id_of
-from .smclock import CHANGE, RATE_GHZ, READ_TICKS, counter_of, impossible, readings
+from .smclock import CHANGE, LAG_NS, RATE_GHZ, READ_TICKS, counter_of, impossible, readings
 from .summary import QUANTILES, Summarizer
 from .progress import step
 
@@ -179,7 +179,8 @@ def _check_clock(launch: Launch, m: Manifest, check: Check) -> None:
     said = [f"{_events_str(launch, m, np.array([i]))} ({step(i)}; its readings around it run at "
             f"{im.neighbours_ghz[i]:.4f} GHz)" for i in jumps[:FIRST].tolist()]
     check.fail(jumps.size, f"{launch.name}: {jumps.size} owners whose %clock jumps against their own timer readings "
-                           f"beyond the local model ({READ_TICKS} ticks each + a {CHANGE:.0%} speed change): "
+                           f"beyond the local model ({READ_TICKS} ticks each, {LAG_NS} ns of the timer's lag + a {CHANGE:.0%} "
+                           "speed change): "
                            + "; ".join(said))
     moved = []
     for i in _first_per_owner(ev, np.flatnonzero(im.out_of_range | im.jump))[:FIRST].tolist():

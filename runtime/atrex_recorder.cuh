@@ -211,27 +211,30 @@ __device__ __forceinline__ uint32_t lane_now() {
   return l;
 }
 
-// An event's time: the timer and, with ATREX_TL_CLOCK, the SM clock, read by one asm statement in
-// that order, so that nothing the compiler schedules (a ring's head load and the compare waiting on
-// it) falls between the two reads. Read apart, a warp descheduled between them on a loaded SM put
-// hundreds of ns between an event's two clocks (validate's clock_consistency rejected it).
+// An event's time: the timer and, with ATREX_TL_CLOCK, the SM clock, read by one asm statement, so
+// that nothing the compiler schedules (a ring's head load and the compare waiting on it) falls
+// between the two reads. Read apart, a warp descheduled between them on a loaded SM put hundreds of
+// ns between an event's two clocks (validate's clock_consistency rejected it). The clock is read
+// first: ptxas makes a %clock read wait for the stores before it (their registers' reads), so read
+// second it waited after the timer, up to 3000 cycles behind it at the row softmax's last event;
+// read first, the wait comes before both reads.
 struct Now {
   uint32_t t, c;
 };
 __device__ __forceinline__ Now now() {
 #if ATREX_TL_CLOCK
   Now n;
-  asm volatile("mov.u32 %0, %%globaltimer_lo;\n\tmov.u32 %1, %%clock;" : "=r"(n.t), "=r"(n.c));
+  asm volatile("mov.u32 %1, %%clock;\n\tmov.u32 %0, %%globaltimer_lo;" : "=r"(n.t), "=r"(n.c));
   return n;
 #else
   return {globaltimer_lo(), 0u};
 #endif
 }
-// The full timer and the clock (0 without ATREX_TL_CLOCK) of an owner's start stamp, read as now().
+// The full timer and the clock (0 without ATREX_TL_CLOCK) of an owner's start stamp, read as now(), the clock first.
 __device__ __forceinline__ uint64_t start_now(uint32_t& c) {
   uint64_t t;
 #if ATREX_TL_CLOCK
-  asm volatile("mov.u64 %0, %%globaltimer;\n\tmov.u32 %1, %%clock;" : "=l"(t), "=r"(c));
+  asm volatile("mov.u32 %1, %%clock;\n\tmov.u64 %0, %%globaltimer;" : "=l"(t), "=r"(c));
 #else
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   c = 0u;

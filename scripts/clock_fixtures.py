@@ -31,7 +31,7 @@ EXAMPLES = ("layernorm", "softmax_rows", "reduce_sumsq", "rmsnorm_nvrtc")
 EIGHT = {f"{ex}_clock8": f"{ex}_clock" for ex in EXAMPLES}
 NAMES = ("clock_phases", "clock_phases_resident", "clock_phases8", "clock_phases8_resident", "clock_phases_loaded",
          "gemm_mma_clock", *EIGHT,
-         *(f"{ex}_clock" for ex in EXAMPLES))
+         *(f"{ex}_clock" for ex in EXAMPLES), "softmax_rows_clock_wide")
 SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the global path)",
          "clock_phases_resident": "the same spec with `recorder = \"resident\"`, `warps = 4` added by "
                                   "`atrex_inject.spec.with_recorder(spec, 'resident', 4)` (so named `clock_phases_resident`)",
@@ -47,7 +47,9 @@ SPECS = {"clock_phases": "`tests/sources/clock_phases.toml` as written (the glob
             + (" (the CUDA string of a Python file, NVRTC-compiled and launched from Python, captured by the launch "
                "hooks)" if ex == "rmsnorm_nvrtc" else " (the harness's own warm-up)") for ex in EXAMPLES},
          **{f"{ex}_clock8": f"the same as `{ex}_clock/`, its clock in 8-byte events (`{ex}_clock` in the archive)"
-            for ex in EXAMPLES}}
+            for ex in EXAMPLES},
+         "softmax_rows_clock_wide": "`examples/specs/softmax_rows.toml` renamed `softmax_rows_clock_wide`, with "
+                                    "`clock = true` and `wide = true` added: 16-byte events"}
 
 
 def heading(names: list[str]) -> str:

@@ -23,7 +23,7 @@ from atrex_inject import sass
 from atrex_inject.decode import decode_file
 from atrex_inject.intervals import durations, pairs
 from atrex_inject.manifest import load as load_manifest
-from atrex_inject.smclock import LOCAL_NS, RATE_GHZ, READ_TICKS, impossible, readings, unwrap
+from atrex_inject.smclock import LAG_NS, LOCAL_NS, RATE_GHZ, READ_TICKS, impossible, readings, unwrap
 from atrex_inject.spec import with_recorder
 from atrex_inject.validate import validate_capture
 from atrex_inject.linemap import without_directives
@@ -111,14 +111,14 @@ def test_unwrap():
 
 def test_impossible_steps():
     """One owner at 1.5 GHz, one reading every 1000 ns: a step whose clock runs backward, one whose
-    cycles imply 3 GHz (beyond RATE_GHZ whatever the truncation), and one 20% short of its
+    cycles imply 3 GHz (beyond RATE_GHZ whatever the truncation), and one at half its
     neighbours' rate (within the range, beyond the local model) are named, each once; a 32 ns step
     whose cycles imply 3 GHz is not (its two readings' truncation allows 1 GHz); a 5% speed change
     from one step on is not either."""
     tick = 32
     t = np.arange(1, 41) * 1000
     dc = np.full(40, 1500)
-    dc[10], dc[20], dc[30] = -10, 3000, 1200
+    dc[10], dc[20], dc[30] = -10, 3000, 750
     dc[25:] = np.where(dc[25:] == 1500, 1575, dc[25:])  # the clock runs 5% faster from here on
     t = np.r_[t[:35], t[34] + 32, t[35:] + 32]  # a 32-ns step of 96 cycles: 3 GHz by the timer alone
     dc = np.r_[dc[:35], 96, dc[35:]]
@@ -132,21 +132,27 @@ def test_impossible_steps():
 
 
 @pytest.mark.parametrize("late", [+1, -1])
-def test_a_clock_read_late_after_its_timer_is_a_pause_and_early_a_jump(late):
-    """One owner at 1.95 GHz, a reading every 2000 ns: one event's clock read 300 ns after its timer
-    (the warp paused between the two reads: 585 cycles more into it, as many fewer out of it) is a
-    pause, neither step a fault; the same event's clock 300 ns early cannot happen (the clock is
-    read after the timer) and is a jump."""
+def test_an_events_clock_and_timer_read_apart_is_a_pause_and_a_lasting_shift_a_jump(late):
+    """One owner at 1.95 GHz, a reading every 2000 ns: one event's clock 600 ns after its timer or
+    600 ns before it (the warp paused between the two reads, whichever came first: 1170 cycles more
+    into it and as many fewer out of it, or the reverse) is a pause, neither step a fault; the same
+    1170 cycles kept by every later event (the counter jumped) is a fault at that event (a jump, or
+    a rate no SM clock runs at)."""
     t = np.arange(1, 41) * 2000
     c = (t * 1.95).astype(np.int64)
-    c[20] += late * 585
-    im = impossible(readings(np.zeros(t.size, dtype=np.int64), t, c, np.zeros(1, dtype=np.int64),
-                             np.zeros(1, dtype=np.int64)), 32)
+
+    def judged(cycles):
+        return impossible(readings(np.zeros(t.size, dtype=np.int64), t, cycles, np.zeros(1, dtype=np.int64),
+                                   np.zeros(1, dtype=np.int64)), 32)
+    one = c.copy()
+    one[20] += late * 1170
+    im = judged(one)
     assert not im.backward.any()
-    if late > 0:
-        assert np.flatnonzero(im.paused).tolist() == [20] and not (im.jump | im.out_of_range).any()
-    else:
-        assert not im.paused.any() and np.flatnonzero(im.jump).tolist() == [20]
+    assert np.flatnonzero(im.paused).tolist() == [20] and not (im.jump | im.out_of_range).any()
+    lasting = c.copy()
+    lasting[20:] += late * 1170
+    im = judged(lasting)
+    assert not im.paused.any() and np.flatnonzero(im.jump | im.out_of_range).tolist() == [20]
 
 
 @pytest.mark.parametrize("name", ["gemm_mma", "reduce_sumsq_resident", "reduce_sumsq_packed"])
@@ -441,13 +447,17 @@ def test_a_launch_at_a_rate_no_sm_runs_at_is_rejected(name, factor, tmp_path):
 
 @pytest.mark.parametrize("name", [_fixture("clock_phases"), _fixture("gemm_mma_clock")])
 def test_half_the_sms_at_twice_the_rate_are_rejected_by_name(name, tmp_path):
-    """SYNTHETIC copy: the owners of half the SMs at twice their clock: clock_consistency (no
+    """SYNTHETIC copy: the owners of half the SMs at twice their clock, each whose events span at
+    least 1 us from its start stamp (over a shorter span, twice the clock stays within what the
+    timer's lag allows, LAG_NS: the GEMM's owners of one 160-384 ns step): clock_consistency (no
     internal error) names those SMs' owners, and only those."""
     s = Synthetic(tmp_path, name)
     launch, _ = _launch(name)
-    sm = launch.owners["smid"]
+    sm, ev = launch.owners["smid"], launch.events
+    span = np.zeros(sm.size, dtype=np.int64)
+    np.maximum.at(span, ev["owner"], ev["t_ns"] - launch.owners["t0"][ev["owner"]])
     fast_sms = np.unique(sm)[::2]
-    fast = np.flatnonzero(np.isin(sm, fast_sms) & (launch.owners["claims"] > 0))
+    fast = np.flatnonzero(np.isin(sm, fast_sms) & (launch.owners["claims"] > 0) & (span >= 1000))
     _plant(s, name, fast, _scaled(launch, 2))
     r = s.save().validate()
     assert set(failing(r)) == {"clock_consistency"}
@@ -513,11 +523,12 @@ def test_trace_picture_and_report_show_the_cycle_durations(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", GROUND_TRUTH)
-def test_ground_truth_builds_and_reads_the_clock_right_after_the_timer(name, tmp_path):
+def test_ground_truth_builds_and_reads_the_clock_right_before_the_timer(name, tmp_path):
     """The ground truth applies and compiles (nvcc, sm_90a) as gpu-clock.sh captures it (both paths,
     and under memory load), and in its instrumented copy each of the six probes reads %clock by the
-    instruction right after %globaltimer (docs/format.md: the event's two reads, one asm statement:
-    nothing the compiler schedules falls between them)."""
+    instruction right before %globaltimer (docs/format.md: the event's two reads, one asm statement:
+    nothing the compiler schedules falls between them, and a wait ptxas puts on the clock read
+    comes before both)."""
     spec, src = _ground_truth_project(tmp_path, name)
     code, out = cli("apply", spec)
     assert code == 0, out
@@ -529,7 +540,7 @@ def test_ground_truth_builds_and_reads_the_clock_right_after_the_timer(name, tmp
     timer = [i for i, t in enumerate(texts) if "CS2R.32" in t and "SR_GLOBALTIMERLO" in t]
     clock = [i for i, t in enumerate(texts) if "CS2R.32" in t and "SR_CLOCKLO" in t]
     assert len(timer) == 6
-    assert all(i + 1 in clock for i in timer), texts
+    assert all(i - 1 in clock for i in timer), texts
 
 
 @pytest.mark.parametrize("name", [_fixture(n) for n in GROUND_TRUTH])
@@ -625,12 +636,15 @@ def test_real_kernels_recorded_with_the_clock_are_valid(folder):
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
 
 
-@pytest.mark.parametrize("folder", [FIX / f"{ex}_clock8" for ex in ("layernorm", "reduce_sumsq", "rmsnorm_nvrtc")],
+@pytest.mark.parametrize("folder", [FIX / f"{ex}_clock8" for ex in ("layernorm", "reduce_sumsq", "rmsnorm_nvrtc",
+                                                                     "softmax_rows")],
                          ids=lambda f: f.name)
 def test_real_kernels_recorded_with_the_clock_in_8_byte_events_are_valid(folder):
     """The examples' layernorm and reduction (resident rings: the choice the spec gets without the
-    clock) and the NVRTC RMSNorm, their clock in 8-byte events {clock, timer | site}, recorded on
-    the H200 after their program's own warm-up: each validates, clock_consistency included."""
+    clock), the NVRTC RMSNorm and the row softmax, their clock in 8-byte events {clock, timer | site},
+    recorded on the H200 after their program's own warm-up: each validates, clock_consistency
+    included. The softmax's was rejected while the recorder read the timer first: its last event,
+    right after its stores, read the clock up to 3000 cycles late (docs/validate.md)."""
     m = load_manifest(folder / "manifest.json")
     launch = decode_file(next(folder.glob("*.atrex")), m)
     assert launch.meta.event_bytes == 8 and launch.meta.flags == 1 and "cycles" in launch.events
@@ -638,24 +652,11 @@ def test_real_kernels_recorded_with_the_clock_in_8_byte_events_are_valid(folder)
     assert r["verdict"] == "valid", [c for c in r["checks"] if not c["ok"]]
 
 
-def test_the_softmax_with_8_byte_clock_events_is_rejected_at_its_last_events():
-    """softmax_rows_clock8 (docs/validate.md): 370 owners' last event, `row_end` right after the
-    write pass's stores, reads its clock up to 3000 cycles after its timer: a step into it faster
-    than any SM clock, with no event after it to show a pause. It is rejected under
-    clock_consistency alone, naming row_end; its 16-byte capture (softmax_rows_clock) is valid."""
-    folder = FIX / "softmax_rows_clock8"
-    r = validate_capture(folder, load_manifest(folder / "manifest.json"))
-    assert r["verdict"] == "rejected" and failing(r) == {"clock_consistency": 373}
-    details = next(c for c in r["checks"] if c["name"] == "clock_consistency")["details"]
-    assert details[0].startswith("softmax_rows-launch3: 370 steps of 366 owners") and "site 'row_end' event 5" in details[0]
-
-
-def test_a_pause_right_after_the_start_stamp_is_judged_at_the_rate_around_it():
-    """softmax_rows_clock: owner 1803's first event has 419 cycles in the timer's 96 ns after its
-    start stamp (4.4 GHz: out of any SM's range), and its step out about 130 ns too few, while the
-    step over it, from the stamp to the next event, runs at 1.98 GHz: a pause. Judged at its
-    neighbours' rate, which counted the paused step itself (2.02 GHz), the step out gave back too
-    little and the capture was rejected."""
+def test_a_short_step_after_the_start_stamp_is_within_the_timers_lag():
+    """softmax_rows_clock (the timer read first): owner 1803's first event has 419 cycles in the
+    timer's 96 ns after its start stamp (4.4 GHz by those readings alone), 119 ns of cycles beyond its
+    timer at 1.98 GHz: within the 3 ticks and LAG_NS a step may be off, so neither a fault nor a
+    pause, and no step of the capture is a fault."""
     folder = FIX / "softmax_rows_clock"
     m = load_manifest(folder / "manifest.json")
     launch = decode_file(next(folder.glob("*.atrex")), m)
@@ -663,22 +664,25 @@ def test_a_pause_right_after_the_start_stamp_is_judged_at_the_rate_around_it():
     im = impossible(readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"]), tick)
     first = np.flatnonzero((ev["owner"] == 1803) & (ev["seq"] == 0))
     assert first.tolist() == [10818] and im.dc[10818] == 419 and im.dt[10818] == 96
-    assert np.flatnonzero(im.paused).tolist() == [10818] and not (im.jump | im.out_of_range | im.backward).any()
+    assert 419 / 1.98 - 96 <= READ_TICKS * tick + LAG_NS
+    assert not (im.paused | im.jump | im.out_of_range | im.backward).any()
 
 
 def test_a_paused_event_times_no_interval_on_a_real_capture():
-    """SegmentPackBitsKernel's 11 pauses (an event's clock read 150-420 ns after its timer): each is
-    paused, no step of the capture is a fault, and the loop interval's instances that end at a
-    paused event keep the timer's ns while the others are timed by the clock."""
-    m = load_manifest(REAL / "fi_segment_packbits_clock" / "manifest.json")
-    launch = decode_file(next((REAL / "fi_segment_packbits_clock").glob("*.atrex")), m)
+    """softmax_rows_clock_wide (16-byte events, the clock read first): 83 events whose timer lags
+    their clock beyond the step's reading error and comes back at the next reading (pauses), no step
+    of the capture a fault; the max pass's instances that start or end at a paused event keep the
+    timer's ns, and nearly all the others are timed by the clock."""
+    folder = FIX / "softmax_rows_clock_wide"
+    m = load_manifest(folder / "manifest.json")
+    launch = decode_file(next(folder.glob("*.atrex")), m)
     ev, o, tick = launch.events, launch.owners, launch.meta.timer_resolution_ns
     im = impossible(readings(ev["owner"], ev["t_ns"], ev["cycles"], o["t0"], o["clk0"]), tick)
-    assert int(im.paused.sum()) == 11 and not (im.jump | im.out_of_range | im.backward).any()
-    iv = next(i for i in m.intervals if i.name == "chunk -> chunk_end")
+    assert int(im.paused.sum()) == 83 and not (im.jump | im.out_of_range | im.backward).any()
+    iv = next(i for i in m.intervals if i.name == "row_start -> max_done")
     p = pairs(launch, iv.start_id, iv.end_id)
     d = durations(launch, p)
     touched = im.paused[p["i0"]] | im.paused[p["i1"]]
-    assert touched.any() and not d.by_cycles[touched].any() and d.by_cycles[~touched].all()
+    assert touched.any() and not d.by_cycles[touched].any() and d.by_cycles[~touched].mean() > 0.95
     assert "paused" in d.why
 
