@@ -15,7 +15,8 @@ the one the cost table (docs/cost.md) is generated from.
     python3 bench/perturbation/run.py measure WORK [--samples 8] [--arms off,spec,clock]
         [--probe-cost F] [--iket F] [--cutedsl DIR] [--json OUT]                (the GPU host)
     python3 bench/perturbation/run.py fold [--json F] [--probe-cost F] [--iket F ...] [--cutedsl DIR] [--rows F]
-        (another call's per-event, CuTe DSL or kernel rows into the results)
+        [--captures ARCHIVE]   (another call's per-event, CuTe DSL or kernel rows into the results; its
+                               captures validated again with this checkout's checks)
     python3 bench/perturbation/run.py table [--json F] [--out docs/cost.md]   (the cost table, from the results)
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ from atrex_inject import snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
-from measuring import OFF_TARGET, device as _device, measure_pair, met, pct as _pct, ci as _ci  # noqa: E402
+from measuring import OFF_TARGET, device as _device, measure_pair, met, pct as _pct, ci as _ci, validate_capture  # noqa: E402
 RESULTS = REPO / "bench" / "perturbation" / "results-h200.json"
 TABLE = REPO / "docs" / "cost.md"
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
@@ -166,6 +167,24 @@ def fold_rows(result: dict, part: dict) -> None:
     result["device"] += f"; {part['device']} (the {arms} rows of {part['date']} folded in from a later call)"
 
 
+def revalidate(result: dict, archive: Path) -> None:
+    """Validate again, with this checkout's checks, the captures a `measure` call archived
+    (gpu-perturbation.sh's captures.tar.gz: each recording arm's first capture and the manifests):
+    each row's capture verdict becomes today's, marked `revalidated` with the date, so that a row keeps
+    no rejection the checks no longer make, nor the reverse."""
+    import tarfile  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    with tempfile.TemporaryDirectory() as tmp:
+        with tarfile.open(archive) as t:
+            t.extractall(tmp, filter="data")
+        for r in result["rows"]:
+            folder = Path(tmp) / f"cap-{r['kernel']}-{r['arm']}"
+            manifest = Path(tmp) / f"{r['kernel']}{'_clock' if r['arm'] == 'clock' else ''}.manifest.json"
+            if "capture" in r and folder.is_dir() and manifest.is_file():
+                sample = next(p for p in sorted(folder.iterdir()) if p.is_dir())
+                r["capture"] = {**validate_capture(sample, manifest), "revalidated": time.strftime("%Y-%m-%d")}
+
+
 def fold_per_event(probe_cost: Path | None, iket: list[Path]) -> list[dict]:
     """bench/probe_cost/run.py's rows, each with IKeT's figure on the same loop shape at its trip count
     (an iket.py file lists them under `rows`; an older one is the FMA loop's alone)."""
@@ -273,6 +292,8 @@ def main() -> int:
     f.add_argument("--cutedsl", type=Path)
     f.add_argument("--rows", type=Path, help="another call's `measure` results file: its rows replace the same "
                                              "kernel's same arm, and its device is named beside the file's")
+    f.add_argument("--captures", type=Path, help="that call's captures.tar.gz: its captures validated again here "
+                                                 "(after --rows), with this checkout's checks")
     t = sub.add_parser("table", help="write the cost table from a results file")
     t.add_argument("--json", type=Path, default=RESULTS)
     t.add_argument("--out", type=Path, default=TABLE)
@@ -291,6 +312,8 @@ def main() -> int:
             result["per_event"] = fold_per_event(a.probe_cost, a.iket)
         if a.rows:
             fold_rows(result, json.loads(a.rows.read_text()))
+        if a.captures:
+            revalidate(result, a.captures)
         a.json.write_text(json.dumps(result, indent=2) + "\n")
         return 0
     if a.cmd == "table":
