@@ -179,8 +179,8 @@ def _check_clock(launch: Launch, m: Manifest, check: Check) -> None:
     said = [f"{_events_str(launch, m, np.array([i]))} ({step(i)}; its readings around it run at "
             f"{im.neighbours_ghz[i]:.4f} GHz)" for i in jumps[:FIRST].tolist()]
     check.fail(jumps.size, f"{launch.name}: {jumps.size} owners whose %clock jumps against their own timer readings "
-                           f"beyond the local model ({READ_TICKS} ticks each, {LAG_NS} ns of the timer's lag + a {CHANGE:.0%} "
-                           "speed change): "
+                           f"beyond the local model ({READ_TICKS} ticks each, {LAG_NS} ns of the timer's lag "
+                           f"+ a {CHANGE:.0%} speed change): "
                            + "; ".join(said))
     moved = []
     for i in _first_per_owner(ev, np.flatnonzero(im.out_of_range | im.jump))[:FIRST].tolist():

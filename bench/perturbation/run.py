@@ -27,6 +27,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -172,16 +174,14 @@ def revalidate(result: dict, archive: Path) -> None:
     (gpu-perturbation.sh's captures.tar.gz: each recording arm's first capture and the manifests):
     each row's capture verdict becomes today's, marked `revalidated` with the date, so that a row keeps
     no rejection the checks no longer make, nor the reverse."""
-    import tarfile  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
     with tempfile.TemporaryDirectory() as tmp:
         with tarfile.open(archive) as t:
             t.extractall(tmp, filter="data")
         for r in result["rows"]:
             folder = Path(tmp) / f"cap-{r['kernel']}-{r['arm']}"
             manifest = Path(tmp) / f"{r['kernel']}{'_clock' if r['arm'] == 'clock' else ''}.manifest.json"
-            if "capture" in r and folder.is_dir() and manifest.is_file():
-                sample = next(p for p in sorted(folder.iterdir()) if p.is_dir())
+            sample = next((p for p in sorted(folder.iterdir()) if p.is_dir()), None) if folder.is_dir() else None
+            if "capture" in r and sample and manifest.is_file():
                 r["capture"] = {**validate_capture(sample, manifest), "revalidated": time.strftime("%Y-%m-%d")}
 
 
