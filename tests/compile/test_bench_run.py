@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import tarfile
 
 import pytest
 
@@ -78,3 +79,24 @@ def test_another_call_s_rows_replace_the_same_kernel_and_arm_and_name_their_devi
     assert [(r["kernel"], r["arm"], r["overhead"], r.get("measured")) for r in result["rows"]] == [
         ("k", "spec", 0.01, None), ("k", "clock", 0.005, "d2, GPU-B"), ("j", "clock", 0.0, "d2, GPU-B")]
     assert result["device"] == "GPU-A; GPU-B (the clock rows of d2 folded in from a later call)"
+
+
+def test_fold_validates_an_archived_capture_again_with_todays_checks(tmp_path):
+    """A measure call's captures.tar.gz (gpu-perturbation.sh) holding the H200 softmax capture in
+    8-byte clock events (tests/fixtures/h200/softmax_rows_clock8) under the layout measure archives
+    (cap-<row>-<arm>/<sample>/, <row>_clock.manifest.json): the row's recorded rejection becomes
+    today's verdict, valid, marked revalidated; a row without its capture in the archive is left as
+    it was."""
+    fixture = REPO / "tests" / "fixtures" / "h200" / "softmax_rows_clock8"
+    archive = tmp_path / "captures.tar.gz"
+    with tarfile.open(archive, "w:gz") as t:
+        for f in fixture.glob("softmax_rows-launch3.*"):
+            t.add(f, f"cap-softmax_rows-clock/sample-1/{f.name}")
+        t.add(fixture / "manifest.json", "softmax_rows_clock.manifest.json")
+    stale = {"verdict": "rejected", "events": 12288, "failed": ["clock_consistency"]}
+    result = {"rows": [{"kernel": "softmax_rows", "arm": "clock", "capture": dict(stale)},
+                       {"kernel": "layernorm", "arm": "clock", "capture": dict(stale)}]}
+    run.revalidate(result, archive)
+    got = result["rows"][0]["capture"]
+    assert got["verdict"] == "valid" and got["events"] == 12288 and got["failed"] == [] and got["revalidated"]
+    assert result["rows"][1]["capture"] == stale
