@@ -72,6 +72,9 @@ def specs(draw, rel: str):
 @pytest.mark.long
 @pytest.mark.parametrize("rel,kernel", SOURCES, ids=[k for _, k in SOURCES])
 def test_random_specs_round_trip_and_compile(tmp_path_factory, rel, kernel):
+    """Random sites on each source apply, compile with nvcc and revert byte for byte. The spec names
+    its recorder (the global path) so that each example costs one compile, not the recorder choice's
+    several: what the choice makes of a spec is tests/compile/test_recorder_choice.py's question."""
     @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
     @given(body=specs(rel))
     def check(body):
@@ -83,7 +86,7 @@ def test_random_specs_round_trip_and_compile(tmp_path_factory, rel, kernel):
             shutil.copy(REPO / "examples/cuda/harness.cuh", root / "harness.cuh")
         spec = root / "p.toml"
         spec.write_text(f'version = 1\nname = "p"\nquestion = "q"\nbackend = "cuda"\nsource = "{src.name}"\n'
-                        f'kernel = "{kernel}"\n\n{body}')
+                        f'kernel = "{kernel}"\n\n[capture]\nrecorder = "global"\n\n{body}')
         clean = src.read_bytes()
         snapshot.apply(spec)
         proc = nvcc_compile(src, root / "o.o")
