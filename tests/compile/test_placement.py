@@ -24,14 +24,16 @@ def site(anchor: str, position: str = "before", name: str = "a") -> str:
 
 
 def make_project(tmp_path: Path, source: str | bytes, *sites: str, kernel: str = "k") -> Path:
-    """A project holding k.cu and spec s.toml; returns the spec."""
+    """A project holding k.cu and spec s.toml; returns the spec. The spec names its recorder (the
+    global path): where a probe lands does not depend on it, and apply then builds no candidates
+    (what the recorder choice makes of a kernel is tests/compile/test_recorder_choice.py's)."""
     tmp_path.mkdir(exist_ok=True)
     (tmp_path / ".git").mkdir()
     src = tmp_path / "k.cu"
     src.write_bytes(source if isinstance(source, bytes) else source.encode())
     spec = tmp_path / "s.toml"
     spec.write_text(f'version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "k.cu"\n'
-                    f'kernel = "{kernel}"\n\n' + "\n".join(sites))
+                    f'kernel = "{kernel}"\n\n[capture]\nrecorder = "global"\n\n' + "\n".join(sites))
     return spec
 
 
