@@ -25,13 +25,16 @@ FIX = REPO / "tests" / "fixtures" / "h200"
 
 
 def project(tmp_path: Path, source: str, kernel: str, *files: str, extra: str = "") -> Path:
-    """A project holding tests/sources/launches/<files> and a spec on `source`; returns the spec."""
+    """A project holding tests/sources/launches/<files> and a spec on `source`; returns the spec. It
+    names its recorder (the global path): how launches are captured does not depend on it, and apply
+    then builds no candidates (tests/compile/test_recorder_choice.py is the choice's)."""
     (tmp_path / ".git").mkdir()
     for f in {source, *files}:
         shutil.copy(SOURCES / f, tmp_path / f)
     spec = tmp_path / "s.toml"
     spec.write_text(f'version = 1\nname = "s"\nquestion = "q"\nbackend = "cuda"\nsource = "{source}"\n'
-                    f"kernel = {kernel}\n{extra}\n[[site]]\nname = \"a\"\nanchor = {{ entry = true }}\n")
+                    f"kernel = {kernel}\n{extra}\n[capture]\nrecorder = \"global\"\n\n"
+                    "[[site]]\nname = \"a\"\nanchor = { entry = true }\n")
     return spec
 
 
