@@ -22,6 +22,86 @@
 namespace atrex {
 namespace host {
 
+inline bool ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "atrex: capture failed at %s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+// Write to a temporary name, fsync, rename: a file that exists under its final name is whole.
+inline bool write_atomic(const std::string& path, const void* data, size_t n) {
+  const std::string tmp = path + ".part";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return false;
+  bool good = std::fwrite(data, 1, n, f) == n && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  good = (std::fclose(f) == 0) && good;
+  if (good) good = std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!good) std::remove(tmp.c_str());
+  return good;
+}
+
+// ATREX_TIMELINE_DEFER=1 (measurement mode): written launches are neither synchronized nor
+// written when they finish; their buffers are allocated at the first launch of the process
+// (normally a warmup launch) and written once, at exit. Probes record exactly as in capture mode.
+inline bool defer_writes() {
+  const char* d = std::getenv("ATREX_TIMELINE_DEFER");
+  return d && *d && *d != '0';
+}
+
+// CRC-32 (IEEE, as zlib.crc32) of the raw file, recorded in the sidecar: decode refuses a file
+// that was altered or torn after it was written.
+inline uint32_t crc32(const unsigned char* p, size_t n) {
+  static uint32_t table[256];
+  static bool ready = false;
+  if (!ready) {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      table[i] = c;
+    }
+    ready = true;
+  }
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFFu] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+inline std::string json_escape(const char* s) {
+  std::string o;
+  for (; s && *s; ++s) {
+    if (*s == '"' || *s == '\\') o += '\\';
+    if (static_cast<unsigned char>(*s) < 0x20) continue;
+    o += *s;
+  }
+  return o;
+}
+
+// One identity per process, in every sidecar it writes: validation keeps one run per capture folder.
+inline const char* run_id() {
+  static char id[33] = {0};
+  if (!id[0]) {
+    unsigned char r[16] = {0};
+    FILE* f = std::fopen("/dev/urandom", "rb");
+    const bool got = f && std::fread(r, 1, sizeof r, f) == sizeof r;
+    if (f) std::fclose(f);
+    if (!got) {  // no /dev/urandom: time and process id still differ between runs
+      const uint64_t a = static_cast<uint64_t>(std::time(nullptr)), b = static_cast<uint64_t>(getpid());
+      std::memcpy(r, &a, 8);
+      std::memcpy(r + 8, &b, 8);
+    }
+    for (int i = 0; i < 16; ++i) std::snprintf(id + 2 * i, 3, "%02x", r[i]);
+  }
+  return id;
+}
+
+// Everything below has internal linkage, one copy per translation unit: it binds the unit's own
+// recorder symbols (atrex_recorder.cuh) and reads the unit's event layout (kFlags, kEventBytes, set
+// by the unit's macros). As ordinary inline functions the linker would keep one unit's copy for
+// all, and a second instrumented unit's launches would bind the first unit's symbols while its own
+// kernels read null (two kernels in two .cu files: the consumer of examples/cuda/handoff/ recorded
+// nothing).
+namespace {
+
 // What the rewriter knows about one instrumented kernel; one static instance per kernel.
 struct KernelPlan {
   const char* kernel;
@@ -78,65 +158,11 @@ inline void fill_header(const KernelPlan& p, dim3 g, dim3 b, uint64_t seq, Launc
   h.total_bytes = h.events_offset + static_cast<uint64_t>(base) * p.capacity * kEventBytes;
 }
 
-inline bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "atrex: capture failed at %s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
-
-// Write to a temporary name, fsync, rename: a file that exists under its final name is whole.
-inline bool write_atomic(const std::string& path, const void* data, size_t n) {
-  const std::string tmp = path + ".part";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return false;
-  bool good = std::fwrite(data, 1, n, f) == n && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  good = (std::fclose(f) == 0) && good;
-  if (good) good = std::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!good) std::remove(tmp.c_str());
-  return good;
-}
-
-// ATREX_TIMELINE_DEFER=1 (measurement mode): written launches are neither synchronized nor
-// written when they finish; their buffers are allocated at the first launch of the process
-// (normally a warmup launch) and written once, at exit. Probes record exactly as in capture mode.
-inline bool defer_writes() {
-  const char* d = std::getenv("ATREX_TIMELINE_DEFER");
-  return d && *d && *d != '0';
-}
-
-// CRC-32 (IEEE, as zlib.crc32) of the raw file, recorded in the sidecar: decode refuses a file
-// that was altered or torn after it was written.
-inline uint32_t crc32(const unsigned char* p, size_t n) {
-  static uint32_t table[256];
-  static bool ready = false;
-  if (!ready) {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[i] = c;
-    }
-    ready = true;
-  }
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFFu] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-inline std::string json_escape(const char* s) {
-  std::string o;
-  for (; s && *s; ++s) {
-    if (*s == '"' || *s == '\\') o += '\\';
-    if (static_cast<unsigned char>(*s) < 0x20) continue;
-    o += *s;
-  }
-  return o;
-}
-
 // Which plan's buffer and header this translation unit's symbols hold: the symbols are the unit's
 // (atrex_recorder.cuh), shared by every instrumented kernel it compiles, so what a plan remembers
 // having bound is still bound only while no other plan of the unit has bound since.
-static const KernelPlan* atrex_tl_buffer_of = nullptr;
-static const KernelPlan* atrex_tl_header_of = nullptr;
+const KernelPlan* atrex_tl_buffer_of = nullptr;
+const KernelPlan* atrex_tl_header_of = nullptr;
 
 // Brackets one launch: construct before the launch, finish() after it (or let it go out of scope).
 class Capture {
@@ -311,24 +337,6 @@ class Capture {
     return plan_.scratch;
   }
 
-  // One identity per process, in every sidecar it writes: validation keeps one run per capture folder.
-  static const char* run_id() {
-    static char id[33] = {0};
-    if (!id[0]) {
-      unsigned char r[16] = {0};
-      FILE* f = std::fopen("/dev/urandom", "rb");
-      const bool got = f && std::fread(r, 1, sizeof r, f) == sizeof r;
-      if (f) std::fclose(f);
-      if (!got) {  // no /dev/urandom: time and process id still differ between runs
-        const uint64_t a = static_cast<uint64_t>(std::time(nullptr)), b = static_cast<uint64_t>(getpid());
-        std::memcpy(r, &a, 8);
-        std::memcpy(r + 8, &b, 8);
-      }
-      for (int i = 0; i < 16; ++i) std::snprintf(id + 2 * i, 3, "%02x", r[i]);
-    }
-    return id;
-  }
-
   // The largest power of two (ns) dividing every claimed owner's start and end stamp (%globaltimer):
   // the timer's tick, or a multiple of it when few owners recorded; 0 with no stamp. The sidecar says it
   // (timer_resolution_ns); decode recomputes it and refuses a packed capture under 32 ns (layout.py).
@@ -383,6 +391,8 @@ class Capture {
   uint64_t seq_;
   LaunchHeader header_;
 };
+
+}  // namespace
 
 }  // namespace host
 }  // namespace atrex

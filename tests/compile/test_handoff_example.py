@@ -2,7 +2,10 @@
 consumer kernel in two translation units, run together on two streams, handing tiles over through
 flags in global memory. Its clean build and its instrumented build (both specs applied, each kernel
 with its own recorder symbol) compile for sm_90a and link; each spec declares the other side's
-site its causality producer. scripts/gpu-multikernel.sh captures it on an H200."""
+site its causality producer. Each unit's capture sessions are its own: they bind the unit's
+recorder symbols, so the linker must not fold the two units' copies into one (the consumer's
+launches bound the producer's symbols and recorded nothing on the H200 until the session code had
+internal linkage). scripts/gpu-multikernel.sh captures it on an H200."""
 from __future__ import annotations
 
 import json
@@ -37,6 +40,9 @@ def test_clean_and_instrumented_builds_link(project, tmp_path):
         assert code == 0, out
     r = _build(project, tmp_path / "handoff.inst")
     assert r.returncode == 0, r.stderr
+    symbols = subprocess.run(["nm", "-C", str(tmp_path / "handoff.inst")], capture_output=True, text=True).stdout
+    sessions = {line.split()[0] for line in symbols.splitlines() if "Capture::Capture(" in line}
+    assert len(sessions) == 2, symbols  # one capture-session constructor per instrumented unit, at its own address
     producer = json.loads((project / ".atrex/handoff_producer/manifest.json").read_text())
     consumer = json.loads((project / ".atrex/handoff_consumer/manifest.json").read_text())
     assert consumer["causality"] == [{"producer": "published", "consumer": "observed", "key": "payload",
