@@ -20,9 +20,12 @@ SOURCE_ID_PLACEHOLDER = "0" * 64
 _SOURCE_ID = re.compile(r'__atrex_source_id(?:_[0-9a-f]{8})?\[\] = "([0-9a-f]{64})"')
 
 
+def zeroed(text: str) -> str:
+    """`text` with its own id replaced by SOURCE_ID_PLACEHOLDER (as it is without one)."""
+    m = _SOURCE_ID.search(text)
+    return text if m is None else text[:m.start(1)] + SOURCE_ID_PLACEHOLDER + text[m.end(1):]
+
+
 def source_id_of(text: str) -> str:
     """The identity a capture carries: the instrumented source with its own id zeroed, hashed."""
-    text = without_directives(text)
-    m = _SOURCE_ID.search(text)
-    body = text if m is None else text[:m.start(1)] + SOURCE_ID_PLACEHOLDER + text[m.end(1):]
-    return sha256_bytes(body.encode())
+    return sha256_bytes(zeroed(without_directives(text)).encode())

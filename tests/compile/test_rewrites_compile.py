@@ -92,6 +92,24 @@ def test_apply_refuses_an_instrumented_text_that_does_not_compile_where_the_clea
                        "nvcc_flags")
 
 
+@needs_nvcc
+def test_line_directives_neither_hide_the_failing_line_nor_split_the_cache(tmp_path, monkeypatch):
+    """SYNTHETIC: the planted fault under `#line` directives naming the clean file, as a .cu apply
+    writes them: the refusal still names the instrumented text's line; and two passing texts that
+    differ in their directives alone are compiled once (the second is the first's cache entry)."""
+    spec = project(tmp_path, DEFAULTS, '[[site]]\nname = "a"\nanchor = { entry = true }\n')
+    broken = '#line 1 "k.cu"\n' + DEFAULTS.replace("  k<<<1, 32>>>(p);", "  (true ? k : k)<<<1, 32>>>(p);")
+    with pytest.raises(AtrexError) as e:
+        hostcheck.check(load_spec(spec), DEFAULTS, broken)
+    assert "too few arguments to function at line 6 of the instrumented text ('(true ? k : k)" in e.value.message
+    compiles = []
+    real = hostcheck._compile
+    monkeypatch.setattr(hostcheck, "_compile", lambda *a, **k: compiles.append(a[2]) or real(*a, **k))
+    for first in (1, 7):
+        assert hostcheck.check(load_spec(spec), DEFAULTS, f'#line {first} "k.cu"\n{DEFAULTS}') == []
+    assert compiles == ["instrumented"]
+
+
 UNSCOPED_PTX = r"""
 __global__ void k(float* x, int n) {
   int v = threadIdx.x;
