@@ -220,12 +220,17 @@ def _cover(starts: np.ndarray, lengths: np.ndarray, n: int) -> np.ndarray:
 def _neighbours(r: Readings, a: np.ndarray, b: np.ndarray, read: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For spans from reading a to reading b of one owner: the rate of the owner's readings within
     LOCAL_NS either side (`around`), the span left out; whether it can judge the span (measured over
-    more than two readings' error, within RATE_GHZ); and the slack per ns of a span judged at it
-    (the two readings' error over the ns it was measured on, plus a speed change of CHANGE)."""
+    more than two readings' error, and within RATE_GHZ up to that error: an end of the window that
+    is itself a lagging reading bends the rate by its lag over the window's ns, which made a
+    shared-memory GEMM's owner read 2.107 GHz beside a pause and the pause a fault); and the slack
+    per ns of a span judged at it (the two readings' error over the ns it was measured on, plus a
+    speed change of CHANGE)."""
     lo, hi = around(r, a, b)
     side_ns = (r.t[a] - r.t[lo]) + (r.t[hi] - r.t[b])
     rate = _ratio((r.c[a] - r.c[lo]) + (r.c[hi] - r.c[b]), side_ns)
-    usable = (side_ns > 2 * read) & (rate >= RATE_GHZ[0]) & (rate <= RATE_GHZ[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        err = 2 * read / np.where(side_ns > 0, side_ns, 1)
+    usable = (side_ns > 2 * read) & (rate * (1 + err) >= RATE_GHZ[0]) & (rate * (1 - err) <= RATE_GHZ[1])
     with np.errstate(divide="ignore", invalid="ignore"):
         slack = 2 * read / np.where(usable, side_ns, 1) + CHANGE
     return rate, usable, slack
