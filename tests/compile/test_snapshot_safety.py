@@ -85,7 +85,7 @@ def test_concurrent_and_killed_apply_revert_always_leave_the_clean_source_reacha
     for round_ in range(20):
         if round_ % 3 == 0:  # start from an applied tree: the race is then revert vs. a refused apply
             snapshot.apply(project / SPEC)
-        go = time.time() + 1.0
+        go = time.time() + 0.6  # both processes imported (about 0.5 s) before they are released
         procs = [subprocess.Popen([sys.executable, "-c", AT, str(go + rng.uniform(0, 0.04)), verb, str(project / SPEC)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE) for verb in ("apply", "revert")]
         if round_ % 5 == 1:
