@@ -8,10 +8,9 @@ build's flags; if it fails while the clean text compiles the same way, apply ref
 first error and the instrumented line. A clean text that does not compile on its own (it needs
 flags or a build context the spec does not give) cannot judge the rewrite: that is a warning.
 Successes are remembered in the build cache (sass.BUILD_CACHE_ENV) under a key of everything the
-compile read. `#line` directives are blanked and the source id zeroed before the compile: neither
-changes whether the text compiles (the directives only where nvcc says an error is, so the error
-names the instrumented text's own line), and two rewrites that differ in them alone (a kernel.py
-whose string moved down the file) share one cache entry.
+compile read. The source id is zeroed before the compile: no code reads it, and two rewrites that
+differ in it alone (a kernel.py whose text changed outside its string) share one cache entry.
+`#line` directives are kept: code may read `__LINE__` (a static_assert on it compiles only with them).
 """
 from __future__ import annotations
 
@@ -29,7 +28,6 @@ from .sass import BUILD_CACHE_ENV, dependency_digest, nvcc
 from .source_id import zeroed
 from .spec import ProbeSpec
 
-_LINE_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*line\b.*$", re.M)
 _ERROR_AT = re.compile(r"^(?P<file>[^:\s]+)\((?P<line>\d+)\): (?:fatal )?error"
                        r"|^(?P<file2>[^:\s]+):(?P<line2>\d+):\d+: (?:fatal )?error", re.M)
 
@@ -45,11 +43,6 @@ def _compile(t: choice.Target, tmp: Path, name: str, text: str, launchers: dict[
     except OSError as e:
         return f"cannot run nvcc: {e}"
     return None if p.returncode == 0 else p.stderr.strip() or p.stdout.strip() or f"nvcc exit {p.returncode}"
-
-
-def _as_compiled(text: str) -> str:
-    """`text` line for line (nvcc's line is the text's) without what cannot change whether it compiles."""
-    return zeroed(_LINE_DIRECTIVE.sub("", text))
 
 
 def _cache_mark(t: choice.Target, text: str, launchers: dict[str, str] | None) -> Path | None:
@@ -87,8 +80,8 @@ def check(spec: ProbeSpec, clean: str, instrumented: str, flags: list[str] | Non
     if t is None:
         return []
     instrumented = t.text
-    compiled = _as_compiled(instrumented)
-    launchers = {rel: _as_compiled(text) for rel, text in launchers.items()} if launchers else launchers
+    compiled = zeroed(instrumented)
+    launchers = {rel: zeroed(text) for rel, text in launchers.items()} if launchers else launchers
     mark = _cache_mark(t, compiled, launchers)
     if mark is not None and mark.is_file():
         return []
