@@ -110,6 +110,14 @@ def demo_json(tmp_path_factory) -> tuple[int, str]:
     return cli("demo", "--out", tmp_path_factory.mktemp("demo") / "demo", "--json")
 
 
+@pytest.fixture(scope="session")
+def demo_text(tmp_path_factory) -> tuple[int, str, Path]:
+    """`atrex-inject demo --out DIR --quiet`, run once per worker: its exit code, its output and DIR,
+    for the tests that read what it printed and wrote and change nothing there."""
+    work = tmp_path_factory.mktemp("demo-text") / "demo"
+    return (*cli("demo", "--out", work, "--quiet"), work)
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of examples/ in a fresh project root (a .git folder marks the root)."""

@@ -419,15 +419,15 @@ def test_report_comparison_in_a_browser(tmp_path):
     assert (tmp_path / "comparison.png").stat().st_size > 10_000
 
 
-def test_demo_compares_the_bundled_pair(tmp_path):
+def test_demo_compares_the_bundled_pair(demo_text):
     """The demo's comparison step on the bundled H200 pair (tests/fixtures/h200/compare/: the
     reduction before and after unrolling its streaming loop by 4): the streaming interval, the launch
     span and the clean builds' end-to-end time all moved faster, and the picture is written."""
-    code, out = cli("demo", "--out", tmp_path / "d")
+    code, out, work = demo_text
     assert code == 0 and "8. compare: H200 captures of tests/sources/compare/sumsq.cu before and after" in out
     assert ("moved: start -> stream_done faster -12.6%; tail_done -> finish faster -56.9%; launch span faster "
             "-16.2% | end to end (clean builds) -14.9%") in out
-    assert (tmp_path / "d" / "compare.png").is_file()
+    assert (work / "compare.png").is_file()
 
 
 def test_a_per_cta_p90_that_is_the_max_is_not_a_row_of_its_own():

@@ -20,14 +20,13 @@ CYCLES = ("`stage_ready -> mma_done` takes longer than `copies_issued -> stage_r
           "weighs): median 503 ns / 877 cycles against 129 ns / 226 cycles per instance")
 
 
-def test_demo_answers_in_cycles_from_the_bundled_clock_capture_instead_of_advising_to_record_it(tmp_path):
-    work = tmp_path / "demo"
-    r = CliRunner().invoke(app, ["demo", "--out", str(work), "--quiet"], catch_exceptions=False)
-    assert r.exit_code == 0, r.output
-    lines = r.output.splitlines()
+def test_demo_answers_in_cycles_from_the_bundled_clock_capture_instead_of_advising_to_record_it(demo_text):
+    code, output, work = demo_text
+    assert code == 0, output
+    lines = output.splitlines()
     k = next(i for i, line in enumerate(lines) if line.startswith("5. answer: "))
     answer, at_clock, clock = lines[k:k + 3]
-    assert ADVICE not in r.output
+    assert ADVICE not in output
     # the timer's answer names its few-tick phases and points at the cycle-resolution answer below it
     assert ("(2 ticks): a median under 10 timer ticks of 32 ns is mostly quantization; the same question in SM "
             f"cycles, on the `clock = true` capture {work / 'clock_capture'}, is below.") in answer
@@ -43,14 +42,14 @@ def test_demo_answers_in_cycles_from_the_bundled_clock_capture_instead_of_advisi
     assert ADVICE not in page and "At the SM clock&#x27;s resolution" in page and "877 cycles" in page
 
 
-def test_demo_json_carries_the_cycle_resolution_answer(tmp_path):
-    r = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "demo"), "--json"], catch_exceptions=False)
-    assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
+def test_demo_json_carries_the_cycle_resolution_answer(demo_json):
+    code, output = demo_json
+    assert code == 0, output
+    out = json.loads(output)
     assert ADVICE not in out["answer"] and "is below" in out["answer"]
     c = out["clock_answer"]
     assert c["verdict"] == "valid" and c["text"].startswith(CYCLES) and c["file"] == "gemm_bf16-launch200.atrex"
-    assert Path(c["capture"]) == tmp_path / "demo" / "clock_capture" and c["clock"]["rate_ghz"] > 1
+    assert Path(c["capture"]) == Path(out["report"]).parent / "clock_capture" and c["clock"]["rate_ghz"] > 1
     assert out["clock_answer_not_used"] is None
 
 
