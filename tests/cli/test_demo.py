@@ -8,11 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from atrex_inject import demo
 from atrex_inject import manifest as mf
-from atrex_inject.cli import app
 
 FIX = Path(__file__).parent.parent / "fixtures" / "h200"
 ADVICE = "record the clock"
