@@ -94,15 +94,8 @@ inline const char* run_id() {
   return id;
 }
 
-// Everything below has internal linkage, one copy per translation unit: it binds the unit's own
-// recorder symbols (atrex_recorder.cuh) and reads the unit's event layout (kFlags, kEventBytes, set
-// by the unit's macros). As ordinary inline functions the linker would keep one unit's copy for
-// all, and a second instrumented unit's launches would bind the first unit's symbols while its own
-// kernels read null (two kernels in two .cu files: the consumer of examples/cuda/handoff/ recorded
-// nothing).
-namespace {
-
-// What the rewriter knows about one instrumented kernel; one static instance per kernel.
+// What the rewriter knows about one instrumented kernel; one static instance per kernel (a type
+// every unit shares: it holds data only, no unit's code).
 struct KernelPlan {
   const char* kernel;
   const char* source_id_hex;  // 64 hex digits
@@ -124,6 +117,14 @@ struct KernelPlan {
   // kernel's launch.
   std::vector<std::pair<unsigned char*, uint64_t>> preallocated = {};
 };
+
+// Everything below has internal linkage, one copy per translation unit: it binds the unit's own
+// recorder symbols (atrex_recorder.cuh) and reads the unit's event layout (kFlags, kEventBytes, set
+// by the unit's macros). As ordinary inline functions the linker would keep one unit's copy for
+// all, and a second instrumented unit's launches would bind the first unit's symbols while its own
+// kernels read null (two kernels in two .cu files: the consumer of examples/cuda/handoff/ recorded
+// nothing).
+namespace {
 
 inline void fill_header(const KernelPlan& p, dim3 g, dim3 b, uint64_t seq, LaunchHeader& h) {
   std::memset(&h, 0, sizeof h);
