@@ -54,6 +54,16 @@ ARMS = ("off", "spec", "clock")
 WARMUP, ITERATIONS = 10, 200  # per sample process: launches before timing, launches timed
 
 
+def _arm_name(row: str, clock: bool) -> str:
+    """A row's spec, build and manifest name: its clock variant's is its own."""
+    return f"{row}_clock" if clock else row
+
+
+def _capture_folder(row: str, arm: str) -> str:
+    """Where `measure` keeps a recording arm's captures (in WORK, and in the call's captures.tar.gz)."""
+    return f"cap-{row}-{arm}"
+
+
 def _variant(spec: Path, row: str, stride: int | None, clock: bool) -> Path:
     """The row's spec: the example's, with its CTA stride and clock as the row and arm ask, under its
     own name (so its workspace and the instrumented file's first line are its own)."""
@@ -62,7 +72,7 @@ def _variant(spec: Path, row: str, stride: int | None, clock: bool) -> Path:
         text = re.sub(r"ctas = \{ stride = \d+ \}", f"ctas = {{ stride = {stride} }}", text)
     if clock and not re.search(r"(?m)^clock = true", text):
         text = text.replace("[capture]\n", "[capture]\nclock = true\n", 1)
-    name = f"{row}_clock" if clock else row
+    name = _arm_name(row, clock)
     text = re.sub(r'(?m)^name = "[^"]+"', f'name = "{name}"', text, count=1)
     out = spec.with_name(f"{name}.toml")
     out.write_text(text)
@@ -104,7 +114,7 @@ def measure_arm(work: Path, row: str, arm: str, plan: dict, samples: int) -> dic
     p = plan[row]
     a = p["arms"][arm]
     argv = lambda b: [str(work / b), "--warmup", "{warmup}", "--iters", "{iterations}"]  # noqa: E731
-    cap = work / f"cap-{row}-{arm}" if arm != "off" else None
+    cap = work / _capture_folder(row, arm) if arm != "off" else None
     m = measure_pair(argv(p["clean"]), argv(a["binary"]), WARMUP, ITERATIONS, samples, work / f"measure-{row}-{arm}.json",
                      cap, work / a["manifest"])
     return {"kernel": row, "arm": arm, "recorder": a["recorder"], "clock": a["clock"],
@@ -178,8 +188,8 @@ def revalidate(result: dict, archive: Path) -> None:
         with tarfile.open(archive) as t:
             t.extractall(tmp, filter="data")
         for r in result["rows"]:
-            folder = Path(tmp) / f"cap-{r['kernel']}-{r['arm']}"
-            manifest = Path(tmp) / f"{r['kernel']}{'_clock' if r['arm'] == 'clock' else ''}.manifest.json"
+            folder = Path(tmp) / _capture_folder(r["kernel"], r["arm"])
+            manifest = Path(tmp) / f"{_arm_name(r['kernel'], r['arm'] == 'clock')}.manifest.json"
             sample = next((p for p in sorted(folder.iterdir()) if p.is_dir()), None) if folder.is_dir() else None
             if "capture" in r and sample and manifest.is_file():
                 r["capture"] = {**validate_capture(sample, manifest), "revalidated": time.strftime("%Y-%m-%d")}
