@@ -599,13 +599,15 @@ def dependency_digest(src: Path, folders: list[str], flags: list[str], cwd: Path
     return h.hexdigest()
 
 
-# nvcc -M's answer for a unit's folder, directives, search folders and flags, with the content
-# digest of each file it listed: a unit whose directives are the same reads the same files as long
-# as those files are unchanged (a changed one may include others: nvcc is asked again). The units
-# are written into scratch folders the tool makes, so nothing new appears beside them to shadow a
-# header of the search folders. Candidate builds of one source differ only in their code, so one
-# nvcc -M (a quarter of a second: it preprocesses the CUDA runtime twice) serves them all.
-_LISTED: dict[tuple, list[tuple[str, bytes | None]]] = {}
+# nvcc -M's answer for a unit's directives, flags and number of search folders, each file it listed
+# kept as where it lies (the unit's folder, a search folder, or cwd: its root, and its name under
+# it) with its content digest. Another unit of the same directives, in another scratch folder or
+# another copy of the same project, reads the files at the same places under its own roots as long
+# as each has the same content and no file of the same name has appeared in a root searched before
+# its own (which would shadow it); otherwise nvcc is asked again. Candidate builds of one source
+# differ only in their code, and the check of one build and the next differ only in their scratch
+# folders, so one nvcc -M (a quarter of a second: it preprocesses the CUDA runtime twice) serves them all.
+_LISTED: dict[tuple, list[tuple[int | None, str, bytes | None]]] = {}
 
 
 def _directives(text: str) -> tuple[str, ...]:
@@ -615,6 +617,33 @@ def _directives(text: str) -> tuple[str, ...]:
                  if l.lstrip().startswith("#"))
 
 
+def _roots(src: Path, folders: list[str], base: Path) -> list[Path]:
+    """Where a build of `src` finds files, in search order: its folder, the search folders, cwd."""
+    return [Path(os.path.normpath(p)) for p in (src.parent, *(base / f for f in folders), base)]
+
+
+def _place(name: str, roots: list[Path], base: Path) -> tuple[int | None, str]:
+    """(root, name under it) of a file nvcc listed; (None, the name) for one under no root."""
+    path = Path(os.path.normpath(base / name))
+    for i, root in enumerate(roots):
+        if path.is_relative_to(root):
+            return i, str(path.relative_to(root))
+    return None, name
+
+
+def _unchanged(listed: list[tuple[int | None, str, bytes | None]], roots: list[Path], base: Path) -> bool:
+    """Whether every listed file is where, and what, it was for the unit it was listed for: the
+    same content (a name no file had still has none), none shadowed by a root searched first."""
+    for i, rel, content in listed:
+        path = roots[i] / rel if i is not None else base / rel
+        if content is None:
+            if path.exists():
+                return False
+        elif _content(path) != content or (i is not None and any((r / rel).exists() for r in roots[:i])):
+            return False
+    return True
+
+
 def _dependencies(src: Path, folders: list[str], flags: list[str], cwd: Path | None) -> list[tuple[str, bytes | None]] | None:
     """(name, sha256 of its content; None for a name no file has) of every file a build of `src`
     reads, `src` first; from _LISTED where its files are unchanged, else from `nvcc -M`."""
@@ -622,12 +651,14 @@ def _dependencies(src: Path, folders: list[str], flags: list[str], cwd: Path | N
         text = src.read_bytes()
     except OSError:
         return None
-    key = (nvcc(), str(src.parent), tuple(folders), tuple(flags), str(cwd), _directives(text.decode(errors="replace")))
+    base = Path(cwd or ".")
+    roots = _roots(src, folders, base)
+    key = (nvcc(), len(folders), tuple(flags), _directives(text.decode(errors="replace")))
     here = [(str(src), hashlib.sha256(text).digest())]
     listed = _LISTED.get(key)
-    if listed is not None and all(not (Path(cwd or ".") / name).exists() if content is None
-                                  else _content(Path(cwd or ".") / name) == content for name, content in listed):
-        return here + listed
+    if listed is not None and _unchanged(listed, roots, base):
+        return here + [(rel if i is None or content is None else str(roots[i] / rel), content)
+                       for i, rel, content in listed]
     cmd = [key[0], "-M", *(f"-I{d}" for d in folders), *flags, str(src)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
@@ -637,21 +668,23 @@ def _dependencies(src: Path, folders: list[str], flags: list[str], cwd: Path | N
         return None
     rule = p.stdout.replace("\\\n", " ").split(":", 1)[1]  # `x.o : a.cu \<newline> b.h`, a space in a name as `\ `
     names = re.findall(r"(?:\\ |\S)+", rule)
-    if not names or (Path(cwd or ".") / names[0].replace("\\ ", " ")).resolve() != src.resolve():
+    if not names or (base / names[0].replace("\\ ", " ")).resolve() != src.resolve():
         return None  # nvcc lists the source first
-    listed = []
+    out, kept = [], []
     for dep in names[1:]:
         name = dep.replace("\\ ", " ")
-        path = Path(cwd or ".") / name
+        path = base / name
         if not path.exists():  # `#line 1 "examples/cuda/k.cu"`: nvcc -M lists the name, which nothing reads
-            listed.append((name, None))
+            out.append((name, None))
+            kept.append((None, name, None))
             continue
         content = _content(path)
         if content is None:
             return None
-        listed.append((name, content))
-    _LISTED[key] = listed
-    return here + listed
+        out.append((name, content))
+        kept.append((*_place(name, roots, base), content))
+    _LISTED[key] = kept
+    return here + out
 
 
 def _content(path: Path) -> bytes | None:
