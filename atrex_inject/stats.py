@@ -21,6 +21,7 @@ TAIL = 0.025  # (1 - LEVEL) / 2 written out: computed, it is 0.02500000000000002
 MAX_UNITS = 8192  # past this many units a launch's units are resampled in blocks of consecutive ones
 SPARSE = 8  # gathering a cell's weights costs about this many dense product terms
 CELLS = 4_000_000  # a weighted quantile's running counts, per chunk of sets
+BLOCK = 64  # cells a weighted quantile sums before it runs a count through them (_passes)
 
 
 def rank(n, q):
@@ -150,6 +151,23 @@ class Design:
         return w, counts
 
 
+def _passes(m: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """For each row of m (counts, not negative), how many of its leading cells keep the running
+    count at or below r[row]: the running counts of whole blocks of BLOCK cells first, then of the
+    cells of the one block where it passes r (a running count over every cell took most of a
+    comparison's time). Counts are whole numbers, so every sum is exact whatever its order."""
+    rows, c = m.shape
+    nb = -(-c // BLOCK)
+    if nb * BLOCK != c:
+        m = np.pad(m, ((0, 0), (0, nb * BLOCK - c)))
+    m = m.reshape(rows, nb, BLOCK)
+    run = np.cumsum(m.sum(axis=2), axis=1)
+    k = (run <= r[:, None]).sum(axis=1)  # whole blocks at or below r
+    at = np.arange(rows)
+    inside = np.cumsum(m[at, np.minimum(k, nb - 1)], axis=1) + np.where(k > 0, run[at, np.maximum(k - 1, 0)], 0)[:, None]
+    return np.where(k >= nb, c, k * BLOCK + (inside <= r[:, None]).sum(axis=1))
+
+
 def weighted_quantile(values: np.ndarray, unit: np.ndarray, w: np.ndarray, q: float, points: np.ndarray) -> np.ndarray:
     """Quantile q (`rank`) of the values under each bootstrap set's unit weights w (sets, units):
     unit u's values count w[s, u] times, so no set's values are ever copied. Values are counted on
@@ -170,23 +188,24 @@ def weighted_quantile(values: np.ndarray, unit: np.ndarray, w: np.ndarray, q: fl
     if cells.size * SPARSE < n * nv:
         cols, count, at = cells % n, count.astype(np.float32), cells // n
 
-        def running(part: np.ndarray, dtype) -> np.ndarray:
-            return np.cumsum(part[:, cols].astype(dtype) * count.astype(dtype, copy=False), axis=1)
+        def counts(part: np.ndarray, dtype) -> np.ndarray:
+            return part[:, cols].astype(dtype) * count.astype(dtype, copy=False)
     else:
         h = np.bincount(unit * nv + cell, minlength=n * nv).reshape(n, nv).astype(np.float32)
         at = np.arange(nv)
 
-        def running(part: np.ndarray, dtype) -> np.ndarray:
-            return np.cumsum(part.astype(dtype, copy=False) @ h.astype(dtype, copy=False), axis=1)
+        def counts(part: np.ndarray, dtype) -> np.ndarray:
+            return part.astype(dtype, copy=False) @ h.astype(dtype, copy=False)
     out = np.empty(w.shape[0])
     step = max(1, CELLS // at.size)
     for a in range(0, w.shape[0], step):
         part = w[a:a + step]
-        cum = running(part, np.float32)
-        if cum[:, -1].max() >= 1 << 24:
-            cum = running(part, np.float64)
-        total = cum[:, -1]
-        idx = np.minimum((cum <= rank(total.astype(np.int64), q)[:, None]).sum(axis=1), at.size - 1)
+        m = counts(part, np.float32)
+        total = m.sum(axis=1)
+        if total.max() >= 1 << 24:
+            m = counts(part, np.float64)
+            total = m.sum(axis=1)
+        idx = np.minimum(_passes(m, rank(total.astype(np.int64), q)), at.size - 1)
         out[a:a + step] = np.where(total > 0, points[at[idx]].astype(np.float64), np.nan)
     return out
 

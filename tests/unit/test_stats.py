@@ -72,12 +72,13 @@ def test_draws_are_seeded_and_reproducible():
     assert (w == again[0]).all() and (launches == again[1]).all()
 
 
-@pytest.mark.parametrize("units, each", [(12, 40), (400, 2)])  # the product path, the gathered one
-def test_weighted_quantile_is_the_quantile_of_the_drawn_values(units, each, monkeypatch):
+# the product path, the gathered one; values on fewer points than a block (stats.BLOCK), and on many
+@pytest.mark.parametrize("units, each, ticks", [(12, 40, 40), (400, 2, 40), (12, 400, 400), (400, 4, 400)])
+def test_weighted_quantile_is_the_quantile_of_the_drawn_values(units, each, ticks, monkeypatch):
     """Each set's figure equals the quantile of the values repeated as often as their unit was
     drawn (0: left out; NaN where nothing was), whether the sets go in one chunk or in many."""
     rng = np.random.default_rng(7)
-    dur = rng.integers(1, 40, units * each) * 32
+    dur = rng.integers(1, ticks, units * each) * 32
     unit = rng.integers(0, units, dur.size)
     w = np.vstack([np.ones(units), rng.integers(0, 4, (30, units)), np.zeros(units)])
     points = np.unique(dur)
