@@ -29,7 +29,8 @@ def _axes(fig, kind: str) -> dict:
 
 def _bars(ax, name: str) -> list[tuple[float, float]]:
     """(start, end) in µs of the bars drawn for interval `name` in a swimlane."""
-    return [(r.get_x(), r.get_x() + r.get_width()) for r in ax.patches if r.get_gid() == f"bars:{name}"]
+    return [(float(v[:, 0].min()), float(v[:, 0].max())) for c in ax.collections if c.get_gid() == f"bars:{name}"
+            for v in (path.vertices for path in c.get_paths())]
 
 
 def _complete(ax, name: str) -> int:
