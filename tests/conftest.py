@@ -46,6 +46,39 @@ def nvcc_compile(src: Path, out: Path | None = None, extra: list[str] | None = N
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
+HOST_CHECKED: list[str] = []  # this test's instrumented texts that apply's compile check passed (host_checked)
+
+
+@pytest.fixture(autouse=True)
+def host_checked(monkeypatch) -> list[str]:
+    """Watches apply's own compile check (hostcheck.check: the instrumented text whole, host side
+    included, with the spec's flags): the texts it passed in this test, for compiles_whole. Every
+    call goes through to the real check."""
+    from atrex_inject import hostcheck
+
+    HOST_CHECKED.clear()
+    real = hostcheck.check
+
+    def check(spec, clean, instrumented, *args, **kw):
+        warnings = real(spec, clean, instrumented, *args, **kw)
+        if not warnings:
+            HOST_CHECKED.append(instrumented)
+        return warnings
+
+    monkeypatch.setattr(hostcheck, "check", check)
+    return HOST_CHECKED
+
+
+def compiles_whole(path: Path) -> None:
+    """`path` compiles for sm_90a, host side included: apply's compile check passed on the very
+    text it holds in this test (host_checked), or nvcc compiles it here. An apply that compiled a
+    text is not followed by a second compile of it."""
+    if path.read_bytes().decode(errors="replace") in HOST_CHECKED:
+        return
+    proc = nvcc_compile(path, path.with_suffix(".o"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def cli(*args) -> tuple[int, str]:
     """Run `atrex-inject ARGS` in-process: (exit code, output)."""
     from typer.testing import CliRunner

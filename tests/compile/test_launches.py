@@ -18,7 +18,7 @@ from atrex_inject.lark_loader import grammar_text
 from atrex_inject.validate import validate_capture
 from atrex_inject.linemap import without_directives
 
-from conftest import REPO, cli, nvcc_compile, refused, tree_hashes
+from conftest import REPO, cli, compiles_whole, refused, tree_hashes
 
 SOURCES = REPO / "tests" / "sources" / "launches"
 FIX = REPO / "tests" / "fixtures" / "h200"
@@ -42,11 +42,6 @@ def apply_json(spec: Path) -> dict:
     code, out = cli("apply", spec, "--json")
     assert code == 0, out
     return json.loads(out)
-
-
-def compiles(path: Path) -> None:
-    proc = nvcc_compile(path, path.with_suffix(".o"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def reverts_exact(spec: Path, before: dict[str, str]) -> None:
@@ -74,7 +69,7 @@ def test_every_launch_shape_is_captured_or_reported(tmp_path):
     r = apply_json(spec)
     src = tmp_path / "shapes.cu"
     text = src.read_text()
-    compiles(src)
+    compiles_whole(src)
     got = [(l["line"], l["via"], l["shape"], l["macro"]) for l in r["launches"]]
     assert got == [(38, "cudaLaunchKernelEx", "return", None), (45, "cudaLaunchKernelEx", "statement", "CHECK"),
                    (46, "cudaLaunchKernelEx", "declaration", None), (49, "cudaLaunchKernel", "statement", "CHECK"),
@@ -110,7 +105,7 @@ def test_every_launch_shape_is_captured_or_reported(tmp_path):
     code, out = cli("status", spec)
     assert "launches: 10 captured, 4 not captured" in out and "NOT captured  shapes.cu:68 cuLaunchKernel" in out
     reverts_exact(spec, before)
-    compiles(src)
+    compiles_whole(src)
 
 
 def test_apply_prints_each_launch_not_captured_and_what_to_do(tmp_path):
@@ -130,7 +125,7 @@ def test_template_arguments_in_the_kernel_name_choose_the_launches(tmp_path):
     assert 54 not in [l["line"] for l in r["launches"]] and len(r["launches"]) == 9
     n = next(n for n in r["not_captured"] if n["line"] == 54)
     assert "scale<float,(N>>1)>" in n["reason"] and "not the spec's <float,4>" in n["reason"]
-    compiles(tmp_path / "shapes.cu")
+    compiles_whole(tmp_path / "shapes.cu")
 
 
 def test_a_launch_whose_template_arguments_end_in_triple_angle_is_captured(tmp_path):
@@ -143,7 +138,7 @@ def test_a_launch_whose_template_arguments_end_in_triple_angle_is_captured(tmp_p
     b, line, _ = around(text, "tagged__atrex<4, Tag<Tag<int>>>")
     assert b.startswith("{ atrex::host::Capture") and line == (
         "(__atrex_cap.on() ? tagged__atrex<4, Tag<Tag<int>>> : tagged<4, Tag<Tag<int>>>)<<<1, 32>>>(p);")
-    compiles(tmp_path / "shapes.cu")
+    compiles_whole(tmp_path / "shapes.cu")
     reverts_exact(spec, before)
 
 
@@ -158,7 +153,7 @@ def test_two_kernels_of_one_name_are_told_apart_by_namespace(tmp_path, kernel, l
     ns = {n: text.split(f"namespace {n} {{")[1].split("}  // namespace")[0] for n in ("fast", "slow")}
     chosen = kernel.strip(":").split("::")[0]
     assert "atrex: site a" in ns[chosen] and "atrex:" not in ns[{"fast": "slow", "slow": "fast"}[chosen]]
-    compiles(tmp_path / "twosteps.cu")
+    compiles_whole(tmp_path / "twosteps.cu")
     reverts_exact(spec, before)
 
 
@@ -207,7 +202,7 @@ def test_a_specialization_is_chosen_by_its_template_arguments(tmp_path):
     assert "(__atrex_cap.on() ? gemm__atrex : gemm<128,64>)<<<1, 32>>>(x);" in text
     assert [l["line"] for l in r["launches"]] == [4]
     assert [n["line"] for n in r["not_captured"]] == [5]
-    compiles(tmp_path / "g.cu")
+    compiles_whole(tmp_path / "g.cu")
     cli("revert", spec)
     spec.write_text(spec.read_text().replace('"gemm<128, 64>"', '"gemm<1, 2>"'))
     r = apply_json(spec)  # the primary template, launches with <1, 2> only: none here
@@ -234,7 +229,7 @@ def test_a_kernel_in_a_header_is_captured_through_its_launchers(tmp_path):
     b, _, a = around(main, "CUDA_CHECK(cudaLaunchKernelEx(")
     assert re.match(r"\{ atrex::host::Capture __atrex_cap\(__atrex_plan_[0-9a-f]{8}, ", b) and a.startswith(
         "__atrex_cap.finish(); }")
-    compiles(tmp_path / "main.cu")
+    compiles_whole(tmp_path / "main.cu")
     m = json.loads((tmp_path / ".atrex" / "s" / "manifest.json").read_text())
     assert [e["path"] for e in m["launchers"]] == ["main.cu"]
     code, out = cli("diff", spec)
@@ -360,7 +355,7 @@ def test_a_kernel_declared_by_a_macro_the_file_defines_takes_the_name_from_its_a
     assert [s["source_line"] for s in r["sites"]] == [10] and [l["line"] for l in r["launches"]] == [13]
     text = (tmp_path / "m.cu").read_text()
     assert "DEFINE_K(k__atrex, int N) {" in text and "(__atrex_cap.on() ? k__atrex<4> : k<4>)<<<1, 32>>>(x);" in text
-    compiles(tmp_path / "m.cu")
+    compiles_whole(tmp_path / "m.cu")
     assert cli("revert", spec)[0] == 0 and (tmp_path / "m.cu").read_text() == MACRO_KERNEL
 
 
@@ -386,7 +381,7 @@ def test_launches_through_a_local_alias_are_captured_and_attribute_calls_repeate
         "(void)cudaFuncSetAttribute(attend__atrex<T, kThreads>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem); }")
     assert around(text, "CUDA_CALL(cudaFuncSetAttribute(attend<float, 128>")[2].startswith(
         "(void)cudaFuncSetAttribute(attend__atrex<float, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);")
-    compiles(tmp_path / "alias.cu")
+    compiles_whole(tmp_path / "alias.cu")
     reverts_exact(spec, before)
 
 
@@ -427,7 +422,7 @@ def test_a_launch_ending_a_statement_in_a_macro_argument_and_a_reassigned_alias(
             "this launch of k */ (__atrex_cap.on() ? k__atrex<kFlag> : kernel)<<<1, 32, smem>>>(x); "
             "__atrex_cap.finish(); } /* atrex: end of capture session */);") in text
     assert "(void)cudaFuncSetAttribute(k__atrex<kFlag>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);" in text
-    compiles(tmp_path / "t.cu")
+    compiles_whole(tmp_path / "t.cu")
     assert cli("revert", spec)[0] == 0 and (tmp_path / "t.cu").read_text() == SWITCHED
 
 
@@ -460,11 +455,11 @@ def test_a_template_kernel_launched_with_deduced_arguments_gets_its_statement_tw
         "      (a, x,", "       y);", "  } else {  // atrex: the kernel itself"]
     assert lines[i + 4:i + 7] == ["  axpy<<<1, 32, 0, s>>>", "      (a, x,", "       y);"]
     assert "axpy__atrex<<<1, 32>>>(a, x, y); } else { axpy<<<1, 32>>>(a, x, y); } __atrex_cap.finish(); }" in lines[i + 9]
-    compiles(tmp_path / "d.cu")
+    compiles_whole(tmp_path / "d.cu")
     assert cli("revert", spec)[0] == 0 and (tmp_path / "d.cu").read_text() == DEDUCED
 
 
-def test_a_kernel_declared_before_its_definition_gets_a_declared_copy_that_compiles(tmp_path):
+def test_a_kernel_declared_before_its_definition_gets_a_declared_copy_that_compiles_whole(tmp_path):
     """The copy is declared after the kernel's declaration, its note a comment (the `//` was once
     dropped, leaving prose after the semicolon that nvcc refused); with a sampled loop site and a
     launch between declaration and definition, the instrumented file compiles and reverts exactly."""
@@ -474,7 +469,7 @@ def test_a_kernel_declared_before_its_definition_gets_a_declared_copy_that_compi
     before = user_files(tmp_path)
     apply_json(spec)
     src = tmp_path / "declared.cu"
-    compiles(src)
+    compiles_whole(src)
     assert ("__global__ void step__atrex(float* x, int n);  // atrex: step__atrex, the instrumented copy of step, "
             "launched in its place only while recording") in src.read_text().split("\n")
     reverts_exact(spec, before)

@@ -10,7 +10,7 @@ import pytest
 from atrex_inject import snapshot
 from atrex_inject.cuda.loops import canonical_loop, leading_loads
 from atrex_inject.cuda.source import parse_source
-from conftest import nvcc_compile
+from conftest import compiles_whole
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 
@@ -100,7 +100,7 @@ def test_a_kernel_that_cannot_be_versioned_says_why_and_still_compiles(tmp_path,
     assert not p["versioned"] and p["not_versioned_because"].startswith("a static __shared__ declaration at line 8")
     assert any("is not versioned" in w for w in res.manifest.warnings)
     assert p["strip_mined"] == ([{"line": 4, "every": 4, "sites": ["it"]}] if every == 4 else [])
-    assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
+    compiles_whole(src)
     snapshot.revert(spec)
     assert src.read_text() == KERNELS
 
@@ -115,7 +115,7 @@ def test_a_loop_that_cannot_be_strip_mined_keeps_its_counter_and_says_why(tmp_pa
     p = res.manifest.to_json()["perturbation"]
     assert p["strip_mined"] == [] and p["not_strip_mined"] == [{"sites": ["it"], "reason": "its body has a break"}]
     assert "rec_every(__atrex_n0, 4u, 0u)" in src.read_text()
-    assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
+    compiles_whole(src)
     snapshot.revert(spec)
 
 
@@ -168,7 +168,7 @@ def test_a_strip_mined_loop_that_is_an_unbraced_loop_body_stays_inside_its_wrap(
                     + '\n[[site]]\nname = "b"\nanchor = { loop = "for (int j" }\nposition = "before"\n')
     snapshot.apply(spec)
     out = src.read_text()
-    assert nvcc_compile(src, tmp_path / "k.o").returncode == 0, out
+    compiles_whole(src)
     copy = out[out.index("tile__atrex("):]
     assert copy.index("the last iterations, clean */ }") < copy.rindex("}", 0, copy.index("y[threadIdx.x] = acc;"))
     snapshot.revert(spec)

@@ -14,7 +14,7 @@ from atrex_inject.cuda.source import parse_source
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.source_id import source_id_of
 from atrex_inject.spec import Anchor, Site
-from conftest import cli, nvcc_compile, refused, tree_hashes
+from conftest import cli, compiles_whole, nvcc_compile, refused, tree_hashes
 
 HAS_NVCC = shutil.which("nvcc") is not None
 
@@ -45,8 +45,7 @@ def applied(spec: Path, compile_it: bool = True) -> list[str]:
     assert code == 0, out
     lines = src.read_bytes().decode().split("\n")
     if compile_it and HAS_NVCC:
-        proc = nvcc_compile(src, spec.parent / "k.o")
-        assert proc.returncode == 0, proc.stderr
+        compiles_whole(src)
     code, out = cli("revert", spec)
     assert code == 0 and src.read_bytes() == clean, out
     return lines
@@ -348,7 +347,6 @@ def test_a_kernel_declared_by_a_macro_defined_elsewhere_is_found_with_declared_b
     with the way out, then found when the spec names the macro (declared_by); compiles; revert exact."""
     from atrex_inject import snapshot
     from atrex_inject.errors import AnchorError
-    from conftest import nvcc_compile
 
     (tmp_path / ".git").mkdir()
     (tmp_path / "defs.h").write_text(DEFS)
@@ -367,7 +365,7 @@ def test_a_kernel_declared_by_a_macro_defined_elsewhere_is_found_with_declared_b
     text = src.read_text()
     assert [s.source_line for s in res.manifest.sites] == [3, 4]
     assert text.index("__atrex_r0.rec(1u)") > text.index("for (int i = threadIdx.x")  # inside the loop
-    assert nvcc_compile(src, tmp_path / "k.o").returncode == 0
+    compiles_whole(src)
     snapshot.revert(spec)
     assert src.read_text() == MACRO_KERNEL
 

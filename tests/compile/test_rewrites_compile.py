@@ -17,7 +17,7 @@ from atrex_inject import hostcheck
 from atrex_inject.errors import AtrexError
 from atrex_inject.linemap import without_directives
 from atrex_inject.spec import load_spec
-from conftest import cli, nvcc_compile, tree_hashes
+from conftest import cli, compiles_whole, tree_hashes
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
@@ -38,9 +38,7 @@ def applied_and_compiled(spec: Path, name: str = "k.cu") -> str:
     code, out = cli("apply", spec)
     assert code == 0, out
     text = (spec.parent / name).read_text()
-    proc = nvcc_compile(spec.parent / name, spec.parent / "k.o")
-    assert proc.returncode == 0, proc.stderr + text
-    (spec.parent / "k.o").unlink()
+    compiles_whole(spec.parent / name)
     code, out = cli("revert", spec)
     assert code == 0, out
     assert {k: v for k, v in tree_hashes(spec.parent).items() if not k.startswith(".atrex")} == \
