@@ -118,16 +118,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
+def _run_folder(tmp_path_factory) -> Path:
+    """The run's base folder, which parallel workers (pytest -n) share: each has a folder of its
+    own under it."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_caches(tmp_path_factory) -> Path:
     """One recorder-choice cache (choice.CACHE_ENV) and one build cache (sass.BUILD_CACHE_ENV) for
     the run: an example's recorder is chosen, and a source compiled for the SASS check, once,
-    whatever number of tests do it. Parallel workers (pytest -n) share them: each has a base folder
-    of its own under the run's, and the caches' writes are atomic."""
+    whatever number of tests do it, in whichever worker; the caches' writes are atomic."""
     from atrex_inject.choice import CACHE_ENV
     from atrex_inject.sass import BUILD_CACHE_ENV
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-cache"
+    folder = _run_folder(tmp_path_factory) / "shared-cache"
     folder.mkdir(exist_ok=True)
     mp = pytest.MonkeyPatch()
     mp.setenv(CACHE_ENV, str(folder))
@@ -136,19 +141,35 @@ def shared_caches(tmp_path_factory) -> Path:
     mp.undo()
 
 
+def _demo_once(tmp_path_factory, name: str, *flags: str) -> tuple[int, str, Path]:
+    """`atrex-inject demo --out DIR FLAGS`, run once in the whole run (the first worker to ask runs
+    it, holding a lock; the others read what it printed): its exit code, its output and DIR."""
+    import fcntl
+    import json
+
+    root = _run_folder(tmp_path_factory)
+    work, said = root / name / "demo", root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not said.is_file():
+            work.parent.mkdir(exist_ok=True)
+            said.write_text(json.dumps(cli("demo", "--out", work, *flags)))
+        code, out = json.loads(said.read_text())
+    return code, out, work
+
+
 @pytest.fixture(scope="session")
 def demo_json(tmp_path_factory) -> tuple[int, str]:
-    """`atrex-inject demo --out DIR --json`, run once per worker: its exit code and output, for the
+    """`atrex-inject demo --out DIR --json`, run once in the run: its exit code and output, for the
     tests that read what it printed and wrote (its work folder, DIR) and change nothing there."""
-    return cli("demo", "--out", tmp_path_factory.mktemp("demo") / "demo", "--json")
+    return _demo_once(tmp_path_factory, "demo-json", "--json")[:2]
 
 
 @pytest.fixture(scope="session")
 def demo_text(tmp_path_factory) -> tuple[int, str, Path]:
-    """`atrex-inject demo --out DIR --quiet`, run once per worker: its exit code, its output and DIR,
-    for the tests that read what it printed and wrote and change nothing there."""
-    work = tmp_path_factory.mktemp("demo-text") / "demo"
-    return (*cli("demo", "--out", work, "--quiet"), work)
+    """`atrex-inject demo --out DIR --quiet`, run once in the run: its exit code, its output and
+    DIR, for the tests that read what it printed and wrote and change nothing there."""
+    return _demo_once(tmp_path_factory, "demo-text", "--quiet")
 
 
 @pytest.fixture
