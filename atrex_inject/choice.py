@@ -555,7 +555,8 @@ def per_trip(sites) -> list[str]:
     last wave, a loop bound by issue) is the grid's and the loop's. Copies whose SASS kept the clean
     kernel recorded such loops within target 2 times in 4 on the H200 (flashinfer's SiLU-and-mul and
     merge-states within, the CuTe SM80 GEMM's k-loop at +1.6% and the shared-memory GEMM's at +2.7%
-    of their 1% beyond: docs/realkernels.md, docs/cost.md), so such a copy is unsure, not kept.
+    of their 1% beyond: docs/realkernels.md, docs/cost.md; the latter as slow with no CTA recording,
+    docs/design.md), so such a copy is unsure, not kept.
     `sites`: the spec's (each with name, position and every)."""
     dense = every_trip(sites)
     if not dense:
