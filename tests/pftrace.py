@@ -36,14 +36,16 @@ def read(path: Path | bytes) -> tuple[dict, list[Event]]:
     tr = Trace()
     tr.ParseFromString(path if isinstance(path, bytes) else Path(path).read_bytes())
     tracks, events, seqs = {}, [], {}
+    cleared = TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
     for p in tr.packet:
-        s = seqs.setdefault(p.trusted_packet_sequence_id, _Sequence())
-        if p.sequence_flags & TracePacket.SEQ_INCREMENTAL_STATE_CLEARED:
+        s = seqs.get(p.trusted_packet_sequence_id)
+        if s is None or p.sequence_flags & cleared:
             seqs[p.trusted_packet_sequence_id] = s = _Sequence()
         if p.HasField("trace_packet_defaults"):
             s.clock = p.trace_packet_defaults.timestamp_clock_id
-        for n in p.interned_data.event_names:
-            s.names[n.iid] = n.name
+        if p.HasField("interned_data"):
+            for n in p.interned_data.event_names:
+                s.names[n.iid] = n.name
         if p.HasField("clock_snapshot"):
             trace = next(c.timestamp for c in p.clock_snapshot.clocks if c.clock_id == TRACE_CLOCK)
             for c in p.clock_snapshot.clocks:
