@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 from update_fixtures import FIX, SPLIT, _copy
+from provenance import put_section
 
 from atrex_inject.decode import decode_file
 from atrex_inject.manifest import load as load_manifest
@@ -100,14 +101,8 @@ def main(tar: Path, label: str, names: list[str]) -> None:
     for name in names:
         for p in (FIX / name).iterdir():
             p.chmod(0o644)
-    text = (FIX / "PROVENANCE.md").read_text()
-    own = heading(names) + "\n"
-    if own in text:  # replace the section this script wrote before for these folders
-        start = text.index(own)
-        end = text.find("\n## ", start + len(own))
-        text = text[:start] + (text[end + 1:] if end >= 0 else "")
-    at = text.index(SPLIT) if SPLIT in text else len(text)
-    (FIX / "PROVENANCE.md").write_text(text[:at] + section(label, device, rows) + "\n" + text[at:])
+    prov = FIX / "PROVENANCE.md"
+    prov.write_text(put_section(prov.read_text(), heading(names) + "\n", section(label, device, rows), before=SPLIT))
     print("\n".join(f"{n}: {clock_line(c)}" for n, _, _, c in rows))
     print("now regenerate the golden outputs, which cover every fixture: python3 tests/golden_outputs.py tests/golden/outputs")
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from atrex_inject.manifest import load as load_manifest
 
+from provenance import put_section
+
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200"
 DEST = FIX / "cutedsl_gemm_cta0"
@@ -80,13 +82,7 @@ def main(tar: Path) -> None:
     side = json.loads((DEST / "gemm_kernel-launch0.json").read_text())
     text = section(device, m, side, json.loads((BENCH / "measure-spec.json").read_text()))
     prov = FIX / "PROVENANCE.md"
-    old = prov.read_text()
-    if HEAD in old:
-        at = old.index(HEAD)
-        end = old.index("\n## ", at) + 1
-    else:
-        at = end = old.index(NEXT)
-    prov.write_text(old[:at] + text + "\n" + old[end:])
+    prov.write_text(put_section(prov.read_text(), HEAD, text, before=NEXT))
     print(f"copied into {DEST.relative_to(REPO)} and {BENCH.relative_to(REPO)}; PROVENANCE.md's {HEAD} written")
 
 

@@ -10,7 +10,6 @@ twice at once, in two processes on the one GPU, each calibrated on its own.
 """
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 import tarfile
@@ -19,6 +18,8 @@ from pathlib import Path
 
 from atrex_inject import clockalign
 from atrex_inject.manifest import load as load_manifest
+
+from provenance import put_section
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200" / "handoff"
@@ -67,10 +68,7 @@ def main(tar: Path) -> None:
             shutil.copytree(t / src, FIX / dest)
         section = _section(t)
     prov = FIX.parent / "PROVENANCE.md"
-    text = re.sub(rf"\n{re.escape(HEADING)}.*?(?=\n## |\Z)", "", prov.read_text(), flags=re.S)
-    at = text.find("\n## rowscale_split/")
-    at = at if at >= 0 else len(text)
-    prov.write_text(text[:at].rstrip("\n") + "\n\n" + section + text[at:])
+    prov.write_text(put_section(prov.read_text(), HEADING, section, before="## rowscale_split/"))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ RUN_LABEL: how PROVENANCE.md names that GPU call, as update_fixtures.py's does (
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import sys
 import tarfile
@@ -17,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 from atrex_inject.manifest import load as load_manifest
+
+from provenance import put_section
 
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200"
@@ -84,11 +85,7 @@ def main(tar: Path, label: str) -> None:
                     (dest / p.name).chmod(0o644)
         section = _section(t, label)
     prov = FIX / "PROVENANCE.md"
-    text = prov.read_text()
-    text = re.sub(rf"\n{re.escape(HEADING)}.*?(?=\n## |\Z)", "", text, flags=re.S)  # this section, if there
-    m = re.search(r"\n## kernelpy/.*?(?=\n## |\Z)", text, flags=re.S)
-    at = m.end() if m else len(text)
-    prov.write_text(text[:at].rstrip("\n") + "\n\n" + section + text[at:])
+    prov.write_text(put_section(prov.read_text(), HEADING, section, after="## kernelpy/"))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ from atrex_inject.decode import capture_files
 from atrex_inject.manifest import load as load_manifest
 from atrex_inject.measure import load_measurement
 
+from provenance import put_section
+
 REPO = Path(__file__).resolve().parent.parent
 FIX = REPO / "tests" / "fixtures" / "h200"
 DEST = FIX / "compare"
@@ -89,13 +91,8 @@ def main(tar: Path) -> None:
         for name in ("aa", "change"):  # compare's text on the GPU host, to read against the tests
             if (t / f"{name}.txt").exists():
                 print((t / f"{name}.txt").read_text())
-    old = (FIX / "PROVENANCE.md").read_text()
-    if SECTION in old:  # replace the section: it runs to the next "## "
-        start = old.index(SECTION)
-        end = old.find("\n## ", start + 1)
-        old = old[:start] + (old[end + 1:] if end >= 0 else "")
-    at = old.index(AHEAD_OF) if AHEAD_OF in old else len(old)
-    (FIX / "PROVENANCE.md").write_text(old[:at] + "\n".join(section) + old[at:])
+    prov = FIX / "PROVENANCE.md"
+    prov.write_text(put_section(prov.read_text(), SECTION, "\n".join(section), before=AHEAD_OF))
 
 
 if __name__ == "__main__":
