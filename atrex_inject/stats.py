@@ -188,8 +188,8 @@ def weighted_quantile(values: np.ndarray, unit: np.ndarray, w: np.ndarray, q: fl
     if cells.size * SPARSE < n * nv:
         cols, count, at = cells % n, count.astype(np.float32), cells // n
 
-        def counts(part: np.ndarray, dtype) -> np.ndarray:
-            return part[:, cols].astype(dtype) * count.astype(dtype, copy=False)
+        def counts(part: np.ndarray, dtype) -> np.ndarray:  # np.take: a fancy index of columns ran 13x slower
+            return np.take(part, cols, axis=1).astype(dtype, copy=False) * count.astype(dtype, copy=False)
     else:
         h = np.bincount(unit * nv + cell, minlength=n * nv).reshape(n, nv).astype(np.float32)
         at = np.arange(nv)
