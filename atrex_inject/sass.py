@@ -608,6 +608,7 @@ def dependency_digest(src: Path, folders: list[str], flags: list[str], cwd: Path
 # differ only in their code, and the check of one build and the next differ only in their scratch
 # folders, so one nvcc -M (a quarter of a second: it preprocesses the CUDA runtime twice) serves them all.
 _LISTED: dict[tuple, list[tuple[int | None, str, bytes | None]]] = {}
+SHADOW_DEPTH = 6  # a toolkit header's name with up to this many of its folders, looked for in each root
 
 
 def _directives(text: str) -> tuple[str, ...]:
@@ -633,14 +634,25 @@ def _place(name: str, roots: list[Path], base: Path) -> tuple[int | None, str]:
 
 def _unchanged(listed: list[tuple[int | None, str, bytes | None]], roots: list[Path], base: Path) -> bool:
     """Whether every listed file is where, and what, it was for the unit it was listed for: the
-    same content (a name no file had still has none), none shadowed by a root searched first."""
+    same content (a name no file had still has none), none shadowed by a root searched first. A
+    file under no root (the toolkit's, the system's) is shadowed wherever a root holds a file of
+    its name, or of its last folders and name (`cub/cub.cuh` beside a project's vendored copy):
+    the directive's spelling is not in the listing, so every spelling it could have is looked for."""
+    held = [set(os.listdir(r)) if r.is_dir() else set() for r in roots]  # what each root holds at its top
     for i, rel, content in listed:
         path = roots[i] / rel if i is not None else base / rel
         if content is None:
             if path.exists():
                 return False
-        elif _content(path) != content or (i is not None and any((r / rel).exists() for r in roots[:i])):
+        elif _content(path) != content:
             return False
+        elif i is not None and any((r / rel).exists() for r in roots[:i]):
+            return False
+        elif i is None:
+            parts = Path(rel).parts
+            for k in range(1, min(SHADOW_DEPTH, len(parts) - 1) + 1):
+                if any(parts[-k] in top and r.joinpath(*parts[-k:]).exists() for r, top in zip(roots, held)):
+                    return False
     return True
 
 

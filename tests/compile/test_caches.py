@@ -240,31 +240,43 @@ def test_a_run_killed_while_the_choice_compiles_leaves_nothing_beside_the_source
 @needs_nvcc
 def test_one_dependency_listing_serves_another_folder_until_a_header_changes_or_is_shadowed(tmp_path, monkeypatch):
     """sass._dependencies asks nvcc -M once for units of the same directives wherever they lie (each
-    scratch folder, each copy of a project); a header changed under its root, or one of the same
-    name that appears in a root searched before it, is a miss, and the digest follows the files."""
+    scratch folder, each copy of a project); a header changed under its root, one of the same name
+    that appears in a root searched before it, or a file that would shadow a toolkit header, is a
+    miss, and the digest follows the files. Each case plants its one difference in a fresh copy."""
     calls = []
     run = subprocess.run
     monkeypatch.setattr(sass.subprocess, "run", lambda cmd, **kw: ("-M" in cmd and calls.append(cmd)) or run(cmd, **kw))
-    monkeypatch.setattr(sass, "_LISTED", {})
-    units = []
-    for name in ("a", "b"):
+
+    def unit(name: str) -> tuple[Path, Path]:
         (tmp_path / name / "inc" / "detail").mkdir(parents=True)
         (tmp_path / name / "inc" / "detail" / "cfg.cuh").write_text(CFG)
         (tmp_path / name / "unit").mkdir()
         (tmp_path / name / "unit" / "k.cu").write_text(KERNEL)
-        units.append((tmp_path / name / "unit" / "k.cu", [str(tmp_path / name / "inc")]))
+        return tmp_path / name / "unit" / "k.cu", tmp_path / name
 
-    def digest(i: int) -> str | None:
-        src, folders = units[i]
-        return sass.dependency_digest(src, folders, ["-std=c++17"], src.parent)
+    def digest(src: Path) -> str | None:
+        return sass.dependency_digest(src, [str(src.parent.parent / "inc")], ["-std=c++17"], src.parent)
 
-    first = digest(0)
-    assert first is not None and len(calls) == 1
-    assert digest(1) == first and len(calls) == 1  # another folder, the same files: no nvcc
-    edit_file(tmp_path / "b" / "inc" / "detail" / "cfg.cuh", ("1024", "512"))
-    changed = digest(1)
-    assert changed not in (None, first) and len(calls) == 2  # a header changed: asked again
-    (tmp_path / "a" / "unit" / "detail").mkdir()
-    (tmp_path / "a" / "unit" / "detail" / "cfg.cuh").write_text(CFG.replace("1024", "256"))
-    shadowed = digest(0)
-    assert shadowed not in (None, first, changed) and len(calls) == 3  # the unit's folder now shadows it
+    def listed_from(src: Path) -> str:
+        monkeypatch.setattr(sass, "_LISTED", {})
+        calls.clear()
+        first = digest(src)
+        assert first is not None and len(calls) == 1
+        return first
+
+    first = listed_from(unit("a")[0])
+    src, root = unit("b")
+    assert digest(src) == first and len(calls) == 1  # another folder, the same files: no nvcc
+    edit_file(root / "inc" / "detail" / "cfg.cuh", ("1024", "512"))
+    assert digest(src) not in (None, first) and len(calls) == 2  # a header changed: asked again
+
+    first = listed_from(unit("c")[0])
+    src, root = unit("d")
+    (root / "unit" / "detail").mkdir()
+    (root / "unit" / "detail" / "cfg.cuh").write_text(CFG.replace("1024", "256"))
+    assert digest(src) not in (None, first) and len(calls) == 2  # the unit's folder shadows the -I one
+
+    first = listed_from(unit("e")[0])
+    src, root = unit("f")
+    (root / "unit" / "cuda_runtime.h").write_text("#error shadowed\n")  # nvcc includes cuda_runtime.h first
+    assert digest(src) is None and len(calls) == 2  # asked again: nvcc reads the copy beside the unit
