@@ -10,14 +10,12 @@
 #pragma once
 #ifndef __CUDACC_RTC__  // NVRTC (CUDA source in a Python string, docs/kernelpy.md) compiles device code only
 #include "atrex_recorder.cuh"
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <string>
 #include <unistd.h>
-#include <utility>
-#include <vector>
 
 namespace atrex {
 namespace host {
@@ -28,14 +26,76 @@ inline bool ok(cudaError_t e, const char* what) {
   return false;
 }
 
+// Capture's own text and arrays, on malloc: <string> would add about a third of a second and
+// <vector> a tenth to every host compile of an instrumented unit (g++, C++17), and capture only
+// appends. Text that only grows; good() is false once an allocation failed.
+class Text {
+ public:
+  Text() = default;
+  Text(Text&& o) noexcept : s_(o.s_), n_(o.n_), good_(o.good_) { o.s_ = nullptr; o.n_ = 0; }
+  Text(const Text&) = delete;
+  Text& operator=(const Text&) = delete;
+  ~Text() { std::free(s_); }
+  Text& add(const char* t) { return addf("%s", t ? t : ""); }
+  Text& addf(const char* fmt, ...) {
+    va_list a, b;
+    va_start(a, fmt);
+    va_copy(b, a);
+    const int k = std::vsnprintf(nullptr, 0, fmt, a);
+    va_end(a);
+    char* more = k < 0 ? nullptr : static_cast<char*>(std::realloc(s_, n_ + static_cast<size_t>(k) + 1));
+    if (more) {
+      s_ = more;
+      std::vsnprintf(s_ + n_, static_cast<size_t>(k) + 1, fmt, b);
+      n_ += static_cast<size_t>(k);
+    } else {
+      good_ = false;
+    }
+    va_end(b);
+    return *this;
+  }
+  const char* c_str() const { return s_ ? s_ : ""; }
+  size_t size() const { return n_; }
+  bool good() const { return good_; }
+
+ private:
+  char* s_ = nullptr;
+  size_t n_ = 0;
+  bool good_ = true;
+};
+
+// An array of trivially copyable items that only grows; what holds one (a static) lives for the
+// process, so its memory is never given back. push() is false when an allocation failed.
+template <typename T>
+struct Grow {
+  T* items = nullptr;
+  size_t n = 0, cap = 0;
+  bool push(const T& v) {
+    if (n == cap) {
+      const size_t c = cap ? 2 * cap : 8;
+      T* more = static_cast<T*>(std::realloc(items, c * sizeof(T)));
+      if (!more) return false;
+      items = more;
+      cap = c;
+    }
+    items[n++] = v;
+    return true;
+  }
+  T* begin() const { return items; }
+  T* end() const { return items + n; }
+};
+
 // Write to a temporary name, fsync, rename: a file that exists under its final name is whole.
-inline bool write_atomic(const std::string& path, const void* data, size_t n) {
-  const std::string tmp = path + ".part";
+inline bool write_atomic(const char* path, const void* data, size_t n) {
+  if (!*path) return false;  // a name that could not be made
+  Text tmp;
+  tmp.add(path).add(".part");
+  if (!tmp.good()) return false;
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return false;
   bool good = std::fwrite(data, 1, n, f) == n && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
   good = (std::fclose(f) == 0) && good;
-  if (good) good = std::rename(tmp.c_str(), path.c_str()) == 0;
+  if (good) good = std::rename(tmp.c_str(), path) == 0;
   if (!good) std::remove(tmp.c_str());
   return good;
 }
@@ -66,12 +126,11 @@ inline uint32_t crc32(const unsigned char* p, size_t n) {
   return c ^ 0xFFFFFFFFu;
 }
 
-inline std::string json_escape(const char* s) {
-  std::string o;
+inline Text json_escape(const char* s) {
+  Text o;
   for (; s && *s; ++s) {
-    if (*s == '"' || *s == '\\') o += '\\';
     if (static_cast<unsigned char>(*s) < 0x20) continue;
-    o += *s;
+    o.addf(*s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
   }
   return o;
 }
@@ -115,7 +174,11 @@ struct KernelPlan {
   // launch for its geometry; a later launch that needs more allocates its own. The kernel's own:
   // one pool shared by the process's kernels could hand a kernel a buffer sized for another
   // kernel's launch.
-  std::vector<std::pair<unsigned char*, uint64_t>> preallocated = {};
+  struct Buffer {
+    unsigned char* at;
+    uint64_t bytes;
+  };
+  Grow<Buffer> preallocated = {};
 };
 
 // Everything below has internal linkage, one copy per translation unit: it binds the unit's own
@@ -227,10 +290,7 @@ class Capture {
     write_ = false;
     if (!ok(cudaGetLastError(), "kernel launch")) return;
     Pending p{buf_, header_, seq_, grid_, block_, stream_, plan_.kernel, plan_.source_id_hex};
-    if (defer_writes()) {
-      deferred().push_back(p);
-      return;
-    }
+    if (defer_writes() && deferred().push(p)) return;
     write(p);
     cudaFree(buf_);
   }
@@ -245,29 +305,30 @@ class Capture {
     const char* source_id_hex;
   };
 
-  static std::vector<Pending>& deferred() {
-    static std::vector<Pending> v;
+  static Grow<Pending>& deferred() {
+    static Grow<Pending> v;
     return v;
   }
 
   // Writes every deferred launch; registered with atexit, callable earlier by the program.
   static void flush_deferred() {
     for (const Pending& p : deferred()) write(p);
-    deferred().clear();
+    deferred().n = 0;
   }
 
   static void write(const Pending& p) {
-    const std::string base = std::string(std::getenv("ATREX_TIMELINE_OUT")) + "/" + p.kernel + "-launch" +
-                             std::to_string(p.seq);
+    Text base;
+    base.addf("%s/%s-launch%llu", std::getenv("ATREX_TIMELINE_OUT"), p.kernel, static_cast<unsigned long long>(p.seq));
     const size_t n = static_cast<size_t>(p.header.total_bytes);
     void* host = std::malloc(n);
-    bool good = host && ok(cudaStreamSynchronize(p.stream), "synchronize") &&
+    bool good = host && base.good() && ok(cudaStreamSynchronize(p.stream), "synchronize") &&
                 ok(cudaMemcpy(host, p.buf, n, cudaMemcpyDeviceToHost), "read back");
-    if (good) good = write_atomic(base + ".atrex", host, n);
-    const std::string side =
-        good ? sidecar(p, base, crc32(static_cast<const unsigned char*>(host), n), stamp_resolution_ns(p.header, host))
-             : std::string();
-    if (good) good = write_atomic(base + ".json", side.c_str(), side.size());
+    if (good) good = write_atomic(Text().addf("%s.atrex", base.c_str()).c_str(), host, n);
+    if (good) {
+      const Text side =
+          sidecar(p, base.c_str(), crc32(static_cast<const unsigned char*>(host), n), stamp_resolution_ns(p.header, host));
+      good = side.good() && write_atomic(Text().addf("%s.json", base.c_str()).c_str(), side.c_str(), side.size());
+    }
     if (!good) std::fprintf(stderr, "atrex: launch %llu of %s was not captured\n",
                             static_cast<unsigned long long>(p.seq), p.kernel);
     std::free(host);
@@ -290,23 +351,20 @@ class Capture {
   // Deferred mode: the written launches' buffers are allocated at the first launch (for its
   // geometry), so no allocation happens inside a timed loop; their writes wait for exit.
   void preallocate() {
-    // deferred() first: a function-local static is destroyed in the reverse order of construction
-    // and atexit registration, so it must exist before flush_deferred is registered to outlive it.
-    deferred();
     std::atexit(flush_deferred);
     if (plan_.capture_count == 0 || plan_.capture_count > 64) return;
     for (uint64_t i = 0; i < plan_.capture_count; ++i) {
       unsigned char* b = nullptr;
-      if (ok(cudaMalloc(&b, header_.total_bytes), "preallocate")) plan_.preallocated.emplace_back(b, header_.total_bytes);
+      if (ok(cudaMalloc(&b, header_.total_bytes), "preallocate") && !plan_.preallocated.push({b, header_.total_bytes}))
+        cudaFree(b);
     }
   }
 
   unsigned char* alloc_fresh() {
     const size_t n = static_cast<size_t>(header_.total_bytes);
     auto& pool = plan_.preallocated;
-    if (!pool.empty() && pool.back().second >= n) {
-      buf_ = pool.back().first;
-      pool.pop_back();
+    if (pool.n && pool.items[pool.n - 1].bytes >= n) {
+      buf_ = pool.items[--pool.n].at;
     } else if (!ok(cudaMalloc(&buf_, n), "allocate")) {
       write_ = false;
       return nullptr;
@@ -353,7 +411,7 @@ class Capture {
     return low;
   }
 
-  static std::string sidecar(const Pending& p, const std::string& base, uint32_t crc, uint64_t resolution) {
+  static Text sidecar(const Pending& p, const char* base, uint32_t crc, uint64_t resolution) {
     int dev = 0, drv = 0, rt = 0;
     cudaGetDevice(&dev);
     cudaDriverGetVersion(&drv);
@@ -369,19 +427,18 @@ class Capture {
     std::time_t now = std::time(nullptr);
     std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     const char* workload = std::getenv("ATREX_WORKLOAD");
-    const std::string file = base.substr(base.find_last_of('/') + 1) + ".atrex";
-    char buf[2048];
-    std::snprintf(buf, sizeof buf,
-                  "{\"format\": \"atrex-timeline-capture\", \"version\": %u, \"file\": \"%s\", \"kernel\": \"%s\", "
-                  "\"launch_seq\": %llu, \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"source_id\": \"%s\", "
-                  "\"workload\": \"%s\", \"device\": {\"name\": \"%s\", \"uuid\": \"%s\", \"sm_count\": %d, "
-                  "\"cc\": \"%d.%d\"}, \"driver_version\": %d, \"runtime_version\": %d, \"time_utc\": \"%s\", "
-                  "\"timer_resolution_ns\": %llu, \"run_id\": \"%s\", \"bytes\": %llu, \"crc32\": %u}\n",
-                  kFormatVersion, file.c_str(), p.kernel, static_cast<unsigned long long>(p.seq), p.grid.x, p.grid.y,
-                  p.grid.z, p.block.x, p.block.y, p.block.z, p.source_id_hex, json_escape(workload).c_str(),
-                  json_escape(prop.name).c_str(), uuid, prop.multiProcessorCount, prop.major, prop.minor, drv, rt, when,
-                  static_cast<unsigned long long>(resolution), run_id(), static_cast<unsigned long long>(p.header.total_bytes), crc);
-    return buf;
+    const char* slash = std::strrchr(base, '/');
+    Text side;
+    side.addf("{\"format\": \"atrex-timeline-capture\", \"version\": %u, \"file\": \"%s.atrex\", \"kernel\": \"%s\", "
+              "\"launch_seq\": %llu, \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"source_id\": \"%s\", "
+              "\"workload\": \"%s\", \"device\": {\"name\": \"%s\", \"uuid\": \"%s\", \"sm_count\": %d, "
+              "\"cc\": \"%d.%d\"}, \"driver_version\": %d, \"runtime_version\": %d, \"time_utc\": \"%s\", "
+              "\"timer_resolution_ns\": %llu, \"run_id\": \"%s\", \"bytes\": %llu, \"crc32\": %u}\n",
+              kFormatVersion, slash ? slash + 1 : base, p.kernel, static_cast<unsigned long long>(p.seq), p.grid.x, p.grid.y,
+              p.grid.z, p.block.x, p.block.y, p.block.z, p.source_id_hex, json_escape(workload).c_str(),
+              json_escape(prop.name).c_str(), uuid, prop.multiProcessorCount, prop.major, prop.minor, drv, rt, when,
+              static_cast<unsigned long long>(resolution), run_id(), static_cast<unsigned long long>(p.header.total_bytes), crc);
+    return side;
   }
 
   KernelPlan& plan_;
