@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -41,6 +42,7 @@ sys.path.insert(0, str(HERE))
 from fetch import SRC, load_catalog  # noqa: E402
 from measuring import OFF_TARGET, ci, device, measure_pair, met, pct, validate_capture  # noqa: E402
 
+from atrex_inject.spec_table import KeyLines  # noqa: E402
 from atrex_inject.spec_variant import capture_variant  # noqa: E402
 
 RESULTS = HERE / "results-h200.json"
@@ -115,6 +117,8 @@ def stage(kernel: dict, packages: dict, folder: Path, clock: bool) -> Path:
     spec = folder / kernel["spec"]
     if kernel.get("capture"):  # a variant row: its base row's spec with [capture] keys of its own
         spec = spec_variant(spec, kernel["name"], kernel["capture"])
+    if kernel.get("first_cta"):  # a copy row: its base row's spec with one CTA recording
+        spec = first_cta_variant(spec, kernel["name"])
     return clock_variant(spec) if clock else spec
 
 
@@ -133,15 +137,41 @@ def spec_variant(spec: Path, name: str, keys: dict) -> Path:
     return out
 
 
+def first_cta_variant(spec: Path, name: str) -> Path:
+    """The spec renamed `name` with only the first CTA of its selection recording: each site's `ctas`
+    written as `{ stride = S, limit = 1 }`, its stride kept, so that every other CTA runs the
+    instrumented copy's clean side, whose cost is then measured apart from the recording's.
+    Written beside it as `<name>.toml`."""
+    text = spec.read_text()
+    sites, lines = tomllib.loads(text).get("site", []), KeyLines(text)
+    rows = text.split("\n")
+    for i in reversed(range(len(sites))):  # from the last site: an inserted line moves only the lines below it
+        line = f"ctas = {{ stride = {(sites[i].get('ctas') or {}).get('stride', 1)}, limit = 1 }}"
+        at = lines.lines.get(("site", i, "ctas"))
+        if at is not None:
+            rows[at - 1] = line
+        else:
+            rows.insert(lines.headers[("site", i)], line)
+    out = spec.with_name(f"{name}.toml")
+    out.write_text(capture_variant("\n".join(rows), name, []))
+    return out
+
+
 def rows_of(catalog: dict) -> list[dict]:
     """kernels.toml's rows: each [[kernel]], then each [[variant]] expanded into a row a recorder:
     the base row's kernel, harness and spec with the variant's `warps` (and the recorder, but for
-    "auto": the tool's choice) in [capture], named `<of>_<recorder>` ("auto": `<of>_warps`), without
-    the clock variant."""
+    "auto": the tool's choice) in [capture], named `<of>_<recorder>` ("auto": `<of>_warps`), or with
+    `copy = true` the spec with one CTA recording (first_cta_variant), named `<of>_copy`; without the
+    clock variant."""
     kernels = {k["name"]: k for k in catalog["kernel"]}
     rows = list(catalog["kernel"])
     for v in catalog.get("variant", []):
         base = kernels[v["of"]]
+        if v.get("copy"):
+            rows.append({**base, "name": f"{v['of']}_copy", "variant_of": v["of"], "first_cta": True, "clock": False,
+                         "what": f"{base['what']} (the copy alone: one CTA records, every other runs the copy's "
+                                 "clean side; the tool's choice)"})
+            continue
         for rec in v["recorders"]:
             keys = {"warps": v["warps"], **({"recorder": rec} if rec != "auto" else {})}
             how = "the tool's choice" if rec == "auto" else f"the {rec} recorder"
@@ -436,15 +466,22 @@ def table(result: dict, rejudged: dict | None = None) -> str:
                                                   for p in result["packages"].values())) + ".", "",
            "| kernel | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
            "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
-    of = {k["name"]: k.get("variant_of") for k in rows_of(load_catalog())}  # kernels.toml says which rows are variants
-    variants = [d for d in result["rows"] if of.get(d["name"])]
-    rows = [d for d in result["rows"] if d not in variants]
-    for d in rows + variants:
-        if d is (variants or [None])[0]:
-            out += ["", "Beyond the table: rows measured beyond their target, again with the kernel's block size "
-                        "given (`[capture] warps`, which their specs leave out, so staged and resident rings were no "
-                        "candidates of the recorder choice), with the tool's choice or a recorder forced "
-                        "(kernels.toml `[[variant]]`):", "",
+    catalog = {k["name"]: k for k in rows_of(load_catalog())}  # kernels.toml says which rows are variants
+    copies = [d for d in result["rows"] if catalog.get(d["name"], {}).get("first_cta")]
+    variants = [d for d in result["rows"] if catalog.get(d["name"], {}).get("variant_of") and d not in copies]
+    rows = [d for d in result["rows"] if d not in variants and d not in copies]
+    heads = {id((variants or [None])[0]):
+             "Beyond the table: rows measured beyond their target, again with the kernel's block size given "
+             "(`[capture] warps`, which their specs leave out, so staged and resident rings were no candidates of "
+             "the recorder choice), with the tool's choice or a recorder forced (kernels.toml `[[variant]]`):",
+             id((copies or [None])[0]):
+             "The copy alone (`<row>_copy`, kernels.toml `[[variant]] copy = true`): each row's spec with only its "
+             "first CTA recording (every site's `ctas.limit = 1`), with the tool's choice, so that every other CTA "
+             "runs the instrumented copy's clean side. Its overhead is what the copy costs apart from the "
+             "recording, and what check-sass judges (does the copy keep the clean kernel?):"}
+    for d in rows + variants + copies:
+        if id(d) in heads:
+            out += ["", heads[id(d)], "",
                     "| row | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
                     "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
         cell = lambda r: "—" if not r else f"{pct(r.get('overhead'))} {ci(r.get('ci95'))} ({met(r)}){_fewer(r)}"  # noqa: E731
@@ -464,6 +501,9 @@ def table(result: dict, rejudged: dict | None = None) -> str:
     if variants:
         out += _confusion(variants, {d["name"]: d.get("check_sass", {}).get("verdict") for d in variants},
                           "check-sass's word on the rows beyond the table (each recorder's build of its kernel)")
+    if copies:
+        out += _confusion(copies, {d["name"]: d.get("check_sass", {}).get("verdict") for d in copies},
+                          "check-sass's word on the copy alone (one CTA recording)")
     if rejudged:
         # a word on another build is no word on the measured one: a row whose recorder the choice now
         # makes otherwise is left out of the counts and named
