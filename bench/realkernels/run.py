@@ -504,6 +504,7 @@ def table(result: dict, rejudged: dict | None = None) -> str:
     if copies:
         out += _confusion(copies, {d["name"]: d.get("check_sass", {}).get("verdict") for d in copies},
                           "check-sass's word on the copy alone (one CTA recording)")
+        out += _split(rows, copies, catalog)
     if rejudged:
         # a word on another build is no word on the measured one: a row whose recorder the choice now
         # makes otherwise is left out of the counts and named
@@ -523,6 +524,22 @@ def table(result: dict, rejudged: dict | None = None) -> str:
             out += ["", "Left out of these counts, because the recorder choice now makes another build than the one "
                         "measured: " + "; ".join(moved) + "."]
     return "\n".join(out) + "\n"
+
+
+def _split(rows: list[dict], copies: list[dict], catalog: dict) -> list[str]:
+    """Where each row's overhead is: its recording against its copy alone (point estimates, each
+    against its own clean build, so from device calls that may differ)."""
+    base = {d["name"]: d for d in rows}
+    out = ["", "Where the overhead is: each row's recording against its copy alone (point estimates; what is "
+               "left after the copy is the recording's):", "",
+           "| row | recording | the copy alone | the recording less the copy | target |", "|---|---|---|---|---|"]
+    for c in copies:
+        d = base.get(catalog[c["name"]]["variant_of"])
+        rec, copy = ((d or {}).get("spec") or {}).get("overhead"), (c.get("spec") or {}).get("overhead")
+        if d is None or rec is None or copy is None:
+            continue
+        out.append(f"| {d['name']} | {pct(rec)} | {pct(copy)} | {pct(rec - copy)} | ±{100 * d['target']:.0f}% |")
+    return out
 
 
 def _fewer(m: dict) -> str:

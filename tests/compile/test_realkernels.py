@@ -195,3 +195,20 @@ def test_merge_keeps_each_row_s_device_and_both_files_packages():
     assert [r["name"] for r in merged["rows"]] == ["fi_rmsnorm", "fi_rope", "quack_softmax"]
     assert [r["measured"]["uuid"] for r in merged["rows"]] == ["GPU-a", "GPU-a", "GPU-b"]
     assert run._fewer({"samples": {"A": 4, "B": 4}}) == ", 4+4 processes" and run._fewer({"samples": {"A": 8, "B": 8}}) == ""
+
+
+def test_the_table_splits_a_row_s_overhead_between_its_copy_and_its_recording():
+    """SYNTHETIC rows named as kernels.toml's: the copy row is listed apart, judged in a table of its
+    own, and its row's overhead split: +3.00% recording, +1.00% the copy alone, +2.00% left."""
+    def row(name, word, overhead):
+        return {"name": name, "what": name, "target": 0.02, "check_sass": {"verdict": word},
+                "spec": {"overhead": overhead, "ci95": [overhead - 0.001, overhead + 0.001], "valid": True,
+                         "target": 0.02},
+                "steps": {"revert": {"ok": True}}}
+    result = {"date": "SYNTHETIC", "device": "none", "uuid": "-", "driver": "-", "nvcc": "-", "packages": {},
+              "rows": [row("fi_rmsnorm", "unsure", 0.03), row("fi_rmsnorm_copy", "keeps", 0.01)]}
+    text = run.table(result)
+    assert "| fi_rmsnorm | +3.00% | +1.00% | +2.00% | ±2% |" in text
+    copy_table = text.split("check-sass's word on the copy alone")[1]
+    assert "| keeps | 1 | 0 | 0 |" in copy_table.split("\n\n")[1]
+    assert text.index("The copy alone") < text.index("| fi_rmsnorm_copy: ")
