@@ -531,7 +531,8 @@ def _split(rows: list[dict], copies: list[dict], catalog: dict) -> list[str]:
     against its own clean build, so from device calls that may differ)."""
     base = {d["name"]: d for d in rows}
     out = ["", "Where the overhead is: each row's recording against its copy alone (point estimates; what is "
-               "left after the copy is the recording's):", "",
+               "left after the copy is the recording's; the two may come from different device calls, each against "
+               "its own clean build: the rows above name theirs):", "",
            "| row | recording | the copy alone | the recording less the copy | target |", "|---|---|---|---|---|"]
     for c in copies:
         d = base.get(catalog[c["name"]]["variant_of"])
