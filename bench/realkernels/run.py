@@ -117,8 +117,8 @@ def stage(kernel: dict, packages: dict, folder: Path, clock: bool) -> Path:
     spec = folder / kernel["spec"]
     if kernel.get("capture"):  # a variant row: its base row's spec with [capture] keys of its own
         spec = spec_variant(spec, kernel["name"], kernel["capture"])
-    if kernel.get("first_cta"):  # a copy row: its base row's spec with one CTA recording
-        spec = first_cta_variant(spec, kernel["name"])
+    if kernel.get("cta_limit"):  # a copy row (1) or a thinned one: its base row's spec with fewer CTAs recording
+        spec = limited_variant(spec, kernel["name"], kernel["cta_limit"])
     return clock_variant(spec) if clock else spec
 
 
@@ -137,16 +137,17 @@ def spec_variant(spec: Path, name: str, keys: dict) -> Path:
     return out
 
 
-def first_cta_variant(spec: Path, name: str) -> Path:
-    """The spec renamed `name` with only the first CTA of its selection recording: each site's `ctas`
-    written as `{ stride = S, limit = 1 }`, its stride kept, so that every other CTA runs the
-    instrumented copy's clean side, whose cost is then measured apart from the recording's.
-    Written beside it as `<name>.toml`."""
+def limited_variant(spec: Path, name: str, limit: int) -> Path:
+    """The spec renamed `name` with only the first `limit` CTAs of its selection recording: each
+    site's `ctas` written as `{ stride = S, limit = N }`, its stride kept, so that every other CTA
+    runs the instrumented copy's clean side. With one CTA, the copy's cost is measured apart from
+    the recording's; with more, how the recording's cost grows with the CTAs that record. Written
+    beside it as `<name>.toml`."""
     text = spec.read_text()
     sites, lines = tomllib.loads(text).get("site", []), KeyLines(text)
     rows = text.split("\n")
     for i in reversed(range(len(sites))):  # from the last site: an inserted line moves only the lines below it
-        line = f"ctas = {{ stride = {(sites[i].get('ctas') or {}).get('stride', 1)}, limit = 1 }}"
+        line = f"ctas = {{ stride = {(sites[i].get('ctas') or {}).get('stride', 1)}, limit = {limit} }}"
         at = lines.lines.get(("site", i, "ctas"))
         if at is not None:
             rows[at - 1] = line
@@ -161,16 +162,22 @@ def rows_of(catalog: dict) -> list[dict]:
     """kernels.toml's rows: each [[kernel]], then each [[variant]] expanded into a row a recorder:
     the base row's kernel, harness and spec with the variant's `warps` (and the recorder, but for
     "auto": the tool's choice) in [capture], named `<of>_<recorder>` ("auto": `<of>_warps`), or with
-    `copy = true` the spec with one CTA recording (first_cta_variant), named `<of>_copy`; without the
-    clock variant."""
+    `copy = true` the spec with one CTA recording (limited_variant), named `<of>_copy`, or with
+    `ctas_limits` one row a limit, named `<of>_ctas<N>`; without the clock variant."""
     kernels = {k["name"]: k for k in catalog["kernel"]}
     rows = list(catalog["kernel"])
     for v in catalog.get("variant", []):
         base = kernels[v["of"]]
         if v.get("copy"):
-            rows.append({**base, "name": f"{v['of']}_copy", "variant_of": v["of"], "first_cta": True, "clock": False,
+            rows.append({**base, "name": f"{v['of']}_copy", "variant_of": v["of"], "cta_limit": 1, "clock": False,
                          "what": f"{base['what']} (the copy alone: one CTA records, every other runs the copy's "
                                  "clean side; the tool's choice)"})
+            continue
+        for n in v.get("ctas_limits", []):
+            rows.append({**base, "name": f"{v['of']}_ctas{n}", "variant_of": v["of"], "cta_limit": n, "clock": False,
+                         "what": f"{base['what']} (only the first {n} CTAs of the spec's selection record; the tool's "
+                                 "choice)"})
+        if v.get("ctas_limits"):
             continue
         for rec in v["recorders"]:
             keys = {"warps": v["warps"], **({"recorder": rec} if rec != "auto" else {})}
@@ -467,13 +474,14 @@ def table(result: dict, rejudged: dict | None = None) -> str:
            "| kernel | recorder (how) | check-sass | probes off | recording (target) | capture | clock capture | "
            "revert | what failed |", "|---|---|---|---|---|---|---|---|---|"]
     catalog = {k["name"]: k for k in rows_of(load_catalog())}  # kernels.toml says which rows are variants
-    copies = [d for d in result["rows"] if catalog.get(d["name"], {}).get("first_cta")]
+    copies = [d for d in result["rows"] if catalog.get(d["name"], {}).get("cta_limit") == 1]
     variants = [d for d in result["rows"] if catalog.get(d["name"], {}).get("variant_of") and d not in copies]
     rows = [d for d in result["rows"] if d not in variants and d not in copies]
     heads = {id((variants or [None])[0]):
              "Beyond the table: rows measured beyond their target, again with the kernel's block size given "
              "(`[capture] warps`, which their specs leave out, so staged and resident rings were no candidates of "
-             "the recorder choice), with the tool's choice or a recorder forced (kernels.toml `[[variant]]`):",
+             "the recorder choice), with the tool's choice or a recorder forced, or with only the first N CTAs of "
+             "the spec's selection recording (`<row>_ctas<N>`) (kernels.toml `[[variant]]`):",
              id((copies or [None])[0]):
              "The copy alone (`<row>_copy`, kernels.toml `[[variant]] copy = true`): each row's spec with only its "
              "first CTA recording (every site's `ctas.limit = 1`), with the tool's choice, so that every other CTA "

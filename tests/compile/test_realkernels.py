@@ -121,7 +121,13 @@ def test_a_variant_sets_its_keys_in_capture_only_and_takes_the_row_s_name(tmp_pa
 def test_the_catalog_s_variants_name_rows_it_has():
     rows = {k["name"]: k for k in KERNELS}
     variants = CATALOG.get("variant", [])
-    assert all(v["of"] in rows and (v.get("copy") or (v["warps"] > 0 and v["recorders"])) for v in variants)
+    def well_formed(v):
+        if v.get("copy"):
+            return True
+        if "ctas_limits" in v:
+            return bool(v["ctas_limits"]) and all(n > 1 for n in v["ctas_limits"])
+        return v["warps"] > 0 and bool(v["recorders"])
+    assert all(v["of"] in rows and well_formed(v) for v in variants)
     copies = {v["of"] for v in variants if v.get("copy")}
     assert copies == {n for n, k in rows.items() if k["backend"] == "cuda"}  # every CUDA row's copy is measured
 
@@ -132,14 +138,15 @@ def test_a_copy_variant_records_one_cta_with_each_site_s_stride_kept(tmp_path):
     spec = tmp_path / "k.toml"
     spec.write_text('version = 1\nname = "k"\n\n[[site]]\nname = "a"\nctas = { stride = 64 }   # 1 in 64\n'
                     'anchor = { entry = true }\n\n[[site]]\nname = "b"\nanchor = { exit = true }\n')
-    text = run.first_cta_variant(spec, "k_copy").read_text()
+    text = run.limited_variant(spec, "k_copy", 1).read_text()
     assert text == ('version = 1\nname = "k_copy"\n\n[[site]]\nname = "a"\nctas = { stride = 64, limit = 1 }\n'
                     'anchor = { entry = true }\n\n[[site]]\nctas = { stride = 1, limit = 1 }\nname = "b"\n'
                     'anchor = { exit = true }\n\n[capture]\n')
     rows = run.rows_of({"kernel": [{"name": "k", "what": "a kernel", "spec": "specs/k.toml"}],
-                        "variant": [{"of": "k", "copy": True}]})
-    assert [(r["name"], r.get("first_cta"), r.get("variant_of"), r["clock"]) for r in rows[1:]] == [
-        ("k_copy", True, "k", False)]
+                        "variant": [{"of": "k", "copy": True}, {"of": "k", "ctas_limits": [4, 16]}]})
+    assert [(r["name"], r.get("cta_limit"), r.get("variant_of"), r["clock"]) for r in rows[1:]] == [
+        ("k_copy", 1, "k", False), ("k_ctas4", 4, "k", False), ("k_ctas16", 16, "k", False)]
+    assert "limit = 16 }" in run.limited_variant(spec, "k_ctas16", 16).read_text()
 
 
 def test_a_row_runs_its_harness_as_its_runner_says(tmp_path):
