@@ -168,16 +168,13 @@ def rows_of(catalog: dict) -> list[dict]:
     rows = list(catalog["kernel"])
     for v in catalog.get("variant", []):
         base = kernels[v["of"]]
-        if v.get("copy"):
-            rows.append({**base, "name": f"{v['of']}_copy", "variant_of": v["of"], "cta_limit": 1, "clock": False,
-                         "what": f"{base['what']} (the copy alone: one CTA records, every other runs the copy's "
-                                 "clean side; the tool's choice)"})
-            continue
-        for n in v.get("ctas_limits", []):
-            rows.append({**base, "name": f"{v['of']}_ctas{n}", "variant_of": v["of"], "cta_limit": n, "clock": False,
-                         "what": f"{base['what']} (only the first {n} CTAs of the spec's selection record; the tool's "
-                                 "choice)"})
-        if v.get("ctas_limits"):
+        limits = [1] if v.get("copy") else v.get("ctas_limits", [])  # one row a limit, the copy's being 1
+        for n in limits:
+            how = ("the copy alone: one CTA records, every other runs the copy's clean side" if n == 1 else
+                   f"only the first {n} CTAs of the spec's selection record")
+            rows.append({**base, "name": f"{v['of']}_{'copy' if n == 1 else f'ctas{n}'}", "variant_of": v["of"],
+                         "cta_limit": n, "clock": False, "what": f"{base['what']} ({how}; the tool's choice)"})
+        if limits:
             continue
         for rec in v["recorders"]:
             keys = {"warps": v["warps"], **({"recorder": rec} if rec != "auto" else {})}
