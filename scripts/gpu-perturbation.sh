@@ -4,8 +4,8 @@
 #   bash scripts/gpu-perturbation.sh examples   every kernel row of bench/perturbation/run.py: off, at the
 #                                               spec's density with the tool's recorder, with the clock
 #   bash scripts/gpu-perturbation.sh per-event  bench/probe_cost (every loop shape, every recorder, both
-#                                               sites, 1024 and 2048 iterations), IKeT's iket.mark on the
-#                                               same shapes and trip counts, and the CuTe DSL GEMM
+#                                               sites, 1024 and 2048 iterations, IKeT's iket.mark on the
+#                                               same loops in the same rounds), and the CuTe DSL GEMM
 #                                               (scripts/gpu-cutedsl.sh)
 # Results under $OUT (default /tmp/atrex-perturbation; examples' validated captures as captures.tar.gz,
 # per-event's output as per-event.tar.gz, since a device call returns only a few files); back here, `python3 bench/perturbation/run.py fold`
@@ -35,25 +35,31 @@ case "${1:-}" in
     ;;
   per-event)
     log "probe cost, per event"
-    # 37 processes a round (each shape's clean run and its 32 builds, every trip count in one process),
-    # about a second each, then 32 captures validated
-    python3 bench/probe_cost/run.py build "$work/probe_cost" | tee "$OUT/probe_cost-sass.txt" || exit 1
-    timeout 240 python3 bench/probe_cost/run.py run "$work/probe_cost" --rounds "${PC_ROUNDS:-2}" \
-      --json "$OUT/probe_cost.json" || fail=1
+    # with the CuTe DSL bundle, IKeT on the same loops in the same rounds (--iket): its SASS read at
+    # build, its processes (clean and under run-iket, one a trip count) run beside the tool's builds
+    iket=()
     if [ -f .device/cutedsl.tar.xz ]; then
       eval "$(bash .device/install-cutedsl-bundle.sh .device/cutedsl.tar.xz)" || exit 1
-      # a call a trip count, every shape in each process: run-iket sizes its buffer for every launch of a
-      # process at the most events a warp records in any (the copy's are its data's: the first call)
-      for n in 1024 2048; do
-        log "IKeT per event, every shape at $n iterations (4 processes a round)"
-        shapes=$([ "$n" = 1024 ] && echo fma,fma_dep,copy,smem,mma || echo fma,fma_dep,smem,mma)
-        timeout 150 python3 bench/perturbation/iket.py --iters "$n" --shapes "$shapes" --rounds "${IKET_ROUNDS:-1}" \
-          --json "$OUT/iket-$n.json" || fail=1
-      done
-      if [ "${CUTE_GEMM:-1}" = 1 ]; then  # CUTE_GEMM=0: its own call (it and the rest do not fit one)
-        log "the CuTe DSL GEMM under IKeT"
-        OUT="$OUT" bash scripts/gpu-cutedsl.sh hopper_gemm || fail=1
-      fi
+      iket=(--iket)
+    fi
+    # builds prepared where nvcc is (python3 bench/probe_cost/run.py build /tmp/atrex-probe-cost --iket, archived
+    # with tar -C /tmp -cJf .pcprep/probe_cost.tar.xz atrex-probe-cost; carry [".pcprep"]) are run as they are:
+    # the recorder choice compiles its candidates, minutes of device time a call
+    pc="$work/probe_cost"
+    if [ -f .pcprep/probe_cost.tar.xz ]; then
+      tar -C /tmp -xJf .pcprep/probe_cost.tar.xz && pc=/tmp/atrex-probe-cost || exit 1
+      python3 -c 'import json, sys; sys.path.insert(0, "bench/probe_cost"); import run
+run.print_plan(json.load(open(sys.argv[1])))' "$pc/plan.json" | tee "$OUT/probe_cost-sass.txt"
+    else
+      python3 bench/probe_cost/run.py build "$pc" "${iket[@]}" | tee "$OUT/probe_cost-sass.txt" || exit 1
+    fi
+    # 37 processes a round (each shape's clean run and its 32 builds, every trip count in one process),
+    # about a second each, and IKeT's 4 (about 20 s each), then 32 captures validated
+    timeout "${PC_TIMEOUT:-520}" python3 bench/probe_cost/run.py run "$pc" --rounds "${PC_ROUNDS:-3}" \
+      "${iket[@]}" --json "$OUT/probe_cost.json" || fail=1
+    if [ "${#iket[@]}" -gt 0 ] && [ "${CUTE_GEMM:-1}" = 1 ]; then  # CUTE_GEMM=0: its own call (it and the rest do not fit one)
+      log "the CuTe DSL GEMM under IKeT"
+      OUT="$OUT" bash scripts/gpu-cutedsl.sh hopper_gemm || fail=1
     fi
     # a device call returns only a few files: the part's output as one archive
     tar -C "$OUT" -czf "$work/per-event.tar.gz" . && find "$OUT" -mindepth 1 -delete && mv "$work/per-event.tar.gz" "$OUT/"

@@ -6,15 +6,15 @@ instrumented from the spec with the recorder the tool chose, and measures clean 
   off     the instrumented build with probes compiled in and no capture (the program runs the clean kernel)
   spec    the instrumented build recording at the spec's density
   clock   the spec with `[capture] clock = true` (16-byte events with %clock) recording
-Each recording arm's first capture is validated. The per-event rows of bench/probe_cost/run.py and
-NVIDIA IKeT's figure (bench/perturbation/iket.py, the same call) and the CuTe DSL GEMM's rows
+Each recording arm's first capture is validated. The per-event rows of bench/probe_cost/run.py (NVIDIA
+IKeT's figure on the same loops among them, from the same call) and the CuTe DSL GEMM's rows
 (bench/perturbation/cutedsl_gemm/, scripts/gpu-cutedsl.sh) are folded in; the results file is
 the one the cost table (docs/cost.md) is generated from.
 
     python3 bench/perturbation/run.py build WORK [--kernels gemm_mma,...]     (nvcc: here or on the GPU host)
     python3 bench/perturbation/run.py measure WORK [--samples 8] [--arms off,spec,clock]
-        [--probe-cost F] [--iket F] [--cutedsl DIR] [--json OUT]                (the GPU host)
-    python3 bench/perturbation/run.py fold [--json F] [--probe-cost F] [--iket F ...] [--cutedsl DIR] [--rows F]
+        [--probe-cost F] [--cutedsl DIR] [--json OUT]                (the GPU host)
+    python3 bench/perturbation/run.py fold [--json F] [--probe-cost F] [--cutedsl DIR] [--rows F]
         [--captures ARCHIVE]   (another call's per-event, CuTe DSL or kernel rows into the results; its
                                captures validated again with this checkout's checks)
     python3 bench/perturbation/run.py table [--json F] [--out docs/cost.md]   (the cost table, from the results)
@@ -121,8 +121,8 @@ def measure_arm(work: Path, row: str, arm: str, plan: dict, samples: int) -> dic
             "target": OFF_TARGET if arm == "off" else p["target"], **m}
 
 
-def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, iket: list[Path],
-            cutedsl: Path | None, out: Path | None = None) -> dict:
+def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, cutedsl: Path | None,
+            out: Path | None = None) -> dict:
     """Every row's arms in turn; the results so far are written to `out` after each arm, so a call
     cut short keeps what it measured."""
     plan = json.loads((work / "plan.json").read_text())
@@ -143,7 +143,7 @@ def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, 
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(json.dumps(result, indent=2) + "\n")
     rows += fold_cutedsl(cutedsl)
-    result["per_event"] = fold_per_event(probe_cost, iket)
+    fold_per_event(result, probe_cost)
     return result
 
 
@@ -195,23 +195,12 @@ def revalidate(result: dict, archive: Path) -> None:
                 r["capture"] = {**validate_capture(sample, manifest), "revalidated": time.strftime("%Y-%m-%d")}
 
 
-def fold_per_event(probe_cost: Path | None, iket: list[Path]) -> list[dict]:
-    """bench/probe_cost/run.py's rows, each with IKeT's figure on the same loop shape at its trip count
-    (an iket.py file lists them under `rows`; an older one is the FMA loop's alone)."""
-    rows = json.loads(probe_cost.read_text())["rows"] if probe_cost and probe_cost.exists() else []
-    figures = {}
-    for f in iket:
-        if f.exists():
-            k = json.loads(f.read_text())
-            for e in k.get("rows", [k]):
-                figures[e.get("shape", "fma"), e.get("iterations", 1024)] = e["overhead"]
-    for r in rows:
-        if (r["loop"], r["iterations"]) in figures:
-            r["iket"] = figures[r["loop"], r["iterations"]]
-    # IKeT measured on a shape and trip count the tool's rows do not have (yet): a row of its own
-    have = {(r["loop"], r["iterations"]) for r in rows}
-    return rows + [{"loop": shape, "site": "—", "iterations": n, "iket": v} for (shape, n), v in figures.items()
-                   if (shape, n) not in have]
+def fold_per_event(result: dict, probe_cost: Path | None) -> None:
+    """bench/probe_cost/run.py's rows into the results (IKeT's figure on the same loop in each: its
+    run --iket), with the date and device of their call (`per_event_measured`)."""
+    got = json.loads(probe_cost.read_text()) if probe_cost and probe_cost.exists() else {"rows": []}
+    result["per_event"] = got["rows"]
+    result["per_event_measured"] = f"{got['date']}, {got['device']}" if got["rows"] else None
 
 
 def _sass_cell(r: dict, rec: str) -> str:
@@ -219,17 +208,21 @@ def _sass_cell(r: dict, rec: str) -> str:
     its probe adds an event, where the results have them."""
     if rec in r.get("refused", {}):
         return "refused"
+    if r.get(rec) is None:
+        return "—"
     added = r.get("sass", {}).get(rec)
     notes = ([r["default_recorder"]] if rec == "default" and "default_recorder" in r else []) + ([f"{added['added']:g} SASS"] if added else [])
     return _pct(r.get(rec)) + (f" ({', '.join(notes)})" if notes else "")
 
 
-def _sass_kinds(r: dict) -> str:
-    """The SASS the tool's choice adds an event, by opcode family (those of at least 0.1 an event)."""
-    s = r.get("sass", {}).get("default")
+def _sass_kinds(r: dict, rec: str = "default") -> str:
+    """The SASS the tool's choice (or IKeT) adds an event, by opcode family (those of at least 0.1 an
+    event); IKeT's with each clean loop's instructions an iteration."""
+    s = r.get("sass", {}).get(rec)
     if not s:
         return "—"
-    return f"{s['added']:g}: " + ", ".join(f"{f} {d:+g}" for f, d in s["kinds"].items() if abs(d) >= 0.1)
+    loops = f" ({s['cuda_clean']:g} / {s['cute_clean']:g})" if "cute_clean" in s else ""
+    return f"{s['added']:g}: " + ", ".join(f"{f} {d:+g}" for f, d in s["kinds"].items() if abs(d) >= 0.1) + loops
 
 
 def table(result: dict) -> str:
@@ -263,21 +256,27 @@ def table(result: dict) -> str:
         out.append(f"| {what.get(k, k)} | {spec['recorder'] if spec else '—'} | {cell(off)} | {cell(spec)}{target} | "
                    f"{clock_cell} |")
     if result["per_event"]:
-        out += ["", "Per event, every warp recording, by loop shape (bench/probe_cost/results-h200.json; NVIDIA IKeT's "
-                    "`iket.mark` on the same loops, bench/perturbation/iket-*.json, which name their device). Beside "
-                    "each recorder's overhead, the SASS instructions its probe adds an event, read at build time from "
+        out += ["", f"Per event, every warp recording, by loop shape (bench/probe_cost/results-h200.json, "
+                    f"{result.get('per_event_measured') or 'its device in the file'}: NVIDIA IKeT's "
+                    "`iket.mark` in every iteration of the same loops written in CuTe DSL, at its top for a loop-begin "
+                    "row, at its bottom for a loop-end row, in the same call, clean and under run-iket, its "
+                    "overhead against its own clean loop). Beside each "
+                    "recorder's overhead, the SASS instructions its probe adds an event, read at build time from "
                     "the loop's SASS against the clean loop's (net: a probe that costs the loop some unrolling adds "
                     "its branches and counter updates too; a strip-mined trip's copy-out spread over its events); "
-                    "the last column, by opcode family, for the tool's choice. A row without a site is IKeT's "
-                    "alone: the tool's recorders on that shape and trip count have no measurement in the file:",
+                    "IKeT's as the CuTe DSL compiles the loop under run-iket (which then patches the module it "
+                    "loads); the last columns, by opcode family, for the tool's choice and for IKeT, with each "
+                    "clean loop's instructions an iteration (nvcc's, the CuTe DSL's): the two sides time the same "
+                    "loop where those agree:",
                 "", "| loop | site | iterations | the tool's choice | global | staged | resident | hand-written lane-0 "
-                    "store | store floor | IKeT | SASS the tool's choice adds an event |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
+                    "store | store floor | IKeT | SASS the tool's choice adds an event | SASS IKeT adds an event "
+                    "(clean loop: nvcc / CuTe DSL) |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in result["per_event"]:
             out.append(f"| {r.get('what', r['loop'])} | {r['site']} | {r['iterations'] or '—'} | "
                        f"{_sass_cell(r, 'default')} | {_sass_cell(r, 'global')} | "
                        f"{_sass_cell(r, 'staged')} | {_sass_cell(r, 'resident')} | {_pct(r.get('hand_written'))} | "
-                       f"{_pct(r.get('floor'))} | {_pct(r.get('iket'))} | {_sass_kinds(r)} |")
+                       f"{_pct(r.get('floor'))} | {_sass_cell(r, 'iket')} | {_sass_kinds(r)} | {_sass_kinds(r, 'iket')} |")
     return "\n".join(out) + "\n"
 
 
@@ -292,13 +291,11 @@ def main() -> int:
     m.add_argument("--samples", type=int, default=8, help="fresh processes per arm and side (multiple of 4)")
     m.add_argument("--arms", default=",".join(ARMS))
     m.add_argument("--probe-cost", type=Path, help="bench/probe_cost/run.py --json output to fold in")
-    m.add_argument("--iket", type=Path, action="append", default=[], help="bench/perturbation/iket.py --json output")
     m.add_argument("--cutedsl", type=Path, help="folder of the CuTe DSL GEMM's measure-off.json and measure-spec.json")
     m.add_argument("--json", type=Path, default=RESULTS)
     f = sub.add_parser("fold", help="fold another call's per-event and CuTe DSL figures into a results file")
     f.add_argument("--json", type=Path, default=RESULTS)
     f.add_argument("--probe-cost", type=Path)
-    f.add_argument("--iket", type=Path, action="append", default=[])
     f.add_argument("--cutedsl", type=Path)
     f.add_argument("--rows", type=Path, help="another call's `measure` results file: its rows replace the same "
                                              "kernel's same arm, and its device is named beside the file's")
@@ -319,7 +316,7 @@ def main() -> int:
         if a.cutedsl:
             result["rows"] = [r for r in result["rows"] if r["kernel"] != "cutedsl_gemm"] + fold_cutedsl(a.cutedsl)
         if a.probe_cost:
-            result["per_event"] = fold_per_event(a.probe_cost, a.iket)
+            fold_per_event(result, a.probe_cost)
         if a.rows:
             fold_rows(result, json.loads(a.rows.read_text()))
         if a.captures:
@@ -330,7 +327,7 @@ def main() -> int:
         a.out.write_text(table(json.loads(a.json.read_text())))
         print(a.out.read_text())
         return 0
-    result = measure(a.work, [x for x in a.arms.split(",") if x in ARMS], a.samples, a.probe_cost, a.iket, a.cutedsl,
+    result = measure(a.work, [x for x in a.arms.split(",") if x in ARMS], a.samples, a.probe_cost, a.cutedsl,
                      a.json)
     a.json.parent.mkdir(parents=True, exist_ok=True)
     a.json.write_text(json.dumps(result, indent=2) + "\n")

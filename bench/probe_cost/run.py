@@ -9,17 +9,22 @@ with each recorder it can run (`global`, `staged`, `resident`; a recorder apply 
 rings of 2048 events a warp that do not fit a CTA's shared memory, is left out with apply's
 reason); the FMA and copy loops also with a hand-written lane-0 store (what a probe macro does)
 and with the store floor (every lane storing one 4-byte value to a per-warp shared slot, the
-least a store-based probe can cost).
+least a store-based probe can cost). NVIDIA IKeT runs in the same call on the same loops written in
+CuTe DSL (iket_loops.py, an `iket.mark` an iteration where the site is), clean and under run-iket,
+interleaved with the tool's builds, where the CuTe DSL and IKeT are installed (`--iket`).
 
 `build WORK` applies and compiles every build into WORK (nvcc; the recorder choice compiles its
 candidates, so it runs where nvcc is, the GPU host or not) and reads from each build's SASS
-(cuobjdump) the instructions its probe adds per event (sass_added); `run WORK` runs the builds
-interleaved for several rounds in one session (each binary a fresh process timing `reps` launches
-of its shape's kernels at every trip count), validates the first captured launch of each
-instrumented build, and prints the overhead of each against the same run's clean kernel:
+(cuobjdump) the instructions its probe adds per event (sass_added), and with --iket the same of
+IKeT's event, compiled as run-iket compiles it (iket_sass; before run-iket patches the module it
+loads); `run WORK` runs the builds interleaved for several rounds in one session (each binary a
+fresh process timing `reps` launches of its shape's kernels at every trip count; IKeT's, a process
+a trip count timing every shape, clean and under run-iket), validates the first captured launch of
+each instrumented build, and prints the overhead of each against the same run's clean kernel
+(IKeT's against its clean CuTe DSL loop):
 
-    python3 bench/probe_cost/run.py build WORK
-    python3 bench/probe_cost/run.py run WORK [--rounds 2] [--reps 21] [--json OUT.json]
+    python3 bench/probe_cost/run.py build WORK [--iket]
+    python3 bench/probe_cost/run.py run WORK [--rounds 3] [--reps 21] [--iket] [--json OUT.json]
 
 The results file (--json; bench/perturbation/run.py fold reads its rows):
     rows      one per shape, trip count and site: loop (the shape), what (its line), site, iterations (null: the
@@ -28,19 +33,25 @@ The results file (--json; bench/perturbation/run.py fold reads its rows):
               recorder run (default, global, staged, resident): its overhead under its name,
               <recorder>_capture ({verdict, events, failed}: the first captured launch validated)
               and sass[<recorder>] ({added, kinds, loop, clean_loop}: sass_added); refused
-              {recorder: apply's reason}
-    samples   each process's JSON line (probe_cost.cu's), by build (<shape>.clean for the clean binary)
+              {recorder: apply's reason}; with --iket: iket (IKeT's overhead, its mark where the
+              site is: iket_mark, top for loop-begin, bottom for loop-end), iket_base_ms (the clean
+              CuTe DSL loop's median) and sass["iket"] (iket_sass: its event's added instructions,
+              and each clean loop's instructions an iteration, CuTe DSL's and nvcc's)
+    samples   each process's JSON line (probe_cost.cu's), by build (<shape>.clean for the clean binary;
+              <shape>.iket_<mark>, IKeT's processes' runs of that shape: none, top, bottom)
     captures  each instrumented build's validation
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -57,9 +68,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from measuring import device  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+IKET_LOOPS = HERE / "iket_loops.py"
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
 TRIPS = (1024, 2048)  # trip counts of the shapes that have one (the program's arguments)
 SITES = ("loop-begin", "loop-end")
+IKET_MARKS = {"loop-begin": "top", "loop-end": "bottom"}  # where IKeT's mark is for each site (iket_loops.py)
 RECORDERS = ("default", "global", "staged", "resident")
 
 
@@ -180,11 +193,58 @@ def sass_added(clean: list[sass.Insn], copy: list[sass.Insn], work: tuple[str, i
             "clean_loop": clean_loop}
 
 
-def build(work: Path, shapes=tuple(SHAPES), sites=SITES, recorders=RECORDERS) -> None:
+def iket_available() -> bool:
+    """The CuTe DSL, and IKeT's run-iket with it, can be imported."""
+    return importlib.util.find_spec("cutlass") is not None and importlib.util.find_spec("iket") is not None
+
+
+def _cute_cubins(folder: Path, keep_marks: bool) -> dict[tuple[str, str], list[sass.Insn]]:
+    """Every loop of iket_loops.py compiled for sm_90a (no GPU), with each mark (none, top, bottom),
+    iket's marks kept as run-iket's compiler option keeps them (`keep_marks`) or stripped as the CuTe
+    DSL strips them by default: each kernel's SASS by (shape, mark)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "CUTE_DSL_COMPILER_OPT"}
+    env.update(CUTE_DSL_ARCH="sm_90a", CUTE_DSL_KEEP="cubin", CUTE_DSL_DUMP_DIR=str(folder),
+               **({"CUTE_DSL_COMPILER_OPT": "iket"} if keep_marks else {}))
+    p = subprocess.run([sys.executable, str(IKET_LOOPS), "--compile-only"], capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise SystemExit(f"iket_loops.py --compile-only failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    out = {}
+    for shape in SHAPES:
+        for mark in ("none", *IKET_MARKS.values()):
+            (cubin,) = folder.glob(f"cutlass_loop_{shape}_FakeTensor*_{mark}.sm_90a.cubin")
+            out[shape, mark] = next(iter(sass.disassemble(cubin).values()))
+    return out
+
+
+def iket_sass(work: Path, clean: dict[str, list[sass.Insn]]) -> dict[str, dict[str, dict]]:
+    """What IKeT's event adds to each shape's loop at each mark (top, bottom), as iteration_mix
+    reads it: the loop compiled with its mark kept (run-iket's compile; run-iket then patches the
+    module it loads, which this does not see) against the same loop compiled clean; with each clean
+    loop's instructions an iteration, the CuTe DSL's (`cute_clean`) and nvcc's (`cuda_clean`: the
+    tool's clean loop), so that the table shows the two sides time the same loop."""
+    plain, marked = _cute_cubins(work / "cute-clean", False), _cute_cubins(work / "cute-iket", True)
+    out = {}
+    for shape, s in SHAPES.items():
+        c, clean_loop = iteration_mix(sass.loops(plain[shape, "none"]), s.work, 0)
+        cuda, _ = iteration_mix(sass.loops(sass.function(clean, s.kernel)), s.work, 0)
+        out[shape] = {}
+        for mark in IKET_MARKS.values():
+            i, loop = iteration_mix(sass.loops(marked[shape, mark]), s.work, 0)
+            kinds = {f: round(i.get(f, 0) - c.get(f, 0), 2) for f in sorted(set(c) | set(i))}
+            out[shape][mark] = {"added": round(sum(i.values()) - sum(c.values()), 2),
+                                "kinds": dict(sorted(((f, d) for f, d in kinds.items() if d), key=lambda t: (-t[1], t[0]))),
+                                "loop": loop, "clean_loop": clean_loop, "cute_clean": round(sum(c.values()), 2),
+                                "cuda_clean": round(sum(cuda.values()), 2)}
+    return out
+
+
+def build(work: Path, shapes=tuple(SHAPES), sites=SITES, recorders=RECORDERS, iket: bool = False) -> None:
     """The clean binary and each instrumented one into WORK, with a plan.json naming them, the
-    recorder each runs and what its probe adds to the loop's SASS (sass_added): applied and
-    reverted one at a time (apply holds the project's lock), compiled in parallel. A recorder
-    named that apply refuses is in the plan with apply's reason, unbuilt."""
+    recorder each runs and what its probe adds to the loop's SASS (sass_added), and with `iket`
+    what IKeT's event adds (iket_sass): applied and reverted one at a time (apply holds the
+    project's lock), compiled in parallel. A recorder named that apply refuses is in the plan with
+    apply's reason, unbuilt."""
     work.mkdir(parents=True, exist_ok=True)
     for f in ("probe_cost.cu", "timing.cuh"):
         shutil.copy(HERE / f, work / f)
@@ -224,7 +284,20 @@ def build(work: Path, shapes=tuple(SHAPES), sites=SITES, recorders=RECORDERS) ->
         p, shape = plan[k], SHAPES[plan[k]["shape"]]
         copy = sass.function(sass.disassemble(work / k), p["copy"])
         p["sass"] = sass_added(sass.function(clean, shape.kernel), copy, shape.work, p["trip"])
+    if iket:
+        plan["iket"] = {"sass": iket_sass(work, clean)}
     (work / "plan.json").write_text(json.dumps(plan, indent=2) + "\n")
+
+
+def capture_folder(work: Path, key: str, binary: str, round_: int, tmp: Path) -> Path | None:
+    """Where a process of the build `key` writes its capture: an instrumented build records in every
+    round (without a capture folder its probes are off and it runs the clean kernel, so a round
+    without one would time the clean kernel under the recorder's name), into WORK/cap_<key> in the
+    first round, whose capture is validated, and into a scratch folder after; the clean binary
+    writes none."""
+    if binary == "clean":
+        return None
+    return work / f"cap_{key}" if round_ == 0 else tmp / f"cap_{key}_{round_}"
 
 
 def _run_one(binary: Path, reps: int, shape: str, capture: Path | None) -> dict:
@@ -237,31 +310,63 @@ def _run_one(binary: Path, reps: int, shape: str, capture: Path | None) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def run(work: Path, rounds: int, reps: int) -> dict:
+def _iket_one(marked: bool, reps: int, trip: int, shapes: list[str], tmp: Path) -> list[dict]:
+    """One process of iket_loops.py timing `shapes` at one trip count (the copy's is its data's):
+    clean, or under run-iket with the mark at the top and at the bottom of each iteration, each
+    timed. run-iket holds every launch of a process in device memory, each at the most events a
+    warp records in any, so a process times one trip count. Its runs; its IKeT output folder (every
+    launch's trace) removed after it."""
+    cmd = [sys.executable, str(IKET_LOOPS), "--reps", str(reps), "--shapes", ",".join(shapes), "--iters", str(trip)]
+    if marked:
+        cmd = [sys.executable, "-m", "iket.cli.main", "-o", str(tmp / "iket"), "profile", "--postprocess", "none",
+               "--", *cmd, "--marks", ",".join(IKET_MARKS.values())]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(tmp / "iket", ignore_errors=True)
+    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
+    if p.returncode != 0 or not lines:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
+    return json.loads(lines[-1])["runs"]
+
+
+def run(work: Path, rounds: int, reps: int, iket: bool = False) -> dict:
     """Each shape's clean run and builds, `rounds` times (odd rounds in reverse order), each process
-    timing every trip count of its shape; then the rows: per shape, trip count and site, each
-    column's overhead against the clean kernel."""
+    timing every trip count of its shape; with `iket`, IKeT's processes in the same rounds, clean and
+    under run-iket, a process a trip count (the copy in the first); then the rows: per shape, trip
+    count and site, each column's overhead against the clean kernel, IKeT's against the clean
+    CuTe DSL loop."""
     plan = json.loads((work / "plan.json").read_text())
     shapes = [s for s in SHAPES if any(p.get("shape") == s for p in plan.values())]
     jobs = []  # (sample key, binary, shape), each shape's clean run beside its builds
     for s in shapes:
         jobs += [(f"{s}.clean", "clean", s)]
         jobs += [(k, k, s) for k, p in plan.items() if p.get("shape") == s and "binary" in p]
-    samples: dict[str, list[dict]] = {key: [] for key, _, _ in jobs}
-    for r in range(rounds):
-        for key, binary, s in (jobs if r % 2 == 0 else jobs[::-1]):
-            cap = work / f"cap_{key}" if binary != "clean" and r == 0 else None
-            samples[key].append(_run_one(work / binary, reps, s, cap))
+    if iket:  # (kind, probed, trip count): IKeT's clean and marked processes, side by side
+        trips = sorted({n for s in shapes for n in SHAPES[s].iterations})
+        jobs += [("iket", probe, n) for n in trips for probe in (False, True)]
+    samples: dict[str, list[dict]] = {key: [] for key, _, _ in jobs if key != "iket"}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for key, binary, s in (jobs if r % 2 == 0 else jobs[::-1]):
+                if key == "iket":  # s: the trip count; the copy's data sets its own, timed once a round
+                    which = [x for x in shapes if SHAPES[x].iterations or s == min(trips)]
+                    for got in _iket_one(binary, reps, s, which, Path(tmp)):
+                        samples.setdefault(f"{got['shape']}.iket_{got['mark']}", []).append(
+                            {"runs": [{"iterations": got["iterations"], "loop_ms": got["median_ms"]}]})
+                    continue
+                cap = capture_folder(work, key, binary, r, Path(tmp))
+                samples[key].append(_run_one(work / binary, reps, s, cap))
+                if cap and r:  # a later round's capture is not validated: only its recording is timed
+                    shutil.rmtree(cap, ignore_errors=True)
     checks = {}
     for key, binary, _ in jobs:
-        if binary != "clean":
+        if key != "iket" and binary != "clean":
             report, launches = validate_dir(work / f"cap_{key}", load_manifest(work / f"{key}.manifest.json"))
             checks[key] = {"verdict": report["verdict"], "events": sum(l.n_events for l in launches),
                            "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
 
     def med(key: str, n: int | None, field: str) -> float | None:
-        values = [next(x[field] for x in s["runs"] if x["iterations"] == n) for s in samples[key]]
-        return None if None in values else statistics.median(values)
+        values = [x[field] for s in samples.get(key, []) for x in s["runs"] if x["iterations"] == n]
+        return None if not values or None in values else statistics.median(values)
 
     rows = []
     for s in shapes:
@@ -280,6 +385,12 @@ def run(work: Path, rounds: int, reps: int) -> dict:
                     row[rec] = med(key, n, "loop_ms") / base - 1
                     row[f"{rec}_capture"] = checks[key]
                     row["sass"][rec] = plan[key]["sass"]
+                if iket:  # IKeT's mark where the site is: the top of an iteration, or its bottom
+                    row["iket_mark"] = IKET_MARKS[site]
+                    row["iket_base_ms"] = med(f"{s}.iket_none", n, "loop_ms")
+                    row["iket"] = med(f"{s}.iket_{row['iket_mark']}", n, "loop_ms") / row["iket_base_ms"] - 1
+                    if "iket" in plan:
+                        row["sass"]["iket"] = plan["iket"]["sass"][s][row["iket_mark"]]
                 rows.append(row)
     return {"rows": rows, "samples": samples, "captures": checks}
 
@@ -290,8 +401,13 @@ def _pct(v) -> str:
 
 def print_plan(plan: dict) -> None:
     """The SASS each build's probe adds an event, by family."""
+    for shape, at in plan.get("iket", {}).get("sass", {}).items():
+        for mark, p in at.items():
+            kinds = ", ".join(f"{f} {d:+g}" for f, d in p["kinds"].items())
+            print(f"{f'{shape}.iket.{mark}':<28}{'iket':>10}{p['added']:>+8.2f}  {kinds} (clean loop an iteration: "
+                  f"CuTe DSL {p['cute_clean']:g}, nvcc {p['cuda_clean']:g})")
     for k, p in plan.items():
-        if "sass" in p:
+        if k != "iket" and "sass" in p:
             kinds = ", ".join(f"{f} {d:+g}" for f, d in p["sass"]["kinds"].items())
             print(f"{k:<28}{p['chosen']:>10}{p['sass']['added']:>+8.2f}  {kinds}")
         elif "refused" in p:
@@ -300,7 +416,7 @@ def print_plan(plan: dict) -> None:
 
 def print_rows(rows: list[dict]) -> None:
     """Each row's overheads, and the SASS the tool's choice adds an event."""
-    cols = ("default", "global", "staged", "resident", "hand_written", "floor")
+    cols = ("default", "global", "staged", "resident", "hand_written", "floor", "iket")
     print(f"{'loop':<9}{'site':<12}{'iters':>6}{'chosen':>10}{'SASS':>8}" + "".join(f"{c:>14}" for c in cols))
     for r in rows:
         print(f"{r['loop']:<9}{r['site']:<12}{r['iterations'] or '-':>6}{r['default_recorder']:>10}"
@@ -312,17 +428,22 @@ def main() -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="compile every build into WORK and print what each probe adds to the SASS")
     b.add_argument("work", type=Path)
+    b.add_argument("--iket", action="store_true", help="also read IKeT's event in the same loops' SASS (CuTe DSL)")
     r = sub.add_parser("run", help="run WORK's builds and print the table")
     r.add_argument("work", type=Path)
-    r.add_argument("--rounds", type=int, default=2)
+    r.add_argument("--rounds", type=int, default=3)
     r.add_argument("--reps", type=int, default=21)
+    r.add_argument("--iket", action="store_true", help="also run IKeT on the same loops (CuTe DSL, run-iket)")
     r.add_argument("--json", type=Path)
     a = ap.parse_args()
+    if a.iket and not iket_available():
+        print("--iket: the CuTe DSL and IKeT (nvidia-cutlass-dsl) are not installed here", file=sys.stderr)
+        return 2
     if a.cmd == "build":
-        build(a.work)
+        build(a.work, iket=a.iket)
         print_plan(json.loads((a.work / "plan.json").read_text()))
         return 0
-    res = run(a.work, a.rounds, a.reps)
+    res = run(a.work, a.rounds, a.reps, a.iket)
     print_rows(res["rows"])
     for k, c in res["captures"].items():
         failed = f", failed: {c['failed']}" if c["failed"] else ""

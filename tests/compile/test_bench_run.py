@@ -45,27 +45,29 @@ def test_the_cost_table_says_whether_each_row_meets_its_target_in_either_directi
     assert "+0.40% [+0.30, +0.50] (met) (±1%)" in text and "+0.03% [-0.10, +0.20] (met)" in text
 
 
-def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_shape(tmp_path):
+def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_loop(tmp_path):
     """SYNTHETIC per-event results: each recorder's cell carries the SASS its probe adds an event, a
-    recorder apply refused says so, the last column lists the tool's choice's families of at least
-    0.1 an event, and IKeT's figure goes to the row of its own shape and trip count, or to a row of
-    its own where the tool's rows have none."""
+    recorder apply refused says so, one not measured is a dash, and the last columns list the tool's
+    choice's families of at least 0.1 an event and IKeT's, with the clean loops' instructions an
+    iteration, nvcc's and the CuTe DSL's; the paragraph names the call that measured the rows."""
     sass = {"default": {"added": 3.56, "kinds": {"IADD3": 1.12, "CS2R": 1, "STS": 1, "LDC": 0.06}},
-            "global": {"added": 7, "kinds": {"IADD3": 3, "CS2R": 1, "ISETP": 1, "MOV": 1, "STG": 1}}}
+            "global": {"added": 7, "kinds": {"IADD3": 3, "CS2R": 1, "ISETP": 1, "MOV": 1, "STG": 1}},
+            "iket": {"added": 4, "kinds": {"CS2R": 1, "LOP3": 1, "PMTRIG": 1, "STS": 1}, "cute_clean": 20.5,
+                     "cuda_clean": 19.25}}
     row = {"loop": "smem", "what": "shared memory", "site": "loop-begin", "iterations": 1024, "base_ms": 1.0,
            "hand_written": None, "floor": None, "default_recorder": "staged", "default": 0.017, "global": 0.035,
-           "sass": sass, "refused": {"resident": "the resident recorder's rings need 131720 bytes"}}
-    pc, ik = tmp_path / "probe_cost.json", tmp_path / "iket.json"
-    pc.write_text(json.dumps({"rows": [row, {**row, "iterations": 2048}]}))
-    ik.write_text(json.dumps({"rows": [{"shape": "smem", "iterations": 2048, "overhead": 0.05},
-                                       {"shape": "fma", "iterations": 1024, "overhead": 0.04}]}))
-    rows = run.fold_per_event(pc, [ik])
-    assert "iket" not in rows[0] and rows[1]["iket"] == 0.05
-    assert rows[2] == {"loop": "fma", "site": "—", "iterations": 1024, "iket": 0.04}
-    lines = run.table({"date": "SYNTHETIC", "device": "none", "rows": [], "per_event": rows}).splitlines()
-    assert lines[-2] == ("| shared memory | loop-begin | 2048 | +1.70% (staged, 3.56 SASS) | +3.50% (7 SASS) | - | "
-                         "refused | - | - | +5.00% | 3.56: IADD3 +1.12, CS2R +1, STS +1 |")
-    assert lines[-1] == "| fma | — | 1024 | - | - | - | - | - | - | +4.00% | — |"
+           "iket": 0.05, "sass": sass, "refused": {"resident": "the resident recorder's rings need 131720 bytes"}}
+    pc = tmp_path / "probe_cost.json"
+    pc.write_text(json.dumps({"date": "SYNTHETIC", "device": "GPU-X", "rows": [row]}))
+    result = {"date": "SYNTHETIC", "device": "none", "rows": []}
+    run.fold_per_event(result, pc)
+    assert result["per_event_measured"] == "SYNTHETIC, GPU-X"
+    text = run.table(result)
+    assert "(bench/probe_cost/results-h200.json, SYNTHETIC, GPU-X: NVIDIA IKeT's" in text
+    lines = text.splitlines()
+    assert lines[-1] == ("| shared memory | loop-begin | 1024 | +1.70% (staged, 3.56 SASS) | +3.50% (7 SASS) | — | "
+                         "refused | - | - | +5.00% (4 SASS) | 3.56: IADD3 +1.12, CS2R +1, STS +1 | "
+                         "4: CS2R +1, LOP3 +1, PMTRIG +1, STS +1 (19.25 / 20.5) |")
 
 
 def test_another_call_s_rows_replace_the_same_kernel_and_arm_and_name_their_device():

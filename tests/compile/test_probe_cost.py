@@ -1,6 +1,6 @@
 """bench/probe_cost/run.py: what each recorder's probe adds to a loop's SASS an event, read at build
 time by diffing the instrumented loop against the clean one (real nvcc and cuobjdump, no GPU); the
-IKeT side (bench/perturbation/iket_loops.py) has the same loop shapes."""
+IKeT side (bench/probe_cost/iket_loops.py) has the same loops, and its event is read the same way."""
 from __future__ import annotations
 
 import importlib.util
@@ -59,21 +59,37 @@ def test_a_strip_mined_trip_spreads_its_copy_out_over_its_iterations():
     assert "a trip of 4 iterations around 0x0210-0x0260" in where
 
 
-def test_the_iket_side_has_the_same_loop_shapes():
-    """One GPU call measures IKeT on every shape bench/probe_cost measures: iket.py's default shapes
-    are probe_cost's SHAPES (the next test: iket_loops.py compiles each)."""
-    spec = importlib.util.spec_from_file_location("atrex_iket", REPO / "bench" / "perturbation" / "iket.py")
-    iket = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(iket)
-    assert iket.SHAPES.split(",") == list(probe_cost.SHAPES)
-
-
-def test_the_iket_loops_compile_clean_and_probed(tmp_path):
-    """Each IKeT shape compiles for sm_90a with and without its iket.mark (CuTe DSL, fake tensors, no
-    GPU): what can be checked of the IKeT side off the GPU host."""
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_iket_s_event_is_read_from_the_same_loops_in_cute_dsl(tmp_path):
+    """The IKeT side, compiled on the CPU (CuTe DSL for sm_90a, fake tensors) as run-iket compiles it:
+    each shape's loop in CuTe DSL does per iteration what nvcc's does, give or take a few integer
+    instructions (the dependent FMA chain exactly: its z a kernel argument in both), and IKeT's mark
+    adds a timer read and a shared store to it; without run-iket's compiler option the mark is
+    stripped and adds nothing."""
     pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl is not installed")
-    env = dict(os.environ, CUTE_DSL_ARCH="sm_90a", CUTE_DSL_COMPILER_OPT="iket", CUTE_DSL_DUMP_DIR=str(tmp_path))
-    p = subprocess.run([sys.executable, str(REPO / "bench" / "perturbation" / "iket_loops.py"), "--compile-only"],
-                       capture_output=True, text=True, env=env)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert json.loads(p.stdout.strip().splitlines()[-1])["compiled"] == list(probe_cost.SHAPES)
+    if not probe_cost.iket_available():
+        pytest.skip("IKeT is not installed")
+    probe_cost.build(tmp_path, ["fma_dep"], ["loop-begin"], ["staged"], iket=True)
+    got = json.loads((tmp_path / "plan.json").read_text())["iket"]["sass"]
+    assert list(got) == list(probe_cost.SHAPES)
+    for shape, at in got.items():
+        assert list(at) == ["top", "bottom"], (shape, at)
+        for s in at.values():
+            assert s["kinds"]["CS2R"] == 1 and s["kinds"]["STS"] == 1, (shape, s)
+            assert abs(s["cute_clean"] - s["cuda_clean"]) <= 4, (shape, s)
+    assert got["fma_dep"]["top"]["cute_clean"] == got["fma_dep"]["top"]["cuda_clean"] == 131
+    stripped = probe_cost._cute_cubins(tmp_path / "stripped", False)
+    mix = {m: probe_cost.iteration_mix(sass.loops(stripped["fma_dep", m]), ("FFMA", 128), 0)[0]
+           for m in ("none", "top", "bottom")}
+    assert mix["top"] == mix["bottom"] == mix["none"]
+
+
+def test_every_round_of_an_instrumented_build_records(tmp_path):
+    """An instrumented build writes a capture in every round: without ATREX_TIMELINE_OUT its probes
+    are off and it runs the clean kernel, so a round without a capture folder timed the clean kernel
+    under the recorder's name (the median of two rounds, one recording and one not, halved every
+    overhead). The first round's capture is the one validated; the clean binary writes none."""
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    got = [probe_cost.capture_folder(work, "fma.loop-end.staged", "fma.loop-end.staged", r, tmp) for r in range(3)]
+    assert got == [work / "cap_fma.loop-end.staged", tmp / "cap_fma.loop-end.staged_1", tmp / "cap_fma.loop-end.staged_2"]
+    assert all(probe_cost.capture_folder(work, "fma.clean", "clean", r, tmp) is None for r in range(3))

@@ -1,11 +1,13 @@
 """The loop shapes of bench/probe_cost (its SHAPES) written in CuTe DSL, for NVIDIA IKeT's per-event
-figure on the same loops in the same call: with --probe each carries one `iket.mark` at the top of
-every iteration (IKeT records every warp). Each shape is compiled once (the trip count is an
-argument) and timed at each trip count; prints one JSON line with the median launch time of each.
-bench/perturbation/iket.py runs it clean and under run-iket, interleaved.
+figure on the same loops in the same call: with --marks each carries one `iket.mark` an iteration,
+at the top of the iteration (`top`, where the tool's loop-begin site records) or at its bottom
+(`bottom`, its loop-end site); IKeT records every warp. Each shape is compiled once a mark (the trip
+count is an argument) and timed at each trip count; prints one JSON line with the median launch
+time of each. bench/probe_cost/run.py builds and runs it beside the tool's recorders: clean and
+under run-iket.
 
-    python3 iket_loops.py [--probe] [--reps 21] [--shapes fma,...] [--iters 1024,2048]
-    python3 iket_loops.py --compile-only    (every shape, with fake tensors: no GPU, no torch)
+    python3 iket_loops.py [--marks top,bottom] [--reps 21] [--shapes fma,...] [--iters 1024,2048]
+    python3 iket_loops.py --compile-only    (every shape and mark, with fake tensors: no GPU, no torch)
 """
 import argparse
 import json
@@ -18,10 +20,18 @@ from cutlass.cute.experimental import iket
 THREADS = 256
 COPY_FLOAT4 = 1 << 26  # the copy's float4 elements: 1 GiB in, 1 GiB out
 F32 = cutlass.Float32
+MARKS = ("none", "top", "bottom")  # where an iteration's iket.mark is: none, its top, its bottom
+
+
+def _mark(mark: str, where: str) -> None:
+    """An iteration's iket.mark, where `mark` puts it (the kernel is traced once a mark)."""
+    if mark == where:
+        iket.mark("iter")
 
 
 @cute.kernel
-def fma_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, probe: cutlass.Constexpr):
+def fma_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, z: cutlass.Float32,
+               mark: cutlass.Constexpr):
     """Four independent FMA chains, 128 FMA a thread an iteration."""
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
@@ -30,35 +40,38 @@ def fma_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, probe: 
     a2 = a0 + F32(2.0)
     a3 = a0 + F32(3.0)
     for _ in cutlass.range(iters, unroll=1):
-        if cutlass.const_expr(probe):
-            iket.mark("iter")
+        _mark(mark, "top")
         for _j in cutlass.range_constexpr(32):
             a0 = a0 * F32(1.0001) + F32(0.5)
             a1 = a1 * F32(0.9999) + F32(0.25)
             a2 = a2 * F32(1.0002) + F32(0.125)
             a3 = a3 * F32(0.9998) + F32(0.0625)
+        _mark(mark, "bottom")
     out[bidx * THREADS + tidx] = a0 + a1 + a2 + a3
 
 
 @cute.kernel
-def fma_dep_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, probe: cutlass.Constexpr):
-    """One dependent chain, x = x*y + z; y = y*z + x, 128 FMA a thread an iteration (z = src[0] = 0.1)."""
+def fma_dep_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, z: cutlass.Float32,
+               mark: cutlass.Constexpr):
+    """One dependent chain, x = x*y + z; y = y*z + x, 128 FMA a thread an iteration (z = 0.1, a
+    kernel argument as in probe_cost.cu: read from src, z took a register of the chain's bank and the
+    clean loop ran at half probe_cost.cu's speed)."""
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
-    z = src[0]
     x = F32(tidx) * F32(1e-3)
     y = F32(0.5)
     for _ in cutlass.range(iters, unroll=1):
-        if cutlass.const_expr(probe):
-            iket.mark("iter")
+        _mark(mark, "top")
         for _j in cutlass.range_constexpr(64):
             x = x * y + z
             y = y * z + x
+        _mark(mark, "bottom")
     out[bidx * THREADS + tidx] = x + y
 
 
 @cute.kernel
-def copy_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, probe: cutlass.Constexpr):
+def copy_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, z: cutlass.Float32,
+               mark: cutlass.Constexpr):
     """Grid-stride float4 copy of src's rows into out's, 512 bytes a warp an iteration (iters unused:
     the data sets the trip count)."""
     tidx, _, _ = cute.arch.thread_idx()
@@ -66,34 +79,39 @@ def copy_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, probe:
     gdim, _, _ = cute.arch.grid_dim()
     frag = cute.make_rmem_tensor(cute.make_layout(4), F32)
     for i in cutlass.range(bidx * THREADS + tidx, cute.size(src, mode=[0]), gdim * THREADS):
-        if cutlass.const_expr(probe):
-            iket.mark("iter")
+        _mark(mark, "top")
         cute.autovec_copy(src[i, None], frag)
         cute.autovec_copy(frag, out[i, None])
+        _mark(mark, "bottom")
 
 
 @cute.kernel
-def smem_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, probe: cutlass.Constexpr):
+def smem_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, z: cutlass.Float32,
+               mark: cutlass.Constexpr):
     """A shared-memory store, a CTA barrier and eight loads of other warps' values an iteration,
-    double-buffered so one barrier an iteration suffices."""
+    double-buffered so one barrier an iteration suffices; two iterations a trip, one a buffer, so
+    that each load's address is a register and a constant, as nvcc makes probe_cost.cu's (with the
+    buffer an iteration's index, the addresses were computed anew each iteration: 40 instructions
+    an iteration against nvcc's 19). `iters` is even."""
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
     buf = cutlass.memory.SmemAllocator().allocate_tensor(F32, cute.make_layout((THREADS, 2)), 16)
     v = F32(tidx)
-    for i in cutlass.range(iters, unroll=1):
-        if cutlass.const_expr(probe):
-            iket.mark("iter")
-        b = i & 1
-        buf[tidx, b] = v
-        cute.arch.sync_threads()
-        v = v * F32(0.5)
-        for k in cutlass.range_constexpr(1, 9):
-            v = buf[(tidx + 32 * k) & (THREADS - 1), b] * F32(0.0625) + v
+    for _ in cutlass.range(iters // 2, unroll=1):
+        for b in cutlass.range_constexpr(2):
+            _mark(mark, "top")
+            buf[tidx, b] = v
+            cute.arch.sync_threads()
+            v = v * F32(0.5)
+            for k in cutlass.range_constexpr(1, 9):
+                v = buf[(tidx + 32 * k) & (THREADS - 1), b] * F32(0.0625) + v
+            _mark(mark, "bottom")
     out[bidx * THREADS + tidx] = v
 
 
 @cute.kernel
-def mma_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, probe: cutlass.Constexpr):
+def mma_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, z: cutlass.Float32,
+               mark: cutlass.Constexpr):
     """16 mma.sync bf16 m16n8k16 a warp an iteration into four accumulators in registers (A and B
     fragments of bf16 2^-8)."""
     tidx, _, _ = cute.arch.thread_idx()
@@ -107,11 +125,11 @@ def mma_kernel(out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, probe: 
     for d in acc:
         d.fill(0.0)
     for _ in cutlass.range(iters, unroll=1):
-        if cutlass.const_expr(probe):
-            iket.mark("iter")
+        _mark(mark, "top")
         for _k in cutlass.range_constexpr(4):
             for d in acc:
                 cute.gemm(mma, d, a, b, d)
+        _mark(mark, "bottom")
     s = F32(0.0)
     for d in acc:
         for e in cutlass.range_constexpr(cute.size(d)):
@@ -126,27 +144,28 @@ SHAPES = {"fma": (fma_kernel, 8), "fma_dep": (fma_dep_kernel, 8), "copy": (copy_
 
 @cute.jit
 def loop(shape: cutlass.Constexpr, out: cute.Tensor, src: cute.Tensor, iters: cutlass.Int32, blocks: cutlass.Int32,
-         probe: cutlass.Constexpr):
-    SHAPES[shape][0](out, src, iters, probe).launch(grid=(blocks, 1, 1), block=(THREADS, 1, 1))
+         mark: cutlass.Constexpr):
+    SHAPES[shape][0](out, src, iters, F32(0.1), mark).launch(grid=(blocks, 1, 1), block=(THREADS, 1, 1))
 
 
 def compile_only() -> list[str]:
-    """Every shape compiled, clean and with its probe, for the architecture in CUTE_DSL_ARCH with
-    fake tensors (CPU only)."""
+    """Every shape compiled with each mark (none, top, bottom) for the architecture in CUTE_DSL_ARCH,
+    with fake tensors (CPU only); with CUTE_DSL_KEEP=cubin each lands in CUTE_DSL_DUMP_DIR as
+    cutlass_loop_<shape>_<tensors>_<mark>.sm_90a.cubin (bench/probe_cost/run.py reads them)."""
     from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
 
     flat = make_fake_compact_tensor(F32, (132 * 8 * THREADS,), assumed_align=16)
     rows = make_fake_compact_tensor(F32, (COPY_FLOAT4, 4), stride_order=(1, 0), assumed_align=16)
     for shape in SHAPES:
         args = (rows, rows) if shape == "copy" else (flat, flat)
-        for probe in (False, True):
-            cute.compile(loop, shape, *args, cutlass.Int32(1024), cutlass.Int32(132 * 8), probe)
+        for mark in MARKS:
+            cute.compile(loop, shape, *args, cutlass.Int32(1024), cutlass.Int32(132 * 8), mark)
     return list(SHAPES)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--probe", action="store_true")
+    ap.add_argument("--marks", default="none", help="where the marks are, each timed: none, top, bottom")
     ap.add_argument("--reps", type=int, default=21)
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--iters", default="1024,2048", help="trip counts (the copy's is its data's)")
@@ -155,6 +174,10 @@ def main() -> int:
     if a.compile_only:
         print(json.dumps({"compiled": compile_only()}))
         return 0
+    marks = a.marks.split(",")
+    if not set(marks) <= set(MARKS):
+        print(f"--marks: {a.marks!r}: each of {', '.join(MARKS)}", file=sys.stderr)
+        return 2
     import torch  # noqa: PLC0415  (GPU host only; the kernels compile without it)
     from cutlass.cute.runtime import from_dlpack  # noqa: PLC0415
 
@@ -170,24 +193,25 @@ def main() -> int:
             src = torch.full((blocks * THREADS,), 0.1, device="cuda")
             out = torch.zeros(blocks * THREADS, device="cuda")
         tensors = (from_dlpack(out, assumed_align=16), from_dlpack(src, assumed_align=16))
-        f = cute.compile(loop, shape, *tensors, cutlass.Int32(1024), cutlass.Int32(blocks), a.probe)
+        compiled = {m: cute.compile(loop, shape, *tensors, cutlass.Int32(1024), cutlass.Int32(blocks), m) for m in marks}
         for n in ([None] if shape == "copy" else [int(x) for x in a.iters.split(",")]):
             args = (*tensors, cutlass.Int32(n or 0), cutlass.Int32(blocks))
-            for _ in range(3):
-                f(*args)
-            torch.cuda.synchronize()
-            times = []
-            for _ in range(a.reps):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                f(*args)
-                e.record()
-                e.synchronize()
-                times.append(s.elapsed_time(e))
-            runs.append({"shape": shape, "iterations": n, "median_ms": sorted(times)[len(times) // 2],
-                         "blocks": blocks, "finite": bool(torch.isfinite(out).all())})
+            for mark, f in compiled.items():
+                for _ in range(3):
+                    f(*args)
+                torch.cuda.synchronize()
+                times = []
+                for _ in range(a.reps):
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    f(*args)
+                    e.record()
+                    e.synchronize()
+                    times.append(s.elapsed_time(e))
+                runs.append({"shape": shape, "iterations": n, "mark": mark, "median_ms": sorted(times)[len(times) // 2],
+                             "blocks": blocks, "finite": bool(torch.isfinite(out).all())})
         del src, out
-    print(json.dumps({"probe": a.probe, "runs": runs}))
+    print(json.dumps({"marks": marks, "runs": runs}))
     return 0 if all(r["finite"] for r in runs) else 1
 
 
