@@ -7,7 +7,9 @@
 #   bash scripts/gpu-suite.sh launches      compare's pairs (gpu-compare.sh) and the Python launch
 #                                           paths (gpu-pylaunch.sh)
 #   bash scripts/gpu-suite.sh perturbation  the kernel rows of the perturbation table
-#   bash scripts/gpu-suite.sh per-event     per-event costs, IKeT, the CuTe DSL GEMM
+#   bash scripts/gpu-suite.sh per-event     per-event costs with IKeT on the same loops, the CuTe DSL GEMM
+#                                           (builds prepared here and carried in .pcprep/:
+#                                           scripts/gpu-perturbation.sh says how)
 #   bash scripts/gpu-suite.sh realkernels   the public kernels of bench/realkernels (their sources fetched
 #                                           here by bench/realkernels/fetch.py and carried in .src/):
 #                                           results-h200.json and the capture folders (as archives) under $OUT; the
