@@ -341,7 +341,7 @@ def run(work: Path, rounds: int, reps: int, iket: bool = False) -> dict:
         jobs += [(f"{s}.clean", "clean", s)]
         jobs += [(k, k, s) for k, p in plan.items() if p.get("shape") == s and "binary" in p]
     if iket:  # (kind, probed, trip count): IKeT's clean and marked processes, side by side
-        trips = sorted({n for s in shapes for n in SHAPES[s].iterations})
+        trips = sorted({n for s in shapes for n in SHAPES[s].iterations}) or [TRIPS[0]]  # the copy alone: one process
         jobs += [("iket", probe, n) for n in trips for probe in (False, True)]
     samples: dict[str, list[dict]] = {key: [] for key, _, _ in jobs if key != "iket"}
     with tempfile.TemporaryDirectory() as tmp:
