@@ -185,8 +185,14 @@ def sass_added(clean: list[sass.Insn], copy: list[sass.Insn], work: tuple[str, i
     less the clean kernel's: `added` the net count an event (one an iteration), `kinds` each
     family's change (negative where the probe cost the loop some of its unrolling: fewer branches
     and counter updates an iteration), `loop` and `clean_loop` the loops read."""
-    c, clean_loop = iteration_mix(sass.loops(clean), work, 0)
-    i, loop = iteration_mix(sass.probed(copy, sass.sides(copy)[1]), work, trip)
+    return _difference(iteration_mix(sass.loops(clean), work, 0),
+                       iteration_mix(sass.probed(copy, sass.sides(copy)[1]), work, trip))
+
+
+def _difference(clean: tuple[dict[str, float], str], probed: tuple[dict[str, float], str]) -> dict:
+    """A probed loop's iteration mix less the clean loop's (iteration_mix's results): `added`,
+    `kinds` (each family's change, the largest first), `loop` and `clean_loop`."""
+    (c, clean_loop), (i, loop) = clean, probed
     kinds = {f: round(i.get(f, 0) - c.get(f, 0), 2) for f in sorted(set(c) | set(i))}
     kinds = dict(sorted(((f, d) for f, d in kinds.items() if d), key=lambda t: (-t[1], t[0])))
     return {"added": round(sum(i.values()) - sum(c.values()), 2), "kinds": kinds, "loop": loop,
@@ -226,16 +232,11 @@ def iket_sass(work: Path, clean: dict[str, list[sass.Insn]]) -> dict[str, dict[s
     plain, marked = _cute_cubins(work / "cute-clean", False), _cute_cubins(work / "cute-iket", True)
     out = {}
     for shape, s in SHAPES.items():
-        c, clean_loop = iteration_mix(sass.loops(plain[shape, "none"]), s.work, 0)
+        cute = iteration_mix(sass.loops(plain[shape, "none"]), s.work, 0)
         cuda, _ = iteration_mix(sass.loops(sass.function(clean, s.kernel)), s.work, 0)
-        out[shape] = {}
-        for mark in IKET_MARKS.values():
-            i, loop = iteration_mix(sass.loops(marked[shape, mark]), s.work, 0)
-            kinds = {f: round(i.get(f, 0) - c.get(f, 0), 2) for f in sorted(set(c) | set(i))}
-            out[shape][mark] = {"added": round(sum(i.values()) - sum(c.values()), 2),
-                                "kinds": dict(sorted(((f, d) for f, d in kinds.items() if d), key=lambda t: (-t[1], t[0]))),
-                                "loop": loop, "clean_loop": clean_loop, "cute_clean": round(sum(c.values()), 2),
-                                "cuda_clean": round(sum(cuda.values()), 2)}
+        out[shape] = {mark: {**_difference(cute, iteration_mix(sass.loops(marked[shape, mark]), s.work, 0)),
+                             "cute_clean": round(sum(cute[0].values()), 2), "cuda_clean": round(sum(cuda.values()), 2)}
+                      for mark in IKET_MARKS.values()}
     return out
 
 
