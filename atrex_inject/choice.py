@@ -19,7 +19,7 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
 1. candidates: staged and resident rings need warp-level roles and the block size (the kernel's
    __launch_bounds__, or `[capture] warps`), and must fit a CTA's static shared memory;
 2. preference: where a site records at every iteration of a loop, the per-event cost decides:
-   staged rings record such loops in trips at 3 SASS instructions an event, resident rings at 5,
+   staged rings record such loops in trips at 2 to 3 SASS instructions an event, resident rings at 5,
    the global path at 7; but not where that loop waits at a CTA barrier (a staged ring's copy-out
    holds every warp of the CTA there: the shared-memory GEMM's k-loop recorded at +4.1% staged);
    elsewhere (sampled or straight-line sites, a bounded number of events an

@@ -266,20 +266,22 @@ def test_a_dense_resident_loop_holds_its_slot_across_the_loop(tmp_path, case):
 STAGED_COPY_SPEC = COPY_SPEC.replace("recorder = 'resident'\nwarps = 8", "recorder = 'staged'\nring = 32\nwarps = 8")
 
 
-@pytest.mark.parametrize("case", ["canonical", "begin-and-end", "with-break", "in-branch"])
+@pytest.mark.parametrize("case", ["canonical", "begin-and-end", "own-pragma", "with-break", "in-branch"])
 def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     """A staged loop site recording every iteration is recorded in trips: each trip starts with the
     warp's ring copied out, holds no more events than the ring has slots (32 iterations for one
     site, 16 for a loop-begin and a loop-end site), and its probes store without checking the ring:
     a timer read and a shared store an iteration, no convergence region (the checked probe's
     compare and branch made ptxas wrap each iteration in one: bench/probe_cost's FMA loop). The
-    iterations after the last trip use the checked probe. A loop that cannot be recorded in trips
-    (a `break`, a site in the body) keeps the checked probe at every iteration."""
+    trip's loop is unrolled by four unless the loop brings its own `#pragma`, which the trip's loop
+    keeps. The iterations after the last trip use the checked probe. A loop that cannot be recorded
+    in trips (a `break`, a site in the body) keeps the checked probe at every iteration."""
     from atrex_inject import sass
 
     (tmp_path / ".git").mkdir()
     kernel = {"with-break": COPY.replace("out[i] = in[i];", "out[i] = in[i];\n    if (i == 7) break;"),
-              "in-branch": COPY.replace("out[i] = in[i];", "if (i & 1) {\n      out[i] = in[i];\n    }")}.get(case, COPY)
+              "in-branch": COPY.replace("out[i] = in[i];", "if (i & 1) {\n      out[i] = in[i];\n    }"),
+              "own-pragma": COPY.replace("  for (long i", "#pragma unroll 1\n  for (long i")}.get(case, COPY)
     loop_site = 'anchor = { loop = "for (long i" }\nposition = "loop-begin"\n'
     site = {"in-branch": 'anchor = { stmt = "out[i] = in[i]" }\nposition = "before"\n',
             "begin-and-end": loop_site + '\n[[site]]\nname = "end"\nanchor = { loop = "for (long i" }\nposition = "loop-end"\n'
@@ -288,9 +290,10 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     (tmp_path / "s.toml").write_text(STAGED_COPY_SPEC.replace(loop_site, site))
     m = snapshot.apply(tmp_path / "s.toml").manifest
     text = (tmp_path / "k.cu").read_text()
-    trip = {"canonical": 32, "begin-and-end": 16}.get(case, 0)
+    trip = {"canonical": 32, "begin-and-end": 16, "own-pragma": 32}.get(case, 0)
     sites = ["iter", "end"] if case == "begin-and-end" else ["iter"]
-    assert m.to_json()["perturbation"]["strip_mined"] == ([{"line": 3, "every": 1, "sites": sites, "trip": trip}]
+    line = 4 if case == "own-pragma" else 3
+    assert m.to_json()["perturbation"]["strip_mined"] == ([{"line": line, "every": 1, "sites": sites, "trip": trip}]
                                                           if trip else [])
     assert (f"recorded in trips of {trip} iterations" in text and f"trip_end({trip * len(sites)}u)" in text
             and "__atrex_r0.rec_held(0u);" in text) == bool(trip)
@@ -308,6 +311,12 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     if trip:  # the trip's loop: every iteration's timer read(s), its stores, no convergence region,
         # and the tag's valid bit not moved in as an immediate at each event (trips_begin loads it)
         assert len(timers) == body.count("LDG.E.128.CONSTANT") * len(sites), body
+        unrolled = 1 if case == "own-pragma" else 4
+        trips = text[text.index("recorded in trips"):text.index("the last iterations")]
+        assert trips.count("#pragma unroll") == 1 and re.search(rf"#pragma unroll {unrolled}\n\s*for \(const unsigned __atrex_e", trips)
+        # unrolled by four, the trip's loop holds four iterations' loads (left to itself, nvcc
+        # unrolled this 32-iteration trip whole, as it does under a `#pragma unroll 1` it is given)
+        assert body.count("LDG.E.128.CONSTANT") == {"canonical": 4, "begin-and-end": 16, "own-pragma": 32}[case], body
         assert "BSSY" not in body and any(o.startswith("STS") for o in body), body
         tags = [w for a, _, w in insns if loop.start <= a <= loop.end and re.search(r"-0x80000000|0x8000000[0-9a-f]\b", w)]
         assert tags == [], tags
