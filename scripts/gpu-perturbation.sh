@@ -48,8 +48,7 @@ case "${1:-}" in
     pc="$work/probe_cost"
     if [ -f .pcprep/probe_cost.tar.xz ]; then
       tar -C /tmp -xJf .pcprep/probe_cost.tar.xz && pc=/tmp/atrex-probe-cost || exit 1
-      python3 -c 'import json, sys; sys.path.insert(0, "bench/probe_cost"); import run
-run.print_plan(json.load(open(sys.argv[1])))' "$pc/plan.json" | tee "$OUT/probe_cost-sass.txt"
+      python3 bench/probe_cost/run.py plan "$pc" | tee "$OUT/probe_cost-sass.txt"
     else
       python3 bench/probe_cost/run.py build "$pc" "${iket[@]}" | tee "$OUT/probe_cost-sass.txt" || exit 1
     fi

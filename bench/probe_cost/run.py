@@ -24,6 +24,7 @@ each instrumented build, and prints the overhead of each against the same run's 
 (IKeT's against its clean CuTe DSL loop):
 
     python3 bench/probe_cost/run.py build WORK [--iket]
+    python3 bench/probe_cost/run.py plan WORK     (what a build made elsewhere adds, as build prints it)
     python3 bench/probe_cost/run.py run WORK [--rounds 3] [--reps 21] [--iket] [--json OUT.json]
 
 The results file (--json; bench/perturbation/run.py fold reads its rows):
@@ -430,6 +431,8 @@ def main() -> int:
     b = sub.add_parser("build", help="compile every build into WORK and print what each probe adds to the SASS")
     b.add_argument("work", type=Path)
     b.add_argument("--iket", action="store_true", help="also read IKeT's event in the same loops' SASS (CuTe DSL)")
+    sub.add_parser("plan", help="print what each of WORK's builds adds to the SASS (a build made elsewhere)").add_argument(
+        "work", type=Path)
     r = sub.add_parser("run", help="run WORK's builds and print the table")
     r.add_argument("work", type=Path)
     r.add_argument("--rounds", type=int, default=3)
@@ -437,11 +440,15 @@ def main() -> int:
     r.add_argument("--iket", action="store_true", help="also run IKeT on the same loops (CuTe DSL, run-iket)")
     r.add_argument("--json", type=Path)
     a = ap.parse_args()
-    if a.iket and not iket_available():
+    if getattr(a, "iket", False) and not iket_available():
         print("--iket: the CuTe DSL and IKeT (nvidia-cutlass-dsl) are not installed here", file=sys.stderr)
         return 2
-    if a.cmd == "build":
-        build(a.work, iket=a.iket)
+    if a.cmd == "plan" and not (a.work / "plan.json").is_file():
+        print(f"{a.work}: no plan.json (make one with: python3 bench/probe_cost/run.py build {a.work})", file=sys.stderr)
+        return 2
+    if a.cmd in ("build", "plan"):
+        if a.cmd == "build":
+            build(a.work, iket=a.iket)
         print_plan(json.loads((a.work / "plan.json").read_text()))
         return 0
     res = run(a.work, a.rounds, a.reps, a.iket)
