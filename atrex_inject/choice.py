@@ -69,7 +69,7 @@ from .fsio import inside, sha256_bytes, write_atomic
 from .plan import DEFAULT_PATH, BufferPath, RecorderMode, make_plan, requested_mode
 from .sass import allocated_registers, dependency_digest
 from .sassrecord import Comparison
-from .spec import RECORDERS, ProbeSpec
+from .spec import RECORDERS, ProbeSpec, every_trip
 
 DEFAULT_FLAGS = ("-O3", "-gencode=arch=compute_90a,code=sm_90a", "-std=c++17")
 CACHE_ENV = "ATREX_CHOICE_CACHE"  # a folder that keeps choices across projects (the tests' session cache)
@@ -542,11 +542,6 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                                         "candidate, records it as another kernel: check-sass says how",
                   tuple(seen), tuple(f"recorder {describe(first.mode)}: {p}" for p in first.problems), tuple(notes),
                   verdict=ANOTHER)
-
-
-def every_trip(sites) -> list[str]:
-    """The sites that record every trip of a loop (`every = 1` at its begin or end), by name."""
-    return [s.name for s in sites if s.every == 1 and s.position in ("loop-begin", "loop-end")]
 
 
 def per_trip(sites) -> list[str]:

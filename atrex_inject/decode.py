@@ -275,7 +275,7 @@ def _open(path: Path, buf: mmap.mmap | bytes, manifest: Manifest) -> tuple[np.vo
                            check="timer_resolution")
     clock = bool(int(h["flags"]) & FLAG_CLOCK)
     if (int(h["event_bytes"]) == 4 or clock8(clock, int(h["event_bytes"]))) and 0 < resolution < PACKED_SITES + 1:
-        what, hint = (("packed events", "capture again without [capture] packed (8-byte events)")
+        what, hint = (("packed events", "capture again with `packed = false` in [capture] (8-byte events)")
                       if int(h["event_bytes"]) == 4 else
                       ("8-byte events with the clock", "capture again with [capture] wide = true (16-byte events)"))
         raise CaptureError(f"{what} keep the site id in the timer's low {PACKED_SITE_BITS} bits, but this "

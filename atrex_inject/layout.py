@@ -185,11 +185,11 @@ def staging_bytes(events: int, warps: int, slot_bytes: int, groups: Sequence[Own
     """Static shared memory the staged or resident rings take per CTA (docs/guide.md): each group keeps
     warps + 1 rings of `events` slots, the extra ring absorbing warps past `warps`; resident, each
     group keeps one ring per warp that can own it (resident_rings) of `events` (the capacity) + 1 +
-    `start_slots` slots (an overflow slot, and the owner's start time and clock: two 8-byte slots
-    where the clock goes in 8-byte events), one sink slot for warps that own no ring,
+    `start_slots` slots (an overflow slot, and the owner's start time and clock: two slots where the
+    clock goes in 8-byte events or events are packed), one sink slot for warps that own no ring,
     and a table of WARP_SLOTS 8-byte entries, where each warp's next slot is kept between probes
     (runtime/atrex_recorder.cuh, ResidentRing); each array in whole 128-byte lines (shared_size).
-    `slot_bytes`: 8, or 16 for wide events (a packed event is packed as it leaves the ring)."""
+    `slot_bytes`: an event's bytes (4 packed, 8, or 16 wide): a ring holds events as the buffer does."""
     if resident:
         return sum(shared_size((resident_rings(g, warps) * (events + 1 + start_slots) + 1) * slot_bytes)
                    + shared_size(WARP_SLOTS * 8) for g in groups)

@@ -16,7 +16,7 @@ from enum import StrEnum
 from . import registry
 from .errors import SpecError
 from .layout import PACKED_SITES, Role, clock8, staging_bytes
-from .spec import ProbeSpec, Site
+from .spec import ProbeSpec, Site, every_trip
 
 MAX_STATIC_SHARED = 48 * 1024  # bytes of static __shared__ a CTA may declare: the staging rings must fit
 
@@ -73,14 +73,14 @@ class RecorderMode:
 
     @property
     def slot_bytes(self) -> int:
-        """A ring's slot in shared memory: packed events are packed when copied out, so 8."""
-        return 16 if self.wide else 8
+        """A ring's slot in shared memory: an event as wide as in the buffer (the recorder's kSlotBytes)."""
+        return self.event_bytes
 
     @property
     def start_slots(self) -> int:
-        """A resident ring's slots for its owner's start {t0, clk0}: two 8-byte slots where the clock
-        goes in 8-byte events, else one."""
-        return 2 if clock8(self.clock, self.event_bytes) else 1
+        """A resident ring's slots for its owner's start {t0, clk0}: one 16-byte slot, or two 8-byte
+        ones where the clock goes in 8-byte events, or two 4-byte ones (packed)."""
+        return 2 if clock8(self.clock, self.event_bytes) or self.packed else 1
 
     @property
     def staged(self) -> bool:
@@ -170,6 +170,19 @@ DEFAULT_PATH = BufferPath.GLOBAL  # the recorder of "auto" when nothing is compi
 STAGED_RING = 32  # events a staged ring holds before it is copied out: one per lane, a coalesced copy
 
 
+def packs(spec: ProbeSpec) -> bool:
+    """Whether the spec's events are 4 bytes, packed: as `[capture] packed` says; where it says
+    nothing, where a site records every trip of a loop (the per-event cost decides there: a barrier
+    loop's event cost half as much stored in one word as in two, docs/design.md) and one word holds
+    what the spec records (no clock, payload or wide event, at most PACKED_SITES sites, the
+    recorder's own buffers)."""
+    c = spec.capture
+    if c.packed is not None:
+        return c.packed
+    return (bool(every_trip(spec.sites)) and not (c.clock or c.wide or any(s.payload for s in spec.sites))
+            and len(spec.sites) <= PACKED_SITES and registry.info(spec.backend).own_buffers_refused is None)
+
+
 def requested_mode(spec: ProbeSpec, path: BufferPath | None = None, warps: int = 0) -> RecorderMode:
     """The spec's recorder mode on buffer path `path` (default: the one it names; "auto" is the
     default path), with events as wide as its payloads and clock need and rings sized for `warps`
@@ -177,7 +190,7 @@ def requested_mode(spec: ProbeSpec, path: BufferPath | None = None, warps: int =
     timer's low bits, unless the spec asks for `wide` events or has more sites than those bits hold."""
     c = spec.capture
     wide = c.wide or any(s.payload for s in spec.sites) or (c.clock and len(spec.sites) > PACKED_SITES)
-    event_bytes = 16 if wide else 4 if c.packed else 8
+    event_bytes = 16 if wide else 4 if packs(spec) else 8
     path = path or (DEFAULT_PATH if c.recorder == "auto" else BufferPath(c.recorder))
     if path == BufferPath.GLOBAL:
         return RecorderMode(path, event_bytes, clock=c.clock)
@@ -220,7 +233,7 @@ def _check_mode(spec: ProbeSpec, groups: tuple[Group, ...], mode: RecorderMode) 
     staging = mode.staging(groups)
     if staging.shared_bytes_per_cta > MAX_STATIC_SHARED:
         rings = (f"one ring per warp that can own it (at most {mode.warps}) x {mode.ring} "
-                 "+ 2 slots (the capacity, an overflow slot and the start time) + 1 sink slot, "
+                 f"+ {1 + mode.start_slots} slots (the capacity, an overflow slot and the start time) + 1 sink slot, "
                  "and a 512-byte table of the warps' next slots"
                  if mode.resident else f"{mode.warps} + 1 rings x {mode.ring} events")
         raise SpecError(f"the {mode.path.value} recorder's rings need {staging.shared_bytes_per_cta} bytes of static shared memory per CTA "

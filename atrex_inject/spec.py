@@ -109,7 +109,9 @@ class Capture:
     recorder: str = "auto"  # one of RECORDERS: "auto" lets the tool choose (choice.py)
     ring: int = 0  # staged: events per warp staged in shared memory before a coalesced copy (0: the default)
     warps: int = 0  # warps per CTA the rings are sized for (0: the kernel's __launch_bounds__)
-    packed: bool = False  # 4-byte events in the buffer: the site id in the timer's low bits (docs/format.md)
+    # 4-byte events in the buffer, the site id in the timer's low bits (docs/format.md); None: not said,
+    # the plan decides (plan.packs)
+    packed: bool | None = None
     # 16-byte events {t, clock, payload, tag} with the clock, for a timer that ticks finer than the 32 ns the
     # 8-byte clock event's site bits need (docs/format.md)
     wide: bool = False
@@ -309,7 +311,7 @@ def _capture(cap: Table) -> Capture:
         count=cap.integer("count", 1, hi=I64),
         recorder=recorder, ring=ring,
         warps=cap.integer("warps", 0, lo=1, hi=32, unit=" warps per CTA"),
-        packed=cap.get("packed", bool, False),
+        packed=cap.get("packed", bool, None),
         wide=cap.get("wide", bool, False),
     )
 
@@ -398,6 +400,11 @@ def _unique_names(top: Table, sites: tuple[Site, ...]) -> None:
     for i, n in enumerate(names):
         if names.index(n) != i:
             raise top.error(f"site name {n!r} is used twice", "site", i, "name", hint="site names must be unique")
+
+
+def every_trip(sites) -> list[str]:
+    """The sites that record every trip of a loop (`every = 1` at its begin or end), by name."""
+    return [s.name for s in sites if s.every == 1 and s.position in ("loop-begin", "loop-end")]
 
 
 def _packed_fits(top: Table, capture: Capture, sites: tuple[Site, ...]) -> None:

@@ -50,7 +50,7 @@ NEXT_STEP = {
     "deterministic_counts": "check the spec's [expect] against the kernel's control flow (or remove the expectation)",
     "stale_provenance": "rebuild from the current instrumented source and recapture, or pass the provenance that ran",
     "cross_launch_mixing": "capture each run into its own empty folder",
-    "timer_resolution": "capture without [capture] packed: this timer ticks finer than the site id's bits allow",
+    "timer_resolution": "capture with `packed = false` in [capture]: this timer ticks finer than the site id's bits allow",
     "clock_consistency": "recapture into an empty folder: a correct capture's clock never shows this, so the buffer "
                          "was edited or damaged, or a CTA moved between SMs (compute preemption: another context "
                          "or a debugger on the GPU); the global timer's intervals stay readable without "

@@ -61,13 +61,15 @@ namespace atrex {
 
 constexpr uint32_t kMaxGroups = 8;
 constexpr uint32_t kTagValid = 0x80000000u;  // set in every written event: zero slots are "never written"
-// An event in the buffer; a staging ring's slot in shared memory (packed events are packed when
-// they are copied out, so a probe stores the same 8-byte slot either way: docs/format.md).
+// An event in the buffer, and a ring's slot in shared memory: the same width, so that a packed
+// probe stores one word to its ring as to the buffer (a barrier loop's staged event cost half as much
+// with a 4-byte store as with an 8-byte one: docs/design.md) and a ring copies its slots out as they are.
 constexpr uint32_t kEventBytes = ATREX_TL_WIDE ? 16u : ATREX_TL_PACKED ? 4u : 8u;
-constexpr uint32_t kSlotBytes = ATREX_TL_WIDE ? 16u : 8u;
-// A resident ring's start slots: the owner's start {t0_lo, t0_hi, clk0}, one 16-byte slot or two 8-byte ones
-// where the clock is recorded in 8-byte events (the clk0 word at the same offset either way).
-constexpr uint32_t kStartSlots = ATREX_TL_CLOCK8 ? 2u : 1u;
+constexpr uint32_t kSlotBytes = kEventBytes;
+// A resident ring's start slots: the owner's start {t0_lo, t0_hi, clk0}, one 16-byte slot, two 8-byte ones
+// where the clock is recorded in 8-byte events (the clk0 word at the same offset either way), or two
+// 4-byte ones with packed events (no clock).
+constexpr uint32_t kStartSlots = ATREX_TL_CLOCK8 || ATREX_TL_PACKED ? 2u : 1u;
 // Packed: the site id + 1 in the timer's low 5 bits, which carry no time at a 32 ns tick (the H200's):
 // at most 31 sites, and never a zero word (zero = never written). Decode refuses a launch whose owner
 // stamps show a finer tick (check timer_resolution).
@@ -396,19 +398,22 @@ __device__ __forceinline__ void put_shared(uint32_t slot, Now n, uint32_t payloa
   asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(n.c), "r"(packed(n.t, site)), "r"(on));
   (void)payload;
   (void)valid;
+#elif ATREX_TL_PACKED
+  asm volatile(ATREX_ON(2, "@p st.shared.u32 [%0], %1;") ::"r"(slot), "r"(packed(n.t, site)), "r"(on));
+  (void)payload;
+  (void)valid;
 #else
   asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(n.t), "r"(site | valid), "r"(on));
   (void)payload;
 #endif
 }
 
-// Copies one event from a staging ring (shared address `ring_slot`) to the buffer at byte offset `off`
-// (packed: the slot's {t, tag} as one word).
+// Copies one event from a staging ring (shared address `ring_slot`) to the buffer at byte offset `off`.
 __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
 #if ATREX_TL_PACKED
-  uint32_t t, tag;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t), "=r"(tag) : "r"(ring_slot) : "memory");
-  *reinterpret_cast<uint32_t*>(atrex_tl_buffer + off) = packed(t, tag & ~kTagValid);
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(ring_slot) : "memory");
+  *reinterpret_cast<uint32_t*>(atrex_tl_buffer + off) = v;
 #elif ATREX_TL_WIDE
   uint4 v;
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
@@ -455,7 +460,11 @@ __device__ __forceinline__ void publish_owner(const ResidentExit& e, uint32_t ct
   if (!e.valid) return;
   uint32_t tag, t0_lo, t0_hi, clk0 = 0u;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(e.last + kSlotBytes - 4u));
+#if ATREX_TL_PACKED  // 4-byte slots: the start's two words are 4-byte aligned only
+  asm volatile("ld.shared.u32 %0, [%2];\n\tld.shared.u32 %1, [%2+4];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(e.last + kSlotBytes));
+#else
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(t0_lo), "=r"(t0_hi) : "r"(e.last + kSlotBytes));
+#endif
 #if ATREX_TL_CLOCK
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(clk0) : "r"(e.last + kSlotBytes + 8u));
 #endif
@@ -614,7 +623,7 @@ class BasicRecorder {
   __device__ __forceinline__ void trips_begin() {
     static_assert(!R && K != 0u, "trips are the staged rings'");
     flush();
-#if !ATREX_TL_CLOCK8  // clock events carry no valid bit: the site id in the timer's low bits marks them written
+#if !ATREX_TL_CLOCK8 && !ATREX_TL_PACKED  // these carry no valid bit: the site id in the timer's low bits marks them written
     asm volatile("st.shared.u32 [%0], %1;" ::"r"(a_), "r"(kTagValid) : "memory");
     asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(valid_) : "r"(a_) : "memory");
 #endif
@@ -732,9 +741,15 @@ class BasicRecorder {
     uint32_t c0;
     const uint64_t t0 = start_now(c0);
     const uint32_t w = lane0 && owns;
+#if ATREX_TL_PACKED  // 4-byte slots: the start's two words are 4-byte aligned only
+    asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], 0;\n\t@p st.shared.u32 [%2], %3;\n\t@p st.shared.u32 [%2+4], %4;")
+                 ::"r"(w), "r"(over), "r"(over + kSlotBytes), "r"(static_cast<uint32_t>(t0)),
+                 "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
+#else
     asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], 0;\n\t@p st.shared.v2.u32 [%2], {%3, %4};") ::"r"(w),
                  "r"(over + kSlotBytes - 4u), "r"(over + kSlotBytes), "r"(static_cast<uint32_t>(t0)),
                  "r"(static_cast<uint32_t>(t0 >> 32)) : "memory");
+#endif
 #if ATREX_TL_CLOCK  // the start slots also keep the clock
     asm volatile(ATREX_ON(0, "@p st.shared.u32 [%1], %2;") ::"r"(w), "r"(over + kSlotBytes + 8u), "r"(c0)
                  : "memory");

@@ -71,6 +71,22 @@ def test_packed_holds_at_most_31_sites(project, extra, refused):
     assert e.value.line == 12
 
 
+@pytest.mark.parametrize("example, edits, event_bytes", [
+    ("sgemm_smem", (), 4),  # sites at every k-tile, `packed` unset
+    ("sgemm_smem", (("[capture]\n", "[capture]\npacked = false\n"),), 8),
+    ("sgemm_smem", (("[capture]\n", "[capture]\nclock = true\n"),), 8),  # the clock's 8-byte event
+    ("sgemm_smem", (('name = "kt_end"\n', 'name = "kt_end"\npayload = "k0"\n'),), 16),
+    ("reduce_sumsq", (), 8),  # every 4th iteration: no site at every trip
+    ("scale_add_cutedsl", (), 8),  # IKeT buffers its own events
+])
+def test_events_are_packed_where_a_site_records_every_iteration(project, example, edits, event_bytes):
+    """Where the spec leaves `packed` unset, the plan packs events where a site records every trip
+    of a loop and one word holds what the spec records; `packed = false`, the clock, a payload, a
+    sampled site or a backend with buffers of its own keep them wider."""
+    spec = edit_file(project / "examples" / "specs" / f"{example}.toml", *edits)
+    assert make_plan(load_spec(spec)).mode.event_bytes == event_bytes
+
+
 def test_packed_is_the_recorders_own_format(project):
     spec = edit_file(project / "examples" / "specs" / "scale_add_cutedsl.toml",
                      ("[[site]]", "[capture]\npacked = true\n\n[[site]]"))
@@ -90,7 +106,7 @@ def test_with_recorder_writes_packed_variants(project):
 @needs_nvcc
 def test_packed_format_constants_match_the_recorder(tmp_path):
     """The recorder's packed event and flags, printed by a host program built with -DATREX_TL_PACKED=1,
-    are layout.py's: 4-byte events, 8-byte ring slots, flags bit 2, the site in the low 5 bits."""
+    are layout.py's: 4-byte events and ring slots, flags bit 2, the site in the low 5 bits."""
     src = tmp_path / "packed.cu"
     src.write_text('#include <cstdio>\n#include "atrex_timeline.cuh"\nint main() {\n'
                    '  std::printf("%u %u %u %u %u\\n", atrex::kEventBytes, atrex::kSlotBytes, atrex::kFlags,'
@@ -99,7 +115,7 @@ def test_packed_format_constants_match_the_recorder(tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = [int(v) for v in subprocess.run([str(tmp_path / "packed")], capture_output=True, text=True,
                                           check=True).stdout.split()]
-    assert got == [4, 8, layout.FLAG_PACKED, layout.PACKED_SITE_BITS, 0x12345660 | 31]
+    assert got == [4, 4, layout.FLAG_PACKED, layout.PACKED_SITE_BITS, 0x12345660 | 31]
     h = layout.build_header([synthetic.GROUP], (2, 1, 1), (256, 1, 1), 16, 4, False, synthetic.SOURCE_ID, 0)[0]
     assert int(h["flags"]) == layout.FLAG_PACKED and int(h["total_bytes"]) == 512 + 48 * 16 + 16 * 16 * 4
 
@@ -159,7 +175,7 @@ def test_a_packed_capture_from_a_finer_timer_is_refused(tmp_path):
     assert report["verdict"] == "rejected"
     assert _failed(report) == [("timer_resolution", 1)]
     detail = next(c for c in report["checks"] if c["name"] == "timer_resolution")["details"][0]
-    assert "multiples of 1 ns only" in detail and "without [capture] packed" in detail
+    assert "multiples of 1 ns only" in detail and "with `packed = false` in [capture]" in detail
 
 
 def test_an_8_byte_capture_from_a_finer_timer_is_valid(tmp_path):

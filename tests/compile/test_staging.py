@@ -266,7 +266,7 @@ def test_a_dense_resident_loop_holds_its_slot_across_the_loop(tmp_path, case):
 STAGED_COPY_SPEC = COPY_SPEC.replace("recorder = 'resident'\nwarps = 8", "recorder = 'staged'\nring = 32\nwarps = 8")
 
 
-@pytest.mark.parametrize("case", ["canonical", "begin-and-end", "own-pragma", "with-break", "in-branch"])
+@pytest.mark.parametrize("case", ["canonical", "8-byte", "begin-and-end", "own-pragma", "with-break", "in-branch"])
 def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     """A staged loop site recording every iteration is recorded in trips: each trip starts with the
     warp's ring copied out, holds no more events than the ring has slots (32 iterations for one
@@ -275,7 +275,9 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     compare and branch made ptxas wrap each iteration in one: bench/probe_cost's FMA loop). The
     trip's loop is unrolled by four unless the loop brings its own `#pragma`, which the trip's loop
     keeps. The iterations after the last trip use the checked probe. A loop that cannot be recorded
-    in trips (a `break`, a site in the body) keeps the checked probe at every iteration."""
+    in trips (a `break`, a site in the body) keeps the checked probe at every iteration. Its events
+    are packed (the spec leaves `packed` unset), one word a ring slot: ptxas stores the unrolled
+    trip's four events with one 16-byte store, where 8-byte events (`packed = false`) take two."""
     from atrex_inject import sass
 
     (tmp_path / ".git").mkdir()
@@ -287,10 +289,13 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
             "begin-and-end": loop_site + '\n[[site]]\nname = "end"\nanchor = { loop = "for (long i" }\nposition = "loop-end"\n'
             }.get(case, loop_site)
     (tmp_path / "k.cu").write_text(kernel)
-    (tmp_path / "s.toml").write_text(STAGED_COPY_SPEC.replace(loop_site, site))
+    spec = STAGED_COPY_SPEC.replace(loop_site, site)
+    (tmp_path / "s.toml").write_text(spec.replace("[capture]\n", "[capture]\npacked = false\n") if case == "8-byte"
+                                     else spec)
     m = snapshot.apply(tmp_path / "s.toml").manifest
+    assert m.capture.event_bytes == (8 if case in ("8-byte", "in-branch") else 4)  # in-branch: no loop site
     text = (tmp_path / "k.cu").read_text()
-    trip = {"canonical": 32, "begin-and-end": 16, "own-pragma": 32}.get(case, 0)
+    trip = {"canonical": 32, "8-byte": 32, "begin-and-end": 16, "own-pragma": 32}.get(case, 0)
     sites = ["iter", "end"] if case == "begin-and-end" else ["iter"]
     line = 4 if case == "own-pragma" else 3
     assert m.to_json()["perturbation"]["strip_mined"] == ([{"line": line, "every": 1, "sites": sites, "trip": trip}]
@@ -316,7 +321,10 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
         assert trips.count("#pragma unroll") == 1 and re.search(rf"#pragma unroll {unrolled}\n\s*for \(const unsigned __atrex_e", trips)
         # unrolled by four, the trip's loop holds four iterations' loads (left to itself, nvcc
         # unrolled this 32-iteration trip whole, as it does under a `#pragma unroll 1` it is given)
-        assert body.count("LDG.E.128.CONSTANT") == {"canonical": 4, "begin-and-end": 16, "own-pragma": 32}[case], body
+        assert body.count("LDG.E.128.CONSTANT") == {"canonical": 4, "8-byte": 4, "begin-and-end": 16,
+                                                    "own-pragma": 32}[case], body
+        if case in ("canonical", "8-byte"):  # four events: one 16-byte store of 4-byte slots, two of 8-byte ones
+            assert [o for o in body if o.startswith("STS")] == ["STS.128"] * (2 if case == "8-byte" else 1), body
         assert "BSSY" not in body and any(o.startswith("STS") for o in body), body
         tags = [w for a, _, w in insns if loop.start <= a <= loop.end and re.search(r"-0x80000000|0x8000000[0-9a-f]\b", w)]
         assert tags == [], tags
