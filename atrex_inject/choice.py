@@ -20,9 +20,12 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
    __launch_bounds__, or `[capture] warps`), and must fit a CTA's static shared memory;
 2. preference: where a site records at every iteration of a loop, the per-event cost decides:
    staged rings record such loops in trips at 2 to 3 SASS instructions an event, resident rings at 5,
-   the global path at 7; but not where that loop waits at a CTA barrier (a staged ring's copy-out
-   holds every warp of the CTA there: the shared-memory GEMM's k-loop recorded at +4.1% staged);
-   elsewhere (sampled or straight-line sites, a bounded number of events an
+   the global path at 7; but where that loop waits at a CTA barrier and some CTAs record nothing,
+   the global path comes first: a staged ring's copy-out holds every warp of a recording CTA at the
+   barrier, and the kernel waits for its slowest CTA (the shared-memory GEMM's k-loop at 1 CTA in
+   64 recorded at +4.1% staged, +2.7% global, 8-byte events); with every CTA recording, the staged
+   ring's cheaper event decides (bench/probe_cost's barrier loop, packed events: +15.0 to +15.8%
+   staged, +19.6 to +20.8% global); elsewhere (sampled or straight-line sites, a bounded number of events an
    owner) the fixed cost decides: the global path has no rings to copy out at exit, staged rings
    copy out what is left, resident rings copy out every event;
 3. the first candidate that keeps the kernel is chosen; where none does, each is compiled again with
@@ -323,10 +326,12 @@ def ranked(spec: ProbeSpec, warps: int | None, not_uniform: str | None = None,
         notes.append("staged and resident rings are sized for the block: give the kernel __launch_bounds__ or add "
                      "`warps = W` to [capture]")
     dense = bool(every_trip(spec.sites))
-    if dense and barrier_loop:
-        notes.append(f"the loop at line {barrier_loop} records every iteration and waits at a CTA barrier: a staged "
-                     "ring's copy-out would hold every warp of the CTA there, so the global path is tried first")
-    order = ([BufferPath.STAGED, BufferPath.RESIDENT, BufferPath.GLOBAL] if dense and not barrier_loop
+    some_idle = any(s.cta_stride > 1 or s.cta_limit for s in spec.sites)
+    if dense and barrier_loop and some_idle:
+        notes.append(f"the loop at line {barrier_loop} records every iteration and waits at a CTA barrier, and some "
+                     "CTAs record nothing: a staged ring's copy-out would hold every warp of a recording CTA there, "
+                     "and the kernel waits for its slowest CTA, so the global path is tried first")
+    order = ([BufferPath.STAGED, BufferPath.RESIDENT, BufferPath.GLOBAL] if dense and not (barrier_loop and some_idle)
              else [BufferPath.GLOBAL, BufferPath.STAGED, BufferPath.RESIDENT])
     if rings and not_uniform:
         notes.append(f"staged rings need every lane of a recording warp at each site and at exit: {not_uniform}")

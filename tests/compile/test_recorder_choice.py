@@ -69,6 +69,24 @@ def test_apply_records_the_choice_and_its_evidence(project, example, recorder):
     assert cli("revert", spec)[0] == 0
 
 
+@pytest.mark.parametrize("every_cta, first", [(False, BufferPath.GLOBAL), (True, BufferPath.STAGED)])
+def test_a_barrier_loop_recorded_in_every_cta_ranks_staged_rings_first(project, every_cta, first):
+    """Sites at every k-tile of sgemm_smem's k-loop, which waits at a CTA barrier: where some CTAs
+    record nothing (its 1 CTA in 64), the global path first and the note says why (a staged ring's
+    copy-out holds a recording CTA's warps at the barrier, and the kernel waits for its slowest
+    CTA); where every CTA records, staged rings first, as for any dense loop (their event is the
+    cheaper one), and no such note."""
+    spec = project / "examples" / "specs" / "sgemm_smem.toml"
+    if every_cta:
+        spec = edit_file(spec, *[("ctas = { stride = 64 }", "ctas = { stride = 1 }")] * 6)
+    paths, notes = choice.ranked(load_spec(spec), 8, barrier_loop=40)
+    assert paths == [first, *[p for p in (BufferPath.STAGED, BufferPath.RESIDENT, BufferPath.GLOBAL) if p != first]]
+    assert [n for n in notes if "waits at a CTA barrier" in n] == ([] if every_cta else [
+        "the loop at line 40 records every iteration and waits at a CTA barrier, and some CTAs record nothing: a staged "
+        "ring's copy-out would hold every warp of a recording CTA there, and the kernel waits for its slowest CTA, so "
+        "the global path is tried first"])
+
+
 def test_a_site_at_every_trip_of_a_loop_leaves_a_kept_copy_unsure_in_apply_and_check_sass(project, monkeypatch,
                                                                                           tmp_path):
     """sgemm_smem records every k-tile: its copy's SASS keeps the clean kernel, but what a probe on
