@@ -20,7 +20,10 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
    __launch_bounds__, or `[capture] warps`), and must fit a CTA's static shared memory;
 2. preference: where a site records at every iteration of a loop, the per-event cost decides:
    staged rings record such loops in trips at 2 to 3 SASS instructions an event, resident rings at 5,
-   the global path at 7; but where that loop waits at a CTA barrier and some CTAs record nothing,
+   the global path at 7, and a candidate whose copy loses CTAs per SM through its registers alone
+   is compiled again held to the clean allocation before the next is tried (the same recorder and
+   events: bench/probe_cost's barrier loop with staged rings takes 40 registers against the clean
+   loop's 32, 6 CTAs per SM against 8; held to 32 it keeps 8 and spills nothing); but where that loop waits at a CTA barrier and some CTAs record nothing,
    the global path comes first: a staged ring's copy-out holds every warp of a recording CTA at the
    barrier, and the kernel waits for its slowest CTA (the shared-memory GEMM's k-loop at 1 CTA in
    64 recorded at +4.1% staged, +2.7% global, 8-byte events); with every CTA recording, the staged
@@ -504,11 +507,15 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             seen.append(ev)
             return ev
 
-        def first_keeping(modes: list[RecorderMode]) -> Evidence | None:
+        def first_keeping(modes: list[RecorderMode], hold: bool = False) -> Evidence | None:
+            """The first of `modes` that keeps the kernel; with `hold`, each that loses CTAs per SM
+            through its registers alone is compiled again held before the next (rule 2)."""
             for i, mode in enumerate(modes):
                 for ahead in modes[i:i + jobs]:  # the next candidates build while this one is judged
                     start(ahead)
                 ev = evaluate(mode)
+                if ev is not None and hold and ev.verdict != KEEPS and _registers_only(ev):
+                    ev = evaluate(held_mode(ev.mode, ev.registers.clean, clean, target.kernel))
                 if ev is not None and ev.verdict == KEEPS:
                     return ev
             return None
@@ -522,9 +529,10 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             warps = -(-(target.threads or 0) // 32)
             paths, ranked_notes = ranked(spec, warps, target.not_uniform, target.barrier_loop)
             notes += ranked_notes
-            kept = first_keeping([requested_mode(spec, path, warps) for path in paths]) or first_keeping(
-                [held_mode(e.mode, e.registers.clean, clean, target.kernel) for e in list(seen)
-                 if e.registers.clean])
+            kept = first_keeping([requested_mode(spec, path, warps) for path in paths], hold=bool(every_trip(spec.sites)))
+            kept = kept or first_keeping([m for m in (held_mode(e.mode, e.registers.clean, clean, target.kernel)
+                                                      for e in list(seen) if e.registers.clean and not e.mode.max_registers)
+                                          if m not in started])
         finally:
             pool.shutdown(wait=True, cancel_futures=True)  # no build outlives its folder
     if kept is not None:
@@ -564,6 +572,14 @@ def per_trip(sites) -> list[str]:
     return [f"site{'s' if len(dense) > 1 else ''} {', '.join(dense)} record{'' if len(dense) > 1 else 's'} every "
             "trip of a loop: each trip of a recording CTA pays a probe, and whether that lengthens the kernel SASS "
             "cannot weigh"]
+
+
+def _registers_only(e: Evidence) -> bool:
+    """The candidate's one problem is the CTAs an SM holds, through registers alone (no spill): the
+    same recorder held to the clean kernel's allocation may keep them."""
+    regs, ctas = e.registers, e.ctas_per_sm
+    return (bool(regs.clean) and _grows_allocation(e) and len(e.problems) == 1 and None not in (ctas.clean, ctas.copy)
+            and ctas.copy < ctas.clean and e.spills.copy <= e.spills.clean)
 
 
 def _grows_allocation(e: Evidence) -> bool:

@@ -87,6 +87,40 @@ def test_a_barrier_loop_recorded_in_every_cta_ranks_staged_rings_first(project, 
         "the global path is tried first"])
 
 
+def test_a_dense_candidate_that_loses_ctas_through_registers_is_held_before_the_next(tmp_path):
+    """bench/probe_cost's barrier loop, every warp recording every iteration: staged rings come first
+    (every CTA records), but their copy takes 40 registers against the clean loop's 32, 6 CTAs per SM
+    against 8. The same recorder held to 32 keeps the kernel and spills nothing, so it is chosen
+    before the global path is tried (the same events at the staged ring's cost)."""
+    (tmp_path / ".git").mkdir()
+    for f in ("probe_cost.cu", "timing.cuh"):
+        shutil.copy(REPO / "bench" / "probe_cost" / f, tmp_path / f)
+    (tmp_path / "s.toml").write_text("""version = 1
+name = "smem"
+question = "q"
+backend = "cuda"
+source = "probe_cost.cu"
+kernel = "smem_loop"
+[capture]
+capacity = 2048
+warps = 8
+[[site]]
+name = "iter"
+anchor = { loop = "for (int i = 0; i < iters" }
+position = "loop-begin"
+""")
+    code, out = cli("apply", tmp_path / "s.toml", "--json")
+    assert code == 0, out
+    rec = json.loads(out)["recorder"]
+    assert [(e["recorder"], e["verdict"]) for e in rec["evidence"]] == [("staged", "another kernel"),
+                                                                         ("staged, registers held to 32", "keeps")], rec
+    plain, held = rec["evidence"]
+    assert (plain["registers"]["copy"], plain["ctas_per_sm"]) == (40, {"clean": 8, "copy": 6}), plain
+    assert held["ctas_per_sm"] == {"clean": 8, "copy": 8} and held["spills"]["copy"] == 0, held
+    assert (rec["recorder"], rec["max_registers"]) == ("staged", 32), rec
+    assert cli("revert", tmp_path / "s.toml")[0] == 0
+
+
 def test_a_site_at_every_trip_of_a_loop_leaves_a_kept_copy_unsure_in_apply_and_check_sass(project, monkeypatch,
                                                                                           tmp_path):
     """sgemm_smem records every k-tile: its copy's SASS keeps the clean kernel, but what a probe on
