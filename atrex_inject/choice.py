@@ -23,14 +23,15 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
    the global path at 7, and a candidate whose copy loses CTAs per SM through its registers alone
    is compiled again held to the clean allocation before the next is tried (the same recorder and
    events: bench/probe_cost's barrier loop with staged rings takes 40 registers against the clean
-   loop's 32, 6 CTAs per SM against 8; held to 32 it keeps 8 and spills nothing); but where that loop waits at a CTA barrier and some CTAs record nothing,
-   the global path comes first: a staged ring's copy-out holds every warp of a recording CTA at the
-   barrier, and the kernel waits for its slowest CTA (the shared-memory GEMM's k-loop at 1 CTA in
-   64 recorded at +4.1% staged, +2.7% global, 8-byte events); with every CTA recording, the staged
-   ring's cheaper event decides (bench/probe_cost's barrier loop, packed events: +15.0 to +15.8%
-   staged, +19.6 to +20.8% global); elsewhere (sampled or straight-line sites, a bounded number of events an
-   owner) the fixed cost decides: the global path has no rings to copy out at exit, staged rings
-   copy out what is left, resident rings copy out every event;
+   loop's 32, 6 CTAs per SM against 8; held to 32 it keeps 8 and spills nothing); but where that
+   loop waits at a CTA barrier and some CTAs record nothing, the global path comes first: a staged
+   ring's copy-out holds every warp of a recording CTA at the barrier, and the kernel waits for its
+   slowest CTA (the shared-memory GEMM's k-loop at 1 CTA in 64 recorded at +4.1% staged, +2.7%
+   global, 8-byte events); with every CTA recording, the staged ring's cheaper event decides
+   (bench/probe_cost's barrier loop, packed events: +16.2 to +17.6% staged and held, +20.0 to
+   +21.0% global, docs/cost.md); elsewhere (sampled or straight-line sites, a bounded number of
+   events an owner) the fixed cost decides: the global path has no rings to copy out at exit, staged
+   rings copy out what is left, resident rings copy out every event;
 3. the first candidate that keeps the kernel is chosen; where none does, each is compiled again with
    its copy's registers held to the clean kernel's allocation (`__maxnreg__` on the copy's head) and
    the first that keeps it, spills included, is chosen; where still none does, the first candidate
@@ -529,10 +530,11 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             warps = -(-(target.threads or 0) // 32)
             paths, ranked_notes = ranked(spec, warps, target.not_uniform, target.barrier_loop)
             notes += ranked_notes
-            kept = first_keeping([requested_mode(spec, path, warps) for path in paths], hold=bool(every_trip(spec.sites)))
-            kept = kept or first_keeping([m for m in (held_mode(e.mode, e.registers.clean, clean, target.kernel)
-                                                      for e in list(seen) if e.registers.clean and not e.mode.max_registers)
-                                          if m not in started])
+            kept = first_keeping([requested_mode(spec, path, warps) for path in paths],
+                                 hold=bool(every_trip(spec.sites)))
+            held = (held_mode(e.mode, e.registers.clean, clean, target.kernel) for e in list(seen)
+                    if e.registers.clean and not e.mode.max_registers)
+            kept = kept or first_keeping([m for m in held if m not in started])  # rule 3: those not held yet
         finally:
             pool.shutdown(wait=True, cancel_futures=True)  # no build outlives its folder
     if kept is not None:

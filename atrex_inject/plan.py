@@ -185,9 +185,10 @@ def packs(spec: ProbeSpec) -> bool:
 
 def requested_mode(spec: ProbeSpec, path: BufferPath | None = None, warps: int = 0) -> RecorderMode:
     """The spec's recorder mode on buffer path `path` (default: the one it names; "auto" is the
-    default path), with events as wide as its payloads and clock need and rings sized for `warps`
-    warps per CTA (default: the spec's `warps`). The clock goes in 8-byte events, the site id in the
-    timer's low bits, unless the spec asks for `wide` events or has more sites than those bits hold."""
+    default path), with events as wide as its payloads and clock need, packed where `packs` says, and
+    rings sized for `warps` warps per CTA (default: the spec's `warps`). The clock goes in 8-byte
+    events, the site id in the timer's low bits, unless the spec asks for `wide` events or has more
+    sites than those bits hold."""
     c = spec.capture
     wide = c.wide or any(s.payload for s in spec.sites) or (c.clock and len(spec.sites) > PACKED_SITES)
     event_bytes = 16 if wide else 4 if packs(spec) else 8
