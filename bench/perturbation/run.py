@@ -16,7 +16,9 @@ the one the cost table (docs/cost.md) is generated from.
         [--probe-cost F] [--cutedsl DIR] [--json OUT]                (the GPU host)
     python3 bench/perturbation/run.py fold [--json F] [--probe-cost F] [--cutedsl DIR] [--rows F]
         [--captures ARCHIVE]   (another call's per-event, CuTe DSL or kernel rows into the results; its
-                               captures validated again with this checkout's checks)
+                               captures validated again with this checkout's checks; each row keeps
+                               its call's date and device in `measured`, and the file's device line
+                               names each call with its rows)
     python3 bench/perturbation/run.py table [--json F] [--out docs/cost.md]   (the cost table, from the results)
 """
 from __future__ import annotations
@@ -133,7 +135,7 @@ def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, 
             if arm == "clock" and plan[row]["arms"]["spec"]["clock"]:
                 continue  # the spec records the clock already: its spec row is its clock row
             t0 = time.time()
-            r = measure_arm(work, row, arm, plan, samples)
+            r = {**measure_arm(work, row, arm, plan, samples), "measured": _measured(result["date"], result["device"])}
             rows.append(r)
             print(f"{row:<20}{arm:<7}{r['recorder']:<10}{_pct(r['overhead']):>9} {_ci(r['ci95']):>20}  "
                   f"{r['samples']['A']}+{r['samples']['B']} samples, {time.time() - t0:.0f} s"
@@ -142,15 +144,39 @@ def measure(work: Path, arms: list[str], samples: int, probe_cost: Path | None, 
             if out is not None:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(json.dumps(result, indent=2) + "\n")
-    rows += fold_cutedsl(cutedsl)
+    rows += fold_cutedsl(cutedsl, _measured(result["date"], result["device"]))
     fold_per_event(result, probe_cost)
+    name_calls(result)
     return result
 
 
-def fold_cutedsl(folder: Path | None) -> list[dict]:
+def _measured(date: str, device: str) -> str:
+    """A row's `measured`: the date and device of the call that measured it."""
+    return f"{date}, {device}"
+
+
+def name_calls(result: dict) -> None:
+    """The file's date (its newest row's) and device line, from its rows' `measured`: each call, the
+    rows it measured. Written from the rows, so that a row replaced by a later call takes its call's
+    name off the line with it."""
+    calls: dict[str, dict[str, list[str]]] = {}
+    for r in result["rows"]:  # a row of a file written before rows carried `measured`: the file's call
+        calls.setdefault(r.get("measured") or _measured(result["date"], result["device"]), {}).setdefault(
+            r["kernel"], []).append(r["arm"])
+    named = []
+    for m, kernels in calls.items():
+        date, device = m.split(", ", 1)
+        named.append(f"{device} ({date}: {', '.join(k + ' ' + '/'.join(arms) for k, arms in kernels.items())})")
+    if calls:
+        result["date"], result["device"] = max(m.split(", ", 1)[0] for m in calls), "; ".join(named)
+
+
+def fold_cutedsl(folder: Path | None, measured: str | None = None) -> list[dict]:
     """The CuTe DSL GEMM's arms from `atrex-inject measure` artifacts of scripts/gpu-cutedsl.sh, each
     with what recorded on its instrumented side, read from the command measured: nothing (probes
-    off), or under run-iket the first CTA (IKeT's selection, --enabled-cluster-config) or every CTA."""
+    off), or under run-iket the first CTA (IKeT's selection, --enabled-cluster-config) or every CTA.
+    `measured`: the call's date and device; else the artifact's start date and the first line of
+    the device.txt beside it (gpu-cutedsl.sh writes one)."""
     rows = []
     for arm in ("off", "spec"):
         path = folder / f"measure-{arm}.json" if folder else None
@@ -164,19 +190,22 @@ def fold_cutedsl(folder: Path | None) -> list[dict]:
                          "target": OFF_TARGET if arm == "off" else 0.01,
                          "samples": {"A": n["baseline"], "B": n["instrumented"]}, "median_ms": art.get("median_ms"),
                          "valid": art["valid"], "reasons": art["reasons"],
-                         "artifact": str(path.relative_to(REPO) if path.is_relative_to(REPO) else path)})
+                         "artifact": str(path.relative_to(REPO) if path.is_relative_to(REPO) else path),
+                         "measured": measured or _measured(art["started_utc"][:10], _device_txt(folder))})
     return rows
+
+
+def _device_txt(folder: Path) -> str:
+    lines = (folder / "device.txt").read_text().splitlines() if (folder / "device.txt").is_file() else []
+    return lines[0].strip() if lines else "device not recorded"
 
 
 def fold_rows(result: dict, part: dict) -> None:
     """Another call's kernel rows into `result`: each replaces the row of the same kernel and arm
-    (or joins the table), keeps its call's date and device in `measured`, and the file's device
-    names that call's too, so that a reader knows which rows ran where."""
-    got = {(r["kernel"], r["arm"]): {**r, "measured": f"{part['date']}, {part['device']}"} for r in part["rows"]}
+    (or joins the table) and keeps its call's date and device in `measured`."""
+    got = {(r["kernel"], r["arm"]): {**r, "measured": _measured(part["date"], part["device"])} for r in part["rows"]}
     rows = [got.pop((r["kernel"], r["arm"]), r) for r in result["rows"]]
     result["rows"] = rows + list(got.values())
-    arms = ", ".join(sorted({r["arm"] for r in part["rows"]}))
-    result["device"] += f"; {part['device']} (the {arms} rows of {part['date']} folded in from a later call)"
 
 
 def revalidate(result: dict, archive: Path) -> None:
@@ -298,7 +327,7 @@ def main() -> int:
     f.add_argument("--probe-cost", type=Path)
     f.add_argument("--cutedsl", type=Path)
     f.add_argument("--rows", type=Path, help="another call's `measure` results file: its rows replace the same "
-                                             "kernel's same arm, and its device is named beside the file's")
+                                             "kernel's same arm; the file's date and device line are then written from its rows'")
     f.add_argument("--captures", type=Path, help="that call's captures.tar.gz: its captures validated again here "
                                                  "(after --rows), with this checkout's checks")
     t = sub.add_parser("table", help="write the cost table from a results file")
@@ -321,6 +350,7 @@ def main() -> int:
             fold_rows(result, json.loads(a.rows.read_text()))
         if a.captures:
             revalidate(result, a.captures)
+        name_calls(result)
         a.json.write_text(json.dumps(result, indent=2) + "\n")
         return 0
     if a.cmd == "table":

@@ -72,7 +72,8 @@ def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_l
 
 def test_another_call_s_rows_replace_the_same_kernel_and_arm_and_name_their_device():
     """fold --rows: a later call's clock rows take the place of the clock rows they measure again,
-    other rows stay, each folded row keeps its call's date and device, and the file names it."""
+    other rows stay, each folded row keeps its call's date and device, and the file names each call
+    with its rows (a row that names none, from a file written before rows did, is the file's)."""
     result = {"date": "d1", "device": "GPU-A", "per_event": [],
               "rows": [{"kernel": "k", "arm": "spec", "overhead": 0.01}, {"kernel": "k", "arm": "clock", "overhead": 0.2}]}
     part = {"date": "d2", "device": "GPU-B", "rows": [{"kernel": "k", "arm": "clock", "overhead": 0.005},
@@ -80,7 +81,8 @@ def test_another_call_s_rows_replace_the_same_kernel_and_arm_and_name_their_devi
     run.fold_rows(result, part)
     assert [(r["kernel"], r["arm"], r["overhead"], r.get("measured")) for r in result["rows"]] == [
         ("k", "spec", 0.01, None), ("k", "clock", 0.005, "d2, GPU-B"), ("j", "clock", 0.0, "d2, GPU-B")]
-    assert result["device"] == "GPU-A; GPU-B (the clock rows of d2 folded in from a later call)"
+    run.name_calls(result)
+    assert (result["date"], result["device"]) == ("d2", "GPU-A (d1: k spec); GPU-B (d2: k clock, j clock)")
 
 
 def test_fold_validates_an_archived_capture_again_with_todays_checks(tmp_path):
@@ -102,3 +104,22 @@ def test_fold_validates_an_archived_capture_again_with_todays_checks(tmp_path):
     got = result["rows"][0]["capture"]
     assert got["verdict"] == "valid" and got["events"] == 12288 and got["failed"] == [] and got["revalidated"]
     assert result["rows"][1]["capture"] == stale
+
+
+def test_a_folded_call_names_the_rows_it_measured_and_a_replaced_call_leaves_the_line():
+    """The results file's device line is written from its rows' `measured`: a later call's rows
+    replace the same kernel's same arms, and a call none of whose rows remain is no longer named."""
+    def row(kernel, arm, measured=None):
+        return {"kernel": kernel, "arm": arm, "overhead": 0.0, **({"measured": measured} if measured else {})}
+
+    first, later = "NVIDIA H200, GPU-aaaa, 580.159.04", "NVIDIA H200, GPU-bbbb, 580.159.04"
+    result = {"date": "2026-12-01", "device": first,
+              "rows": [row("gemm_mma", a, f"2026-12-01, {first}") for a in ("off", "spec")]
+              + [row("layernorm", "spec", f"2026-12-01, {first}")]}
+    run.fold_rows(result, {"date": "2026-12-04", "device": later, "rows": [row("gemm_mma", "off"), row("gemm_mma", "spec")]})
+    run.name_calls(result)
+    assert (result["date"], result["device"]) == (
+        "2026-12-04", f"{later} (2026-12-04: gemm_mma off/spec); {first} (2026-12-01: layernorm spec)")
+    run.fold_rows(result, {"date": "2026-12-04", "device": later, "rows": [row("layernorm", "spec")]})
+    run.name_calls(result)
+    assert result["device"] == f"{later} (2026-12-04: gemm_mma off/spec, layernorm spec)"
