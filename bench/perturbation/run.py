@@ -159,16 +159,14 @@ def name_calls(result: dict) -> None:
     """The file's date (its newest row's) and device line, from its rows' `measured`: each call, the
     rows it measured. Written from the rows, so that a row replaced by a later call takes its call's
     name off the line with it."""
-    calls: dict[str, dict[str, list[str]]] = {}
+    calls: dict[tuple[str, str], dict[str, list[str]]] = {}
     for r in result["rows"]:  # a row of a file written before rows carried `measured`: the file's call
-        calls.setdefault(r.get("measured") or _measured(result["date"], result["device"]), {}).setdefault(
-            r["kernel"], []).append(r["arm"])
-    named = []
-    for m, kernels in calls.items():
-        date, device = m.split(", ", 1)
-        named.append(f"{device} ({date}: {', '.join(k + ' ' + '/'.join(arms) for k, arms in kernels.items())})")
+        date, device = (r.get("measured") or _measured(result["date"], result["device"])).split(", ", 1)
+        calls.setdefault((date, device), {}).setdefault(r["kernel"], []).append(r["arm"])
     if calls:
-        result["date"], result["device"] = max(m.split(", ", 1)[0] for m in calls), "; ".join(named)
+        result["date"] = max(date for date, _ in calls)
+        result["device"] = "; ".join(f"{device} ({date}: {', '.join(k + ' ' + '/'.join(a) for k, a in kernels.items())})"
+                                     for (date, device), kernels in calls.items())
 
 
 def fold_cutedsl(folder: Path | None, measured: str | None = None) -> list[dict]:
@@ -196,6 +194,7 @@ def fold_cutedsl(folder: Path | None, measured: str | None = None) -> list[dict]
 
 
 def _device_txt(folder: Path) -> str:
+    """The device gpu-cutedsl.sh names on device.txt's first line (nvidia-smi's name, uuid, driver)."""
     lines = (folder / "device.txt").read_text().splitlines() if (folder / "device.txt").is_file() else []
     return lines[0].strip() if lines else "device not recorded"
 
