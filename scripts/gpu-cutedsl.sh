@@ -16,9 +16,11 @@
 # apply.json, <example>.instrumented.py, tracker.log, and results.tar.gz holding device.txt, cap/
 # (the capture folder: launches, manifest.json, run.json, run-iket.log, iket-select.json when the
 # spec selects), iket_trace.json (run-iket's decoded trace of that capture) and the measure-*.json.
-# The perturbation table's CuTe DSL rows and the first-CTA capture fixture: `MEASURE_OFF=1 ROUNDS=2
-# ITERS=300 bash scripts/gpu-cutedsl.sh hopper_gemm` (8+8 processes of 300 launches an arm: each process
-# takes 6-12 s, mostly start-up, so about 5 minutes in all), then here
+# The perturbation table's CuTe DSL rows: `MEASURE_OFF=1 ROUNDS=4 ITERS=20 bash scripts/gpu-cutedsl.sh
+# hopper_gemm` (16+16 processes an arm, each about 6 s, mostly start-up: both arms and the capture
+# in about 8 minutes, one call), then here `python3 bench/perturbation/run.py fold --cutedsl DIR` with
+# DIR holding its measure-*.json and device.txt. The first-CTA capture fixture: `MEASURE_OFF=1 ROUNDS=2
+# ITERS=300 bash scripts/gpu-cutedsl.sh hopper_gemm`, then here
 # `python3 scripts/cutedsl_fixtures.py results.tar.gz`.
 set -uo pipefail
 # every GPU program runs under a timeout: a kernel that hangs must not eat the device budget

@@ -47,9 +47,9 @@ job() {  # one job on the GPU CUDA_VISIBLE_DEVICES names, cut at the deadline
   local left=$((deadline - SECONDS))
   [ "$left" -gt 30 ] || { log "$1: no time left"; return 1; }
   case "$1" in
-    gemm-spec) OUT="$OUT/gemm-spec" MEASURE_ON=1 MEASURE_OFF=0 ROUNDS=4 ITERS=300 \
+    gemm-spec) OUT="$OUT/gemm-spec" MEASURE_ON=1 MEASURE_OFF=0 ROUNDS=4 ITERS=20 \
                  timeout "$left" bash scripts/gpu-cutedsl.sh hopper_gemm > "$OUT/gemm-spec.log" 2>&1 ;;
-    gemm-off) OUT="$OUT/gemm-off" MEASURE_ON=0 MEASURE_OFF=1 ROUNDS=4 ITERS=300 \
+    gemm-off) OUT="$OUT/gemm-off" MEASURE_ON=0 MEASURE_OFF=1 ROUNDS=4 ITERS=20 \
                 timeout "$left" bash scripts/gpu-cutedsl.sh hopper_gemm > "$OUT/gemm-off.log" 2>&1 ;;
     *) timeout "$left" python3 bench/realkernels/cutedsl_rows.py run "$OUT/rows" --kernels "$1" --samples "${SAMPLES:-8}" ;;
   esac
