@@ -21,9 +21,12 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
 2. preference: where a site records at every iteration of a loop, the per-event cost decides:
    staged rings record such loops in trips at 2 to 3 SASS instructions an event, resident rings at 5,
    the global path at 7, and a candidate whose copy loses CTAs per SM through its registers alone
-   is compiled again held to the clean allocation before the next is tried (the same recorder and
-   events: bench/probe_cost's barrier loop with staged rings takes 40 registers against the clean
-   loop's 32, 6 CTAs per SM against 8; held to 32 it keeps 8 and spills nothing); but where that
+   is compiled again held to the clean allocation before the next is tried, and taken where its
+   SASS shows no problem (the same recorder and events: bench/probe_cost's barrier loop with staged
+   rings takes 40 registers against the clean loop's 32, 6 CTAs per SM against 8, and held to 32
+   keeps 8 and spills nothing; its mma loop's takes 36 against 27, and held to 32 spills 100 bytes
+   around the unrolled trip, not in it, a doubt where every CTA records: on an H200 it recorded
+   that loop as the unheld rings did, below the global path); but where that
    loop waits at a CTA barrier and some CTAs record nothing, the global path comes first: a staged
    ring's copy-out holds every warp of a recording CTA at the barrier, and the kernel waits for its
    slowest CTA (the shared-memory GEMM's k-loop at 1 CTA in 64 recorded at +4.1% staged, +2.7%
@@ -48,7 +51,8 @@ block size (registers, shared memory), more spills where CTAs that record nothin
 SASS cannot weigh is a doubt: a change in the schedule of a loop (a clean loop the copy no longer
 has as it was, fewer or more loads in flight where recording CTAs time a loop; only the recording
 CTAs run it), spills on the recording side only (a copy held to the clean kernel's registers: the
-CTAs that record nothing run the clean side without them), static shared memory the copy adds to a
+CTAs that record nothing run the clean side without them; where every CTA records, the whole copy
+is its recording side, and its spills are run beside its probes), static shared memory the copy adds to a
 kernel whose dynamic shared memory is sized at launch, and more registers where the block size
 is unknown (whether the launches fill an SM that far is the grid's). On public kernels
 such copies measured within target as often as not (bench/realkernels, docs/realkernels.md), so
@@ -274,7 +278,9 @@ def judge(r: Comparison, versioned: bool, clean_side: bool = True,
     if r.spills.copy > r.spills.clean:
         spilled = f"the copy spills {r.spills.copy} bytes against the clean kernel's {r.spills.clean}"
         local = r.local_accesses
-        if clean_side and versioned and local.copy_clean_side <= local.clean:
+        if not clean_side:  # the whole copy is its recording side: its spills cost as its probes do
+            doubts.append(f"{spilled}, which every CTA runs beside its probes (every CTA records)")
+        elif versioned and local.copy_clean_side <= local.clean:
             doubts.append(f"{spilled}, on its recording side only (the CTAs that record nothing run without them)")
         else:
             problems.append(spilled)
@@ -517,6 +523,8 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                 ev = evaluate(mode)
                 if ev is not None and hold and ev.verdict != KEEPS and _registers_only(ev):
                     ev = evaluate(held_mode(ev.mode, ev.registers.clean, clean, target.kernel))
+                    if ev is not None and not ev.problems:  # its doubts join the per-trip one: measure decides
+                        return ev
                 if ev is not None and ev.verdict == KEEPS:
                     return ev
             return None
@@ -591,15 +599,15 @@ def _grows_allocation(e: Evidence) -> bool:
 
 def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str], trips: list[str]) -> Choice:
     """The candidate whose SASS keeps the clean kernel; unsure where a site records every trip of
-    a loop (per_trip)."""
+    a loop (per_trip) or SASS doubts the rest (a held copy's spills, rule 2)."""
     regs, ctas = ev.registers, ev.ctas_per_sm
     occupancy = f", {ctas.copy} CTAs per SM as the clean kernel" if ctas.copy else ""
     kept = (f"the {describe(ev.mode)} recorder keeps the clean kernel: its copy is allocated "
             f"{allocated_registers(regs.copy)} registers ({regs.copy} used; the clean kernel {regs.clean})"
             f"{occupancy}, every clean loop and its loads in flight")
-    if trips:
-        return Choice(ev.mode, "chosen", f"{kept}; SASS cannot decide the rest: {'; '.join(trips)}; measure decides",
-                      tuple(seen), notes=tuple(notes), verdict=UNSURE)
+    if ev.doubts or trips:
+        return Choice(ev.mode, "chosen", f"{kept}; SASS cannot decide the rest: {'; '.join((*ev.doubts, *trips))}; "
+                                         "measure decides", tuple(seen), notes=tuple(notes), verdict=UNSURE)
     return Choice(ev.mode, "chosen", kept, tuple(seen), notes=tuple(notes), verdict=KEEPS)
 
 

@@ -87,37 +87,49 @@ def test_a_barrier_loop_recorded_in_every_cta_ranks_staged_rings_first(project, 
         "the global path is tried first"])
 
 
-def test_a_dense_candidate_that_loses_ctas_through_registers_is_held_before_the_next(tmp_path):
-    """bench/probe_cost's barrier loop, every warp recording every iteration: staged rings come first
-    (every CTA records), but their copy takes 40 registers against the clean loop's 32, 6 CTAs per SM
-    against 8. The same recorder held to 32 keeps the kernel and spills nothing, so it is chosen
-    before the global path is tried (the same events at the staged ring's cost)."""
+@pytest.mark.parametrize("kernel,registers,spill_doubts", [
+    ("smem_loop", 40, []),
+    ("mma_loop", 36, ["the copy spills 100 bytes against the clean kernel's 0, which every CTA runs beside its probes "
+                      "(every CTA records)"]),
+])
+def test_a_dense_candidate_that_loses_ctas_through_registers_is_held_before_the_next(tmp_path, kernel, registers,
+                                                                                    spill_doubts):
+    """bench/probe_cost's loops, every warp recording every iteration: staged rings come first (every
+    CTA records), but their copy takes more registers than the clean loop, 6 CTAs per SM against 8.
+    The same recorder held to the clean allocation keeps 8 and is chosen before the global path is
+    tried (the same events at the staged ring's cost). The barrier loop's held copy spills nothing
+    (40 registers against 32, held: keeps); the mma loop's (36 against 27) spills around its
+    unrolled trip (the trip's copy-out, the last iterations' checked probes), not in it, and every
+    CTA runs them as it runs its probes: a doubt, not another kernel, so measure decides (on an
+    H200 the held rings recorded that loop as the unheld ones did, below the global path:
+    docs/cost.md)."""
     (tmp_path / ".git").mkdir()
     for f in ("probe_cost.cu", "timing.cuh"):
         shutil.copy(REPO / "bench" / "probe_cost" / f, tmp_path / f)
-    (tmp_path / "s.toml").write_text("""version = 1
-name = "smem"
+    (tmp_path / "s.toml").write_text(f"""version = 1
+name = "dense"
 question = "q"
 backend = "cuda"
 source = "probe_cost.cu"
-kernel = "smem_loop"
+kernel = "{kernel}"
 [capture]
 capacity = 2048
 warps = 8
 [[site]]
 name = "iter"
-anchor = { loop = "for (int i = 0; i < iters" }
+anchor = {{ loop = "for (int i = 0; i < iters" }}
 position = "loop-begin"
 """)
     code, out = cli("apply", tmp_path / "s.toml", "--json")
     assert code == 0, out
     rec = json.loads(out)["recorder"]
-    assert [(e["recorder"], e["verdict"]) for e in rec["evidence"]] == [("staged", "another kernel"),
-                                                                         ("staged, registers held to 32", "keeps")], rec
+    assert [(e["recorder"], e["verdict"]) for e in rec["evidence"]] == [
+        ("staged", "another kernel"), ("staged, registers held to 32", "unsure" if spill_doubts else "keeps")], rec
     plain, held = rec["evidence"]
-    assert (plain["registers"]["copy"], plain["ctas_per_sm"]) == (40, {"clean": 8, "copy": 6}), plain
-    assert held["ctas_per_sm"] == {"clean": 8, "copy": 8} and held["spills"]["copy"] == 0, held
-    assert (rec["recorder"], rec["max_registers"]) == ("staged", 32), rec
+    assert (plain["registers"]["copy"], plain["ctas_per_sm"]) == (registers, {"clean": 8, "copy": 6}), plain
+    assert held["ctas_per_sm"] == {"clean": 8, "copy": 8} and (held["problems"], held["doubts"]) == ([], spill_doubts)
+    assert (rec["recorder"], rec["max_registers"], rec["verdict"]) == ("staged", 32, "unsure"), rec
+    assert all(d in rec["why"] for d in spill_doubts), rec["why"]
     assert cli("revert", tmp_path / "s.toml")[0] == 0
 
 
@@ -393,12 +405,14 @@ def test_a_copy_held_to_the_clean_registers_that_spills_only_where_it_records_is
     r = json.loads(out)
     assert code == 0 and r["verdict"] == "unsure" and r["registers"]["copy"] <= 40, r
     assert r["local_accesses"]["copy_clean_side"] == r["local_accesses"]["clean"] == 0
-    # the same copy judged as though every CTA recorded, or its body were not versioned (every CTA
-    # runs the instrumented body): its spills are every CTA's
-    spilled = [f"the copy spills {held['spills']['copy']} bytes against the clean kernel's 0"]
+    # the same copy judged as though its body were not versioned (CTAs that record nothing run the
+    # instrumented body): its spills are theirs too, another kernel; as though every CTA recorded:
+    # the whole copy is its recording side, and its spills are run beside its probes, a doubt
+    spilled = f"the copy spills {held['spills']['copy']} bytes against the clean kernel's 0"
     checked = sasscheck.check(tmp_path / "register_bound.toml", tmp_path)
-    assert checked.versioned and choice.judge(checked.comparison, True, clean_side=False)[0] == spilled
-    assert choice.judge(checked.comparison, False, clean_side=True)[0] == spilled
+    assert checked.versioned and choice.judge(checked.comparison, False, clean_side=True)[0] == [spilled]
+    assert choice.judge(checked.comparison, True, clean_side=False) == (
+        [], [f"{spilled}, which every CTA runs beside its probes (every CTA records)"])
     assert cli("revert", tmp_path / "register_bound.toml")[0] == 0
 
 
