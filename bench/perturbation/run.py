@@ -231,6 +231,15 @@ def fold_per_event(result: dict, probe_cost: Path | None) -> None:
     result["per_event_measured"] = f"{got['date']}, {got['device']}" if got["rows"] else None
 
 
+def _rounds(r: dict) -> str:
+    """The per-event row's rounds (bench/probe_cost by_round), lowest to highest: the tool's choice's, then
+    IKeT's; a dash where the file has none."""
+    def span(v: list[float] | None) -> str:
+        return f"{100 * min(v):+.2f} to {100 * max(v):+.2f}" if v else "—"
+    got = r.get("rounds") or {}
+    return f"{span(got.get('default'))} / {span(got.get('iket'))}"
+
+
 def _sass_cell(r: dict, rec: str) -> str:
     """A recorder's per-event overhead with what it is (the tool's choice) and the SASS instructions
     its probe adds an event, where the results have them."""
@@ -293,18 +302,21 @@ def table(result: dict) -> str:
                     "the loop's SASS against the clean loop's (net: a probe that costs the loop some unrolling adds "
                     "its branches and counter updates too; a strip-mined trip's copy-out spread over its events); "
                     "IKeT's as the CuTe DSL compiles the loop under run-iket (which then patches the module it "
-                    "loads); the last columns, by opcode family, for the tool's choice and for IKeT, with each "
+                    "loads); beside IKeT's, the rounds of the call, each against its own clean run, lowest to "
+                    "highest, for the tool's choice and for IKeT (the medians pool them); "
+                    "the last columns, by opcode family, for the tool's choice and for IKeT, with each "
                     "clean loop's instructions an iteration (nvcc's, the CuTe DSL's): the two sides time the same "
                     "loop where those agree:",
                 "", "| loop | site | iterations | the tool's choice | global | staged | resident | hand-written lane-0 "
-                    "store | store floor | IKeT | SASS the tool's choice adds an event | SASS IKeT adds an event "
-                    "(clean loop: nvcc / CuTe DSL) |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                    "store | store floor | IKeT | by round: the tool's choice / IKeT | SASS the tool's choice adds "
+                    "an event | SASS IKeT adds an event (clean loop: nvcc / CuTe DSL) |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in result["per_event"]:
             out.append(f"| {r.get('what', r['loop'])} | {r['site']} | {r['iterations'] or '—'} | "
                        f"{_sass_cell(r, 'default')} | {_sass_cell(r, 'global')} | "
                        f"{_sass_cell(r, 'staged')} | {_sass_cell(r, 'resident')} | {_pct(r.get('hand_written'))} | "
-                       f"{_pct(r.get('floor'))} | {_sass_cell(r, 'iket')} | {_sass_kinds(r)} | {_sass_kinds(r, 'iket')} |")
+                       f"{_pct(r.get('floor'))} | {_sass_cell(r, 'iket')} | {_rounds(r)} | {_sass_kinds(r)} | "
+                       f"{_sass_kinds(r, 'iket')} |")
     return "\n".join(out) + "\n"
 
 

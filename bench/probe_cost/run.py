@@ -37,7 +37,9 @@ The results file (--json; bench/perturbation/run.py fold reads its rows):
               {recorder: apply's reason}; with --iket: iket (IKeT's overhead, its mark where the
               site is: iket_mark, top for loop-begin, bottom for loop-end), iket_base_ms (the clean
               CuTe DSL loop's median) and sass["iket"] (iket_sass: its event's added instructions,
-              and each clean loop's instructions an iteration, CuTe DSL's and nvcc's)
+              and each clean loop's instructions an iteration, CuTe DSL's and nvcc's); rounds
+              ({column: [overhead, ...]}, by_round: each round's against the same round's clean run,
+              the spread the medians hide; IKeT's rounds move more than the tool's builds')
     samples   each process's JSON line (probe_cost.cu's), by build (<shape>.clean for the clean binary;
               <shape>.iket_<mark>, IKeT's processes' runs of that shape: none, top, bottom)
     captures  each instrumented build's validation
@@ -393,8 +395,28 @@ def run(work: Path, rounds: int, reps: int, iket: bool = False) -> dict:
                     row["iket"] = med(f"{s}.iket_{row['iket_mark']}", n, "loop_ms") / row["iket_base_ms"] - 1
                     if "iket" in plan:
                         row["sass"]["iket"] = plan["iket"]["sass"][s][row["iket_mark"]]
+                row["rounds"] = by_round(samples, row)
                 rows.append(row)
     return {"rows": rows, "samples": samples, "captures": checks}
+
+
+def by_round(samples: dict[str, list[dict]], row: dict) -> dict[str, list[float]]:
+    """Each measured column's overhead round by round, against the same round's clean run (IKeT's
+    against the same round's clean CuTe DSL process): a process a build a round, so a sample list's
+    runs at one trip count are in round order. The medians of a row pool the rounds; these show how
+    far apart they are."""
+    def runs(key: str) -> list[float]:
+        return [x["loop_ms"] for s in samples.get(key, []) for x in s["runs"] if x["iterations"] == row["iterations"]]
+
+    def ratios(key: str, base: str) -> list[float]:
+        a, b = runs(key), runs(base)
+        return [x / y - 1 for x, y in zip(a, b)] if a and len(a) == len(b) and None not in a + b else []
+
+    loop, site = row["loop"], row["site"]
+    out = {rec: ratios(f"{loop}.{site}.{rec}", f"{loop}.clean") for rec in RECORDERS if rec in row}
+    if "iket_mark" in row:
+        out["iket"] = ratios(f"{loop}.iket_{row['iket_mark']}", f"{loop}.iket_none")
+    return {k: v for k, v in out.items() if v}
 
 
 def _pct(v) -> str:

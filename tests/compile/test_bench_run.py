@@ -47,7 +47,8 @@ def test_the_cost_table_says_whether_each_row_meets_its_target_in_either_directi
 
 def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_loop(tmp_path):
     """SYNTHETIC per-event results: each recorder's cell carries the SASS its probe adds an event, a
-    recorder apply refused says so, one not measured is a dash, and the last columns list the tool's
+    recorder apply refused says so, one not measured is a dash, the rounds of the tool's choice and of
+    IKeT span lowest to highest beside IKeT's cell, and the last columns list the tool's
     choice's families of at least 0.1 an event and IKeT's, with the clean loops' instructions an
     iteration, nvcc's and the CuTe DSL's; the paragraph names the call that measured the rows."""
     sass = {"default": {"added": 3.56, "kinds": {"IADD3": 1.12, "CS2R": 1, "STS": 1, "LDC": 0.06}},
@@ -56,7 +57,8 @@ def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_l
                      "cuda_clean": 19.25}}
     row = {"loop": "smem", "what": "shared memory", "site": "loop-begin", "iterations": 1024, "base_ms": 1.0,
            "hand_written": None, "floor": None, "default_recorder": "staged", "default": 0.017, "global": 0.035,
-           "iket": 0.05, "sass": sass, "refused": {"resident": "the resident recorder's rings need 131720 bytes"}}
+           "iket": 0.05, "sass": sass, "refused": {"resident": "the resident recorder's rings need 131720 bytes"},
+           "rounds": {"default": [0.016, 0.019, 0.017], "global": [0.035], "iket": [0.031, 0.05, 0.074]}}
     pc = tmp_path / "probe_cost.json"
     pc.write_text(json.dumps({"date": "SYNTHETIC", "device": "GPU-X", "rows": [row]}))
     result = {"date": "SYNTHETIC", "device": "none", "rows": []}
@@ -66,7 +68,8 @@ def test_the_per_event_rows_show_the_sass_each_probe_adds_and_iket_on_the_same_l
     assert "(bench/probe_cost/results-h200.json, SYNTHETIC, GPU-X: NVIDIA IKeT's" in text
     lines = text.splitlines()
     assert lines[-1] == ("| shared memory | loop-begin | 1024 | +1.70% (staged, 3.56 SASS) | +3.50% (7 SASS) | — | "
-                         "refused | - | - | +5.00% (4 SASS) | 3.56: IADD3 +1.12, CS2R +1, STS +1 | "
+                         "refused | - | - | +5.00% (4 SASS) | +1.60 to +1.90 / +3.10 to +7.40 | "
+                         "3.56: IADD3 +1.12, CS2R +1, STS +1 | "
                          "4: CS2R +1, LOP3 +1, PMTRIG +1, STS +1 (19.25 / 20.5) |")
 
 

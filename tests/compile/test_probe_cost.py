@@ -56,6 +56,28 @@ def test_a_strip_mined_trip_spreads_its_copy_out_over_its_iterations():
     assert "a trip of 4 iterations around 0x0210-0x0260" in where
 
 
+def test_each_round_is_set_against_its_own_clean_run():
+    """SYNTHETIC samples of three rounds, two trip counts a process: each column's round is its
+    time at the row's trip count over the same round's clean time (IKeT's over the same round's
+    clean CuTe DSL process), in round order; a column whose rounds do not pair with the clean
+    kernel's (a round missing) is left out rather than paired with another round."""
+    def proc(ms1024: float, ms2048: float) -> dict:
+        return {"runs": [{"iterations": 1024, "loop_ms": ms1024}, {"iterations": 2048, "loop_ms": ms2048}]}
+
+    def one(ms: float) -> dict:
+        return {"runs": [{"iterations": 2048, "loop_ms": ms}]}
+
+    samples = {"mma.clean": [proc(1.0, 2.0), proc(1.1, 2.2), proc(1.0, 1.9)],
+               "mma.loop-end.default": [proc(9.0, 2.1), proc(9.0, 2.2), proc(9.0, 1.995)],
+               "mma.loop-end.global": [proc(9.0, 2.4), proc(9.0, 2.4)],
+               "mma.iket_none": [one(4.0), one(4.4), one(4.0)], "mma.iket_bottom": [one(4.2), one(4.4), one(4.1)]}
+    row = {"loop": "mma", "site": "loop-end", "iterations": 2048, "default": 0.05, "global": 0.1,
+           "iket_mark": "bottom"}
+    got = probe_cost.by_round(samples, row)
+    assert list(got) == ["default", "iket"]
+    assert got["default"] == pytest.approx([0.05, 0.0, 0.05]) and got["iket"] == pytest.approx([0.05, 0.0, 0.025])
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_iket_s_event_is_read_from_the_same_loops_in_cute_dsl(tmp_path):
     """The IKeT side, compiled on the CPU (CuTe DSL for sm_90a, fake tensors) as run-iket compiles it:
