@@ -369,7 +369,7 @@ def run(work: Path, rounds: int, reps: int, iket: bool = False) -> dict:
                            "failed": [c["name"] for c in report["checks"] if not c["ok"]]}
 
     def med(key: str, n: int | None, field: str) -> float | None:
-        values = [x[field] for s in samples.get(key, []) for x in s["runs"] if x["iterations"] == n]
+        values = _runs(samples, key, n, field)
         return None if not values or None in values else statistics.median(values)
 
     rows = []
@@ -400,16 +400,18 @@ def run(work: Path, rounds: int, reps: int, iket: bool = False) -> dict:
     return {"rows": rows, "samples": samples, "captures": checks}
 
 
+def _runs(samples: dict[str, list[dict]], key: str, n: int | None, field: str = "loop_ms") -> list:
+    """`field` of each of `key`'s processes at trip count `n` (the copy's: None), in round order."""
+    return [x[field] for s in samples.get(key, []) for x in s["runs"] if x["iterations"] == n]
+
+
 def by_round(samples: dict[str, list[dict]], row: dict) -> dict[str, list[float]]:
     """Each measured column's overhead round by round, against the same round's clean run (IKeT's
     against the same round's clean CuTe DSL process): a process a build a round, so a sample list's
     runs at one trip count are in round order. The medians of a row pool the rounds; these show how
     far apart they are."""
-    def runs(key: str) -> list[float]:
-        return [x["loop_ms"] for s in samples.get(key, []) for x in s["runs"] if x["iterations"] == row["iterations"]]
-
     def ratios(key: str, base: str) -> list[float]:
-        a, b = runs(key), runs(base)
+        a, b = _runs(samples, key, row["iterations"]), _runs(samples, base, row["iterations"])
         return [x / y - 1 for x, y in zip(a, b)] if a and len(a) == len(b) and None not in a + b else []
 
     loop, site = row["loop"], row["site"]
