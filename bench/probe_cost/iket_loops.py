@@ -10,8 +10,10 @@ under run-iket.
     python3 iket_loops.py --compile-only    (every shape and mark, with fake tensors: no GPU, no torch)
 """
 import argparse
+import functools
 import json
 import sys
+from pathlib import Path
 
 import cutlass
 import cutlass.cute as cute
@@ -179,6 +181,10 @@ def main() -> int:
         print(f"--marks: {a.marks!r}: each of {', '.join(MARKS)}", file=sys.stderr)
         return 2
     import torch  # noqa: PLC0415  (GPU host only; the kernels compile without it)
+    # the CuTe DSL examples' protocol (launches queued behind one GPU spin): timed one at a time, a
+    # launch's host work through Python, and under run-iket IKeT's, was timed as the kernel's
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "cutedsl"))
+    import harness  # noqa: PLC0415
     from cutlass.cute.runtime import from_dlpack  # noqa: PLC0415
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -197,18 +203,8 @@ def main() -> int:
         for n in ([None] if shape == "copy" else [int(x) for x in a.iters.split(",")]):
             args = (*tensors, cutlass.Int32(n or 0), cutlass.Int32(blocks))
             for mark, f in compiled.items():
-                for _ in range(3):
-                    f(*args)
-                torch.cuda.synchronize()
-                times = []
-                for _ in range(a.reps):
-                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    s.record()
-                    f(*args)
-                    e.record()
-                    e.synchronize()
-                    times.append(s.elapsed_time(e))
-                runs.append({"shape": shape, "iterations": n, "mark": mark, "median_ms": sorted(times)[len(times) // 2],
+                ms = harness.median_ms(functools.partial(f, *args), warmup=3, iters=a.reps)
+                runs.append({"shape": shape, "iterations": n, "mark": mark, "median_ms": ms,
                              "blocks": blocks, "finite": bool(torch.isfinite(out).all())})
         del src, out
     print(json.dumps({"marks": marks, "runs": runs}))

@@ -18,7 +18,8 @@ candidates, so it runs where nvcc is, the GPU host or not) and reads from each b
 (cuobjdump) the instructions its probe adds per event (sass_added), and with --iket the same of
 IKeT's event, compiled as run-iket compiles it (iket_sass; before run-iket patches the module it
 loads); `run WORK` runs the builds interleaved for several rounds in one session (each binary a
-fresh process timing `reps` launches of its shape's kernels at every trip count; IKeT's, a process
+fresh process timing `reps` launches of its shape's kernels, queued back to back, at every trip
+count; IKeT's, a process
 a trip count timing every shape, clean and under run-iket), validates the first captured launch of
 each instrumented build, and prints the overhead of each against the same run's clean kernel
 (IKeT's against its clean CuTe DSL loop):
