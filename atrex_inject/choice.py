@@ -20,22 +20,26 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
    __launch_bounds__, or `[capture] warps`), and must fit a CTA's static shared memory;
 2. preference: where a site records at every iteration of a loop, the per-event cost decides:
    staged rings record such loops in trips at 2 to 3 SASS instructions an event, resident rings at 5,
-   the global path at 7, and a candidate whose copy loses CTAs per SM through its registers alone
-   is compiled again held to the clean allocation before the next is tried, and taken where its
-   SASS shows no problem (the same recorder and events: bench/probe_cost's barrier loop with staged
-   rings takes 40 registers against the clean loop's 32, 6 CTAs per SM against 8, and held to 32
-   keeps 8 and spills nothing; its mma loop's takes 36 against 27, and held to 32 spills 100 bytes
-   around the unrolled trip, not in it, a doubt where every CTA records: on an H200 it recorded
-   that loop as the unheld rings did, below the global path); but where that
+   the global path at 7; where some CTAs record nothing, a candidate whose copy loses CTAs per SM
+   through its registers alone is compiled again held to the clean allocation before the next is
+   tried, and taken where its SASS shows no problem (the same recorder and events: bench/probe_cost's
+   mma loop with staged rings, 1 CTA in 2 recording, takes 36 registers against the clean loop's 27,
+   6 CTAs per SM against 8, and held to 32 keeps 8 and spills 100 bytes around the unrolled trip,
+   on its recording side); where every CTA records, that occupancy is the recording's own cost
+   (rule 3), and the rings are taken as compiled (bench/probe_cost's barrier and mma loops on an
+   H200: +14.8 to +15.7% and +2.2 to +2.7% as compiled, +15.5 to +16.6% and +2.3 to +3.1% held
+   to 8 CTAs per SM, where the barrier loop's shared loads go one at a time); but where that
    loop waits at a CTA barrier and some CTAs record nothing, the global path comes first: a staged
    ring's copy-out holds every warp of a recording CTA at the barrier, and the kernel waits for its
    slowest CTA (the shared-memory GEMM's k-loop at 1 CTA in 64 recorded at +4.1% staged, +2.7%
    global, 8-byte events); with every CTA recording, the staged ring's cheaper event decides
-   (bench/probe_cost's barrier loop, packed events: +16.2 to +17.6% staged and held, +20.0 to
-   +21.0% global, docs/cost.md); elsewhere (sampled or straight-line sites, a bounded number of
+   (bench/probe_cost's barrier loop, packed events: +14.8 to +15.7% staged, +19.0 to +19.6%
+   global, docs/cost.md); elsewhere (sampled or straight-line sites, a bounded number of
    events an owner) the fixed cost decides: the global path has no rings to copy out at exit, staged
    rings copy out what is left, resident rings copy out every event;
-3. the first candidate that keeps the kernel is chosen; where none does, each is compiled again with
+3. the first candidate that keeps the kernel is chosen, and where every CTA records, the first whose
+   SASS shows no problem (no CTA runs a clean side, so what the copy changes is the recording's own
+   cost, for measure to weigh beside its probes'); where none is, each is compiled again with
    its copy's registers held to the clean kernel's allocation (`__maxnreg__` on the copy's head) and
    the first that keeps it, spills included, is chosen; where still none does, the first candidate
    SASS cannot decide ("unsure") that keeps the clean kernel's register allocation is kept (else
@@ -47,12 +51,13 @@ trip of a recording CTA SASS cannot weigh.
 
 What SASS decides (`judge`, the one judgment apply and check-sass give): a change every CTA of a
 recording run pays is a problem: probes off not the clean kernel, fewer CTAs per SM at the kernel's
-block size (registers, shared memory), more spills where CTAs that record nothing run them. What
-SASS cannot weigh is a doubt: a change in the schedule of a loop (a clean loop the copy no longer
-has as it was, fewer or more loads in flight where recording CTAs time a loop; only the recording
-CTAs run it), spills on the recording side only (a copy held to the clean kernel's registers: the
-CTAs that record nothing run the clean side without them; where every CTA records, the whole copy
-is its recording side, and its spills are run beside its probes), static shared memory the copy adds to a
+block size (registers, shared memory) where some CTAs record nothing, more spills where CTAs that
+record nothing run them. What SASS cannot weigh is a doubt: a change in the schedule of a loop (a
+clean loop the copy no longer has as it was, fewer or more loads in flight where recording CTAs
+time a loop; only the recording CTAs run it), spills on the recording side only (a copy held to the
+clean kernel's registers: the CTAs that record nothing run the clean side without them; where every
+CTA records, the whole copy is its recording side, and its spills, as its CTAs per SM, are costs
+of the recording beside its probes'), static shared memory the copy adds to a
 kernel whose dynamic shared memory is sized at launch, and more registers where the block size
 is unknown (whether the launches fill an SM that far is the grid's). On public kernels
 such copies measured within target as often as not (bench/realkernels, docs/realkernels.md), so
@@ -267,8 +272,15 @@ def judge(r: Comparison, versioned: bool, clean_side: bool = True,
         doubts.append(f"the copy takes {regs.copy} registers against the clean kernel's {regs.clean} "
                         f"({allocated_registers(regs.copy)} against {allocated_registers(regs.clean)} as allocated)")
     if None not in (ctas.clean, ctas.copy) and ctas.copy != ctas.clean:
-        problems.append(f"the copy fits {ctas.copy} CTAs per SM against the clean kernel's {ctas.clean} "
-                        f"(registers and static shared memory, {r.threads_per_block} threads per CTA)")
+        fits = (f"the copy fits {ctas.copy} CTAs per SM against the clean kernel's {ctas.clean} "
+                f"(registers and static shared memory, {r.threads_per_block} threads per CTA)")
+        # every CTA records: the occupancy is the recording's own, weighed against the probes as its
+        # spills are (bench/probe_cost's barrier and mma loops recorded cheaper at 6 CTAs per SM than
+        # held to 8, docs/cost.md)
+        if clean_side:
+            problems.append(fits)
+        else:
+            doubts.append(f"{fits}, a cost of the recording itself (every CTA records)")
     # dynamic shared memory is sized at launch: static bytes the copy adds may cost an SM a CTA that
     # the figures above, static shared memory only, cannot show
     if sized_at_launch and r.shared.copy > r.shared.clean:
@@ -515,8 +527,9 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             return ev
 
         def first_keeping(modes: list[RecorderMode], hold: bool = False) -> Evidence | None:
-            """The first of `modes` that keeps the kernel; with `hold`, each that loses CTAs per SM
-            through its registers alone is compiled again held before the next (rule 2)."""
+            """The first of `modes` that keeps the kernel, or, where every CTA records, the first
+            with no problem (rule 3); with `hold`, each that loses CTAs per SM through its registers
+            alone is compiled again held before the next (rule 2)."""
             for i, mode in enumerate(modes):
                 for ahead in modes[i:i + jobs]:  # the next candidates build while this one is judged
                     start(ahead)
@@ -525,7 +538,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
                     ev = evaluate(held_mode(ev.mode, ev.registers.clean, clean, target.kernel))
                     if ev is not None and not ev.problems:  # its doubts join the per-trip one: measure decides
                         return ev
-                if ev is not None and ev.verdict == KEEPS:
+                if ev is not None and (ev.verdict == KEEPS or (every_cta and not ev.problems)):
                     return ev
             return None
 
@@ -538,6 +551,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
             warps = -(-(target.threads or 0) // 32)
             paths, ranked_notes = ranked(spec, warps, target.not_uniform, target.barrier_loop)
             notes += ranked_notes
+            every_cta = not some_ctas_idle(make_plan(spec, requested_mode(spec, BufferPath.GLOBAL)))
             kept = first_keeping([requested_mode(spec, path, warps) for path in paths],
                                  hold=bool(every_trip(spec.sites)))
             held = (held_mode(e.mode, e.registers.clean, clean, target.kernel) for e in list(seen)
@@ -546,7 +560,7 @@ def choose(spec: ProbeSpec, target: Target, progress: Callable[[str], None] | No
         finally:
             pool.shutdown(wait=True, cancel_futures=True)  # no build outlives its folder
     if kept is not None:
-        return _chosen(kept, seen, notes, per_trip(spec.sites))
+        return _chosen(kept, seen, notes, per_trip(spec.sites), every_cta)
     if not seen:
         raise AtrexError(f"no recorder can record spec {spec.name!r}: {'; '.join(notes)}", path=str(spec.path))
     # among the unsure, the first whose copy keeps the clean kernel's register allocation: more
@@ -597,14 +611,19 @@ def _grows_allocation(e: Evidence) -> bool:
     return None not in (regs.clean, regs.copy) and allocated_registers(regs.copy) > allocated_registers(regs.clean)
 
 
-def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str], trips: list[str]) -> Choice:
-    """The candidate whose SASS keeps the clean kernel; unsure where a site records every trip of
-    a loop (per_trip) or SASS doubts the rest (a held copy's spills, rule 2)."""
+def _chosen(ev: Evidence, seen: list[Evidence], notes: list[str], trips: list[str], every_cta: bool) -> Choice:
+    """The candidate whose SASS keeps the clean kernel, or where every CTA records the first with no
+    problem (rule 3); unsure where a site records every trip of a loop (per_trip) or SASS doubts the
+    rest (a held copy's spills, rule 2; where every CTA records, what the copy changes)."""
     regs, ctas = ev.registers, ev.ctas_per_sm
-    occupancy = f", {ctas.copy} CTAs per SM as the clean kernel" if ctas.copy else ""
-    kept = (f"the {describe(ev.mode)} recorder keeps the clean kernel: its copy is allocated "
-            f"{allocated_registers(regs.copy)} registers ({regs.copy} used; the clean kernel {regs.clean})"
-            f"{occupancy}, every clean loop and its loads in flight")
+    allocated = (f"its copy is allocated {allocated_registers(regs.copy)} registers ({regs.copy} used; the clean "
+                 f"kernel {regs.clean})")
+    if every_cta and ev.doubts:  # its doubts say what the copy changes
+        kept = f"the {describe(ev.mode)} recorder records every CTA with no problem SASS shows: {allocated}"
+    else:
+        occupancy = f", {ctas.copy} CTAs per SM as the clean kernel" if ctas.copy else ""
+        kept = (f"the {describe(ev.mode)} recorder keeps the clean kernel: {allocated}{occupancy}, every clean loop "
+                "and its loads in flight")
     if ev.doubts or trips:
         return Choice(ev.mode, "chosen", f"{kept}; SASS cannot decide the rest: {'; '.join((*ev.doubts, *trips))}; "
                                          "measure decides", tuple(seen), notes=tuple(notes), verdict=UNSURE)

@@ -87,22 +87,31 @@ def test_a_barrier_loop_recorded_in_every_cta_ranks_staged_rings_first(project, 
         "the global path is tried first"])
 
 
-@pytest.mark.parametrize("kernel,registers,spill_doubts", [
-    ("smem_loop", 40, []),
-    ("mma_loop", 36, ["the copy spills 100 bytes against the clean kernel's 0, which every CTA runs beside its probes "
-                      "(every CTA records)"]),
+FEWER_CTAS = ("the copy fits 6 CTAs per SM against the clean kernel's 8 (registers and static shared memory, 256 "
+              "threads per CTA)")
+
+
+@pytest.mark.parametrize("kernel,stride,registers,evidence,chosen,doubts", [
+    ("smem_loop", 1, 40, [("staged", "unsure")], ("staged", None, "unsure"),
+     [f"{FEWER_CTAS}, a cost of the recording itself (every CTA records)"]),
+    ("mma_loop", 1, 36, [("staged", "unsure")], ("staged", None, "unsure"),
+     [f"{FEWER_CTAS}, a cost of the recording itself (every CTA records)"]),
+    ("mma_loop", 2, 36, [("staged", "another kernel"), ("staged, registers held to 32", "unsure")],
+     ("staged", 32, "unsure"),
+     ["the copy spills 100 bytes against the clean kernel's 0, on its recording side only (the CTAs that record "
+      "nothing run without them)"]),
 ])
-def test_a_dense_candidate_that_loses_ctas_through_registers_is_held_before_the_next(tmp_path, kernel, registers,
-                                                                                    spill_doubts):
-    """bench/probe_cost's loops, every warp recording every iteration: staged rings come first (every
-    CTA records), but their copy takes more registers than the clean loop, 6 CTAs per SM against 8.
-    The same recorder held to the clean allocation keeps 8 and is chosen before the global path is
-    tried (the same events at the staged ring's cost). The barrier loop's held copy spills nothing
-    (40 registers against 32, held: keeps); the mma loop's (36 against 27) spills around its
-    unrolled trip (the trip's copy-out, the last iterations' checked probes), not in it, and every
-    CTA runs them as it runs its probes: a doubt, not another kernel, so measure decides (on an
-    H200 the held rings recorded that loop as the unheld ones did, below the global path:
-    docs/cost.md)."""
+def test_a_dense_candidate_that_loses_ctas_is_held_only_where_some_ctas_record_nothing(
+        tmp_path, kernel, stride, registers, evidence, chosen, doubts):
+    """bench/probe_cost's loops, every warp of a recording CTA recording every iteration: staged rings
+    come first, but their copy takes more registers than the clean loop, 6 CTAs per SM against 8.
+    Where every CTA records, that occupancy is the recording's own cost, a doubt as its spills are,
+    and the rings are taken as compiled: on an H200 they recorded the barrier and mma loops cheaper
+    than the same rings held to 8 CTAs (held, the barrier loop's shared loads go one at a time;
+    docs/cost.md). Where some CTAs record nothing (1 in 2 here) they would run at 6 too: a problem,
+    and the same recorder held to the clean allocation is tried before the next; the mma loop's
+    held copy spills around its unrolled trip, on its recording side only: a doubt, not another
+    kernel, so measure decides."""
     (tmp_path / ".git").mkdir()
     for f in ("probe_cost.cu", "timing.cuh"):
         shutil.copy(REPO / "bench" / "probe_cost" / f, tmp_path / f)
@@ -119,17 +128,18 @@ warps = 8
 name = "iter"
 anchor = {{ loop = "for (int i = 0; i < iters" }}
 position = "loop-begin"
+ctas = {{ stride = {stride} }}
 """)
     code, out = cli("apply", tmp_path / "s.toml", "--json")
     assert code == 0, out
     rec = json.loads(out)["recorder"]
-    assert [(e["recorder"], e["verdict"]) for e in rec["evidence"]] == [
-        ("staged", "another kernel"), ("staged, registers held to 32", "unsure" if spill_doubts else "keeps")], rec
-    plain, held = rec["evidence"]
+    assert [(e["recorder"], e["verdict"]) for e in rec["evidence"]] == evidence, rec
+    plain, last = rec["evidence"][0], rec["evidence"][-1]
     assert (plain["registers"]["copy"], plain["ctas_per_sm"]) == (registers, {"clean": 8, "copy": 6}), plain
-    assert held["ctas_per_sm"] == {"clean": 8, "copy": 8} and (held["problems"], held["doubts"]) == ([], spill_doubts)
-    assert (rec["recorder"], rec["max_registers"], rec["verdict"]) == ("staged", 32, "unsure"), rec
-    assert all(d in rec["why"] for d in spill_doubts), rec["why"]
+    assert plain["problems"] == ([] if stride == 1 else [FEWER_CTAS]), plain
+    assert (last["problems"], last["doubts"]) == ([], doubts), last
+    assert (rec["recorder"], rec.get("max_registers"), rec["verdict"]) == chosen, rec
+    assert all(d in rec["why"] for d in doubts), rec["why"]
     assert cli("revert", tmp_path / "s.toml")[0] == 0
 
 
