@@ -201,8 +201,10 @@ def _device_txt(folder: Path) -> str:
 
 def fold_rows(result: dict, part: dict) -> None:
     """Another call's kernel rows into `result`: each replaces the row of the same kernel and arm
-    (or joins the table) and keeps its call's date and device in `measured`."""
-    got = {(r["kernel"], r["arm"]): {**r, "measured": _measured(part["date"], part["device"])} for r in part["rows"]}
+    (or joins the table) and keeps its call's date and device in `measured`, its own where it has
+    one (a file `measure` wrote: its device line already names its calls, name_calls)."""
+    got = {(r["kernel"], r["arm"]): {**r, "measured": r.get("measured") or _measured(part["date"], part["device"])}
+           for r in part["rows"]}
     rows = [got.pop((r["kernel"], r["arm"]), r) for r in result["rows"]]
     result["rows"] = rows + list(got.values())
 

@@ -126,3 +126,9 @@ def test_a_folded_call_names_the_rows_it_measured_and_a_replaced_call_leaves_the
     run.fold_rows(result, {"date": "2026-12-04", "device": later, "rows": [row("layernorm", "spec")]})
     run.name_calls(result)
     assert result["device"] == f"{later} (2026-12-04: gemm_mma off/spec, layernorm spec)"
+    # a file `measure` wrote names its call on its device line, and each row its own
+    third = "NVIDIA H200, GPU-cccc, 580.159.04"
+    run.fold_rows(result, {"date": "2026-12-05", "device": f"{third} (2026-12-05: layernorm spec)",
+                           "rows": [row("layernorm", "spec", f"2026-12-05, {third}")]})
+    run.name_calls(result)
+    assert result["device"] == f"{later} (2026-12-04: gemm_mma off/spec); {third} (2026-12-05: layernorm spec)"
