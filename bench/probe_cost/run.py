@@ -19,10 +19,9 @@ candidates, so it runs where nvcc is, the GPU host or not) and reads from each b
 IKeT's event, compiled as run-iket compiles it (iket_sass; before run-iket patches the module it
 loads); `run WORK` runs the builds interleaved for several rounds in one session (each binary a
 fresh process timing `reps` launches of its shape's kernels, queued back to back, at every trip
-count; IKeT's, a process
-a trip count timing every shape, clean and under run-iket), validates the first captured launch of
-each instrumented build, and prints the overhead of each against the same run's clean kernel
-(IKeT's against its clean CuTe DSL loop):
+count; IKeT's, a process a trip count timing every shape, clean and under run-iket), validates the
+first captured launch of each instrumented build, and prints the overhead of each against the same
+run's clean kernel (IKeT's against its clean CuTe DSL loop):
 
     python3 bench/probe_cost/run.py build WORK [--iket]
     python3 bench/probe_cost/run.py plan WORK     (what a build made elsewhere adds, as build prints it)
@@ -40,7 +39,7 @@ The results file (--json; bench/perturbation/run.py fold reads its rows):
               CuTe DSL loop's median) and sass["iket"] (iket_sass: its event's added instructions,
               and each clean loop's instructions an iteration, CuTe DSL's and nvcc's); rounds
               ({column: [overhead, ...]}, by_round: each round's against the same round's clean run,
-              the spread the medians hide; IKeT's rounds move more than the tool's builds')
+              the spread the medians hide)
     samples   each process's JSON line (probe_cost.cu's), by build (<shape>.clean for the clean binary;
               <shape>.iket_<mark>, IKeT's processes' runs of that shape: none, top, bottom)
     captures  each instrumented build's validation
