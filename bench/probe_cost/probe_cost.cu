@@ -21,7 +21,13 @@
 #include <vector>
 #include <cuda_runtime.h>
 
-#include "timing.cuh"
+#include "harness.cuh"  // CHECK and time_launches: the CUDA examples' timing, launches queued back to back
+
+// Median of `reps` launches after 3 untimed ones, each timed as the GPU runs it (time_launches).
+template <class F>
+static float median_ms(int reps, F launch) {
+  return static_cast<float>(time_launches(HarnessArgs{3, reps}, launch));
+}
 
 __device__ __forceinline__ void manual_probe(uint2* p, bool lane0, uint32_t tag) {
   uint32_t t;

@@ -71,6 +71,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from measuring import device  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+HARNESS = HERE.parents[1] / "examples" / "cuda" / "harness.cuh"  # the timing probe_cost.cu includes
 IKET_LOOPS = HERE / "iket_loops.py"
 NVCC = ["nvcc", "-O3", "-gencode=arch=compute_90a,code=sm_90a"]
 TRIPS = (1024, 2048)  # trip counts of the shapes that have one (the program's arguments)
@@ -250,8 +251,8 @@ def build(work: Path, shapes=tuple(SHAPES), sites=SITES, recorders=RECORDERS, ik
     project's lock), compiled in parallel. A recorder named that apply refuses is in the plan with
     apply's reason, unbuilt."""
     work.mkdir(parents=True, exist_ok=True)
-    for f in ("probe_cost.cu", "timing.cuh"):
-        shutil.copy(HERE / f, work / f)
+    for f in (HERE / "probe_cost.cu", HARNESS):
+        shutil.copy(f, work / f.name)
     (work / ".git").mkdir(exist_ok=True)  # marks the project root for the specs' paths
     plan = {"clean": {"binary": "clean"}}
     for name, shape, site, rec in builds():

@@ -113,8 +113,8 @@ def test_a_dense_candidate_that_loses_ctas_is_held_only_where_some_ctas_record_n
     held copy spills around its unrolled trip, on its recording side only: a doubt, not another
     kernel, so measure decides."""
     (tmp_path / ".git").mkdir()
-    for f in ("probe_cost.cu", "timing.cuh"):
-        shutil.copy(REPO / "bench" / "probe_cost" / f, tmp_path / f)
+    for f in (REPO / "bench" / "probe_cost" / "probe_cost.cu", REPO / "examples" / "cuda" / "harness.cuh"):
+        shutil.copy(f, tmp_path / f.name)
     (tmp_path / "s.toml").write_text(f"""version = 1
 name = "dense"
 question = "q"
