@@ -23,8 +23,8 @@ kernel's copy may take more registers than it and keep its occupancy: its probes
    the global path at 7; where some CTAs record nothing, a candidate whose copy loses CTAs per SM
    through its registers alone is compiled again held to the clean allocation before the next is
    tried, and taken where its SASS shows no problem (the same recorder and events: bench/probe_cost's
-   mma loop with staged rings, 1 CTA in 2 recording, takes 36 registers against the clean loop's 27,
-   6 CTAs per SM against 8, and held to 32 keeps 8 and spills 100 bytes around the unrolled trip,
+   mma loop with staged rings, 1 CTA in 2 recording, takes 37 registers against the clean loop's 27,
+   6 CTAs per SM against 8, and held to 32 keeps 8 and spills 36 bytes around the unrolled trip,
    on its recording side); where every CTA records, that occupancy is the recording's own cost
    (rule 3), and the rings are taken as compiled (bench/probe_cost's barrier and mma loops on an
    H200: +14.8 to +15.7% and +2.2 to +2.7% as compiled, +15.5 to +16.6% and +2.3 to +3.1% held

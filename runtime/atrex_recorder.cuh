@@ -386,27 +386,65 @@ struct ResidentRing {
   }
 };
 
-// Stores one event into a staging ring's slot (shared address `slot`), resident or staged; `on`:
-// whether this lane stores (a predicate, not a branch); `valid`: kTagValid, or the same value loaded
-// where ptxas cannot see it is a constant (BasicRecorder::trips_begin).
-__device__ __forceinline__ void put_shared(uint32_t slot, Now n, uint32_t payload, uint32_t site, uint32_t on = 1u,
-                                           uint32_t valid = kTagValid) {
+// One event's words as a ring slot holds them (kSlotBytes / 4 of them, at `w`); `valid`: kTagValid, or
+// the same value loaded where ptxas cannot see it is a constant (BasicRecorder::trips_begin).
+constexpr uint32_t kSlotWords = kSlotBytes / 4u;
+__device__ __forceinline__ void event_words(uint32_t* w, Now n, uint32_t payload, uint32_t site, uint32_t valid) {
 #if ATREX_TL_WIDE
-  asm volatile(ATREX_ON(5, "@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};")
-               ::"r"(slot), "r"(n.t), "r"(n.c), "r"(payload), "r"(site | valid), "r"(on));
+  w[0] = n.t;
+  w[1] = n.c;
+  w[2] = payload;
+  w[3] = site | valid;
 #elif ATREX_TL_CLOCK8
-  asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(n.c), "r"(packed(n.t, site)), "r"(on));
+  w[0] = n.c;
+  w[1] = packed(n.t, site);
   (void)payload;
   (void)valid;
 #elif ATREX_TL_PACKED
-  asm volatile(ATREX_ON(2, "@p st.shared.u32 [%0], %1;") ::"r"(slot), "r"(packed(n.t, site)), "r"(on));
+  w[0] = packed(n.t, site);
   (void)payload;
   (void)valid;
 #else
-  asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(slot), "r"(n.t), "r"(site | valid), "r"(on));
+  w[0] = n.t;
+  w[1] = site | valid;
   (void)payload;
 #endif
 }
+
+// Stores N words (1, 2 or a multiple of 4) at shared address `a`, 16 bytes a store, on the lanes where `on`
+// is nonzero (a predicate, not a branch).
+template <uint32_t N>
+__device__ __forceinline__ void put_words(uint32_t a, const uint32_t* w, uint32_t on) {
+  static_assert(N == 1u || N == 2u || N % 4u == 0u, "a ring stores whole slots, 16 bytes at most at once");
+  if (N == 1u) {
+    asm volatile(ATREX_ON(2, "@p st.shared.u32 [%0], %1;") ::"r"(a), "r"(w[0]), "r"(on));
+  } else if (N == 2u) {
+    asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(a), "r"(w[0]), "r"(w[1]), "r"(on));
+  } else {
+#pragma unroll
+    for (uint32_t q = 0u; q < N; q += 4u)
+      asm volatile(ATREX_ON(5, "@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};")
+                   ::"r"(a + 4u * q), "r"(w[q]), "r"(w[q + 1u]), "r"(w[q + 2u]), "r"(w[q + 3u]), "r"(on));
+  }
+}
+
+// Stores one event into a staging ring's slot (shared address `slot`), resident or staged; `on`:
+// whether this lane stores (a predicate, not a branch); `valid` as event_words takes it.
+__device__ __forceinline__ void put_shared(uint32_t slot, Now n, uint32_t payload, uint32_t site, uint32_t on = 1u,
+                                           uint32_t valid = kTagValid) {
+  uint32_t w[kSlotWords];
+  event_words(w, n, payload, site, valid);
+  put_words<kSlotWords>(slot, w, on);
+}
+
+// The events of one group of a trip's iterations (BasicRecorder::stage and put), N of them: their
+// times, sites and payloads, in registers until the group's end (the rewriter unrolls the group,
+// so every index is a constant; `k` counts the group's events staged so far).
+template <uint32_t N>
+struct Held {
+  Now n[N];
+  uint32_t site[N], payload[N], k = 0u;
+};
 
 // Copies one event from a staging ring (shared address `ring_slot`) to the buffer at byte offset `off`.
 __device__ __forceinline__ void copy_out(uint32_t ring_slot, uint32_t off) {
@@ -503,9 +541,10 @@ static __device__ __noinline__ void resident_close(bool all) {
 // K = 0: events go straight to global memory (predicated store per event).
 // K > 0 (staged rings): every lane of a recording warp stores the same event into its
 // warp's shared-memory ring of K slots, and when the ring is full the 32 lanes copy it to global
-// memory together (coalesced), checking capacity once per slot there instead of per event. Each
-// lane later reads back only slots it wrote itself, so this needs the whole warp at every site
-// and at exit (warp-uniform control flow); it is offered for warp-level roles only.
+// memory together (coalesced), checking capacity once per slot there instead of per event (a
+// trip's groups of iterations store their events from lane 0, once a group: stage and put). The
+// lanes copy out what the warp stored, so this needs the whole warp at every site and at exit
+// (warp-uniform control flow); it is offered for warp-level roles only.
 // R (resident, K = the capacity, W = the group's rings, ROLE, STRIDE, LIMIT and MASK the group's
 // role, CTA density and warp mask as literals): events stay in the warp's shared-memory ring
 // until exit. The owner's lane stores each event to its next slot; the slot pointer saturates at
@@ -615,6 +654,31 @@ class BasicRecorder {
     put_shared(Ring::base() + min(a_, Ring::kSink), now(), payload, site);
     a_ = min(a_ + kSlotBytes, ring_end_);
   }
+  // Staged, a trip's loop in groups of iterations (the rewriter's, where the loop brings no #pragma):
+  // each held probe keeps its event in the group's registers (stage), and after the group's last
+  // iteration lane 0 alone stores them to the ring, 16 bytes a store (put). A shared store costs
+  // its bytes times its active lanes in shared-memory bandwidth, whatever the addresses, and a loop
+  // over shared memory is bound by it: in bench/probe_cost's barrier loop (eight loads and a store
+  // an iteration) on an H200, every lane's 4-byte store an event cost +12.3%, every lane's 16-byte
+  // store a group of four +11.0%, lane 0's +7.9%. The site bits are put in at the group's end too,
+  // so nothing waits for the timer read where it is taken. The ring's copy-out (flush) waits for
+  // lane 0's stores first.
+  template <uint32_t N>
+  __device__ __forceinline__ void stage(Held<N>& h, uint32_t site, uint32_t payload = 0u) {
+    static_assert(!R && K != 0u, "groups are the staged rings' trips'");
+    h.n[h.k] = now();
+    h.site[h.k] = site;
+    h.payload[h.k] = payload;
+    ++h.k;
+  }
+  template <uint32_t N>
+  __device__ __forceinline__ void put(const Held<N>& h) {
+    uint32_t w[N * kSlotWords];
+#pragma unroll
+    for (uint32_t k = 0u; k < N; ++k) event_words(w + k * kSlotWords, h.n[k], h.payload[k], h.site[k], valid_);
+    put_words<N * kSlotWords>(a_, w, lane_id() == 0u);
+    a_ += N * kSlotBytes;
+  }
   // Staged, before a loop recorded in trips: the ring copied out (flush), and the tag's valid bit read
   // back from shared memory into a register, where ptxas cannot see that it is a constant: as an
   // immediate, ptxas moved it into the event's register pair again at every event (one more
@@ -641,6 +705,7 @@ class BasicRecorder {
   // instructions an event (bench/probe_cost's FMA loop on an H200: +7.98% against +5.50%).
   __device__ __forceinline__ void flush(uint32_t n = ~0u) {
     static_assert(!R, "flush is the staged rings' (resident rings are copied out at exit)");
+    __syncwarp(__activemask());  // a group's events were stored by lane 0 (put): visible to the lanes that copy them
     drain(n != ~0u ? n : (a_ - (ring_end_ - K * kSlotBytes)) / kSlotBytes);
   }
   // release(ahead): written back `ahead` slots on, so that a trip whose probes are its loop-begin
@@ -765,7 +830,8 @@ class BasicRecorder {
   }
 
   // Staged: copy the ring's first `count` (<= K <= 32) events to global memory, lane j taking
-  // slot j, which it stored itself; off_ advances past the events handed over (kept or not).
+  // slot j (which it stored itself, or lane 0 did: flush waits for those); off_ advances past the
+  // events handed over (kept or not).
   __device__ __forceinline__ void drain(uint32_t count) {
     const uint32_t ring = ring_end_ - K * kSlotBytes, j = lane_id(), p = off_ + j * kEventBytes;
     if (j < count && p < end_) copy_out(ring + j * kSlotBytes, p);

@@ -24,7 +24,7 @@ KERNEL_PLAN_FIELDS = ("kernel", "source_id_hex", "groups", "n_groups", "capacity
 
 # the runtime's functions the inserted code calls by name (recorders, capture sessions, the guard)
 CALLED = frozenset({"finish", "on", "rec", "rec_active", "rec_every", "rec_held", "hold", "release", "release_loop",
-                    "flush", "trips_begin", "cta_selected"})
+                    "flush", "trips_begin", "stage", "put", "cta_selected"})
 _DEFINE = re.compile(r"\s*#\s*define\s+(\w+)")
 
 
@@ -48,15 +48,19 @@ def static_suffix(source_rel: str) -> str:
     return "_" + sha256_bytes(source_rel.encode())[:8]
 
 
-def site_code(plan: Plan, site: Site, branch_free: bool = False, held: bool = False) -> str:
+def site_code(plan: Plan, site: Site, branch_free: bool = False, held: bool = False, grouped: bool = False) -> str:
     """The probe statement. `branch_free`: the site runs only in recording CTAs (versioned body) or
     once per strip-mined group, so it stores unconditionally (non-writers have capacity 0: the
     store is predicated off) instead of testing `active` or a hit counter, which splits the
     compiler's basic blocks and stops it from overlapping the code around the probe. `held`: a
-    resident recorder's site in a strip-mined trip, which holds the warp's slot (strip_mine)."""
+    resident recorder's site in a strip-mined trip, which holds the warp's slot (strip_mine), or a
+    staged one's in a trip (trips); `grouped`: in a trip's group of iterations, whose events its
+    recorder keeps in registers until the group's end (sampling.trips)."""
     sid = plan.spec.site_id(site.name)
     rv = f"__atrex_r{plan.group_of(site).id}"
     payload = f", static_cast<unsigned>({site.payload})" if site.payload else ""
+    if grouped:
+        return f"{rv}.stage(__atrex_h{plan.group_of(site).id}, {sid}u{payload});"
     if held:
         return f"{rv}.rec_held({sid}u{payload});"
     if branch_free:

@@ -122,7 +122,8 @@ def _place_sites(plan: Plan, edits: Edits, kernel: Kernel, anchored: dict[str, S
     for site in spec.sites:
         sm = mined.get(site.name)
         held = sm is not None and (sm.trip > 0 or plan.mode.resident) and site.name not in sampling.unheld
-        code = site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1), held=held)
+        code = site_code(plan, site, branch_free=site.name in mined or (versioned and site.every == 1), held=held,
+                         grouped=held and sm.group > 0)
         if held and not sm.trip:  # resident: the trip's hold and release
             sm.held.setdefault(plan.group_of(site).id, []).append(site.position)
         label, pos, sid = site_label(plan, site), site.position, spec.site_id(site.name)

@@ -29,6 +29,9 @@ class StripMine:
     # flushed and holds no more events than a ring has slots); 0 = not recorded in trips
     trip: int = 0
     per_iteration: dict[int, int] = field(default_factory=dict)  # trips: group id -> its sites' events an iteration
+    # trips: iterations per group of the trip's loop, whose events lane 0 stores together at its end
+    # (_grouping); 0 = each event stored where it is taken
+    group: int = 0
     # the trip's probes in their checked form, for the iterations after the last trip
     checked_begin: list[tuple[str, str]] = field(default_factory=list)
     checked_end: list[tuple[str, str]] = field(default_factory=list)
@@ -114,7 +117,8 @@ def _plan_sampling(plan: Plan, anchored: dict[str, Stmt], src: SourceFile,
         elif staged and everies == [1]:
             trip, per_iteration = _trip(plan, sites, loop, anchored)
             if trip:
-                chosen[loop] = StripMine(form, 1, sites, [], [], trip=trip, per_iteration=per_iteration)
+                chosen[loop] = StripMine(form, 1, sites, [], [], trip=trip, per_iteration=per_iteration,
+                                         group=_grouping(trip, per_iteration, loop, plan.mode.event_bytes))
             continue
         else:
             chosen[loop] = StripMine(form, everies[0], sites, [], [])
@@ -135,6 +139,25 @@ def _trip(plan: Plan, sites: list[Site], loop: Stmt, anchored: dict[str, Stmt]) 
     per_iteration = dict(Counter(plan.group_of(s).id for s in sites))
     trip = plan.mode.ring // max(per_iteration.values())
     return (trip, per_iteration) if trip > 1 else (0, {})
+
+
+GROUP_BYTES = 16  # the fullest recorder group's events in one group of a trip's iterations (_grouping)
+
+
+def _grouping(trip: int, per_iteration: dict[int, int], loop: Stmt, event_bytes: int) -> int:
+    """Iterations per group of a trip's loop (0: none). A group holds GROUP_BYTES of the fullest
+    recorder group's events (four packed ones), which lane 0 stores at the group's end with one
+    16-byte store (BasicRecorder::stage and put) where each event stored on its own took a store
+    from every lane, and a loop over shared memory pays for a shared store in its bandwidth
+    (bench/probe_cost's barrier loop). One store: ptxas put two predicated stores under a branch,
+    a convergence region in the loop. Every recorder group's share must be whole slots in one
+    store (1, 2 or 4 words); a loop with its own #pragma keeps its events stored one by one, as the
+    user unrolls it."""
+    fullest, events = max(per_iteration.values()), GROUP_BYTES // event_bytes
+    if loop.lead != loop.start or events % fullest:
+        return 0
+    n = events // fullest
+    return n if trip % n == 0 and all(n * p * event_bytes // 4 in (1, 2, 4) for p in per_iteration.values()) else 0
 
 
 def _straight(stmt: Stmt, site: Site, loop: Stmt) -> bool:
@@ -241,7 +264,8 @@ TRIP_UNROLL = 4  # iterations of a trip's loop unrolled together where the loop 
 
 def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
     """for (INIT; i < E; INCR) {BODY}  ->  { INIT; trips_begin; for (; i < E && E - i > (T-1)*S; ) {
-    for (e = trip_end(T x P); in_trip(e); ) { held begin probes {BODY} held end probes INCR; } flush(T x P); }
+    for (e = trip_end(T x P); in_trip(e); ) { Held h; for (u = 0; u < G; ++u) { staged begin probes {BODY}
+    staged end probes INCR; } put(h); } flush(T x P); }
     for (; i < E; INCR) { checked begin probes {BODY} checked end probes } }: a loop whose dense
     sites record to staged rings, in trips of T iterations. The rings are copied out (the whole
     warp, coalesced) before the first trip (trips_begin, which also loads the tag's valid bit where
@@ -254,12 +278,14 @@ def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
     them one. That flush is told its count, T x P (P: the group's sites per iteration). The trip's
     loop runs until the first group's ring pointer, which its held probes bump, reaches the slot T x P
     events on: no counter of its own. A `#pragma` before the loop goes to the trip's loop, whose
-    iterations are the loop's; without one the trip's loop is unrolled by TRIP_UNROLL where that
-    divides T, so a trip's events store at immediate offsets from one pointer bumped once per
-    unrolled group, and the loop's own test and branch run once per group too (bench/probe_cost on
-    an H200, every warp recording, 2048 iterations: the dependent FMA chain's loop-end event +7.35%
-    in trips, +2.48% unrolled, NVIDIA IKeT's +5.45%; the independent chains' -0.42%, the loop's
-    tests saved paying for its events). Unrolled by two, a barrier loop paid more (0977d4b)."""
+    iterations are the loop's; without one the trip's loop runs groups of G iterations (_grouping:
+    four events of the fullest recorder group), each unrolled whole (`for (u = 0; u < G; ++u)`
+    under `#pragma unroll`), its held probes keeping their events in registers (stage) and lane 0
+    storing them at the group's end (put), so the pointer bump and the loop's own test and branch
+    run once per group; how far the loop of groups is unrolled, nvcc and ptxas decide. Where the
+    sites allow no grouping, the trip's loop is unrolled by TRIP_UNROLL where that divides T (an
+    H200, every warp recording, 2048 iterations: the dependent FMA chain's loop-end event +7.35% in
+    trips, +2.48% unrolled, NVIDIA IKeT's +5.45%; unrolled by two, a barrier loop paid more: 0977d4b)."""
     cl, t, text, nl = sm.loop, sm.trip, edits.src.text, edits.nl
     loop, body = cl.stmt, cl.stmt.body
     ind = edits.indent(loop.start)
@@ -275,13 +301,22 @@ def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
         names = ", ".join(s.name for s in sm.sites)
         pad = ind if edits.src.lines.line_start(loop.lead) == loop.lead else ""
         body_text = edits.span(body.start, body.end - 1) + "}"
-        lead = text[loop.lead:loop.start] or (f"#pragma unroll {TRIP_UNROLL}{nl}{ind}  " if t % TRIP_UNROLL == 0 else "")
+        iteration = f"{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr};"
+        u = sm.group
+        if u:  # the trip's loop runs groups of u iterations, each ended by its recorders' stores
+            held = "".join(f" atrex::Held<{u * n}u> __atrex_h{g};" for g, n in sorted(sm.per_iteration.items()))
+            put = "".join(f" __atrex_r{g}.put(__atrex_h{g});" for g in sorted(sm.per_iteration))
+            iteration = (f"{held}  // atrex: a group of {u} iteration(s), its events stored at its end{nl}{ind}  "
+                         f"#pragma unroll{nl}{ind}  for (unsigned __atrex_u = 0u; __atrex_u < {u}u; ++__atrex_u) "
+                         f"{{{iteration} }}{put}")
+        lead = text[loop.lead:loop.start] or (
+            f"#pragma unroll {TRIP_UNROLL}{nl}{ind}  " if not u and t % TRIP_UNROLL == 0 else "")
         return (f"{pad}{{{init}{begin_all}  // atrex: site(s) {names} recorded in trips of {t} iterations, the warp's "
                 f"staging ring copied out before and after each{nl}"
                 f"{ind}for (; ({cl.cond}) && ({cl.bound}) - ({cl.var}) {cmp} {t - 1} * ({cl.step}); ) {{{nl}"
                 f"{ind}  {lead}for (const unsigned __atrex_e = __atrex_r{g0}.trip_end({t * n0}u); "
                 f"__atrex_r{g0}.in_trip(__atrex_e); ) "
-                f"{{{held_begin}{nl}{ind}  {body_text}{held_end} {cl.incr}; }}{flush_trip} }}{nl}"
+                f"{{{iteration} }}{flush_trip} }}{nl}"
                 f"{ind}for (; {cl.cond}; {cl.incr}) {{{checked_begin} {text[body.start:body.end]}{checked_end} }}"
                 f"  /* atrex: the last iterations, their probes checked */ }}")
 

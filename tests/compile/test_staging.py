@@ -275,9 +275,12 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     compare and branch made ptxas wrap each iteration in one: bench/probe_cost's FMA loop). The
     trip's loop is unrolled by four unless the loop brings its own `#pragma`, which the trip's loop
     keeps. The iterations after the last trip use the checked probe. A loop that cannot be recorded
-    in trips (a `break`, a site in the body) keeps the checked probe at every iteration. Its events
-    are packed (the spec leaves `packed` unset), one word a ring slot: ptxas stores the unrolled
-    trip's four events with one 16-byte store, where 8-byte events (`packed = false`) take two."""
+    in trips (a `break`, a site in the body) keeps the checked probe at every iteration. Without a
+    `#pragma`, the trip's loop runs groups of iterations holding 16 bytes of events (four packed
+    events, the spec leaving `packed` unset: four iterations, two with a loop-begin and a loop-end
+    site; two 8-byte events with `packed = false`), each group unrolled whole, whose probes keep
+    their events in registers for lane 0 alone to store at the group's end, one 16-byte store
+    predicated on the lane, not branched around (no convergence region)."""
     from atrex_inject import sass
 
     (tmp_path / ".git").mkdir()
@@ -300,8 +303,10 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     line = 4 if case == "own-pragma" else 3
     assert m.to_json()["perturbation"]["strip_mined"] == ([{"line": line, "every": 1, "sites": sites, "trip": trip}]
                                                           if trip else [])
+    group = {"canonical": 4, "8-byte": 2, "begin-and-end": 2}.get(case, 0)  # iterations a group
+    probe = "__atrex_r0.stage(__atrex_h0, 0u);" if group else "__atrex_r0.rec_held(0u);"
     assert (f"recorded in trips of {trip} iterations" in text and f"trip_end({trip * len(sites)}u)" in text
-            and "__atrex_r0.rec_held(0u);" in text) == bool(trip)
+            and probe in text) == bool(trip)
     if trip:  # the rings are flushed before the first trip and after each, so the checked probes of
         # the last iterations start with room in the ring (they store, then drain a full ring)
         assert "__atrex_r0.trips_begin();" in text[:text.index("recorded in trips")].rsplit("\n", 1)[-1]
@@ -316,15 +321,23 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     if trip:  # the trip's loop: every iteration's timer read(s), its stores, no convergence region,
         # and the tag's valid bit not moved in as an immediate at each event (trips_begin loads it)
         assert len(timers) == body.count("LDG.E.128.CONSTANT") * len(sites), body
-        unrolled = 1 if case == "own-pragma" else 4
         trips = text[text.index("recorded in trips"):text.index("the last iterations")]
-        assert trips.count("#pragma unroll") == 1 and re.search(rf"#pragma unroll {unrolled}\n\s*for \(const unsigned __atrex_e", trips)
-        # unrolled by four, the trip's loop holds four iterations' loads (left to itself, nvcc
-        # unrolled this 32-iteration trip whole, as it does under a `#pragma unroll 1` it is given)
-        assert body.count("LDG.E.128.CONSTANT") == {"canonical": 4, "8-byte": 4, "begin-and-end": 16,
-                                                    "own-pragma": 32}[case], body
-        if case in ("canonical", "8-byte"):  # four events: one 16-byte store of 4-byte slots, two of 8-byte ones
-            assert [o for o in body if o.startswith("STS")] == ["STS.128"] * (2 if case == "8-byte" else 1), body
+        if group:  # each group unrolled whole; how far the trip's loop of groups is, nvcc and ptxas decide
+            assert trips.count("#pragma unroll") == 1 and re.search(
+                rf"\) \{{\n\s*for \(const unsigned __atrex_e[^\n]*atrex::Held<{group * len(sites)}u> __atrex_h0;[^\n]*\n\s*#pragma unroll\n"
+                rf"\s*for \(unsigned __atrex_u = 0u; __atrex_u < {group}u; \+\+__atrex_u\)", trips), trips
+            assert re.search(r"\} __atrex_r0\.put\(__atrex_h0\); \} __atrex_r0\.flush", trips), trips
+        else:
+            assert trips.count("#pragma unroll") == 1 and re.search(r"#pragma unroll 1\n\s*for \(const unsigned __atrex_e", trips)
+        # whole groups in the trip's loop (ptxas may unroll the trip's eight further: it unrolled this
+        # 32-iteration trip whole under a `#pragma unroll 1` it was given)
+        loads = body.count("LDG.E.128.CONSTANT")
+        assert loads == 32 if case == "own-pragma" else loads % group == 0 and loads >= 4, body
+        stores = [(p, o) for a, o, w in insns if loop.start <= a <= loop.end and o.startswith("STS")
+                  for p in [w.split()[0] if w.startswith("@") else ""]]
+        if group:  # a group's 16 bytes of events, one store by lane 0 only
+            assert [o for _, o in stores] == ["STS.128"] * (loads // group), stores
+            assert all(p.startswith("@") for p, _ in stores), stores
         assert "BSSY" not in body and any(o.startswith("STS") for o in body), body
         tags = [w for a, _, w in insns if loop.start <= a <= loop.end and re.search(r"-0x80000000|0x8000000[0-9a-f]\b", w)]
         assert tags == [], tags
