@@ -266,21 +266,23 @@ def test_a_dense_resident_loop_holds_its_slot_across_the_loop(tmp_path, case):
 STAGED_COPY_SPEC = COPY_SPEC.replace("recorder = 'resident'\nwarps = 8", "recorder = 'staged'\nring = 32\nwarps = 8")
 
 
-@pytest.mark.parametrize("case", ["canonical", "8-byte", "begin-and-end", "own-pragma", "with-break", "in-branch"])
+@pytest.mark.parametrize("case", ["canonical", "8-byte", "payload", "begin-and-end", "own-pragma", "with-break",
+                                  "in-branch"])
 def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
     """A staged loop site recording every iteration is recorded in trips: each trip starts with the
     warp's ring copied out, holds no more events than the ring has slots (32 iterations for one
     site, 16 for a loop-begin and a loop-end site), and its probes store without checking the ring:
     a timer read and a shared store an iteration, no convergence region (the checked probe's
-    compare and branch made ptxas wrap each iteration in one: bench/probe_cost's FMA loop). The
-    trip's loop is unrolled by four unless the loop brings its own `#pragma`, which the trip's loop
-    keeps. The iterations after the last trip use the checked probe. A loop that cannot be recorded
-    in trips (a `break`, a site in the body) keeps the checked probe at every iteration. Without a
+    compare and branch made ptxas wrap each iteration in one: bench/probe_cost's FMA loop). A loop
+    bringing its own `#pragma` gives it to the trip's loop, whose probes store each event. The
+    iterations after the last trip use the checked probe. A loop that cannot be recorded in trips
+    (a `break`, a site in the body) keeps the checked probe at every iteration. Without a
     `#pragma`, the trip's loop runs groups of iterations holding 16 bytes of events (four packed
     events, the spec leaving `packed` unset: four iterations, two with a loop-begin and a loop-end
-    site; two 8-byte events with `packed = false`), each group unrolled whole, whose probes keep
-    their events in registers for lane 0 alone to store at the group's end, one 16-byte store
-    predicated on the lane, not branched around (no convergence region)."""
+    site; two 8-byte events with `packed = false`; one 16-byte event with a payload, lane 0's own),
+    each group unrolled whole, whose probes keep their events in registers for lane 0 alone to
+    store at the group's end, one 16-byte store predicated on the lane, not branched around (no
+    convergence region)."""
     from atrex_inject import sass
 
     (tmp_path / ".git").mkdir()
@@ -289,29 +291,30 @@ def test_a_dense_staged_loop_records_in_trips(tmp_path, case):
               "own-pragma": COPY.replace("  for (long i", "#pragma unroll 1\n  for (long i")}.get(case, COPY)
     loop_site = 'anchor = { loop = "for (long i" }\nposition = "loop-begin"\n'
     site = {"in-branch": 'anchor = { stmt = "out[i] = in[i]" }\nposition = "before"\n',
-            "begin-and-end": loop_site + '\n[[site]]\nname = "end"\nanchor = { loop = "for (long i" }\nposition = "loop-end"\n'
-            }.get(case, loop_site)
+            "begin-and-end": loop_site + '\n[[site]]\nname = "end"\nanchor = { loop = "for (long i" }\nposition = "loop-end"\n',
+            "payload": loop_site + 'payload = "i"\n'}.get(case, loop_site)
     (tmp_path / "k.cu").write_text(kernel)
     spec = STAGED_COPY_SPEC.replace(loop_site, site)
     (tmp_path / "s.toml").write_text(spec.replace("[capture]\n", "[capture]\npacked = false\n") if case == "8-byte"
                                      else spec)
     m = snapshot.apply(tmp_path / "s.toml").manifest
-    assert m.capture.event_bytes == (8 if case in ("8-byte", "in-branch") else 4)  # in-branch: no loop site
+    assert m.capture.event_bytes == {"8-byte": 8, "in-branch": 8, "payload": 16}.get(case, 4)  # in-branch: no loop site
     text = (tmp_path / "k.cu").read_text()
-    trip = {"canonical": 32, "8-byte": 32, "begin-and-end": 16, "own-pragma": 32}.get(case, 0)
+    trip = {"canonical": 32, "8-byte": 32, "payload": 32, "begin-and-end": 16, "own-pragma": 32}.get(case, 0)
     sites = ["iter", "end"] if case == "begin-and-end" else ["iter"]
     line = 4 if case == "own-pragma" else 3
     assert m.to_json()["perturbation"]["strip_mined"] == ([{"line": line, "every": 1, "sites": sites, "trip": trip}]
                                                           if trip else [])
-    group = {"canonical": 4, "8-byte": 2, "begin-and-end": 2}.get(case, 0)  # iterations a group
-    probe = "__atrex_r0.stage(__atrex_h0, 0u);" if group else "__atrex_r0.rec_held(0u);"
+    group = {"canonical": 4, "8-byte": 2, "payload": 1, "begin-and-end": 2}.get(case, 0)  # iterations a group
+    args = "0u, static_cast<unsigned>(i)" if case == "payload" else "0u"
+    probe = f"__atrex_r0.stage(__atrex_h0, {args});" if group else "__atrex_r0.rec_held(0u);"
     assert (f"recorded in trips of {trip} iterations" in text and f"trip_end({trip * len(sites)}u)" in text
             and probe in text) == bool(trip)
     if trip:  # the rings are flushed before the first trip and after each, so the checked probes of
         # the last iterations start with room in the ring (they store, then drain a full ring)
         assert "__atrex_r0.trips_begin();" in text[:text.index("recorded in trips")].rsplit("\n", 1)[-1]
-        assert re.search(r"__atrex_r0\.flush\(32u\); \}\s*for \(; i < n; [^{]*\{ __atrex_r0\.rec\(0u\);", text)
-    assert text.count("__atrex_r0.rec(0u);") == 1  # the remainder's (trips) or every iteration's probe
+        assert re.search(rf"__atrex_r0\.flush\(32u\); \}}\s*for \(; i < n; [^{{]*\{{ __atrex_r0\.rec\({re.escape(args)}\);", text)
+    assert text.count(f"__atrex_r0.rec({args});") == 1  # the remainder's (trips) or every iteration's probe
     proc = nvcc_compile(tmp_path / "k.cu", tmp_path / "k.cubin", ["-cubin"])
     assert proc.returncode == 0, proc.stderr
     insns = sass.function(sass.disassemble(tmp_path / "k.cubin"), "copy__atrex")
