@@ -411,20 +411,18 @@ __device__ __forceinline__ void event_words(uint32_t* w, Now n, uint32_t payload
 #endif
 }
 
-// Stores N words (1, 2 or a multiple of 4) at shared address `a`, 16 bytes a store, on the lanes where `on`
-// is nonzero (a predicate, not a branch).
+// Stores N words (1, 2 or 4) at shared address `a` with one store, on the lanes where `on` is nonzero
+// (a predicate, not a branch).
 template <uint32_t N>
 __device__ __forceinline__ void put_words(uint32_t a, const uint32_t* w, uint32_t on) {
-  static_assert(N == 1u || N == 2u || N % 4u == 0u, "a ring stores whole slots, 16 bytes at most at once");
+  static_assert(N == 1u || N == 2u || N == 4u, "one shared store: 4, 8 or 16 bytes");
   if (N == 1u) {
     asm volatile(ATREX_ON(2, "@p st.shared.u32 [%0], %1;") ::"r"(a), "r"(w[0]), "r"(on));
   } else if (N == 2u) {
     asm volatile(ATREX_ON(3, "@p st.shared.v2.u32 [%0], {%1, %2};") ::"r"(a), "r"(w[0]), "r"(w[1]), "r"(on));
   } else {
-#pragma unroll
-    for (uint32_t q = 0u; q < N; q += 4u)
-      asm volatile(ATREX_ON(5, "@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};")
-                   ::"r"(a + 4u * q), "r"(w[q]), "r"(w[q + 1u]), "r"(w[q + 2u]), "r"(w[q + 3u]), "r"(on));
+    asm volatile(ATREX_ON(5, "@p st.shared.v4.u32 [%0], {%1, %2, %3, %4};")
+                 ::"r"(a), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]), "r"(on));
   }
 }
 
@@ -656,13 +654,13 @@ class BasicRecorder {
   }
   // Staged, a trip's loop in groups of iterations (the rewriter's, where the loop brings no #pragma):
   // each held probe keeps its event in the group's registers (stage), and after the group's last
-  // iteration lane 0 alone stores them to the ring, 16 bytes a store (put). A shared store costs
-  // its bytes times its active lanes in shared-memory bandwidth, whatever the addresses, and a loop
-  // over shared memory is bound by it: in bench/probe_cost's barrier loop (eight loads and a store
-  // an iteration) on an H200, every lane's 4-byte store an event cost +12.3%, every lane's 16-byte
-  // store a group of four +11.0%, lane 0's +7.9%. The site bits are put in at the group's end too,
-  // so nothing waits for the timer read where it is taken. The ring's copy-out (flush) waits for
-  // lane 0's stores first.
+  // iteration lane 0 alone stores them to the ring with one store of up to 16 bytes (put). A shared
+  // store costs its bytes times its active lanes in shared-memory bandwidth, whatever the addresses,
+  // and a loop over shared memory is bound by it: in a scratch copy of bench/probe_cost's barrier
+  // loop (a store, a barrier and eight loads an iteration) on an H200, every lane's 4-byte store an
+  // event cost +12.3%, every lane's 16-byte store a group of four +11.0%, lane 0's +7.9%. The site
+  // bits are put in at the group's end too, so nothing waits for the timer read where it is taken.
+  // The ring's copy-out (flush) waits for lane 0's stores first.
   template <uint32_t N>
   __device__ __forceinline__ void stage(Held<N>& h, uint32_t site, uint32_t payload = 0u) {
     static_assert(!R && K != 0u, "groups are the staged rings' trips'");

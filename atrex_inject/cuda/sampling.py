@@ -279,7 +279,7 @@ def trips(edits: Edits, sm: StripMine, plan: Plan) -> None:
     loop runs until the first group's ring pointer, which its held probes bump, reaches the slot T x P
     events on: no counter of its own. A `#pragma` before the loop goes to the trip's loop, whose
     iterations are the loop's; without one the trip's loop runs groups of G iterations (_grouping:
-    four events of the fullest recorder group), each unrolled whole (`for (u = 0; u < G; ++u)`
+    16 bytes of the fullest recorder group's events), each unrolled whole (`for (u = 0; u < G; ++u)`
     under `#pragma unroll`), its held probes keeping their events in registers (stage) and lane 0
     storing them at the group's end (put), so the pointer bump and the loop's own test and branch
     run once per group; how far the loop of groups is unrolled, nvcc and ptxas decide. Where the
